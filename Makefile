@@ -1,0 +1,55 @@
+# Two commands for a fresh machine: `make run` and `make test` (see README.md).
+# Both create .venv and install the pinned requirements themselves.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+MANAGE := $(BIN)/python manage.py
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+TRACE := data/traces/FB-2009_samples_24_times_1hr_0.tsv
+HOURS ?= 3
+SPEEDUP ?= 30
+PORT ?= 8000
+
+.PHONY: setup run test test-fast bench clean
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+setup: $(STAMP)
+
+# Migrate, create the demo market (admin + tenants in a two-level hierarchy),
+# serve on 127.0.0.1:$(PORT) and replay the first $(HOURS) h of the FB-2009
+# trace live at $(SPEEDUP) simulated seconds per wall second. With REDIS_URL
+# set, a Celery worker clears the market; otherwise Celery runs eagerly.
+run: setup
+	$(MANAGE) migrate --noinput
+	$(MANAGE) seed_demo
+	@echo ""
+	@echo "  Marketplace: http://127.0.0.1:$(PORT)/   (credentials above; also in var/demo-credentials.txt)"
+	@echo "  API docs:    http://127.0.0.1:$(PORT)/api/docs/     Ctrl-C stops everything."
+	@echo ""
+	@trap 'kill 0' EXIT INT TERM; \
+	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload & \
+	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 & fi; \
+	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \
+	echo "Replay finished; the server keeps running (Ctrl-C to stop)."; wait
+
+test: setup
+	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not integration and not browser"
+
+bench: setup
+	$(BIN)/python bench/bench_auction.py
+	$(BIN)/python bench/bench_fairshare.py
+	$(BIN)/python bench/bench_simulator.py
+	$(BIN)/python bench/bench_clearing.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -1,0 +1,29 @@
+"""Project-wide pytest fixtures.
+
+Celery runs eagerly in tests (services are tested directly); the integration
+tests under tests/integration switch to a real broker and a real worker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _celery_eager(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    from marketplace.celery import app
+
+    old = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = old
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):  # type: ignore[no-untyped-def]
+    # PBKDF2's deliberate slowness (~0.3 s a user) is not under test here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

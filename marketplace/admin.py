@@ -1,0 +1,120 @@
+"""Django admin: markets (alpha, T_wait... through the audited service), queues, capacities.
+
+Writes go through services so that every change is validated and audited; the
+ledger is read-only here (corrections are new entries, made by services).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+
+from marketplace.models import (
+    Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant,
+)
+from marketplace.services.config import market_configure, queue_save, resource_capacity_set
+from scheduler.fairshare import twait_guidance
+
+_TUNABLE = ["alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "fairshare_policy", "dispatch_mode"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Market)
+class MarketAdmin(admin.ModelAdmin):
+    list_display = ["name", "alpha", "t_wait", "fairshare_policy", "clock_speed", "sim_time", "state_version", "clearings"]
+    fields = ["name", *_TUNABLE, "twait_hint", "sim_time", "state_version", "cleared_version", "clearings"]
+    readonly_fields = ["sim_time", "state_version", "cleared_version", "clearings", "twait_hint"]
+
+    @admin.display(description="T_wait guidance (paper 002, Eq. 7)")
+    def twait_hint(self, obj: Market) -> str:
+        if obj.pk is None:
+            return "-"
+        avg = JobWork.objects.filter(job__market=obj).values_list("task_duration", flat=True)[:1000]
+        t_task = sum(avg) / len(avg) if avg else 60.0
+        n = twait_guidance(t_task, obj.t_wait)
+        return (f"With tasks of about {t_task:.0f} s, a starved queue keeps about T_task / T_wait = {n:.1f} tasks running. "
+                "T_wait = 0 gives LTRF; a very large T_wait gives the naive hierarchy (starvation).")
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        if not change:
+            return super().save_model(request, obj, form, change)
+        changes = {f: form.cleaned_data[f] for f in _TUNABLE if f in form.changed_data}
+        try:
+            market_configure(market=obj, user=request.user, reason="admin", **changes)
+        except ValidationError as exc:
+            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+
+
+@admin.register(Queue)
+class QueueAdmin(admin.ModelAdmin):
+    list_display = ["path", "weight", "parent", "market"]
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        try:
+            queue_save(queue=obj, user=request.user)
+        except ValidationError as exc:
+            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+
+
+@admin.register(ResourceType)
+class ResourceTypeAdmin(admin.ModelAdmin):
+    list_display = ["name", "capacity", "stage", "market"]
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        if not change:
+            return super().save_model(request, obj, form, change)
+        try:
+            resource_capacity_set(resource_type=obj, capacity=form.cleaned_data["capacity"], user=request.user)
+        except ValidationError as exc:
+            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+
+
+@admin.register(ConfigChange)
+class ConfigChangeAdmin(ReadOnlyAdmin):
+    list_display = ["changed_at", "market", "field", "old_value", "new_value", "changed_by", "reason"]
+    list_filter = ["field"]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    list_display = ["id", "created_at", "account", "kind", "amount", "available_after", "held_after", "job"]
+    list_filter = ["kind"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "default_queue", "market"]
+
+
+@admin.register(Account)
+class AccountAdmin(ReadOnlyAdmin):
+    list_display = ["tenant", "available", "held", "updated_at"]
+
+
+class JobWorkInline(admin.TabularInline):
+    model = JobWork
+    extra = 0
+    can_delete = False
+    readonly_fields = ["resource_type", "tasks", "task_duration", "weight", "pending", "running", "done"]
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "name", "tenant", "queue", "budget", "status", "sim_submit_time", "sim_finish_time"]
+    list_filter = ["status", "utility"]
+    inlines = [JobWorkInline]
+
+
+@admin.register(AllocationSnapshot)
+class AllocationSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["id", "state_version", "sim_time", "n_jobs", "rounds", "converged", "solve_ms", "total_ms"]

@@ -1,0 +1,118 @@
+"""DRF serializers: shape and type checks only; rules live in services."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rest_framework import serializers
+
+from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
+from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
+
+
+class WorkItemSerializer(serializers.Serializer):
+    resource_type = serializers.CharField(max_length=40, help_text="Resource type name, e.g. map or reduce.")
+    tasks = serializers.IntegerField(min_value=0, max_value=MAX_TASKS)
+    task_duration = serializers.FloatField(min_value=0.001, max_value=MAX_TASK_DURATION_S, help_text="Simulated seconds per task.")
+    weight = serializers.FloatField(min_value=0, max_value=1e6, default=1.0, help_text="Utility weight w_ij.")
+
+
+class BidSerializer(serializers.Serializer):
+    """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
+
+    name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
+    budget = serializers.DecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
+    utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
+    work = WorkItemSerializer(many=True, allow_empty=False)
+
+
+class JobWorkSerializer(serializers.ModelSerializer):
+    resource_type = serializers.CharField(source="resource_type.name")
+
+    class Meta:
+        model = JobWork
+        fields = ["resource_type", "tasks", "task_duration", "weight", "pending", "running", "done"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    queue = serializers.CharField(source="queue.path", read_only=True)
+    work = JobWorkSerializer(many=True, read_only=True)
+    shares = serializers.SerializerMethodField(help_text="Within-queue allocation probability per resource type at the latest clearing.")
+    held = serializers.SerializerMethodField(help_text="Amount still held for this job.")
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
+            "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
+        ]
+
+    def get_shares(self, job: Job) -> dict[str, float]:
+        return self.context.get("shares", {}).get(job.pk, {})
+
+    def get_held(self, job: Job) -> str:
+        return str(self.context.get("money", {}).get(job.pk, (Decimal("0"), Decimal("0")))[0])
+
+
+class LedgerEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LedgerEntry
+        fields = ["id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo", "created_at"]
+
+
+class FairnessSampleSerializer(serializers.ModelSerializer):
+    queue = serializers.CharField(source="queue.path")
+    resource_type = serializers.CharField(source="resource_type.name")
+
+    class Meta:
+        model = FairnessSample
+        fields = ["sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running"]
+
+
+class MarketSampleSerializer(serializers.ModelSerializer):
+    resource_type = serializers.CharField(source="resource_type.name")
+
+    class Meta:
+        model = MarketSample
+        fields = ["sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs"]
+
+
+class PriceSampleSerializer(serializers.ModelSerializer):
+    resource_type = serializers.CharField(source="resource_type.name")
+    snapshot = serializers.IntegerField(source="snapshot_id")
+
+    class Meta:
+        model = PriceSample
+        fields = ["sim_time", "resource_type", "price", "snapshot"]
+
+
+class AllocationEntrySerializer(serializers.Serializer):
+    job_id = serializers.IntegerField()
+    tenant = serializers.CharField()
+    queue = serializers.CharField()
+    status = serializers.CharField()
+    running = serializers.DictField(child=serializers.IntegerField(), help_text="Units held now per resource type.")
+    pending = serializers.DictField(child=serializers.IntegerField(), help_text="Tasks waiting per resource type.")
+    shares = serializers.DictField(child=serializers.FloatField(), help_text="Within-queue shares per resource type.")
+
+
+class AccountSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    available = serializers.DecimalField(max_digits=18, decimal_places=4)
+    held = serializers.DecimalField(max_digits=18, decimal_places=4)
+
+
+class MarketStateSerializer(serializers.Serializer):
+    market = serializers.CharField()
+    sim_time = serializers.FloatField()
+    state_version = serializers.IntegerField()
+    cleared_version = serializers.IntegerField()
+    clearings = serializers.IntegerField()
+    alpha = serializers.FloatField()
+    t_wait = serializers.FloatField()
+    fairshare_policy = serializers.CharField()
+    clock_speed = serializers.FloatField()
+    jobs = serializers.DictField(child=serializers.IntegerField())
+    resources = serializers.ListField(child=serializers.DictField())
+    prices = serializers.DictField(child=serializers.FloatField())
+    last_clearing = serializers.DictField(allow_null=True)

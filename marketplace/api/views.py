@@ -1,0 +1,184 @@
+"""REST API views: thin, calling services for writes and selectors for reads."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace import selectors
+from marketplace.api import serializers as s
+from marketplace.models import Job, Tenant
+from marketplace.services.bids import WorkItem, bid_submit, job_cancel
+
+
+class NumberTolerantJSONParser(JSONParser):
+    """Parses NaN and Infinity literals so that they reach field validation and get a field error."""
+
+    strict = False
+
+
+def _tenant(request: Request) -> Tenant:
+    tenant = getattr(request.user, "tenant", None)
+    if tenant is None:
+        raise PermissionDenied("This account is not a tenant: it cannot hold jobs.")
+    return tenant
+
+
+def _service_errors(exc: DjangoValidationError) -> ValidationError:
+    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+
+
+class JobFilter(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=Job.Status.choices)
+
+    class Meta:
+        model = Job
+        fields = ["status", "utility"]
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The caller's jobs (bids). POST submits a bid; other tenants' jobs are invisible (404)."""
+
+    serializer_class = s.JobSerializer
+    filterset_class = JobFilter
+    parser_classes = [NumberTolerantJSONParser]
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.tenant_jobs(tenant=_tenant(self.request))
+
+    def get_serializer_context(self) -> dict:
+        ctx = super().get_serializer_context()
+        tenant = getattr(self.request.user, "tenant", None)
+        if tenant is not None:
+            ctx["shares"] = selectors.current_shares(market=tenant.market)
+        return ctx
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        ids = [j.pk for j in page]
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=ids)}
+        return self.get_paginated_response(s.JobSerializer(page, many=True, context=ctx).data)
+
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
+        job = self.get_object()
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
+        return Response(s.JobSerializer(job, context=ctx).data)
+
+    @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer})
+    def create(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        bid = s.BidSerializer(data=request.data)
+        bid.is_valid(raise_exception=True)
+        d = bid.validated_data
+        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        try:
+            job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
+        return Response(s.JobSerializer(job, context=ctx).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: s.JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        try:
+            job = job_cancel(job=job, user=request.user)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(s.JobSerializer(job, context=self.get_serializer_context()).data)
+
+
+class MarketStateView(APIView):
+    """Market state: clock, versions, job counts, utilisation, latest prices and clearing."""
+
+    @extend_schema(responses=s.MarketStateSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(selectors.market_overview(market=selectors.market_default()))
+
+
+class AllocationView(APIView):
+    """The current allocation, for cluster managers (paper 001, Sec. 2.3.2 current_allocation)."""
+
+    @extend_schema(responses=s.AllocationEntrySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        market = selectors.market_default()
+        rows = selectors.current_allocation(market=market)
+        snap = selectors.latest_snapshot(market=market)
+        return Response({
+            "sim_time": market.sim_time,
+            "state_version": market.state_version,
+            "cleared_version": market.cleared_version,
+            "snapshot": snap.pk if snap else None,
+            "jobs": s.AllocationEntrySerializer([r.__dict__ for r in rows], many=True).data,
+        })
+
+
+_RESOURCE = OpenApiParameter("resource", str, description="Resource type name (e.g. map); all types when omitted.")
+
+
+class FairnessSeriesView(generics.ListAPIView):
+    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first, paginated."""
+
+    serializer_class = s.FairnessSampleSerializer
+
+    @extend_schema(parameters=[_RESOURCE])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.fairness_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+
+
+class MarketSeriesView(generics.ListAPIView):
+    """Sharing benefit and loss and utilisation per resource type over time."""
+
+    serializer_class = s.MarketSampleSerializer
+
+    @extend_schema(parameters=[_RESOURCE])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.market_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+
+
+class PriceSeriesView(generics.ListAPIView):
+    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity)."""
+
+    serializer_class = s.PriceSampleSerializer
+
+    @extend_schema(parameters=[_RESOURCE])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.price_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+
+
+class AccountView(APIView):
+    """The caller's balance: available and held."""
+
+    @extend_schema(responses=s.AccountSerializer)
+    def get(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        acct = selectors.account_of(tenant=tenant)
+        return Response(s.AccountSerializer({"tenant": tenant.name, "available": acct.available, "held": acct.held}).data)
+
+
+class LedgerView(generics.ListAPIView):
+    """The caller's ledger entries, newest first."""
+
+    serializer_class = s.LedgerEntrySerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.tenant_ledger(tenant=_tenant(self.request))

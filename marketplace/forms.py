@@ -1,0 +1,148 @@
+"""Forms of the pages: field-level validation, and service errors turned into form errors.
+
+The services validate again (they are the authority, and the API calls them
+too); the forms exist to put each message next to the field it concerns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from marketplace.models import Job, Market, ResourceType
+from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
+
+
+def apply_service_errors(form: forms.Form, exc: ValidationError, field_map: dict[str, str] | None = None) -> None:
+    """Attach a service's ValidationError to ``form``: dict keys that name a form field go
+    to that field (through ``field_map`` first), everything else to the non-field errors."""
+    field_map = field_map or {}
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc.messages)
+        return
+    for key, messages in exc.message_dict.items():
+        field = field_map.get(key, key)
+        form.add_error(field if field in form.fields else None, messages)
+
+
+def _positive(value: float) -> None:
+    if value <= 0:
+        raise ValidationError("Must be greater than zero.")
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    """The three bound fields of one resource type, for the form's work table."""
+
+    resource_type: ResourceType
+    tasks: forms.BoundField
+    duration: forms.BoundField
+    weight: forms.BoundField
+
+
+class BidForm(forms.Form):
+    """A bid (paper 000, Sec. 3): budget, utility function, and per resource type the work
+    (tasks x seconds per task) and the utility weight w_ij. Fields are built from the
+    market's ``ResourceType`` rows: ``<key>_tasks``, ``<key>_duration``, ``<key>_weight``."""
+
+    name = forms.CharField(max_length=120, required=False, label="Job name",
+                           widget=forms.TextInput(attrs={"placeholder": "e.g. nightly-etl", "autocomplete": "off"}))
+    budget = forms.CharField(
+        label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimals.",
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+    )
+    utility = forms.ChoiceField(
+        choices=Job.Utility.choices, initial=Job.Utility.LINEAR, widget=forms.RadioSelect, label="Utility function",
+        help_text="How the job values its share s_j of each resource type, weighted by w_j.",
+    )
+
+    def __init__(self, *args: object, resource_types: Iterable[ResourceType], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.resource_types = list(resource_types)
+        self.keys = self._field_keys(self.resource_types)
+        for k, rt in enumerate(self.resource_types):
+            key = self.keys[rt.pk]
+            self.fields[f"{key}_tasks"] = forms.IntegerField(
+                label=f"{rt.name} tasks", min_value=0, max_value=MAX_TASKS, initial=10 if k == 0 else 0,
+                widget=forms.NumberInput(attrs={"min": 0, "step": 1}),
+            )
+            self.fields[f"{key}_duration"] = forms.FloatField(
+                label=f"{rt.name} seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[_positive],
+                widget=forms.NumberInput(attrs={"min": 0, "step": "any"}),
+            )
+            self.fields[f"{key}_weight"] = forms.FloatField(
+                label=f"{rt.name} utility weight", initial=1.0, min_value=0, max_value=1e6,
+                widget=forms.NumberInput(attrs={"min": 0, "step": "any"}),
+            )
+
+    @staticmethod
+    def _field_keys(types: list[ResourceType]) -> dict[int, str]:
+        """resource type pk -> a field-name-safe key (its name when that is safe and unique)."""
+        keys: dict[int, str] = {}
+        for rt in types:
+            key = re.sub(r"\W", "_", rt.name.strip().lower()) or f"rt{rt.pk}"
+            keys[rt.pk] = key if key not in keys.values() else f"{key}_{rt.pk}"
+        return keys
+
+    def clean_budget(self) -> Decimal:
+        try:
+            return parse_budget(self.cleaned_data["budget"])
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict.get("budget", exc.messages)) from None
+
+    @property
+    def work_rows(self) -> list[WorkRow]:
+        return [WorkRow(rt, self[f"{self.keys[rt.pk]}_tasks"], self[f"{self.keys[rt.pk]}_duration"], self[f"{self.keys[rt.pk]}_weight"])
+                for rt in self.resource_types]
+
+    def work(self) -> list[WorkItem]:
+        """The cleaned work as the service's ``WorkItem`` list (call after ``is_valid()``)."""
+        d = self.cleaned_data
+        return [
+            WorkItem(rt.name, d[f"{self.keys[rt.pk]}_tasks"], d[f"{self.keys[rt.pk]}_duration"], d[f"{self.keys[rt.pk]}_weight"])
+            for rt in self.resource_types
+        ]
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        apply_service_errors(self, exc)
+
+
+class JobFilterForm(forms.Form):
+    """The status filter of the job list."""
+
+    status = forms.ChoiceField(choices=[("", "All statuses"), *Job.Status.choices], required=False, label="Status")
+
+
+class MarketSettingsForm(forms.Form):
+    """Administrator knobs (audited by ``market_configure``)."""
+
+    alpha = forms.FloatField(
+        label="alpha", min_value=0.0, max_value=1.0, widget=forms.NumberInput(attrs={"step": "any", "min": 0, "max": 1}),
+        help_text="Auction exponent: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3).",
+    )
+    t_wait = forms.FloatField(
+        label="T_wait (simulated s)", min_value=0.0, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
+        help_text="Starvation timeout of H-LTRF: 0 = LTRF, very large = naive hierarchy (paper 002, Sec. 5.2).",
+    )
+    fairshare_policy = forms.ChoiceField(label="Fair-share policy", choices=Market.FairSharePolicy.choices)
+    dispatch_mode = forms.ChoiceField(label="Dispatch", choices=Market.DispatchMode.choices)
+    clock_speed = forms.FloatField(
+        label="Clock speed", validators=[_positive], max_value=1e6, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
+        help_text="Simulated seconds per wall-clock second of the live cluster.",
+    )
+    reason = forms.CharField(label="Reason (for the audit trail)", max_length=200, required=False)
+
+    FIELDS = ("alpha", "t_wait", "fairshare_policy", "dispatch_mode", "clock_speed")
+
+    @classmethod
+    def initial_for(cls, market: Market) -> dict[str, object]:
+        return {f: getattr(market, f) for f in cls.FIELDS}
+
+    def changes(self) -> dict[str, object]:
+        """The knob values to pass to ``market_configure`` (call after ``is_valid()``)."""
+        return {f: self.cleaned_data[f] for f in self.FIELDS}

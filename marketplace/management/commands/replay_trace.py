@@ -1,0 +1,161 @@
+"""Replay a workload trace as tenants' bids, live or as fast as possible (--drain).
+
+Each trace job becomes a bid (``services.bids.bid_submit``) at its submit time
+on the market clock; the cluster clock (``services.cluster.cluster_advance``)
+runs between arrivals. Every arrival and departure enqueues ``clear_market``.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from marketplace import adapters
+from marketplace.models import Job, Market, Queue, Tenant
+from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.services.cluster import cluster_advance
+from marketplace.services.config import market_configure
+from marketplace.services.setup import tenant_create
+from simulator.workload import TraceJob, load_swf, load_swim
+
+MAX_TICKS = 10_000_000
+
+
+class Command(BaseCommand):
+    help = "Replay a SWIM (or SWF) trace as bids of K tenants; live at --speedup, or --drain as fast as possible."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("path")
+        parser.add_argument("--format", choices=["swim", "swf"], default="swim")
+        parser.add_argument("--start-hour", type=float, default=0.0)
+        parser.add_argument("--hours", type=float, default=None)
+        parser.add_argument("--tenants", type=int, default=4, help="K tenants receive the trace's jobs (created if missing).")
+        parser.add_argument("--seed", type=int, default=0, help="Seeds user assignment, budgets and utility weights.")
+        parser.add_argument("--speedup", type=float, default=None, help="Simulated seconds per wall second (sets the market's clock speed).")
+        parser.add_argument("--drain", action="store_true", help="Advance as fast as possible until every replayed job finished, then exit.")
+        parser.add_argument("--tick", type=float, default=0.5, help="Wall seconds between live clock ticks.")
+        parser.add_argument("--max-jobs", type=int, default=None)
+
+    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        market = Market.objects.order_by("id").first()
+        if market is None:
+            raise CommandError("No market: run `python manage.py seed_demo` first.")
+        if opts["tenants"] < 1:
+            raise CommandError("--tenants must be at least 1.")
+        jobs = self._load(opts)
+        if opts["speedup"] is not None:
+            market_configure(market=market, reason="replay_trace --speedup", clock_speed=opts["speedup"])
+            market.refresh_from_db()
+        tenants = _tenants(market, opts["tenants"])
+        bids = _bids(jobs, tenants, market, np.random.default_rng(opts["seed"]))
+        offset = market.sim_time
+        self.stdout.write(f"Replaying {len(bids)} jobs from {opts['path']} for {len(tenants)} tenants, from simulated t={offset:.0f}s")
+        t0, clearings0 = time.perf_counter(), market.clearings
+        replay = _drain if opts["drain"] else _live
+        ids, rejected = replay(self, market, bids, offset, opts)
+        self._summary(market, ids, rejected, offset, t0, clearings0)
+
+    def _load(self, opts: dict) -> list[TraceJob]:
+        path = Path(opts["path"])
+        if not path.exists():
+            raise CommandError(f"No such trace: {path}")
+        kw = {"start_hour": opts["start_hour"], "hours": opts["hours"], "users": opts["tenants"], "seed": opts["seed"]}
+        jobs = load_swim(path, **kw) if opts["format"] == "swim" else load_swf(path, start_hour=opts["start_hour"], hours=opts["hours"])
+        return jobs[: opts["max_jobs"]] if opts["max_jobs"] else jobs
+
+    def _summary(self, market: Market, ids: list[int], rejected: int, offset: float, t0: float, clearings0: int) -> None:
+        market.refresh_from_db()
+        wall = time.perf_counter() - t0
+        done = Job.objects.filter(pk__in=ids, status=Job.Status.FINISHED)
+        resp = [j.sim_finish_time - j.sim_submit_time for j in done]
+        sim = market.sim_time - offset
+        self.stdout.write(f"wall_s={wall:.1f} sim_s={sim:.0f} sim_per_wall={sim / max(wall, 1e-9):.1f} rejected={rejected}")
+        self.stdout.write(
+            f"replayed={len(ids)} finished={len(resp)} clearings={market.clearings - clearings0} "
+            f"mean_response_s={(sum(resp) / len(resp)) if resp else 0.0:.1f}"
+        )
+
+
+def _tenants(market: Market, k: int) -> list[Tenant]:
+    """K tenants of the market, creating `tenantN` ones spread over the leaf queues if too few exist."""
+    tenants = list(Tenant.objects.filter(market=market).select_related("account").order_by("id"))
+    leaves = [q for q in Queue.objects.filter(market=market).order_by("id") if not q.children.exists()]
+    n = len(tenants)
+    while len(tenants) < k:
+        n += 1
+        tenants.append(tenant_create(
+            market=market, username=f"tenant{n}", password=None, queue=leaves[len(tenants) % len(leaves)], deposit=Decimal("1000000"),
+        ))
+    return tenants[:k]
+
+
+def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.random.Generator) -> list[tuple[TraceJob, Tenant, dict]]:
+    """Give each trace job a tenant, a budget U[50, 200] and weights U[0.5, 2] (paper 000's set-up)."""
+    types = adapters.resource_types(market)
+    users = sorted({j.user for j in jobs})
+    owner = {u: tenants[i % len(tenants)] for i, u in enumerate(users)}
+    out = []
+    for job in jobs:
+        if len(job.tasks) > len(types):
+            raise CommandError(f"The trace has {len(job.tasks)} resource types, the market {len(types)}.")
+        work = [WorkItem(types[j].name, int(job.tasks[j]), float(job.task_duration[j]), float(rng.uniform(0.5, 2.0))) for j in range(len(job.tasks))]
+        bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace job {job.job_id}",
+               "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear"}
+        out.append((job, owner[job.user], bid))
+    return out
+
+
+def _submit(bid: tuple[TraceJob, Tenant, dict]) -> int | None:
+    _, tenant, kw = bid
+    try:
+        return bid_submit(tenant=tenant, **kw).pk
+    except ValidationError:
+        return None
+
+
+def _advance_to(market_id: int, until: float) -> None:
+    """Advance to ``until``, stopping at each departure so that it is cleared before the next tick."""
+    for _ in range(MAX_TICKS):
+        if cluster_advance(market_id=market_id, until=until, stop_on_departure=True).sim_time >= until:
+            return
+
+
+def _drain(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
+    ids, rejected = [], 0
+    for bid in bids:
+        _advance_to(market.pk, offset + bid[0].submit_time)
+        job_id = _submit(bid)
+        ids.append(job_id) if job_id else None
+        rejected += job_id is None
+    for _ in range(MAX_TICKS):
+        if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
+            break
+        now = Market.objects.get(pk=market.pk).sim_time
+        cluster_advance(market_id=market.pk, until=now + 3600.0, stop_on_departure=True)
+    return ids, rejected
+
+
+def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
+    ids, rejected, nxt = [], 0, 0
+    last = time.monotonic()
+    while nxt < len(bids) or Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
+        time.sleep(opts["tick"])
+        now = time.monotonic()
+        market.refresh_from_db()
+        target = market.sim_time + market.clock_speed * (now - last)
+        last = now
+        while nxt < len(bids) and offset + bids[nxt][0].submit_time <= target:
+            cluster_advance(market_id=market.pk, until=offset + bids[nxt][0].submit_time)
+            job_id = _submit(bids[nxt])
+            ids.append(job_id) if job_id else None
+            rejected += job_id is None
+            nxt += 1
+        result = cluster_advance(market_id=market.pk, until=target)
+        cmd.stdout.write(f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} active={result.active_jobs} running tasks finished={result.finished_tasks}", ending="\r")
+    cmd.stdout.write("")
+    return ids, rejected

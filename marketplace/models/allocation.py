@@ -1,0 +1,84 @@
+"""Results of clearings and the market's time series (shares, prices, fairness)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue, ResourceType
+
+
+class AllocationSnapshot(models.Model):
+    """One stored clearing: computed on ``state_version`` of the market."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="snapshots")
+    state_version = models.BigIntegerField()
+    sim_time = models.FloatField()
+    policy = models.CharField(max_length=30)
+    rounds = models.PositiveIntegerField()
+    converged = models.BooleanField()
+    n_jobs = models.PositiveIntegerField()
+    solve_ms = models.FloatField(help_text="Wall time of the auction solve, milliseconds.")
+    total_ms = models.FloatField(help_text="Wall time of the whole clearing (load, solve, store), milliseconds.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        get_latest_by = "id"
+        indexes = [models.Index(fields=["market", "-id"])]
+
+
+class JobShare(models.Model):
+    """A job's allocation probability (share) within its leaf queue, and its sub-budget."""
+
+    snapshot = models.ForeignKey(AllocationSnapshot, on_delete=models.CASCADE, related_name="shares")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    share = models.FloatField()
+    sub_budget = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["snapshot", "job", "resource_type"], name="job_share_unique")]
+
+
+class PriceSample(models.Model):
+    """Implied unit price of a resource type at a clearing: sum of sub-budgets / capacity."""
+
+    snapshot = models.ForeignKey(AllocationSnapshot, on_delete=models.CASCADE, related_name="prices")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    sim_time = models.FloatField()
+    price = models.FloatField()
+
+
+class FairnessSample(models.Model):
+    """A leaf queue's fairness on one resource type at a simulated time (paper 002, Eqs. 1-5)."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="fairness_samples")
+    sim_time = models.FloatField(db_index=True)
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE)
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    usage = models.FloatField(help_text="Accumulated usage f_i, resource-seconds.")
+    share = models.FloatField(help_text="Fair share S_i, units.")
+    demand = models.FloatField(help_text="Current demand d_i, units.")
+    entitled = models.FloatField(help_text="Integral of min(d_i, S_i), resource-seconds.")
+    rho = models.FloatField(help_text="Fairness degree f_i / integral of min(d_i, S_i).")
+    running = models.FloatField(help_text="Units held at the sample time.")
+
+    class Meta:
+        ordering = ["sim_time", "id"]
+
+
+class MarketSample(models.Model):
+    """Cluster-wide series per resource type: sharing benefit and loss, utilisation."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="market_samples")
+    sim_time = models.FloatField(db_index=True)
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    benefit = models.FloatField(help_text="Sharing benefit Psi = sum max(rho - 1, 0).")
+    loss = models.FloatField(help_text="Sharing loss Omega = sum min(rho - 1, 0).")
+    utilisation = models.FloatField()
+    active_jobs = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["sim_time", "id"]

@@ -1,0 +1,72 @@
+"""The market: its configuration, its clock and its clearing bookkeeping."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Market(models.Model):
+    """One market (one shared cluster) and the knobs administrators tune.
+
+    ``state_version`` rises with every change that a clearing must see
+    (arrival, departure, cancellation, a configuration change); a clearing
+    computed on an older version is dropped. ``cluster_state`` is the
+    serialised ``simulator.cluster.Cluster`` of the live cluster.
+    """
+
+    class FairSharePolicy(models.TextChoices):
+        HLTRF = "hltrf", "H-LTRF (long-term, hierarchical, starvation timeout)"
+        LTRF = "ltrf", "LTRF (long-term, flat)"
+        MLRF = "mlrf", "MLRF (memoryless, current allocation)"
+
+    class DispatchMode(models.TextChoices):
+        STRIDE = "stride", "Deterministic stride (tracks shares with low variance)"
+        LOTTERY = "lottery", "Lottery (paper: probability = share)"
+
+    name = models.CharField(max_length=100, unique=True)
+    alpha = models.FloatField(default=0.5, help_text="Auction exponent in [0, 1]: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3).")
+    t_wait = models.FloatField(default=30.0, help_text="Starvation timeout T_wait in simulated seconds (paper 002, Sec. 5.2.2).")
+    auction_tolerance = models.FloatField(default=1e-6, help_text="Relative change of sub-budgets at which the auction stops.")
+    auction_max_rounds = models.PositiveIntegerField(default=1000)
+    clock_speed = models.FloatField(default=60.0, help_text="Simulated seconds per wall-clock second of the live cluster clock.")
+    fairshare_policy = models.CharField(max_length=10, choices=FairSharePolicy.choices, default=FairSharePolicy.HLTRF)
+    dispatch_mode = models.CharField(max_length=10, choices=DispatchMode.choices, default=DispatchMode.STRIDE)
+    state_version = models.BigIntegerField(default=0)
+    cleared_version = models.BigIntegerField(default=-1)
+    clearing_lease_until = models.DateTimeField(null=True, blank=True)
+    sim_time = models.FloatField(default=0.0, help_text="Simulated seconds since the market opened.")
+    clock_wall_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last live clock tick.")
+    cluster_state = models.JSONField(default=dict, blank=True)
+    clearings = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(alpha__gte=0) & Q(alpha__lte=1), name="market_alpha_in_unit_interval"),
+            models.CheckConstraint(condition=Q(t_wait__gte=0), name="market_t_wait_non_negative"),
+            models.CheckConstraint(condition=Q(clock_speed__gt=0), name="market_clock_speed_positive"),
+            models.CheckConstraint(condition=Q(auction_tolerance__gt=0), name="market_tolerance_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConfigChange(models.Model):
+    """Audit trail of parameter changes: who changed what, from what, to what."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="config_changes")
+    field = models.CharField(max_length=100)
+    old_value = models.TextField(blank=True)
+    new_value = models.TextField(blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    changed_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.old_value} -> {self.new_value}"

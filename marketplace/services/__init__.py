@@ -1,0 +1,1 @@
+"""All writes to the marketplace: one module per area (HackSoft services)."""

@@ -1,0 +1,154 @@
+"""Bids: submitting and cancelling jobs (paper 000, Sec. 3: a budget and a utility).
+
+Data flow: validate, then in one transaction bump the market's state version,
+write the job with its work and place the budget hold; after commit,
+``clear_market`` is enqueued (``delay_on_commit``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
+from marketplace.services.ledger import job_held_amount, ledger_hold, ledger_release
+
+MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
+MAX_TASKS = 1_000_000
+MAX_TASK_DURATION_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A job's work on one resource type (by name): tasks x duration, and the utility weight."""
+
+    resource_type: str
+    tasks: int
+    task_duration: float
+    weight: float = 1.0
+
+
+def parse_budget(value: object) -> Decimal:
+    """A positive, finite money amount with at most 4 decimals.
+
+    Raises:
+        ValidationError: {"budget": ...} for non-numeric, NaN, infinite, zero, negative or absurd values.
+    """
+    try:
+        budget = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        raise ValidationError({"budget": "Enter a number."}) from None
+    if not budget.is_finite():
+        raise ValidationError({"budget": "The budget must be a finite number."})
+    if budget <= 0:
+        raise ValidationError({"budget": "The budget must be greater than zero."})
+    if budget > MAX_BUDGET:
+        raise ValidationError({"budget": f"The budget may not exceed {MAX_BUDGET}."})
+    if budget != budget.quantize(Decimal("0.0001")):
+        raise ValidationError({"budget": "Use at most 4 decimal places."})
+    return budget
+
+
+def _validate_work(market: Market, work: list[WorkItem]) -> dict[str, tuple[ResourceType, WorkItem]]:
+    types = {t.name: t for t in ResourceType.objects.filter(market=market)}
+    errors: list[str] = []
+    chosen: dict[str, tuple[ResourceType, WorkItem]] = {}
+    for item in work:
+        if item.resource_type not in types:
+            errors.append(f"Unknown resource type '{item.resource_type}' (known: {', '.join(sorted(types))}).")
+        elif item.resource_type in chosen:
+            errors.append(f"Resource type '{item.resource_type}' is given twice.")
+        elif not isinstance(item.tasks, int) or isinstance(item.tasks, bool) or not 0 <= item.tasks <= MAX_TASKS:
+            errors.append(f"{item.resource_type}: the number of tasks must be a whole number from 0 to {MAX_TASKS}.")
+        elif not (math.isfinite(item.task_duration) and 0 < item.task_duration <= MAX_TASK_DURATION_S):
+            errors.append(f"{item.resource_type}: the task duration must be a positive number of seconds up to {MAX_TASK_DURATION_S:.0f}.")
+        elif not (math.isfinite(item.weight) and 0 <= item.weight <= 1e6):
+            errors.append(f"{item.resource_type}: the utility weight must be a number from 0 to 1e6.")
+        else:
+            chosen[item.resource_type] = (types[item.resource_type], item)
+    if not errors and sum(item.tasks for _, item in chosen.values()) == 0:
+        errors.append("The job needs at least one task.")
+    if not errors and all(item.weight == 0 for _, item in chosen.values() if item.tasks > 0):
+        errors.append("At least one resource type with tasks needs a positive utility weight.")
+    if errors:
+        raise ValidationError({"work": errors})
+    return chosen
+
+
+def _leaf_queue(tenant: Tenant, queue: Queue | None) -> Queue:
+    queue = queue or tenant.default_queue
+    if queue.market_id != tenant.market_id:
+        raise ValidationError({"queue": "This queue belongs to another market."})
+    if queue.children.exists():
+        raise ValidationError({"queue": "Jobs go to leaf queues; this queue has sub-queues."})
+    return queue
+
+
+@transaction.atomic
+def bid_submit(
+    *,
+    tenant: Tenant,
+    budget: object,
+    work: list[WorkItem],
+    utility: str = Job.Utility.LINEAR,
+    name: str = "",
+    queue: Queue | None = None,
+    external_id: str = "",
+    user: object = None,
+) -> Job:
+    """Place a bid: create the job, hold its budget, and trigger a clearing after commit.
+
+    Raises:
+        ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
+    """
+    from marketplace.tasks import clear_market  # tasks import services; import here to avoid a cycle
+
+    amount = parse_budget(budget)
+    if utility not in Job.Utility.values:
+        raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
+    leaf = _leaf_queue(tenant, queue)
+    chosen = _validate_work(tenant.market, work)
+    # Lock order: market, then the account (inside ledger_hold).
+    market = Market.objects.select_for_update().get(pk=tenant.market_id)
+    job = Job.objects.create(
+        market=market, tenant=tenant, queue=leaf, name=name[:120], budget=amount, utility=utility,
+        external_id=external_id, sim_submit_time=market.sim_time,
+    )
+    JobWork.objects.bulk_create(
+        JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
+        for rt, it in chosen.values()
+    )
+    ledger_hold(account=tenant.account, job=job, amount=amount, user=user)
+    market.state_version += 1
+    market.save(update_fields=["state_version"])
+    clear_market.delay_on_commit(market.pk)
+    return job
+
+
+@transaction.atomic
+def job_cancel(*, job: Job, user: object = None) -> Job:
+    """Cancel an active job: release its hold; the cluster drops its tasks at the next tick.
+
+    Raises:
+        ValidationError: {"status": ...} if the job has already finished or been cancelled.
+    """
+    from marketplace.tasks import clear_market
+
+    market = Market.objects.select_for_update().get(pk=job.market_id)
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.status not in Job.ACTIVE:
+        raise ValidationError({"status": f"A {job.status} job cannot be cancelled."})
+    held = job_held_amount(job=job)
+    if held > 0:
+        ledger_release(account=job.tenant.account, job=job, amount=held, memo=f"job {job.pk} cancelled")
+    job.status = Job.Status.CANCELLED
+    job.sim_finish_time = market.sim_time
+    job.save(update_fields=["status", "sim_finish_time"])
+    market.state_version += 1
+    market.save(update_fields=["state_version"])
+    clear_market.delay_on_commit(market.pk)
+    return job

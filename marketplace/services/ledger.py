@@ -1,0 +1,100 @@
+"""Money movements through the append-only ledger.
+
+Every function locks the account row (callers hold locks in the order market,
+then accounts by primary key) and writes one ``LedgerEntry`` whose deltas are
+applied to the account in the same transaction; the database constraints on
+``Account`` reject a movement that would make a balance negative.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Sum
+
+from marketplace.models import Account, Job, LedgerEntry
+
+_DELTAS: dict[str, tuple[int, int]] = {
+    LedgerEntry.Kind.DEPOSIT: (1, 0),
+    LedgerEntry.Kind.HOLD: (-1, 1),
+    LedgerEntry.Kind.CHARGE: (0, -1),
+    LedgerEntry.Kind.RELEASE: (1, -1),
+}
+
+
+def _post(*, account_id: int, kind: str, amount: Decimal, job: Job | None = None, memo: str = "", user: object = None) -> LedgerEntry:
+    """Lock the account, apply ``amount`` with the signs of ``kind`` and append the entry.
+
+    Raises:
+        ValidationError: amount not positive, or not enough funds for the movement.
+    """
+    if amount <= 0:
+        raise ValidationError({"amount": "The amount must be positive."})
+    with transaction.atomic():
+        account = Account.objects.select_for_update().get(pk=account_id)
+        d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
+        if account.available + d_avail < 0:
+            raise ValidationError({"budget": f"Not enough funds: {account.available} available, {amount} needed."})
+        if account.held + d_held < 0:
+            raise ValidationError({"amount": f"Only {account.held} is held on this account."})
+        account.available += d_avail
+        account.held += d_held
+        account.save(update_fields=["available", "held", "updated_at"])
+        return LedgerEntry.objects.create(
+            account=account,
+            kind=kind,
+            amount=amount,
+            available_delta=d_avail,
+            held_delta=d_held,
+            available_after=account.available,
+            held_after=account.held,
+            job=job,
+            memo=memo,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+
+
+def account_deposit(*, account: Account, amount: Decimal, memo: str = "", user: object = None) -> LedgerEntry:
+    """Credit ``amount`` to the account's available balance."""
+    return _post(account_id=account.pk, kind=LedgerEntry.Kind.DEPOSIT, amount=amount, memo=memo, user=user)
+
+
+def ledger_hold(*, account: Account, job: Job, amount: Decimal, user: object = None) -> LedgerEntry:
+    """Move a bid's budget from available to held (paper 000: charged at completion)."""
+    return _post(account_id=account.pk, kind=LedgerEntry.Kind.HOLD, amount=amount, job=job, memo=f"hold for job {job.pk}", user=user)
+
+
+def ledger_charge(*, account: Account, job: Job, amount: Decimal) -> LedgerEntry:
+    """Take ``amount`` of the job's hold as payment."""
+    return _post(account_id=account.pk, kind=LedgerEntry.Kind.CHARGE, amount=amount, job=job, memo=f"charge for job {job.pk}")
+
+
+def ledger_release(*, account: Account, job: Job, amount: Decimal, memo: str = "") -> LedgerEntry:
+    """Return ``amount`` of the job's hold to the available balance."""
+    return _post(account_id=account.pk, kind=LedgerEntry.Kind.RELEASE, amount=amount, job=job, memo=memo or f"release for job {job.pk}")
+
+
+def job_held_amount(*, job: Job) -> Decimal:
+    """What is still held for ``job``: its holds minus its charges and releases."""
+    total = LedgerEntry.objects.filter(job=job).aggregate(s=Sum("held_delta"))["s"]
+    return total or Decimal("0")
+
+
+def ledger_reconcile(*, account: Account) -> list[str]:
+    """Check that the account equals the sum of its entries and that each entry chains.
+
+    Returns a list of discrepancies (empty when the ledger reconciles).
+    """
+    problems: list[str] = []
+    avail = held = Decimal("0")
+    for entry in LedgerEntry.objects.filter(account=account).order_by("id"):
+        avail += entry.available_delta
+        held += entry.held_delta
+        if (avail, held) != (entry.available_after, entry.held_after):
+            problems.append(f"entry {entry.pk}: running sums {avail}/{held} != recorded {entry.available_after}/{entry.held_after}")
+    account.refresh_from_db()
+    if (avail, held) != (account.available, account.held):
+        problems.append(f"account {account.pk}: {account.available}/{account.held} != ledger {avail}/{held}")
+    return problems

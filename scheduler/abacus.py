@@ -1,0 +1,486 @@
+"""Abacus budget auction (paper 000, Ding, Zhang, Ma, Yang 2015, Sections 3-4).
+
+Each job ``i`` splits its budget ``b_i`` into sub-budgets ``b_ij`` (one per
+resource type) and receives, on each resource type, the allocation probability
+
+    s_ij = b_ij^alpha / sum_l b_lj^alpha                       (Eq. 1)
+
+where the sum runs over the jobs of the same group (leaf queue). The auction
+looks for the sub-budgets at which every job's split is a best response to the
+others' (Algorithms 1 and 2):
+
+    x_ij  = (du_i/ds_ij) * s_ij * (1 - s_ij)
+    b'_ij = b_i * x_ij / sum_l x_il       (sum over job i's OWN resources:
+                                           SPEC 3.1 erratum to Algorithm 2)
+
+A fixed point makes ``du_i/db_ij = alpha * x_ij / b_ij`` equal across the
+resources job ``i`` bids on, which is the KKT condition of job ``i`` maximising
+its utility for its budget (Lemma 2, with the corrected normaliser).
+
+Choices this module makes where the paper is silent (all documented in SPEC 3.1
+or below):
+
+* Update order. Rounds are simultaneous (every job answers the previous
+  round's sub-budgets) instead of the paper's sequential rounds, so a round is
+  a handful of numpy operations. The fixed points are the same. Each job's step
+  is damped (halved when its step reverses direction, regrown by 25 % a round
+  otherwise), which removes the two-cycles a simultaneous update can fall into.
+* Convergence. A round's change is ``|b'_ij - b_ij| / max(b_ij, 1e-12 b_i)``;
+  the auction stops when its maximum is below ``tol``. Being relative to the
+  sub-budget itself makes the KKT residual at the returned point ``<~ 2 tol``.
+* Who competes. Job ``i`` *competes* on ``j`` when it demands ``j``, has a
+  positive weight there and a positive budget. Only competing jobs get a
+  share where some job of the group competes; if none does, the demanding jobs
+  of the group split the resource equally (shares still sum to 1).
+* Uncontested resources. A job that is the only competitor of its group on
+  ``j`` gets ``s_ij = 1`` for any positive sub-budget, so its best response is
+  the limit ``b_ij -> 0+``: it bids 0 there, keeps ``s_ij = 1`` and spends its
+  whole budget on contested resources. A job with no contested resource (all
+  ``x_ij = 0``) keeps an equal split over the resources it competes on (or,
+  with none, over those it demands); a job demanding nothing bids nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from scheduler.types import UTILITY_KINDS, MarketSnapshot, Outcome
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+
+NEGLIGIBLE = 1e-12
+"""A sub-budget below this fraction of its job's budget counts as zero in the
+convergence test and as a bound (corner) entry in :func:`kkt_residual`."""
+
+_TINY = float(np.finfo(np.float64).tiny)
+_MIN_DAMPING = 1.0 / 64.0
+_DAMPING_REGROWTH = 1.25
+
+
+@dataclass(frozen=True)
+class AuctionResult:
+    """Outcome of :func:`auction`.
+
+    Attributes:
+        shares: (n, m) allocation probabilities; each (group, j) block sums to 1
+            where some job of the group demands j, else 0.
+        sub_budgets: (n, m) money per job and resource type; each row sums to
+            the job's budget unless the job demands nothing (zero row).
+        rounds: simultaneous best-response rounds evaluated.
+        converged: whether the relative change fell below ``tol``.
+    """
+
+    shares: FloatArray
+    sub_budgets: FloatArray
+    rounds: int
+    converged: bool
+
+
+@dataclass(frozen=True)
+class _Market:
+    """Validated auction inputs with the masks every round reuses."""
+
+    budgets: FloatArray  # (n,)
+    weights: FloatArray  # (n, m), zero where not demanded
+    is_log: BoolArray  # (n,)
+    demand: BoolArray  # (n, m)
+    active: BoolArray  # (n, m) competing: demanded, weight > 0, budget > 0
+    contested: BoolArray  # (n, m) active and another group member is active
+    group_index: NDArray[np.intp]  # (n,) dense group index in [0, n_groups)
+    n_groups: int
+    alpha: float
+    n_active: FloatArray  # (n, m) competitors in the job's (group, j)
+    n_demand: FloatArray  # (n, m) demanders in the job's (group, j)
+    fallback: FloatArray  # (n, m) equal split used when a job has no x > 0
+
+
+# --------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------
+
+
+def _finite_nonnegative(name: str, values: ArrayLike, ndim: int) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0")
+    return arr
+
+
+def _log_mask(utility: str | Sequence[str], n: int) -> BoolArray:
+    """(n,) True where the job's utility is logscale; raises on unknown kinds."""
+    kinds = [utility] * n if isinstance(utility, str) else list(utility)
+    if len(kinds) != n:
+        raise ValueError(f"utility has {len(kinds)} entries for {n} jobs")
+    unknown = sorted({str(k) for k in kinds} - set(UTILITY_KINDS))
+    if unknown:
+        raise ValueError(f"unknown utility kind(s) {unknown}; use {UTILITY_KINDS}")
+    return np.array([k == "log" for k in kinds], dtype=np.bool_)
+
+
+def _demand_mask(demand: ArrayLike | None, shape: tuple[int, int]) -> BoolArray:
+    if demand is None:
+        return np.ones(shape, dtype=np.bool_)
+    arr = np.asarray(demand)
+    if arr.shape != shape:
+        raise ValueError(f"demand has shape {arr.shape}, expected {shape}")
+    if arr.dtype != np.bool_:
+        raise ValueError(f"demand must be a bool array, got dtype {arr.dtype}")
+    return arr
+
+
+def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
+    if groups is None:
+        return np.zeros(n, dtype=np.intp), 1 if n else 0
+    arr = np.asarray(groups)
+    if arr.shape != (n,):
+        raise ValueError(f"groups has shape {arr.shape}, expected ({n},)")
+    if n and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"groups must be integers, got dtype {arr.dtype}")
+    labels, index = np.unique(arr, return_inverse=True)
+    return index.astype(np.intp).reshape(n), int(labels.shape[0])
+
+
+def _check_alpha(alpha: float) -> float:
+    if not (np.isfinite(alpha) and 0.0 <= alpha <= 1.0):
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    return float(alpha)
+
+
+def _check_iteration(tol: float, max_rounds: int) -> None:
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive finite number, got {tol}")
+    if int(max_rounds) != max_rounds or max_rounds < 1:
+        raise ValueError(f"max_rounds must be a positive integer, got {max_rounds}")
+
+
+# --------------------------------------------------------------------------
+# the mechanism
+# --------------------------------------------------------------------------
+
+
+def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int) -> FloatArray:
+    """Sum (n, m) values over each group, broadcast back to (n, m)."""
+    m = values.shape[1]
+    totals = np.empty((n_groups, m), dtype=np.float64)
+    for j in range(m):
+        totals[:, j] = np.bincount(market_index, weights=values[:, j], minlength=n_groups)
+    return totals[market_index]
+
+
+def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -> FloatArray:
+    """Equal split over the resources a job competes on, else over those it demands."""
+    support = np.where(active.any(axis=1, keepdims=True), active, demand)
+    count = support.sum(axis=1, keepdims=True)
+    return np.where(support, budgets[:, None] / np.maximum(count, 1), 0.0)
+
+
+def _prepare(
+    budgets: ArrayLike,
+    weights: ArrayLike,
+    utility: str | Sequence[str],
+    alpha: float,
+    groups: ArrayLike | None,
+    demand: ArrayLike | None,
+) -> _Market:
+    b = _finite_nonnegative("budgets", budgets, 1)
+    w = _finite_nonnegative("weights", weights, 2)
+    if w.shape[0] != b.shape[0]:
+        raise ValueError(f"weights has {w.shape[0]} rows for {b.shape[0]} budgets")
+    dem = _demand_mask(demand, (w.shape[0], w.shape[1]))
+    index, n_groups = _group_index(groups, b.shape[0])
+    w = np.where(dem, w, 0.0)
+    active = dem & (w > 0) & (b > 0)[:, None]
+    n_active = _group_sum(active.astype(np.float64), index, n_groups)
+    return _Market(
+        budgets=b, weights=w, is_log=_log_mask(utility, b.shape[0]), demand=dem,
+        active=active, contested=active & (n_active >= 2), group_index=index,
+        n_groups=n_groups, alpha=_check_alpha(alpha), n_active=n_active,
+        n_demand=_group_sum(dem.astype(np.float64), index, n_groups),
+        fallback=_fallback_split(b, active, dem),
+    )
+
+
+def _shares(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
+    """Eq. 1 within each group, with the equal-split rules of the module doc."""
+    if mk.alpha > 0:
+        power = np.where(mk.active, sub_budgets**mk.alpha, 0.0)
+    else:  # b^0 = 1 for every competitor: shares 1 / (number of competitors)
+        power = mk.active.astype(np.float64)
+    total = _group_sum(power, mk.group_index, mk.n_groups)
+    by_bid = power / np.where(total > 0, total, 1.0)
+    equal_active = mk.active / np.maximum(mk.n_active, 1.0)
+    equal_demand = mk.demand / np.maximum(mk.n_demand, 1.0)
+    equal = np.where(mk.n_active > 0, equal_active, equal_demand)
+    return np.where(total > 0, by_bid, equal)
+
+
+def _marginal(shares: FloatArray, weights: FloatArray, is_log: BoolArray) -> FloatArray:
+    """x_ij = (du_i/ds_ij) s_ij (1 - s_ij) (Algorithm 2, line 3).
+
+    Linear: du/ds = w, so x = w s (1 - s). Logscale: du/ds = w / s, so
+    x = w (1 - s), which stays finite at s = 0.
+    """
+    rest = 1.0 - shares
+    return np.where(is_log[:, None], weights * rest, weights * shares * rest)
+
+
+def _best_response(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
+    """b'_ij = b_i x_ij / sum_l x_il (Algorithm 2 with the SPEC 3.1 erratum)."""
+    x = _marginal(_shares(sub_budgets, mk), mk.weights, mk.is_log)
+    total = x.sum(axis=1, keepdims=True)
+    scaled = mk.budgets[:, None] * x / np.where(total > 0, total, 1.0)
+    return np.where(total > 0, scaled, mk.fallback)
+
+
+def _relative_change(step: FloatArray, sub_budgets: FloatArray, budgets: FloatArray) -> FloatArray:
+    """(n,) max_j |step_ij| / max(b_ij, NEGLIGIBLE * b_i)."""
+    scale = np.maximum(sub_budgets, np.maximum(NEGLIGIBLE * budgets, _TINY)[:, None])
+    return np.max(np.abs(step) / scale, axis=1, initial=0.0)
+
+
+def _adapt_damping(theta: FloatArray, step: FloatArray, previous: FloatArray) -> FloatArray:
+    """Halve a job's step size when its step reverses direction, regrow it otherwise."""
+    reversed_ = np.einsum("ij,ij->i", step, previous) < 0
+    return np.where(
+        reversed_,
+        np.maximum(theta * 0.5, _MIN_DAMPING),
+        np.minimum(theta * _DAMPING_REGROWTH, 1.0),
+    )
+
+
+def _iterate(mk: _Market, start: FloatArray, tol: float, max_rounds: int) -> tuple[FloatArray, int, bool]:
+    """Damped simultaneous best-response rounds (Algorithm 1); returns (b, rounds, converged).
+
+    When converged, the returned b is the point whose best response moved less
+    than ``tol``: the point the convergence test certifies.
+    """
+    b = start
+    theta = np.ones(b.shape[0])
+    previous = np.zeros_like(b)
+    for rounds in range(1, max_rounds + 1):
+        step = _best_response(b, mk) - b
+        if _relative_change(step, b, mk.budgets).max(initial=0.0) < tol:
+            return b, rounds, True
+        theta = _adapt_damping(theta, step, previous)
+        b = b + theta[:, None] * step
+        # Underflow guard: a competitor on a contested resource must keep b > 0,
+        # or a linear utility would never bid there again (x = w s (1 - s) = 0).
+        b = np.where(mk.contested, np.maximum(b, _TINY), b)
+        previous = step
+    return b, max_rounds, False
+
+
+def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None) -> FloatArray:
+    """Algorithm 1 line 1 (equal split), or the previous clearing's sub-budgets.
+
+    Warm rows containing NaN (new jobs) or bidding nothing start cold. Warm rows
+    are masked to the job's current support and rescaled to its budget; a
+    contested entry holding nothing (the resource was uncontested before) is
+    re-seeded with the equal-split amount, since a linear bidder at b = 0 has
+    x = 0 and would never return.
+    """
+    start = mk.fallback.copy()
+    if warm_start is None:
+        return start
+    warm = np.asarray(warm_start, dtype=np.float64)
+    if warm.shape != start.shape:
+        raise ValueError(f"warm_start has shape {warm.shape}, expected {start.shape}")
+    new_rows = np.isnan(warm).any(axis=1)
+    warm = np.where(new_rows[:, None], 0.0, warm)
+    if not np.all(np.isfinite(warm)) or np.any(warm < 0):
+        raise ValueError("warm_start must be finite and >= 0 outside NaN rows")
+    warm = np.where(start > 0, warm, 0.0)
+    warm = np.where(mk.contested & (warm <= 0), start, warm)
+    total = warm.sum(axis=1)
+    usable = ~new_rows & (total > 0)
+    start[usable] = warm[usable] * (mk.budgets[usable] / total[usable])[:, None]
+    return start
+
+
+def auction(
+    budgets: ArrayLike,
+    weights: ArrayLike,
+    *,
+    utility: str | Sequence[str],
+    alpha: float,
+    tol: float = 1e-6,
+    max_rounds: int = 1000,
+    groups: ArrayLike | None = None,
+    demand: ArrayLike | None = None,
+    warm_start: ArrayLike | None = None,
+) -> AuctionResult:
+    """Run the Abacus auction (paper 000, Sec. 4.2, Eq. 1, Algorithms 1-2).
+
+    Args:
+        budgets: (n,) money units, finite and >= 0.
+        weights: (n, m) utility weights w_ij, finite and >= 0.
+        utility: "linear" (u = sum w s), "log" (u = sum w log s), or an (n,)
+            sequence of those, one per job (paper Sec. 3).
+        alpha: exponent of Eq. 1 in [0, 1]; 0 gives equal shares.
+        tol: relative convergence tolerance on sub-budgets (module doc).
+        max_rounds: cap on rounds; when hit, ``converged`` is False.
+        groups: optional (n,) int leaf-queue labels; jobs compete only within
+            their group (independent auctions solved together).
+        demand: optional (n, m) bool; a job bids nothing and gets share 0 where
+            it has no demand.
+        warm_start: optional (n, m) sub-budgets of a previous clearing; rows
+            with NaN are new jobs and start from the equal split.
+
+    Returns:
+        AuctionResult with (n, m) shares and sub-budgets; never NaN or inf.
+
+    Raises:
+        ValueError: negative, NaN or inf budgets/weights/warm start, alpha
+            outside [0, 1], non-positive tol or max_rounds, shape mismatches,
+            non-bool demand, non-integer groups, unknown utility kind.
+    """
+    mk = _prepare(budgets, weights, utility, alpha, groups, demand)
+    _check_iteration(tol, max_rounds)
+    start = _initial_sub_budgets(mk, warm_start)
+    if start.size == 0:
+        return AuctionResult(_shares(start, mk), start, rounds=0, converged=True)
+    b, rounds, converged = _iterate(mk, start, float(tol), int(max_rounds))
+    return AuctionResult(_shares(b, mk), b, rounds=rounds, converged=converged)
+
+
+# --------------------------------------------------------------------------
+# read-outs
+# --------------------------------------------------------------------------
+
+
+def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
+    """(m,) unit price per resource type: total sub-budget on j divided by C_j.
+
+    Money per slot (SPEC 3.1 / types.Outcome.prices). ``sub_budgets`` is (n, m),
+    ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
+    negative or non-finite sub-budgets, or non-positive capacity.
+    """
+    b = _finite_nonnegative("sub_budgets", sub_budgets, 2)
+    cap = np.asarray(capacity, dtype=np.float64)
+    if cap.shape != (b.shape[1],):
+        raise ValueError(f"capacity has shape {cap.shape}, expected ({b.shape[1]},)")
+    if not (np.all(np.isfinite(cap)) and np.all(cap > 0)):
+        raise ValueError("capacity must be finite and > 0")
+    return b.sum(axis=0) / cap
+
+
+def utility_of(
+    shares: ArrayLike,
+    weights: ArrayLike,
+    utility: str | Sequence[str],
+    *,
+    demand: ArrayLike | None = None,
+) -> FloatArray:
+    """(n,) job utilities u_i(s_i) = sum_j g_ij(s_ij) (paper 000, Sec. 3).
+
+    Linear: sum_j w_ij s_ij. Logscale: sum_j w_ij log s_ij over the terms with
+    w_ij > 0; a term with w_ij > 0 and s_ij = 0 makes the utility -inf (the
+    paper's reading: the job cannot finish without that resource). Terms with
+    w_ij = 0, or where ``demand`` (optional (n, m) bool) is False, count 0.
+    Raises ValueError like :func:`auction` on bad weights or utility kinds.
+    """
+    s = np.asarray(shares, dtype=np.float64)
+    w = _finite_nonnegative("weights", weights, 2)
+    if s.shape != w.shape:
+        raise ValueError(f"shares has shape {s.shape}, weights {w.shape}")
+    w = np.where(_demand_mask(demand, (w.shape[0], w.shape[1])), w, 0.0)
+    is_log = _log_mask(utility, w.shape[0])
+    with np.errstate(divide="ignore"):
+        log_terms = np.where(w > 0, w * np.log(np.where(w > 0, s, 1.0)), 0.0)
+    return np.where(is_log, log_terms.sum(axis=1), (w * s).sum(axis=1))
+
+
+def kkt_residual(
+    result: AuctionResult,
+    weights: ArrayLike,
+    utility: str | Sequence[str],
+    demand: ArrayLike | None = None,
+) -> FloatArray:
+    """(n,) distance of each job from the KKT point of its budget split, in [0, 1].
+
+    Paper 000, Lemma 2 (proof): job i's split is optimal for fixed rivals iff
+    du_i/db_ij = alpha x_ij / b_ij takes one value lambda_i on every resource it
+    bids on, and is <= lambda_i where it bids (next to) nothing. The residual is
+    the largest of (max - min) / max of x_ij / b_ij over entries with
+    b_ij > NEGLIGIBLE * b_i, and (x_ij / b_ij - lambda_i) / lambda_i capped at 1
+    over the other demanded entries (1 when b_ij = 0 < x_ij). 0 means an exact
+    KKT point; jobs with zero budget or no demand score 0.
+    """
+    b = result.sub_budgets
+    w = _finite_nonnegative("weights", weights, 2)
+    if w.shape != b.shape:
+        raise ValueError(f"weights has shape {w.shape}, sub-budgets {b.shape}")
+    dem = _demand_mask(demand, (w.shape[0], w.shape[1]))
+    x = np.where(dem, _marginal(result.shares, w, _log_mask(utility, w.shape[0])), 0.0)
+    interior = dem & (b > NEGLIGIBLE * b.sum(axis=1, keepdims=True))
+    ratio = x / np.where(b > 0, b, 1.0)
+    lam = np.max(np.where(interior, ratio, 0.0), axis=1, keepdims=True, initial=0.0)
+    low = np.min(np.where(interior, ratio, np.inf), axis=1, keepdims=True, initial=np.inf)
+    spread = np.where(lam > 0, (lam - np.minimum(low, lam)) / np.where(lam > 0, lam, 1.0), 0.0)
+    bound = dem & ~interior & (x > 0)
+    excess = np.where(b > 0, ratio / np.where(lam > 0, lam, _TINY) - 1.0, 1.0)
+    violation = np.max(np.where(bound, np.clip(excess, 0.0, 1.0), 0.0), axis=1, initial=0.0)
+    return np.maximum(spread[:, 0], violation)
+
+
+# --------------------------------------------------------------------------
+# the policy
+# --------------------------------------------------------------------------
+
+
+class AbacusPolicy:
+    """Allocation policy running :func:`auction` per leaf queue (paper 000, Sec. 4).
+
+    ``alpha``, ``tol`` and ``max_rounds`` override the snapshot's values when
+    given. ``Outcome.extra["max_kkt_residual"]`` reports the largest
+    :func:`kkt_residual` of the clearing.
+    """
+
+    name = "abacus"
+
+    def __init__(
+        self,
+        *,
+        alpha: float | None = None,
+        tol: float | None = None,
+        max_rounds: int | None = None,
+    ) -> None:
+        if alpha is not None:
+            _check_alpha(alpha)
+        self.alpha = alpha
+        self.tol = tol
+        self.max_rounds = max_rounds
+
+    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
+        """Clear the snapshot; raises ValueError on invalid snapshot data."""
+        result = auction(
+            snapshot.budgets,
+            snapshot.weights,
+            utility=snapshot.utility,
+            alpha=snapshot.alpha if self.alpha is None else self.alpha,
+            tol=snapshot.tol if self.tol is None else self.tol,
+            max_rounds=snapshot.max_rounds if self.max_rounds is None else self.max_rounds,
+            groups=snapshot.group,
+            demand=snapshot.demand,
+            warm_start=snapshot.warm_start,
+        )
+        kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand)
+        return Outcome(
+            job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
+            shares=result.shares,
+            sub_budgets=result.sub_budgets,
+            prices=implied_prices(result.sub_budgets, snapshot.capacity),
+            rounds=result.rounds,
+            converged=result.converged,
+            policy=self.name,
+            extra={"max_kkt_residual": float(np.max(kkt, initial=0.0))},
+        )

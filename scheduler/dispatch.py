@@ -1,0 +1,199 @@
+"""Turning auction shares into unit-by-unit dispatch (SPEC 3.1 "Dispatch").
+
+When a unit of resource type j frees inside a leaf queue, it goes to one of the
+queue's jobs with pending work for j (the *eligible* jobs). Two rules:
+
+* ``"lottery"`` (paper 000, Sec. 3): job k wins with probability ``s_kj``
+  renormalised over the eligible jobs (uniform if they all have share 0).
+* ``"stride"`` (deterministic deficit rule, this project's choice): every
+  eligible job earns its renormalised share as credit, the job with the largest
+  credit wins the unit and pays 1. For a fixed eligible set and fixed shares the
+  credit equals ``share * units_served_in_the_set - units_served_by_the_job``,
+  so the counts track the shares with bounded error instead of the lottery's
+  ``sqrt(units)`` spread. Credits are clipped to [-1, 1] so a job that was
+  ineligible, or whose share just changed, cannot claim a burst of units to
+  "catch up": dispatch stays memoryless like the paper's lottery, beyond a
+  one-unit memory.
+
+A dispatcher is a small piece of state the live market keeps between ticks:
+``to_state`` / ``from_state`` give a JSON-serialisable snapshot of it,
+including the lottery's random-generator state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+DispatchMode = Literal["stride", "lottery"]
+_MODES: tuple[str, ...] = ("stride", "lottery")
+_CREDIT_LIMIT = 1.0
+
+
+class ShareDispatcher:
+    """Chooses which eligible job of a leaf queue gets a free unit of a resource type.
+
+    Args:
+        mode: "stride" (deterministic deficit rule) or "lottery" (paper 000,
+            Sec. 3: probability proportional to share).
+        seed: seed of the lottery's numpy Generator (PCG64).
+
+    Raises:
+        ValueError: unknown mode.
+    """
+
+    def __init__(self, mode: DispatchMode = "stride", seed: int = 0) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"unknown dispatch mode {mode!r}; use one of {_MODES}")
+        self.mode: DispatchMode = mode
+        self.seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self.seed))
+        self._credit: dict[tuple[int, int], float] = {}
+        self._served: dict[tuple[int, int], int] = {}
+
+    def choose(
+        self,
+        job_ids: NDArray[np.int64],
+        shares: NDArray[np.float64],
+        eligible: NDArray[np.bool_],
+        resource: int,
+    ) -> int:
+        """Position in ``job_ids`` of the job getting one unit of ``resource``, or -1.
+
+        Args:
+            job_ids: (k,) int64 distinct job identifiers of the leaf queue.
+            shares: (k,) allocation probabilities s_kj for this resource type
+                (finite, >= 0; need not sum to 1).
+            eligible: (k,) bool, the job has pending work for this resource.
+            resource: resource-type index j (>= 0).
+
+        Returns:
+            The winner's position, or -1 when no job is eligible.
+
+        Raises:
+            ValueError: mismatched shapes, duplicate ids, negative or
+                non-finite shares, negative resource index.
+        """
+        ids, weights, mask = _check_choice(job_ids, shares, eligible, resource)
+        if not mask.any():
+            return -1
+        renormalised = _renormalise(weights, mask)
+        if self.mode == "lottery":
+            position = self._draw(renormalised)
+        else:
+            position = self._largest_credit(ids, renormalised, mask, resource)
+        key = (int(ids[position]), int(resource))
+        self._served[key] = self._served.get(key, 0) + 1
+        return position
+
+    def served(self, job_id: int, resource: int) -> int:
+        """Units of ``resource`` this dispatcher has given to ``job_id``."""
+        return self._served.get((int(job_id), int(resource)), 0)
+
+    def forget(self, job_id: int) -> None:
+        """Drop every counter of a finished job (no error if unknown)."""
+        job = int(job_id)
+        for table in (self._credit, self._served):
+            for key in [k for k in table if k[0] == job]:
+                del table[key]
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serialisable state; 128-bit generator words are stored as strings."""
+        rng = self._rng.bit_generator.state
+        return {
+            "mode": self.mode,
+            "seed": self.seed,
+            "rng": {
+                "state": str(rng["state"]["state"]),
+                "inc": str(rng["state"]["inc"]),
+                "has_uint32": int(rng["has_uint32"]),
+                "uinteger": int(rng["uinteger"]),
+            },
+            "counters": [
+                [job, res, self._credit.get((job, res), 0.0), self._served.get((job, res), 0)]
+                for job, res in sorted(set(self._credit) | set(self._served))
+            ],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ShareDispatcher:
+        """Rebuild a dispatcher from :meth:`to_state`; its future choices are identical.
+
+        Raises KeyError / ValueError on a malformed state.
+        """
+        dispatcher = cls(mode=state["mode"], seed=int(state["seed"]))
+        rng = state["rng"]
+        dispatcher._rng.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int(rng["state"]), "inc": int(rng["inc"])},
+            "has_uint32": int(rng["has_uint32"]),
+            "uinteger": int(rng["uinteger"]),
+        }
+        for job, res, credit, served in state["counters"]:
+            key = (int(job), int(res))
+            dispatcher._credit[key] = float(credit)
+            dispatcher._served[key] = int(served)
+        return dispatcher
+
+    def _draw(self, probabilities: NDArray[np.float64]) -> int:
+        """Lottery draw by inverse CDF (one uniform per unit, reproducible)."""
+        cumulative = np.cumsum(probabilities)
+        u = self._rng.random() * cumulative[-1]
+        position = int(np.searchsorted(cumulative, u, side="right"))
+        # guard the u == total edge and skip zero-probability positions
+        position = min(position, probabilities.shape[0] - 1)
+        while probabilities[position] == 0:
+            position -= 1
+        return position
+
+    def _largest_credit(
+        self,
+        ids: NDArray[np.int64],
+        renormalised: NDArray[np.float64],
+        mask: NDArray[np.bool_],
+        resource: int,
+    ) -> int:
+        """Deficit rule: eligible jobs earn their share, the largest credit wins (ties: lowest id)."""
+        keys = [(int(job), int(resource)) for job in ids]
+        credit = np.array([self._credit.get(key, 0.0) for key in keys]) + renormalised
+        candidates = np.flatnonzero(mask)
+        order = np.lexsort((ids[candidates], -credit[candidates]))
+        position = int(candidates[order[0]])
+        credit[position] -= 1.0
+        credit = np.clip(credit, -_CREDIT_LIMIT, _CREDIT_LIMIT)
+        for index in candidates:
+            self._credit[keys[index]] = float(credit[index])
+        return position
+
+
+def _check_choice(
+    job_ids: NDArray[np.int64],
+    shares: NDArray[np.float64],
+    eligible: NDArray[np.bool_],
+    resource: int,
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+    ids = np.asarray(job_ids, dtype=np.int64)
+    weights = np.asarray(shares, dtype=np.float64)
+    mask = np.asarray(eligible, dtype=np.bool_)
+    if ids.ndim != 1 or weights.shape != ids.shape or mask.shape != ids.shape:
+        raise ValueError(
+            f"job_ids, shares and eligible must be (k,), got {ids.shape}, {weights.shape}, {mask.shape}"
+        )
+    if np.unique(ids).shape != ids.shape:
+        raise ValueError("job_ids must be distinct")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("shares must be finite and >= 0")
+    if int(resource) != resource or resource < 0:
+        raise ValueError(f"resource must be a non-negative integer, got {resource}")
+    return ids, weights, mask
+
+
+def _renormalise(shares: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """(k,) shares restricted to eligible jobs, summing to 1 (uniform if all zero)."""
+    restricted = np.where(mask, shares, 0.0)
+    total = restricted.sum()
+    if total > 0:
+        return restricted / total
+    return mask / mask.sum()

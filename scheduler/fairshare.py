@@ -1,0 +1,476 @@
+"""Long-term fair share: MLRF, LTRF and H-LTRF (paper 002, Sections 4-6).
+
+A :class:`FairShareAllocator` decides which leaf queue of a
+:class:`~scheduler.fairness.QueueTree` gets the next free unit of ONE
+resource type:
+
+* ``"mlrf"``  -- memoryless: smallest *current* units / fair fraction (the
+  YARN/Mesos baseline; paper 002, Sec. 5.1, Table 1a);
+* ``"ltrf"``  -- smallest *accumulated* usage / fair fraction over all leaves
+  (Sec. 5.1, Alg. 1; Sec. 6.1, Eq. 6);
+* ``"hltrf"`` -- starvation-aware hierarchical LTRF (Sec. 5.2.2, Alg. 2).
+
+Multi-resource extension (the paper treats a single resource): the caller
+keeps ONE allocator per resource type (map slots, reduce slots, ...). Usage,
+Q estimates and starvation clocks are per resource type, and long-term
+fairness holds for each type separately.
+
+Deliberate deviations from the paper:
+
+* ties are broken deterministically (lowest leaf position), not randomly;
+* the starvation test is ``wait >= t_wait`` so ``t_wait = 0`` is exactly
+  LTRF and ``t_wait = inf`` exactly the naive hierarchy (Theorem 1);
+* a task's expected duration counts toward usage as soon as it starts, so
+  several units handed out at one instant spread (how Table 1 works).
+
+The queue tree and the fairness metrics (Eqs. 1-5) live in
+:mod:`scheduler.fairness` and are re-exported here, so the whole API can be
+imported from this module.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.fairness import (
+    QueueTree,
+    fair_share_units,
+    fairness_degree,
+    fairness_series,
+    sharing_benefit,
+    sharing_loss,
+    twait_for_tasks,
+    twait_guidance,
+)
+
+__all__ = [
+    "POLICIES",
+    "FairShareAllocator",
+    "QueueTree",
+    "allocate_rounds",
+    "fair_share_units",
+    "fairness_degree",
+    "fairness_series",
+    "sharing_benefit",
+    "sharing_loss",
+    "twait_for_tasks",
+    "twait_guidance",
+]
+
+POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
+
+# Relative tolerance under which two normalised usages count as tied: float
+# rounding must not override the deterministic "lowest leaf position" rule.
+_TIE_RTOL = 1e-12
+
+
+def _argmin_first(values: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+    """Index of the smallest masked value, the lowest index among ties; -1 if none."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return -1
+    vals = values[idx]
+    best = float(vals.min())
+    return int(idx[int(np.argmax(vals <= best + _TIE_RTOL * max(1.0, abs(best))))])
+
+
+class _RunningTasks:
+    """Running tasks in parallel arrays (swap-remove), so usage is one vectorised pass."""
+
+    def __init__(self) -> None:
+        self.slot: dict[int, int] = {}
+        self.keys: list[int] = []
+        self.leaf = np.zeros(16, dtype=np.int64)
+        self.start = np.zeros(16)
+        self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, key: int, leaf: int, start: float, expected: float) -> None:
+        n = len(self.keys)
+        if n == self.leaf.size:
+            self.leaf, self.start, self.expected = (
+                np.resize(a, 2 * n) for a in (self.leaf, self.start, self.expected)
+            )
+        self.slot[key] = n
+        self.keys.append(key)
+        self.leaf[n], self.start[n], self.expected[n] = leaf, start, expected
+
+    def pop(self, key: int) -> tuple[int, float]:
+        """Remove ``key``; returns (leaf, start). Raises KeyError if not running."""
+        i = self.slot.pop(key)
+        leaf, start = int(self.leaf[i]), float(self.start[i])
+        last = len(self.keys) - 1
+        if i != last:
+            moved = self.keys[last]
+            self.keys[i] = moved
+            self.slot[moved] = i
+            for a in (self.leaf, self.start, self.expected):
+                a[i] = a[last]
+        self.keys.pop()
+        return leaf, start
+
+
+def _json_float(x: float) -> float | str | None:
+    """inf -> "inf", -inf / NaN -> None, else the float (strict JSON has no infinities)."""
+    if math.isnan(x) or x == -math.inf:
+        return None
+    return "inf" if x == math.inf else float(x)
+
+
+def _from_json_float(x: float | str | None, missing: float) -> float:
+    if x is None:
+        return missing
+    return math.inf if x == "inf" else float(x)
+
+
+class FairShareAllocator:
+    """Which leaf queue gets the next free unit of one resource type.
+
+    Owns, per leaf, the accumulated usage (resource-seconds), the running
+    tasks, the adaptive quantum Q (paper 002, Sec. 6.2.1) and the starvation
+    clocks of H-LTRF (Sec. 5.2.2, Alg. 2). One allocator per resource type.
+    Time (``now``, in seconds or simulation steps) must not go backwards
+    across mutating calls: ValueError otherwise.
+
+    Args:
+        tree: the queue hierarchy.
+        policy: one of :data:`POLICIES`.
+        t_wait: H-LTRF starvation threshold T_wait >= 0 (may be ``math.inf``).
+        initial_q: root quantum Q_0 > 0, the assumed duration of a task of
+            unknown length before any task has finished (Sec. 6.2.1).
+    """
+
+    def __init__(
+        self, tree: QueueTree, *, policy: str = "hltrf", t_wait: float = 0.0, initial_q: float = 1.0
+    ) -> None:
+        if not (math.isfinite(initial_q) and initial_q > 0):
+            raise ValueError("initial_q must be finite and > 0")
+        self.tree = tree
+        self.policy = policy
+        self.t_wait = t_wait
+        self.initial_q = float(initial_q)
+        n_leaves = len(tree.leaves)
+        self._frac = tree.leaf_fraction()
+        self._finished = np.zeros(n_leaves)  # finished usage inside the current round
+        self._q_sum = np.zeros(n_leaves)  # durations of finished tasks, all rounds
+        self._q_count = np.zeros(n_leaves, dtype=np.int64)
+        self._q_cache: NDArray[np.float64] | None = None
+        self._tasks = _RunningTasks()
+        self._last_alloc = np.full(n_leaves, -np.inf)
+        self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
+        self._round_start = -math.inf
+        self._clock = -math.inf
+
+    @property
+    def policy(self) -> str:
+        """Allocation policy, one of :data:`POLICIES` (ValueError otherwise)."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, value: str) -> None:
+        if value not in POLICIES:
+            raise ValueError(f"unknown policy {value!r}; expected one of {POLICIES}")
+        self._policy = value
+
+    @property
+    def t_wait(self) -> float:
+        """H-LTRF starvation threshold T_wait >= 0, ``math.inf`` allowed (ValueError otherwise)."""
+        return self._t_wait
+
+    @t_wait.setter
+    def t_wait(self, value: float) -> None:
+        if math.isnan(value) or value < 0:
+            raise ValueError("t_wait must be >= 0")
+        self._t_wait = float(value)
+
+    def _advance(self, now: float) -> None:
+        if math.isnan(now) or now < self._clock:
+            raise ValueError(f"time went backwards: {now} < {self._clock}")
+        self._clock = float(now)
+
+    def _mask(self, demanding: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        mask = np.asarray(demanding, dtype=bool)
+        if mask.shape != self._frac.shape:
+            raise ValueError(f"demanding must have shape {self._frac.shape}, got {mask.shape}")
+        return mask
+
+    def update_demand(self, demanding: NDArray[np.bool_], now: float) -> None:
+        """Tell the starvation clocks which leaves have pending tasks at ``now``.
+
+        ``pick_leaf`` calls this itself; call it also when demand changes
+        while no unit is free, so a leaf's wait starts when it really began
+        demanding (Alg. 2, lines 14-16: a leaf without pending tasks does not wait).
+        Raises ValueError on a wrong shape or time going backwards.
+        """
+        mask = self._mask(demanding)
+        self._advance(now)
+        self._since[mask & np.isnan(self._since)] = now
+        self._since[~mask] = np.nan
+
+    def waiting(self, now: float) -> NDArray[np.float64]:
+        """(L,) how long each demanding leaf has waited at ``now``: now minus the later
+        of its last allocation and the time it became demanding; 0 if not demanding."""
+        ref = np.fmax(self._last_alloc, self._since)
+        return np.where(np.isnan(self._since), 0.0, now - ref)
+
+    def pick_leaf(self, demanding: NDArray[np.bool_], now: float) -> int:
+        """Leaf position to receive the next free unit at ``now``, or -1 if none demands.
+
+        ``demanding``: (L,) bool, leaves with pending tasks of this resource type.
+        Does not allocate: call :meth:`record_start` when the unit is given.
+        MLRF / LTRF: paper 002, Sec. 5.1, Alg. 1 (line 6), Eq. 6. H-LTRF:
+        Sec. 5.2.2, Alg. 2 -- the demanding leaf with the lowest usage /
+        fair fraction gets the unit directly if it has waited >= T_wait
+        (STARVATIONDETECTION), else the naive top-down walk
+        (HIERARCHALLONGTERMALLOC). Raises ValueError on a wrong shape or
+        time going backwards.
+        """
+        mask = self._mask(demanding)
+        self.update_demand(mask, now)
+        if self._policy == "mlrf":
+            return _argmin_first(self.running() / self._frac, mask)
+        usage = self.usage(now)
+        lowest = _argmin_first(usage / self._frac, mask)
+        if self._policy == "ltrf" or lowest < 0:
+            return lowest
+        if self.waiting(now)[lowest] >= self._t_wait:
+            return lowest
+        return self._descend(usage, mask)
+
+    def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+        """Naive hierarchical LTRF (Sec. 5.2.1): from the root, the demanding child
+        with the smallest node usage / sibling-normalised weight, down to a leaf."""
+        tree = self.tree
+        node_usage = tree.aggregate(usage) / tree.sibling_fraction
+        has_demand = tree.aggregate(mask.astype(np.float64)) > 0
+        node = tree.root
+        while tree.children[node]:
+            kids = np.asarray(tree.children[node])
+            node = int(kids[_argmin_first(-node_usage[kids], has_demand[kids])])
+        return int(tree.leaf_position[node])
+
+    def record_start(
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None
+    ) -> None:
+        """A unit was given to leaf position ``leaf`` at ``now`` for task ``task_key``.
+
+        ``expected_duration`` (>= 0, finite) counts toward usage at once;
+        None = unknown, estimated by the leaf's adaptive quantum Q (Sec. 6.2.1).
+        Raises ValueError on a duplicate key, a bad leaf or duration, or
+        time going backwards.
+        """
+        if task_key in self._tasks.slot:
+            raise ValueError(f"task {task_key} is already running")
+        if not 0 <= leaf < self._frac.size:
+            raise ValueError(f"leaf position out of range: {leaf}")
+        exp = math.nan if expected_duration is None else float(expected_duration)
+        if expected_duration is not None and not (math.isfinite(exp) and exp >= 0):
+            raise ValueError("expected_duration must be finite and >= 0")
+        self._advance(now)
+        self._tasks.add(int(task_key), int(leaf), float(now), exp)
+        self._last_alloc[leaf] = now
+
+    def record_finish(self, task_key: int, now: float) -> None:
+        """Task ``task_key`` ended at ``now``: its usage becomes the actual duration
+        (inside the current round) and Q is re-estimated bottom-up (Sec. 6.2.1).
+        Raises KeyError if the task is not running, ValueError if time goes backwards.
+        """
+        if task_key not in self._tasks.slot:
+            raise KeyError(task_key)
+        self._advance(now)
+        leaf, start = self._tasks.pop(task_key)
+        self._finished[leaf] += max(0.0, now - max(start, self._round_start))
+        self._q_sum[leaf] += now - start
+        self._q_count[leaf] += 1
+        self._q_cache = None
+
+    def quantum(self) -> NDArray[np.float64]:
+        """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
+
+        Bottom-up: a leaf's Q is the mean duration of its finished tasks; a
+        group's Q is the mean Q of its children that have finished tasks
+        below them. Top-down: a node with no finished task below it inherits
+        its parent's Q, the root falling back to ``initial_q``. Q persists
+        across rounds (it estimates durations, not history).
+        """
+        if self._q_cache is None:
+            tree = self.tree
+            q = np.full(len(tree.names), np.nan)
+            q[list(tree.leaves)] = np.where(
+                self._q_count > 0, self._q_sum / np.maximum(self._q_count, 1), np.nan
+            )
+            for node in np.argsort(np.asarray(tree.depth), kind="stable")[::-1]:
+                kids = [c for c in tree.children[node] if not math.isnan(q[c])]
+                if kids:
+                    q[node] = float(np.mean(q[kids]))
+            for node in np.argsort(np.asarray(tree.depth), kind="stable"):
+                if math.isnan(q[node]):
+                    p = tree.parent[node]
+                    q[node] = self.initial_q if p < 0 else q[p]
+            self._q_cache = q
+        return self._q_cache.copy()
+
+    def usage(self, now: float) -> NDArray[np.float64]:
+        """(L,) estimated accumulated usage per leaf in resource-seconds at ``now``.
+
+        Finished tasks count their actual duration; a running task counts
+        max(expected duration or Q, elapsed) (Sec. 6.2.1); only the part
+        after the current round's start counts (Sec. 6.2.2, time windows).
+        """
+        out = self._finished.copy()
+        n = len(self._tasks)
+        if n:
+            t = self._tasks
+            leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
+            est = np.where(np.isnan(exp), self.quantum()[self._leaf_nodes][leaf], exp)
+            before_round = np.maximum(self._round_start - start, 0.0)
+            held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
+            out += np.bincount(leaf, weights=held, minlength=out.size)
+        return out
+
+    @cached_property
+    def _leaf_nodes(self) -> NDArray[np.int64]:
+        return np.asarray(self.tree.leaves, dtype=np.int64)
+
+    def node_usage(self, now: float) -> NDArray[np.float64]:
+        """(N,) estimated usage per tree node; a group's is the sum of its children's
+        (paper 002, Sec. 5.2.1; Alg. 2, U(G_i))."""
+        return self.tree.aggregate(self.usage(now))
+
+    def running(self) -> NDArray[np.int64]:
+        """(L,) units currently held per leaf (what MLRF balances)."""
+        n = len(self._tasks)
+        return np.bincount(self._tasks.leaf[:n], minlength=self._frac.size).astype(np.int64)
+
+    def reset_round(self, now: float) -> None:
+        """Start a new round (time window) at ``now``: accumulated usage restarts from 0
+        (paper 002, Sec. 6.2.2). Running tasks count only their part after ``now``;
+        starvation clocks and Q are kept. Raises ValueError if time goes backwards."""
+        self._advance(now)
+        self._finished[:] = 0.0
+        self._round_start = float(now)
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serialisable snapshot (plain lists, floats, ints; inf as ``"inf"``,
+        -inf / NaN as None), restored by :meth:`from_state`."""
+        n = len(self._tasks)
+        t = self._tasks
+        return {
+            "version": 1,
+            "leaf_names": list(self.tree.leaf_names),
+            "policy": self._policy,
+            "t_wait": _json_float(self._t_wait),
+            "initial_q": self.initial_q,
+            "clock": _json_float(self._clock),
+            "round_start": _json_float(self._round_start),
+            "finished": [float(x) for x in self._finished],
+            "q_sum": [float(x) for x in self._q_sum],
+            "q_count": [int(x) for x in self._q_count],
+            "last_alloc": [_json_float(float(x)) for x in self._last_alloc],
+            "since": [_json_float(float(x)) for x in self._since],
+            "running": [
+                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), _json_float(float(t.expected[i]))]
+                for i in range(n)
+            ],
+        }
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> FairShareAllocator:
+        """Rebuild an allocator saved by :meth:`to_state` for the same tree.
+
+        Raises ValueError if the state does not match the tree's leaves, has a
+        wrong length or version; KeyError if a field is missing.
+        """
+        if state.get("version") != 1 or list(state["leaf_names"]) != list(tree.leaf_names):
+            raise ValueError("state does not belong to this queue tree or version")
+        alloc = cls(
+            tree,
+            policy=state["policy"],
+            t_wait=_from_json_float(state["t_wait"], math.inf),
+            initial_q=float(state["initial_q"]),
+        )
+        n_leaves = len(tree.leaves)
+        fields = ("finished", "q_sum", "q_count", "last_alloc", "since")
+        if any(len(state[f]) != n_leaves for f in fields):
+            raise ValueError("state arrays do not match the number of leaves")
+        alloc._clock = _from_json_float(state["clock"], -math.inf)
+        alloc._round_start = _from_json_float(state["round_start"], -math.inf)
+        alloc._finished = np.asarray(state["finished"], dtype=np.float64)
+        alloc._q_sum = np.asarray(state["q_sum"], dtype=np.float64)
+        alloc._q_count = np.asarray(state["q_count"], dtype=np.int64)
+        alloc._last_alloc = np.array([_from_json_float(x, -math.inf) for x in state["last_alloc"]])
+        alloc._since = np.array([_from_json_float(x, math.nan) for x in state["since"]])
+        for key, leaf, start, exp in state["running"]:
+            alloc._tasks.add(int(key), int(leaf), float(start), _from_json_float(exp, math.nan))
+        return alloc
+
+
+def _run_step(
+    alloc: FairShareAllocator, pending: NDArray[np.int64], capacity: int, t: float, first_key: int
+) -> list[int]:
+    """Hand out up to ``capacity`` unit tasks at time t; decrements ``pending``; returns keys."""
+    keys: list[int] = []
+    for key in range(first_key, first_key + capacity):
+        leaf = alloc.pick_leaf(pending > 0, t)
+        if leaf < 0:
+            break
+        alloc.record_start(key, leaf, t, expected_duration=1.0)
+        pending[leaf] -= 1
+        keys.append(key)
+    return keys
+
+
+def allocate_rounds(
+    tree: QueueTree,
+    capacity: int,
+    new_demands: NDArray[np.int64],
+    *,
+    policy: str = "hltrf",
+    t_wait: float = 0.0,
+) -> NDArray[np.int64]:
+    """Discrete-time driver for unit tasks lasting one time unit (paper 002, Table 1; Sec. 5.2.1).
+
+    At each step t: the tasks started at t-1 finish, each leaf's pending
+    demand grows by ``new_demands[t]`` (unserved demand carries over), then
+    ``capacity`` units are handed out one by one through
+    :meth:`FairShareAllocator.pick_leaf` / :meth:`~FairShareAllocator.record_start`
+    (expected duration 1).
+
+    Args:
+        tree: queue hierarchy with L leaves.
+        capacity: units available at every step (>= 0).
+        new_demands: (T, L) int >= 0, new unit tasks arriving per step and leaf.
+        policy, t_wait: as for :class:`FairShareAllocator` (t_wait in steps).
+
+    Returns:
+        (T, L) int64 units allocated per step and leaf.
+
+    Raises:
+        ValueError: bad shape, negative demand or capacity, unknown policy.
+    """
+    demands = np.asarray(new_demands)
+    if demands.ndim != 2 or demands.shape[1] != len(tree.leaves):
+        raise ValueError(f"new_demands must have shape (T, {len(tree.leaves)})")
+    if capacity < 0 or (demands < 0).any() or (demands != np.round(demands)).any():
+        raise ValueError("capacity and new_demands must be non-negative integers")
+    alloc = FairShareAllocator(tree, policy=policy, t_wait=t_wait)
+    pending = np.zeros(demands.shape[1], dtype=np.int64)
+    out = np.zeros(demands.shape, dtype=np.int64)
+    keys: list[int] = []
+    next_key = 0
+    for t in range(demands.shape[0]):
+        for key in keys:
+            alloc.record_finish(key, float(t))
+        before = pending + demands[t].astype(np.int64)
+        pending = before.copy()
+        keys = _run_step(alloc, pending, int(capacity), float(t), next_key)
+        next_key += len(keys)
+        out[t] = before - pending
+    return out

@@ -1,0 +1,487 @@
+"""The cluster model shared by the live market and offline what-if runs.
+
+A cluster has ``C_j`` slots of each of m resource types and a queue tree
+whose leaves hold jobs. Every task occupies one slot of its type for its
+duration. Whenever slots are free, they are handed out unit by unit
+(SPEC 2, "the simulated cluster dispatches tasks by that allocation"):
+
+1. the leaf queue comes from a long-term fair-share allocator per type
+   (MLRF / LTRF / H-LTRF, paper 002, Algs. 1-2, ``scheduler.fairshare``);
+2. the job inside the leaf from the latest market clearing's shares
+   (Abacus, paper 000, Sec. 3: a free unit of j goes to job i with
+   probability ``s_ij`` renormalised over eligible jobs, or the
+   deterministic stride rule; ``scheduler.dispatch``).
+
+Time only moves inside :meth:`Cluster.advance`, through an event heap
+(``simulator.engine``); everything else is deterministic given the seed, and
+the whole state round-trips through JSON (:meth:`Cluster.to_state`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.fairshare import FairShareAllocator, QueueTree
+from simulator.accounting import LeafLedger
+from simulator.engine import EventQueue
+from simulator.jobs import JobState, ReportBuilder, as_capacity, validate_spec
+from simulator.placement import LeafPlacement
+from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
+
+__all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
+
+# Event kinds double as priorities: completions at time t free their slots
+# before jobs arriving at t are activated; both before slots are handed out.
+FINISH, ARRIVE = 0, 1
+STATE_FORMAT = 1
+
+
+def _inf_to_none(x: float) -> float | None:
+    """JSON (and PostgreSQL jsonb) have no infinity: store it as null."""
+    return None if math.isinf(x) else x
+
+
+def _none_to_inf(x: float | None) -> float:
+    return math.inf if x is None else float(x)
+
+
+class Cluster:
+    """Slots, jobs, fair-share allocators and a share dispatcher.
+
+    Args:
+        capacity: (m,) slots per resource type.
+        tree: the queue hierarchy; jobs name a leaf by position in
+            ``tree.leaves``.
+        policy: fair-share policy between leaves, "hltrf" | "ltrf" | "mlrf".
+        t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
+        dispatch: "stride" (deterministic) or "lottery" (paper 000's random
+            draw) for choosing the job inside a leaf.
+        staged: tasks of type j are eligible only once every task of the
+            types before j is done (MapReduce: reduces after maps).
+        seed: seed of the dispatcher's random generator (the cluster's only
+            source of randomness).
+        sample_interval: seconds between fairness samples (inf: none);
+            samples fall at ``now + k * sample_interval``.
+        now: initial clock (s).
+        known_durations: tell the allocators each task's duration at start;
+            False makes them estimate it (paper 002, Sec. 6.2.1).
+
+    Raises:
+        ValueError: bad capacity, sample interval or names.
+    """
+
+    def __init__(
+        self,
+        capacity: Sequence[int],
+        tree: QueueTree,
+        *,
+        policy: str = "hltrf",
+        t_wait: float = 0.0,
+        dispatch: str = "stride",
+        staged: bool = True,
+        seed: int = 0,
+        sample_interval: float = 60.0,
+        now: float = 0.0,
+        known_durations: bool = True,
+    ) -> None:
+        if not sample_interval > 0:
+            raise ValueError("sample_interval must be > 0 (inf for no samples)")
+        self.tree = tree
+        self.capacity = as_capacity(capacity)
+        self.now = float(now)
+        self.policy, self.t_wait = policy, float(t_wait)
+        self.dispatch, self.staged, self.seed = dispatch, bool(staged), int(seed)
+        self.sample_interval = float(sample_interval)
+        self.known_durations = bool(known_durations)
+        n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
+        self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
+        self._allocators = [
+            FairShareAllocator(tree, policy=policy, t_wait=t_wait) for _ in range(m)
+        ]
+        self._events = EventQueue()
+        self._jobs: dict[int, JobState] = {}
+        self._placement = LeafPlacement(n_leaves, m, dispatch, seed, self._is_eligible)
+        self._ledger = LeafLedger(n_leaves, m)
+        self._busy = [0] * m
+        self._sample_origin, self._sample_k = self.now, 1
+        self._next_key = 0
+        self._report: ReportBuilder | None = None
+
+    @property
+    def m(self) -> int:
+        """Number of resource types."""
+        return int(self.capacity.shape[0])
+
+    # ------------------------------------------------------------------ jobs
+
+    def submit(self, job: JobSpec) -> None:
+        """Make ``job`` known from ``job.submit_time`` on.
+
+        A job submitted at or before ``now`` is active at once (its tasks
+        start at the next :meth:`advance`, which first hands out free slots
+        at the current time); a later one arrives by an event. A job without
+        tasks departs at its arrival, inside ``advance``.
+
+        Raises:
+            ValueError: duplicate id among the known (arriving or active)
+                jobs, wrong number of entries, negative counts or durations,
+                leaf out of range.
+        """
+        validate_spec(job, self.m, len(self._placement.leaves))
+        if job.job_id in self._jobs:
+            raise ValueError(f"job {job.job_id} is already known")
+        state = JobState(job)
+        self._jobs[job.job_id] = state
+        if job.submit_time <= self.now and not state.is_finished():
+            self._activate(state)
+        else:
+            self._events.push(max(job.submit_time, self.now), ARRIVE, (ARRIVE, job.job_id))
+
+    def cancel(self, job_id: int) -> None:
+        """Drop the job's pending tasks and kill its running ones now.
+
+        Killed tasks count as used up to now. No :class:`JobFinished` is
+        reported for a cancelled job.
+
+        Raises:
+            KeyError: the job is not known (never submitted or departed).
+        """
+        job = self._jobs[job_id]
+        if not job.active:
+            self._events.remove_if(lambda p: p[0] == ARRIVE and p[1] == job_id)
+            del self._jobs[job_id]
+            return
+        for j in range(self.m):
+            self._ledger.eligible[job.leaf, j] -= job.eligible_pending(j, self.staged)
+            job.pending[j] = 0
+        killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
+        for _, _, _, (_, _, j, key) in killed:
+            job.running[j] -= 1
+            self._ledger.running[job.leaf, j] -= 1
+            self._busy[j] -= 1
+            self._allocators[j].record_finish(key, self.now)
+        self._retire(job)
+
+    def set_shares(self, shares: Mapping[int, NDArray[np.float64]]) -> None:
+        """Replace the within-leaf shares by the latest clearing's.
+
+        Args:
+            shares: job_id -> (m,) share of each resource type inside the
+                job's leaf (``Outcome.shares`` rows). Jobs without an entry
+                get share 0 but stay eligible (the dispatcher falls back to
+                uniform when every eligible job has share 0); ids of jobs
+                the cluster no longer knows are ignored (a clearing may race
+                a departure).
+
+        Raises:
+            ValueError: a share vector of the wrong shape, negative or NaN.
+        """
+        new: dict[int, NDArray[np.float64]] = {}
+        for job_id, row in shares.items():
+            vec = np.asarray(row, dtype=np.float64)
+            if vec.shape != (self.m,) or not np.all(vec >= 0):
+                raise ValueError(f"job {job_id}: shares must be (m,) and >= 0")
+            if int(job_id) in self._jobs:
+                new[int(job_id)] = vec.copy()
+        self._placement.set_shares(new)
+
+    def set_capacity(self, capacity: Sequence[int]) -> None:
+        """Change the slot counts. Shrinking never kills: running tasks
+        finish, and no task starts while a type is at or over capacity.
+
+        Raises:
+            ValueError: wrong length or negative / non-integer entries.
+        """
+        cap = as_capacity(capacity)
+        if cap.shape != self.capacity.shape:
+            raise ValueError(f"capacity needs {self.m} entries")
+        self.capacity = cap
+
+    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
+        """Switch the fair-share policy and/or ``T_wait``, keeping the
+        allocators' accumulated usage (history matters to LTRF, paper 002
+        Sec. 5.1).
+
+        Raises:
+            ValueError: unknown policy or negative / NaN ``t_wait``.
+        """
+        FairShareAllocator(  # validates both before anything changes
+            self.tree,
+            policy=self.policy if policy is None else policy,
+            t_wait=self.t_wait if t_wait is None else float(t_wait),
+        )
+        for allocator in self._allocators:
+            if policy is not None:
+                allocator.policy = policy
+            if t_wait is not None:
+                allocator.t_wait = float(t_wait)
+        self.policy = self._allocators[0].policy
+        self.t_wait = self._allocators[0].t_wait
+
+    # ------------------------------------------------------------- queries
+
+    def active_jobs(self) -> list[int]:
+        """Ids of jobs that have arrived and not departed, in arrival order
+        within each leaf, leaves in order."""
+        return [jid for leaf in self._placement.leaves for jid in leaf]
+
+    def next_event_time(self) -> float:
+        """Time (s) of the next task completion or arrival, inf if none; a
+        live clock may sleep until then (fairness samples are not events)."""
+        return self._events.peek_time()
+
+    def idle(self) -> bool:
+        """True when no job is known: none active, none waiting to arrive."""
+        return not self._jobs
+
+    def job_state(self, job_id: int) -> tuple[Counts, Counts, Counts]:
+        """``(pending, running, done)`` per type of a known job.
+
+        Raises:
+            KeyError: unknown or departed job.
+        """
+        return self._jobs[job_id].counts()
+
+    def demand_mask(self) -> dict[int, NDArray[np.bool_]]:
+        """job_id -> (m,) bool, the active job has pending (eligible or not)
+        or running tasks of that type; what the job bids for."""
+        out = {}
+        for jid in self.active_jobs():
+            job = self._jobs[jid]
+            out[jid] = np.array([p + r > 0 for p, r in zip(job.pending, job.running)])
+        return out
+
+    def sample(self) -> FairnessSample:
+        """A fairness sample at the current time (outside the periodic ones)."""
+        return self._ledger.sample(self.now, self._share_matrix(), self.capacity)
+
+    # ---------------------------------------------------------------- time
+
+    def advance(self, until: float, *, stop_on_departure: bool = False) -> AdvanceReport:
+        """Run the cluster to ``until`` (s), or to the first departure.
+
+        Free slots are handed out first at the current time, then events are
+        processed in time order; after all events of one time, free slots
+        are handed out again (work conservation). Zero-duration tasks finish
+        at the time they start, in the same call. With ``until = inf`` the
+        call stops when no event is left.
+
+        Args:
+            until: end time, >= ``now``.
+            stop_on_departure: return right after the first event time at
+                which a job departed, with ``now`` = that time and the freed
+                slots not yet handed out (so a market can re-clear first; the
+                next call hands them out at that same time).
+
+        Raises:
+            ValueError: ``until < now`` or NaN.
+        """
+        if not until >= self.now:
+            raise ValueError(f"cannot advance to {until}: now is {self.now}")
+        self._report = report = ReportBuilder()
+        try:
+            self._dispatch()
+            while self._step(until):
+                if report.finished and stop_on_departure:
+                    return report.build(self.now)
+                self._dispatch()
+            if not math.isinf(until):
+                self._integrate_to(until)
+            return report.build(self.now)
+        finally:
+            self._report = None
+
+    def _step(self, until: float) -> bool:
+        """Process the next sample or event time <= until; False when none."""
+        while True:
+            t_event = self._events.peek_time()
+            if math.isinf(t_event) and math.isinf(until):
+                return False
+            t_sample = self._sample_origin + self._sample_k * self.sample_interval
+            if min(t_event, t_sample) > until:
+                return False
+            if t_sample <= t_event:
+                self._integrate_to(t_sample)
+                assert self._report is not None
+                self._report.samples.append(self.sample())
+                self._sample_k += 1
+                continue
+            self._integrate_to(t_event)
+            while self._events.peek_time() == t_event:
+                self._handle(self._events.pop()[3])
+            return True
+
+    def _integrate_to(self, t: float) -> None:
+        self._ledger.integrate(t - self.now, self._share_matrix())
+        self.now = max(self.now, t)
+
+    def _share_matrix(self) -> NDArray[np.float64]:
+        """(L, m) ``S_i = C_j * w_i / sum w`` (paper 002, Eq. 2)."""
+        return np.outer(self._fraction, self.capacity.astype(np.float64))
+
+    def _handle(self, payload: Sequence[Any]) -> None:
+        if payload[0] == FINISH:
+            _, job_id, j, key = payload
+            self._finish_task(self._jobs[int(job_id)], int(j), int(key))
+        else:
+            self._activate(self._jobs[int(payload[1])])
+
+    # ------------------------------------------------------ state changes
+
+    def _touch(self, job: JobState) -> None:
+        if self._report is not None:
+            self._report.changed[job.job_id] = job
+
+    def _activate(self, job: JobState) -> None:
+        job.active = True
+        self._placement.add(job.job_id, job.leaf)
+        for j in range(self.m):
+            self._ledger.eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
+        self._touch(job)
+        if job.is_finished():
+            self._retire(job)
+
+    def _retire(self, job: JobState) -> None:
+        """Remove a job that finished (reported) or was cancelled (not)."""
+        del self._jobs[job.job_id]
+        self._placement.remove(job.job_id, job.leaf)
+        self._touch(job)
+        if self._report is not None and job.is_finished():
+            start = self.now if job.start_time is None else job.start_time
+            done = JobFinished(job.job_id, job.spec.submit_time, start, self.now)
+            self._report.finished.append(done)
+
+    def _start_task(self, job: JobState, j: int) -> None:
+        key, self._next_key = self._next_key, self._next_key + 1
+        duration = job.spec.task_duration[j]
+        job.pending[j] -= 1
+        job.running[j] += 1
+        if job.start_time is None:
+            job.start_time = self.now
+        self._ledger.eligible[job.leaf, j] -= 1
+        self._ledger.running[job.leaf, j] += 1
+        self._busy[j] += 1
+        if job.pending[j] == 0:
+            self._placement.invalidate(job.leaf, j)
+        self._events.push(self.now + duration, FINISH, (FINISH, job.job_id, j, key))
+        expected = duration if self.known_durations else None
+        self._allocators[j].record_start(key, job.leaf, self.now, expected)
+        self._touch(job)
+        assert self._report is not None
+        self._report.started += 1
+
+    def _finish_task(self, job: JobState, j: int, key: int) -> None:
+        job.running[j] -= 1
+        job.done[j] += 1
+        self._ledger.running[job.leaf, j] -= 1
+        self._busy[j] -= 1
+        self._allocators[j].record_finish(key, self.now)
+        if job.advance_stage() and self.staged and not job.is_finished():
+            stage = job.stage
+            self._ledger.eligible[job.leaf, stage] += job.pending[stage]
+            self._placement.invalidate(job.leaf, stage)
+        self._touch(job)
+        assert self._report is not None
+        self._report.completed += 1
+        if job.is_finished():
+            self._retire(job)
+
+    # ------------------------------------------------------------ dispatch
+
+    def _dispatch(self) -> None:
+        """Hand out every free slot that some eligible pending task can use.
+
+        The allocators are told which leaves demand before and after, so an
+        H-LTRF starvation clock starts when a leaf begins to demand, not at
+        the next free slot (paper 002, Alg. 2: a leaf waits while it has
+        pending tasks).
+        """
+        for j in range(self.m):
+            allocator = self._allocators[j]
+            demanding = self._ledger.eligible[:, j] > 0
+            allocator.update_demand(demanding, self.now)
+            free = int(self.capacity[j]) - self._busy[j]
+            while free > 0 and demanding.any():
+                leaf = int(allocator.pick_leaf(demanding, self.now))
+                if not (0 <= leaf < demanding.size and demanding[leaf]):
+                    raise RuntimeError(f"allocator picked leaf {leaf} without demand")
+                self._start_task(self._jobs[self._placement.choose(leaf, j)], j)
+                free -= 1
+                demanding = self._ledger.eligible[:, j] > 0
+            allocator.update_demand(demanding, self.now)
+
+    def _is_eligible(self, job_id: int, j: int) -> bool:
+        return self._jobs[job_id].eligible_pending(j, self.staged) > 0
+
+    # ------------------------------------------------------- serialisation
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to continue the run, JSON-serialisable (only
+        dicts, lists, str, int, float, None; infinities stored as None)."""
+        return {
+            "format": STATE_FORMAT,
+            "now": self.now,
+            "capacity": self.capacity.tolist(),
+            "config": {
+                "policy": self.policy,
+                "t_wait": _inf_to_none(self.t_wait),
+                "dispatch": self.dispatch,
+                "staged": self.staged,
+                "seed": self.seed,
+                "sample_interval": _inf_to_none(self.sample_interval),
+                "known_durations": self.known_durations,
+            },
+            "sample_clock": [self._sample_origin, self._sample_k],
+            "next_key": self._next_key,
+            "jobs": [job.to_state() for job in self._jobs.values()],
+            "placement": self._placement.to_state(),
+            "events": self._events.to_state(),
+            "allocators": [a.to_state() for a in self._allocators],
+            "ledger": self._ledger.to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> Cluster:
+        """Rebuild a cluster saved by :meth:`to_state` on the same ``tree``;
+        ``advance`` then continues exactly as if it had never been saved.
+
+        Raises:
+            ValueError: unknown state format or a tree with another number
+                of leaves.
+        """
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unknown cluster state format {state.get('format')!r}")
+        if len(state["placement"]["leaf_jobs"]) != len(tree.leaves):
+            raise ValueError("the tree's leaves do not match the saved state")
+        cfg = state["config"]
+        cluster = cls(
+            state["capacity"], tree, policy=cfg["policy"], t_wait=_none_to_inf(cfg["t_wait"]),
+            dispatch=cfg["dispatch"], staged=cfg["staged"], seed=cfg["seed"],
+            sample_interval=_none_to_inf(cfg["sample_interval"]), now=state["now"],
+            known_durations=cfg["known_durations"],
+        )  # fmt: skip
+        cluster._restore(tree, state)
+        return cluster
+
+    def _restore(self, tree: QueueTree, state: dict[str, Any]) -> None:
+        origin, k = state["sample_clock"]
+        self._sample_origin, self._sample_k = float(origin), int(k)
+        self._next_key = int(state["next_key"])
+        self._jobs = {int(s["job_id"]): JobState.from_state(s) for s in state["jobs"]}
+        self._placement.load(state["placement"])
+        self._events = EventQueue.from_state(state["events"])
+        self._allocators = [FairShareAllocator.from_state(tree, a) for a in state["allocators"]]
+        self._ledger.load_integrals(state["ledger"])
+        for job in self._jobs.values():
+            if not job.active:
+                continue
+            for j in range(self.m):
+                self._ledger.eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
+                self._ledger.running[job.leaf, j] += job.running[j]
+                self._busy[j] += job.running[j]
+

@@ -1,0 +1,152 @@
+"""Per-job task counters of the cluster model, input checks, report builder.
+
+A job is kept as three count vectors (pending, running, done) per resource
+type; tasks of one type are interchangeable (same duration), so the model
+never materialises a job's pending tasks — a job with thousands of map tasks
+costs a few integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from simulator.records import (
+    AdvanceReport,
+    Counts,
+    FairnessSample,
+    JobFinished,
+    JobSpec,
+)
+
+
+class JobState:
+    """Mutable counters of one job (owned by ``Cluster``; not thread-safe).
+
+    ``stage`` is the first resource type with unfinished tasks (``m`` when
+    all are done). With staged execution a job may start tasks of type j only
+    when every task of the types before j is done, i.e. only of type
+    ``stage`` (MapReduce: reduces after all maps).
+    """
+
+    __slots__ = ("spec", "pending", "running", "done", "start_time", "stage", "active")
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.pending = list(spec.tasks)
+        self.running = [0] * len(spec.tasks)
+        self.done = [0] * len(spec.tasks)
+        self.start_time: float | None = None
+        self.active = False
+        self.stage = 0
+        self.advance_stage()
+
+    @property
+    def job_id(self) -> int:
+        return self.spec.job_id
+
+    @property
+    def leaf(self) -> int:
+        return self.spec.leaf
+
+    def advance_stage(self) -> bool:
+        """Move ``stage`` past completed types; True if it moved."""
+        old = self.stage
+        tasks = self.spec.tasks
+        while self.stage < len(tasks) and self.done[self.stage] == tasks[self.stage]:
+            self.stage += 1
+        return self.stage != old
+
+    def is_finished(self) -> bool:
+        return self.stage == len(self.spec.tasks)
+
+    def eligible_pending(self, j: int, staged: bool) -> int:
+        """Pending tasks of type j that may start now."""
+        if staged and j != self.stage:
+            return 0
+        return self.pending[j]
+
+    def counts(self) -> tuple[Counts, Counts, Counts]:
+        """``(pending, running, done)`` per resource type."""
+        return tuple(self.pending), tuple(self.running), tuple(self.done)
+
+    def to_state(self) -> dict[str, Any]:
+        s = self.spec
+        return {
+            "job_id": s.job_id,
+            "leaf": s.leaf,
+            "tasks": list(s.tasks),
+            "task_duration": list(s.task_duration),
+            "submit_time": s.submit_time,
+            "pending": list(self.pending),
+            "running": list(self.running),
+            "done": list(self.done),
+            "start_time": self.start_time,
+            "active": self.active,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> JobState:
+        spec = JobSpec(
+            job_id=int(state["job_id"]),
+            leaf=int(state["leaf"]),
+            tasks=tuple(int(x) for x in state["tasks"]),
+            task_duration=tuple(float(x) for x in state["task_duration"]),
+            submit_time=float(state["submit_time"]),
+        )
+        job = cls(spec)
+        job.pending = [int(x) for x in state["pending"]]
+        job.running = [int(x) for x in state["running"]]
+        job.done = [int(x) for x in state["done"]]
+        start = state["start_time"]
+        job.start_time = None if start is None else float(start)
+        job.active = bool(state["active"])
+        job.stage = 0
+        job.advance_stage()
+        return job
+
+
+def validate_spec(spec: JobSpec, m: int, n_leaves: int) -> None:
+    """Raise ValueError if ``spec`` does not fit a cluster of m types, L leaves."""
+    if len(spec.tasks) != m or len(spec.task_duration) != m:
+        raise ValueError(f"job {spec.job_id}: tasks and task_duration need {m} entries")
+    if any(isinstance(t, bool) or not isinstance(t, (int, np.integer)) for t in spec.tasks):
+        raise ValueError(f"job {spec.job_id}: task counts must be integers")
+    if any(t < 0 for t in spec.tasks):
+        raise ValueError(f"job {spec.job_id}: negative task count")
+    if any(not d >= 0 or d == float("inf") for d in spec.task_duration):
+        raise ValueError(f"job {spec.job_id}: task durations must be finite and >= 0")
+    if not 0 <= spec.leaf < n_leaves:
+        raise ValueError(f"job {spec.job_id}: leaf {spec.leaf} not in 0..{n_leaves - 1}")
+    if spec.submit_time != spec.submit_time:
+        raise ValueError(f"job {spec.job_id}: submit_time is NaN")
+
+
+def as_capacity(capacity: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64]:
+    """(m,) int64 slot counts; ValueError unless 1-D, non-empty, integer, >= 0."""
+    cap = np.asarray(capacity)
+    if cap.ndim != 1 or cap.size == 0:
+        raise ValueError("capacity must be a non-empty 1-D sequence")
+    if np.any(cap < 0) or np.any(cap != np.round(cap)):
+        raise ValueError("capacity must be non-negative integers")
+    return cap.astype(np.int64)
+
+
+class ReportBuilder:
+    """Collects what one ``Cluster.advance`` call did."""
+
+    def __init__(self) -> None:
+        self.finished: list[JobFinished] = []
+        self.samples: list[FairnessSample] = []
+        self.changed: dict[int, JobState] = {}
+        self.started = 0
+        self.completed = 0
+
+    def build(self, now: float) -> AdvanceReport:
+        progress = {jid: job.counts() for jid, job in self.changed.items()}
+        return AdvanceReport(
+            now, self.finished, self.samples, progress, self.started, self.completed
+        )
