@@ -245,3 +245,33 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
             "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
         })
     return _figure(traces, _layout(title, _time_title(unit), "Share s_ij", yaxis={"tickformat": ".0%", "range": [0, 1.05]}))
+
+
+def dashboard_figures(
+    *, resources: list[tuple[str, float]], fairness: list[Row], samples: list[Row], prices: list[Row], shares: list[Row],
+    job_labels: Mapping[int, str], now: float,
+) -> dict[str, Figure]:
+    """All dashboard figures by element key, on one time unit chosen from the clock ``now``.
+
+    Keys: ``alloc-<k>`` and ``rho-<k>`` for the k-th resource type, then ``jobs``,
+    ``util``, ``sharing`` and ``prices``.
+
+    Args:
+        resources: (name, capacity) in stage order.
+        fairness: rows for ``queue_allocation_figure`` / ``fairness_degree_figure``, with "resource".
+        samples: rows for ``utilisation_figure`` / ``sharing_figure``.
+        prices: rows for ``price_figure``; shares: rows for ``job_share_figure``.
+    """
+    unit = time_unit(now)
+    by_resource: dict[str, list[Row]] = defaultdict(list)
+    for r in fairness:
+        by_resource[str(r["resource"])].append(r)
+    figures: dict[str, Figure] = {}
+    for k, (name, capacity) in enumerate(resources):
+        figures[f"alloc-{k}"] = queue_allocation_figure(by_resource.get(name, []), resource=name, capacity=capacity, unit=unit)
+        figures[f"rho-{k}"] = fairness_degree_figure(by_resource.get(name, []), resource=name, unit=unit)
+    figures["jobs"] = job_share_figure(shares, labels=job_labels, unit=unit)
+    figures["util"] = utilisation_figure(samples, unit=unit)
+    figures["sharing"] = sharing_figure(samples, unit=unit)
+    figures["prices"] = price_figure(prices, unit=unit)
+    return figures

@@ -44,6 +44,10 @@ class WorkRow:
     duration: forms.BoundField
     weight: forms.BoundField
 
+    @property
+    def fields(self) -> tuple[forms.BoundField, forms.BoundField, forms.BoundField]:
+        return self.tasks, self.duration, self.weight
+
 
 class BidForm(forms.Form):
     """A bid (paper 000, Sec. 3): budget, utility function, and per resource type the work

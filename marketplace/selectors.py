@@ -282,3 +282,13 @@ def mean_task_duration(*, market: Market, last_jobs: int = 100) -> float | None:
 def config_history(*, market: Market) -> QuerySet:
     """The market's configuration audit trail, newest first."""
     return market.config_changes.select_related("changed_by").order_by("-changed_at", "-id")
+
+
+def job_ledger(*, job: Job) -> QuerySet[LedgerEntry]:
+    """A job's ledger entries (hold, charge, release), oldest first."""
+    return LedgerEntry.objects.filter(job=job).order_by("id")
+
+
+def queue_tree_nodes(*, market: Market) -> list[Queue]:
+    """All queues of the market (parents before children by id, as created)."""
+    return list(Queue.objects.filter(market=market).order_by("id"))

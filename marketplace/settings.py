@@ -115,7 +115,7 @@ CACHES = {
 # delay_on_commit). With it: JSON only, late acknowledgement and prefetch 1 so a
 # crashed worker's task is redelivered, and time limits below the broker's
 # visibility timeout so a hung task is killed before Redis redelivers it.
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -172,6 +172,7 @@ SPECTACULAR_SETTINGS = {
 # served locally under static/vendor/plotly/: no CDN, the pages work offline.
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root before collectstatic
 STATICFILES_DIRS = [
     BASE_DIR / "static",
     ("vendor/plotly", Path(plotly.__file__).resolve().parent / "package_data"),

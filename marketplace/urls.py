@@ -6,6 +6,7 @@ from marketplace import views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("dashboard/data.json", views.dashboard_data, name="dashboard-data"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("bid/", views.bid_new, name="bid-new"),

@@ -253,7 +253,7 @@ class FairShareAllocator:
         node = tree.root
         while tree.children[node]:
             kids = np.asarray(tree.children[node])
-            node = int(kids[_argmin_first(-node_usage[kids], has_demand[kids])])
+            node = int(kids[_argmin_first(node_usage[kids], has_demand[kids])])
         return int(tree.leaf_position[node])
 
     def record_start(

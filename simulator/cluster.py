@@ -106,7 +106,7 @@ class Cluster:
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
         self._placement = LeafPlacement(n_leaves, m, dispatch, seed, self._is_eligible)
-        self._ledger = LeafLedger(n_leaves, m)
+        self._ledger = LeafLedger(n_leaves, m, self.now)
         self._busy = [0] * m
         self._sample_origin, self._sample_k = self.now, 1
         self._next_key = 0
@@ -138,6 +138,7 @@ class Cluster:
         state = JobState(job)
         self._jobs[job.job_id] = state
         if job.submit_time <= self.now and not state.is_finished():
+            self._integrate_to(self.now)
             self._activate(state)
         else:
             self._events.push(max(job.submit_time, self.now), ARRIVE, (ARRIVE, job.job_id))
@@ -152,6 +153,7 @@ class Cluster:
             KeyError: the job is not known (never submitted or departed).
         """
         job = self._jobs[job_id]
+        self._integrate_to(self.now)
         if not job.active:
             self._events.remove_if(lambda p: p[0] == ARRIVE and p[1] == job_id)
             del self._jobs[job_id]
@@ -200,7 +202,9 @@ class Cluster:
         cap = as_capacity(capacity)
         if cap.shape != self.capacity.shape:
             raise ValueError(f"capacity needs {self.m} entries")
-        self.capacity = cap
+        if not np.array_equal(cap, self.capacity):
+            self._integrate_to(self.now)  # the fair shares S_i change
+            self.capacity = cap
 
     def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
         """Switch the fair-share policy and/or ``T_wait``, keeping the
@@ -234,6 +238,11 @@ class Cluster:
         """Time (s) of the next task completion or arrival, inf if none; a
         live clock may sleep until then (fairness samples are not events)."""
         return self._events.peek_time()
+
+    def known_jobs(self) -> list[int]:
+        """Ids of every job the cluster holds: active ones and ones submitted
+        with a future ``submit_time`` that have not arrived yet."""
+        return list(self._jobs)
 
     def idle(self) -> bool:
         """True when no job is known: none active, none waiting to arrive."""
@@ -291,7 +300,7 @@ class Cluster:
                     return report.build(self.now)
                 self._dispatch()
             if not math.isinf(until):
-                self._integrate_to(until)
+                self.now = until  # integrals stay open: no cut where nothing changed
             return report.build(self.now)
         finally:
             self._report = None
@@ -317,7 +326,8 @@ class Cluster:
             return True
 
     def _integrate_to(self, t: float) -> None:
-        self._ledger.integrate(t - self.now, self._share_matrix())
+        """Close the fairness integrals at ``t`` (before counts change)."""
+        self._ledger.integrate_to(t, self._share_matrix())
         self.now = max(self.now, t)
 
     def _share_matrix(self) -> NDArray[np.float64]:

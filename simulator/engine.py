@@ -71,8 +71,10 @@ class EventQueue:
         return iter(self._heap)
 
     def to_state(self) -> dict[str, Any]:
-        """JSON-serialisable copy: the heap list (in heap order) and counter."""
-        return {"heap": [[t, p, s, x] for (t, p, s, x) in self._heap], "seq": self._seq}
+        """JSON-serialisable copy: the heap list (in heap order) and counter.
+        Tuple payloads are stored as lists (JSON has no tuples)."""
+        heap = [[t, p, s, list(x) if isinstance(x, tuple) else x] for t, p, s, x in self._heap]
+        return {"heap": heap, "seq": self._seq}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> EventQueue:

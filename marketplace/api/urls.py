@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 from marketplace.api import views
 
 router = DefaultRouter()
-router.register("jobs", views.JobViewSet, basename="job")
+router.register("jobs", views.JobViewSet, basename="api-job")
 
 urlpatterns = [
     path("", include(router.urls)),

@@ -69,8 +69,10 @@ def _sync_jobs(cluster: Cluster, market: Market, tree_map: adapters.TreeMap, typ
     """Tell the cluster about jobs that arrived or were cancelled since the last tick."""
     known = set(cluster.active_jobs())
     active = {j.pk: j for j in Job.objects.filter(market=market, status__in=Job.ACTIVE)}
-    for job_id in known - active.keys():
-        cluster.cancel(job_id)
+    gone = known - active.keys()
+    for job_id in gone:
+        cluster.cancel(job_id)  # its running tasks are killed now
+    JobWork.objects.filter(job_id__in=gone).update(running=0)
     new = [job for pk, job in active.items() if pk not in known]
     works: dict[int, list[JobWork]] = {}
     for w in JobWork.objects.filter(job__in=new):

@@ -419,3 +419,214 @@ def test_group_quantum_is_mean_of_children_with_history() -> None:
     assert q[tree.index("root")] == 6.25
     alloc.record_start(99, 1, 10.0)  # unknown length in leaf b: now assumed to last 2
     assert alloc.usage(10.0)[1] == 2.0 + 2.0
+
+
+# --------------------------------------------------------------------------- rounds (Sec. 6.2.2)
+
+
+def test_reset_round_forgets_history_but_not_running_tail() -> None:
+    tree = QueueTree.flat(["a", "b"])
+    alloc = FairShareAllocator(tree, policy="ltrf")
+    alloc.record_start(1, 0, 0.0, expected_duration=100.0)
+    alloc.record_finish(1, 100.0)
+    alloc.record_start(2, 0, 100.0, expected_duration=10.0)
+    assert alloc.pick_leaf(np.array([True, True]), 104.0) == 1  # a is far ahead
+    alloc.reset_round(104.0)
+    # only the 6 expected seconds of task 2 after the round start still count
+    assert alloc.usage(104.0).tolist() == [6.0, 0.0]
+    alloc.record_finish(2, 108.0)  # ended early: 4 seconds in this round
+    assert alloc.usage(108.0).tolist() == [4.0, 0.0]
+    alloc.record_start(3, 1, 108.0, expected_duration=5.0)
+    assert alloc.pick_leaf(np.array([True, True]), 108.0) == 0  # a lent before the round: forgotten
+
+
+# --------------------------------------------------------------------------- state
+
+Script = list[tuple[str, float, int, float | None]]
+
+
+@st.composite
+def operation_scripts(draw: st.DrawFn) -> tuple[QueueTree, Script]:
+    tree = draw(trees())
+    n_leaves = len(tree.leaves)
+    ops = []
+    for _ in range(draw(st.integers(1, 40))):
+        kind = draw(st.sampled_from(["pick", "start", "start", "finish", "reset"]))
+        step = float(draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])))
+        leaf = draw(st.integers(0, n_leaves - 1))
+        exp = draw(st.one_of(st.none(), st.sampled_from([0.0, 1.0, 2.5])))
+        ops.append((kind, step, leaf, exp))
+    return tree, ops
+
+
+def _apply(alloc: FairShareAllocator, ops: Script, t0: float, seed: int, first_key: int) -> list[object]:
+    """Apply a script of operations from time t0; returns every observable output."""
+    rng = np.random.default_rng(seed)
+    now, out, key = t0, [], first_key
+    for kind, step, leaf, exp in ops:
+        now += step
+        mask = rng.random(len(alloc.tree.leaves)) < 0.6
+        running = alloc.to_state()["running"]
+        if kind == "pick":
+            out.append(alloc.pick_leaf(mask, now))
+        elif kind == "start":
+            key += 1
+            alloc.record_start(key, leaf, now, exp)
+        elif kind == "finish" and running:
+            alloc.record_finish(running[leaf % len(running)][0], now)
+        elif kind == "reset":
+            alloc.reset_round(now)
+        out.append(alloc.usage(now).round(9).tolist())
+        out.append(alloc.waiting(now).round(9).tolist())
+    return out
+
+
+@PROPERTY
+@given(operation_scripts(), operation_scripts(), st.sampled_from(POLICIES), st.sampled_from([0.0, 1.0, math.inf]))
+def test_state_round_trip_gives_identical_future(
+    history: tuple[QueueTree, Script],
+    future: tuple[QueueTree, Script],
+    policy: str,
+    t_wait: float,
+) -> None:
+    tree, past_ops = history
+    n_leaves = len(tree.leaves)
+    future_ops = [(k, s, leaf % n_leaves, e) for k, s, leaf, e in future[1]]
+    original = FairShareAllocator(tree, policy=policy, t_wait=t_wait, initial_q=1.5)
+    _apply(original, past_ops, 0.0, seed=1, first_key=0)
+    state = json.loads(json.dumps(original.to_state(), allow_nan=False))  # strict JSON
+    restored = FairShareAllocator.from_state(tree, state)
+    assert restored.policy == policy and restored.t_wait == t_wait
+    t0 = sum(s for _, s, _, _ in past_ops)
+    expected = _apply(original, future_ops, t0, seed=2, first_key=10_000)
+    assert _apply(restored, future_ops, t0, seed=2, first_key=10_000) == expected
+
+
+def test_from_state_rejects_other_tree() -> None:
+    state = FairShareAllocator(QueueTree.flat(["a", "b"])).to_state()
+    with pytest.raises(ValueError):
+        FairShareAllocator.from_state(QueueTree.flat(["a", "c"]), state)
+
+
+# --------------------------------------------------------------------------- QueueTree
+
+
+def test_from_paths_builds_named_hierarchy_and_fractions() -> None:
+    tree = QueueTree.from_paths({"root.g1.a": 1, "root.g1.b": 3, "root.g2": 2})
+    assert tree.names == ("root", "root.g1", "root.g1.a", "root.g1.b", "root.g2")
+    assert tree.leaf_names == ("root.g1.a", "root.g1.b", "root.g2")
+    assert tree.weight[tree.index("root.g1")] == 1.0  # intermediate node: weight 1
+    assert tree.leaf_fraction() == pytest.approx([1 / 12, 3 / 12, 2 / 3])
+
+
+def test_flat_tree() -> None:
+    tree = QueueTree.flat(["A", "B", "C"], [1, 1, 2])
+    assert tree.leaf_names == ("A", "B", "C") and tree.names[tree.root] == "root"
+    assert tree.leaf_fraction().tolist() == [0.25, 0.25, 0.5]
+
+
+@PROPERTY
+@given(trees())
+def test_fractions_are_consistent(tree: QueueTree) -> None:
+    leaf = tree.leaf_fraction()
+    node = tree.node_fraction()
+    assert (leaf > 0).all() and leaf.sum() == pytest.approx(1.0)
+    assert tree.aggregate(leaf) == pytest.approx(node)  # a group's fraction = its children's
+    exact = _Exact(tree)
+    assert leaf == pytest.approx([float(exact.frac(i)) for i in exact.leaves])
+
+
+@pytest.mark.parametrize(
+    ("names", "parent", "weight"),
+    [
+        pytest.param((), (), (), id="empty"),
+        pytest.param(("r", "a"), (-1,), (1.0, 1.0), id="length-mismatch"),
+        pytest.param(("r", "a", "a"), (-1, 0, 0), (1.0, 1.0, 1.0), id="duplicate-names"),
+        pytest.param(("r", ""), (-1, 0), (1.0, 1.0), id="empty-name"),
+        pytest.param(("r", "s"), (-1, -1), (1.0, 1.0), id="two-roots"),
+        pytest.param(("a", "b"), (1, 0), (1.0, 1.0), id="no-root-cycle"),
+        pytest.param(("r", "a", "b"), (-1, 2, 1), (1.0, 1.0, 1.0), id="cycle-beside-root"),
+        pytest.param(("r", "a"), (-1, 1), (1.0, 1.0), id="self-parent"),
+        pytest.param(("r", "a"), (-1, 5), (1.0, 1.0), id="parent-out-of-range"),
+        pytest.param(("r", "a"), (-1, 0.0), (1.0, 1.0), id="float-parent"),
+        pytest.param(("r", "a"), (-1, 0), (1.0, 0.0), id="zero-weight"),
+        pytest.param(("r", "a"), (-1, 0), (1.0, -2.0), id="negative-weight"),
+        pytest.param(("r", "a"), (-1, 0), (1.0, math.nan), id="nan-weight"),
+        pytest.param(("r", "a"), (-1, 0), (1.0, math.inf), id="inf-weight"),
+    ],
+)
+def test_queue_tree_validation(names: tuple[str, ...], parent: tuple[int, ...], weight: tuple[float, ...]) -> None:
+    with pytest.raises(ValueError):
+        QueueTree(names, parent, weight)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda: QueueTree.from_paths({"a.x": 1, "b.y": 1}), id="paths-two-roots"),
+        pytest.param(lambda: QueueTree.from_paths({"root..x": 1}), id="paths-empty-component"),
+        pytest.param(lambda: QueueTree.from_paths({}), id="paths-empty"),
+        pytest.param(lambda: QueueTree.from_paths({"root.a": 0}), id="paths-zero-weight"),
+        pytest.param(lambda: QueueTree.flat([]), id="flat-empty"),
+        pytest.param(lambda: QueueTree.flat(["root"]), id="flat-name-clash"),
+        pytest.param(lambda: QueueTree.flat(["a", "b"], [1]), id="flat-weights-length"),
+    ],
+)
+def test_queue_tree_constructor_errors(build: Callable[[], QueueTree]) -> None:
+    with pytest.raises(ValueError):
+        build()
+
+
+# --------------------------------------------------------------------------- allocator errors
+
+
+def test_allocator_rejects_bad_arguments() -> None:
+    tree = QueueTree.flat(["a", "b"])
+    with pytest.raises(ValueError):
+        FairShareAllocator(tree, policy="drf")
+    with pytest.raises(ValueError):
+        FairShareAllocator(tree, t_wait=-1.0)
+    with pytest.raises(ValueError):
+        FairShareAllocator(tree, initial_q=0.0)
+    alloc = FairShareAllocator(tree)
+    with pytest.raises(ValueError):
+        alloc.policy = "fifo"
+    with pytest.raises(ValueError):
+        alloc.pick_leaf(np.array([True]), 0.0)  # wrong shape
+    alloc.record_start(1, 0, 5.0)
+    with pytest.raises(ValueError):
+        alloc.record_start(1, 1, 5.0)  # duplicate key
+    with pytest.raises(ValueError):
+        alloc.record_start(2, 2, 5.0)  # no such leaf
+    with pytest.raises(ValueError):
+        alloc.record_start(3, 0, 5.0, expected_duration=-1.0)
+    with pytest.raises(ValueError):
+        alloc.pick_leaf(np.array([True, True]), 4.0)  # time went backwards
+    with pytest.raises(KeyError):
+        alloc.record_finish(42, 6.0)
+
+
+def test_nobody_demanding_gives_minus_one() -> None:
+    for policy in POLICIES:
+        alloc = FairShareAllocator(QueueTree.from_paths(FIG1B), policy=policy, t_wait=1.0)
+        assert alloc.pick_leaf(np.zeros(4, dtype=bool), 0.0) == -1
+
+
+def test_settable_policy_and_twait_take_effect() -> None:
+    tree = QueueTree.flat(["a", "b"])
+    alloc = FairShareAllocator(tree, policy="ltrf")
+    alloc.record_start(1, 0, 0.0, expected_duration=10.0)
+    alloc.record_finish(1, 10.0)
+    alloc.record_start(2, 1, 10.0, expected_duration=1.0)
+    alloc.record_start(3, 1, 10.0, expected_duration=1.0)
+    both = np.array([True, True])
+    assert alloc.pick_leaf(both, 10.0) == 1  # b used less in total
+    alloc.policy = "mlrf"
+    assert alloc.pick_leaf(both, 10.0) == 0  # a holds fewer units right now
+    alloc.t_wait = math.inf
+    assert alloc.t_wait == math.inf
+
+
+def test_scheduler_does_not_import_django() -> None:
+    code = "import sys, scheduler.fairshare, scheduler.fairness; assert 'django' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -103,7 +103,9 @@ def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.r
     for job in jobs:
         if len(job.tasks) > len(types):
             raise CommandError(f"The trace has {len(job.tasks)} resource types, the market {len(types)}.")
-        work = [WorkItem(types[j].name, int(job.tasks[j]), float(job.task_duration[j]), float(rng.uniform(0.5, 2.0))) for j in range(len(job.tasks))]
+        weights = rng.uniform(0.5, 2.0, size=len(job.tasks))
+        # A map-only job has no reduce work item at all (not one with zero tasks).
+        work = [WorkItem(types[j].name, int(job.tasks[j]), float(job.task_duration[j]), float(weights[j])) for j in range(len(job.tasks)) if job.tasks[j] > 0]
         bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace job {job.job_id}",
                "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear"}
         out.append((job, owner[job.user], bid))
@@ -130,8 +132,10 @@ def _drain(cmd: Command, market: Market, bids: list, offset: float, opts: dict) 
     for bid in bids:
         _advance_to(market.pk, offset + bid[0].submit_time)
         job_id = _submit(bid)
-        ids.append(job_id) if job_id else None
-        rejected += job_id is None
+        if job_id is None:
+            rejected += 1
+        else:
+            ids.append(job_id)
     for _ in range(MAX_TICKS):
         if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
             break
@@ -152,8 +156,10 @@ def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -
         while nxt < len(bids) and offset + bids[nxt][0].submit_time <= target:
             cluster_advance(market_id=market.pk, until=offset + bids[nxt][0].submit_time)
             job_id = _submit(bids[nxt])
-            ids.append(job_id) if job_id else None
-            rejected += job_id is None
+            if job_id is None:
+                rejected += 1
+            else:
+                ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
         cmd.stdout.write(f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} active={result.active_jobs} running tasks finished={result.finished_tasks}", ending="\r")

@@ -1,0 +1,103 @@
+"""Market clearing: lease, version check (stale results dropped), stored shares and prices."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from marketplace.models import AllocationSnapshot, JobShare, Market
+from marketplace.services import clearing
+from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.services.clearing import market_clear
+from tests.factories import TenantFactory, leaf
+
+WORK = [WorkItem("map", 4, 10.0, 1.0), WorkItem("reduce", 2, 10.0, 1.0)]
+
+
+def test_clearing_stores_within_queue_shares_that_sum_to_one(market, alice, bob):
+    # given three jobs: two in alice's leaf queue, one in bob's
+    carol = TenantFactory(market=market, username="carol", queue=leaf(market, "root.orga.analytics"))
+    jobs = [bid_submit(tenant=t, budget=b, work=WORK) for t, b in ((alice, "100"), (carol, "300"), (bob, "50"))]
+    # when the market clears
+    result = market_clear(market_id=market.pk)
+    # then each leaf queue's shares of each resource sum to one
+    assert result.status == "cleared" and result.n_jobs == 3
+    snap = AllocationSnapshot.objects.get(pk=result.snapshot_id)
+    share = {(s.job_id, s.resource_type.name): s.share for s in snap.shares.select_related("resource_type")}
+    for rt in ("map", "reduce"):
+        assert share[jobs[0].pk, rt] + share[jobs[1].pk, rt] == pytest.approx(1.0)
+        assert share[jobs[2].pk, rt] == pytest.approx(1.0)
+        # more money buys a larger share inside the queue (alpha = 0.5 > 0)
+        assert share[jobs[1].pk, rt] > share[jobs[0].pk, rt]
+    # and every job's sub-budgets add up to its budget
+    for job in jobs:
+        total = sum(s.sub_budget for s in JobShare.objects.filter(snapshot=snap, job=job))
+        assert total == pytest.approx(float(job.budget), rel=1e-9)
+    # and prices are the sub-budgets over capacity
+    prices = {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")}
+    map_total = sum(s.sub_budget for s in JobShare.objects.filter(snapshot=snap, resource_type__name="map"))
+    assert prices["map"] == pytest.approx(map_total / 10)
+
+
+def test_stale_result_is_dropped_and_recomputed(market, alice):
+    # given a bid, and a solve during which another bid arrives
+    bid_submit(tenant=alice, budget="100", work=WORK)
+    real = clearing.get_policy("abacus")
+    calls = {"n": 0}
+
+    class ArrivalDuringSolve:
+        def allocate(self, snapshot):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                bid_submit(tenant=alice, budget="10", work=WORK)  # bumps the state version mid-solve
+            return real.allocate(snapshot)
+
+    with mock.patch.object(clearing, "get_policy", return_value=ArrivalDuringSolve()):
+        result = market_clear(market_id=market.pk)
+    # then the first result (1 job) was dropped and the stored one has both jobs
+    market.refresh_from_db()
+    assert calls["n"] == 2
+    assert result.status == "cleared" and result.n_jobs == 2
+    assert AllocationSnapshot.objects.count() == 1
+    assert market.cleared_version == market.state_version
+
+
+def test_a_second_clearing_while_one_holds_the_lease_is_busy(market, alice):
+    bid_submit(tenant=alice, budget="100", work=WORK)
+    assert clearing._acquire_lease(market.pk)
+    assert market_clear(market_id=market.pk).status == "busy"
+    clearing._release_lease(market.pk)
+    assert market_clear(market_id=market.pk).status == "cleared"
+
+
+def test_expired_lease_of_a_crashed_worker_is_taken_over(market, alice, settings):
+    settings.MARKET_LEASE_S = -1  # the lease taken below is already expired
+    assert clearing._acquire_lease(market.pk)
+    assert market_clear(market_id=market.pk).status == "cleared"
+    assert Market.objects.get(pk=market.pk).clearing_lease_until is None
+
+
+def test_warm_start_reuses_previous_sub_budgets(market, alice, bob):
+    for b in ("100", "200", "150"):
+        bid_submit(tenant=alice, budget=b, work=WORK)
+    cold = market_clear(market_id=market.pk)
+    bid_submit(tenant=alice, budget="120", work=WORK)
+    warm = market_clear(market_id=market.pk)
+    assert cold.status == warm.status == "cleared"
+    assert warm.rounds <= cold.rounds + 2  # a single arrival should not need a full cold solve
+    assert np.isfinite(warm.solve_ms)
+
+
+def test_failed_solve_leaves_no_partial_snapshot_and_frees_the_lease(market, alice):
+    bid_submit(tenant=alice, budget="100", work=WORK)
+
+    class Broken:
+        def allocate(self, snapshot):
+            raise RuntimeError("solver crashed")
+
+    with mock.patch.object(clearing, "get_policy", return_value=Broken()), pytest.raises(RuntimeError):
+        market_clear(market_id=market.pk)
+    assert not AllocationSnapshot.objects.exists()
+    assert Market.objects.get(pk=market.pk).clearing_lease_until is None
