@@ -80,22 +80,24 @@ def market_snapshot(market: Market, tree_map: TreeMap, types: list[ResourceType]
     A job demands type j while it has pending or running tasks there; rows are
     ordered by job id.
     """
-    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).order_by("id"))
+    # values_list, not model instances: this runs on every clearing.
+    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).order_by("id").values_list("id", "queue_id", "budget", "utility"))
     col = {t.pk: j for j, t in enumerate(types)}
     n, m = len(jobs), len(types)
-    row = {job.pk: i for i, job in enumerate(jobs)}
+    row = {job_id: i for i, (job_id, *_rest) in enumerate(jobs)}
     weights = np.zeros((n, m))
     demand = np.zeros((n, m), dtype=bool)
-    for w in JobWork.objects.filter(job_id__in=row.keys()):
-        i, j = row[w.job_id], col[w.resource_type_id]
-        weights[i, j] = w.weight
-        demand[i, j] = (w.pending + w.running) > 0
+    works = JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE).values_list("job_id", "resource_type_id", "weight", "pending", "running")
+    for job_id, rt_id, weight, pending, running in works:
+        i, j = row[job_id], col[rt_id]
+        weights[i, j] = weight
+        demand[i, j] = (pending + running) > 0
     return MarketSnapshot(
-        job_ids=np.array([job.pk for job in jobs], dtype=np.int64),
-        group=np.array([tree_map.leaf_position(job.queue_id) for job in jobs], dtype=np.int64),
-        budgets=np.array([float(job.budget) for job in jobs]),
+        job_ids=np.array([j[0] for j in jobs], dtype=np.int64),
+        group=np.array([tree_map.leaf_position(j[1]) for j in jobs], dtype=np.int64),
+        budgets=np.array([float(j[2]) for j in jobs]),
         weights=weights,
-        utility=tuple(job.utility for job in jobs),
+        utility=tuple(j[3] for j in jobs),
         demand=demand,
         capacity=np.array([float(t.capacity) for t in types]),
         alpha=market.alpha,
@@ -112,9 +114,10 @@ def _warm_start(market: Market, row: dict[int, int], col: dict[int, int], shape:
         return None
     warm = np.full(shape, np.nan)
     seen = False
-    for job_id, rt_id, b in JobShare.objects.filter(snapshot=latest, job_id__in=row.keys()).values_list("job_id", "resource_type_id", "sub_budget"):
-        warm[row[job_id], col[rt_id]] = b
-        seen = True
+    for job_id, rt_id, b in JobShare.objects.filter(snapshot=latest).values_list("job_id", "resource_type_id", "sub_budget"):
+        if job_id in row:
+            warm[row[job_id], col[rt_id]] = b
+            seen = True
     # A job that has since lost demand on a type keeps no sub-budget there.
     return warm if seen else None
 

@@ -66,10 +66,11 @@ def _store(market: Market, snap: MarketSnapshot, out: Outcome, types: list, solv
         market=market, state_version=market.state_version, sim_time=market.sim_time, policy=out.policy,
         rounds=out.rounds, converged=out.converged, n_jobs=snap.n, solve_ms=solve_ms, total_ms=0.0,
     )
+    shares, budgets, type_ids = out.shares.tolist(), out.sub_budgets.tolist(), [t.pk for t in types]
     JobShare.objects.bulk_create(
-        JobShare(snapshot=record, job_id=int(job_id), resource_type=t, share=float(out.shares[i, j]), sub_budget=float(out.sub_budgets[i, j]))
-        for i, job_id in enumerate(snap.job_ids)
-        for j, t in enumerate(types)
+        JobShare(snapshot_id=record.pk, job_id=job_id, resource_type_id=rt_id, share=shares[i][j], sub_budget=budgets[i][j])
+        for i, job_id in enumerate(snap.job_ids.tolist())
+        for j, rt_id in enumerate(type_ids)
     )
     PriceSample.objects.bulk_create(
         PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(out.prices[j])) for j, t in enumerate(types)
