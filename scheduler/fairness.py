@@ -187,10 +187,16 @@ class QueueTree:
         return tuple(tuple(sorted(k, key=lambda c: first_leaf[c])) for k in kids)
 
     @cached_property
-    def _levels(self) -> tuple[NDArray[np.int64], ...]:
-        """Non-root nodes grouped by depth, deepest first (for bottom-up sums)."""
-        depth = np.asarray(self.depth)
-        return tuple(np.flatnonzero(depth == d) for d in range(int(depth.max()), 0, -1))
+    def levels(self) -> tuple[tuple[NDArray[np.int64], NDArray[np.int64]], ...]:
+        """(nodes, their parents) per depth, deepest first, root excluded: a node's
+        children are all in the level before its own (for bottom-up passes)."""
+        depth, parent = np.asarray(self.depth), np.asarray(self.parent)
+        levels = (np.flatnonzero(depth == d) for d in range(int(depth.max()), 0, -1))
+        return tuple((nodes, parent[nodes]) for nodes in levels)
+
+    @cached_property
+    def _leaf_array(self) -> NDArray[np.int64]:
+        return np.asarray(self.leaves, dtype=np.int64)
 
     def index(self, name: str) -> int:
         """Node index of ``name``; raises KeyError if absent."""
@@ -202,19 +208,17 @@ class QueueTree:
     def aggregate(self, leaf_values: NDArray[np.float64]) -> NDArray[np.float64]:
         """(L,) values per leaf -> (N,) per node, a group being the sum of its children."""
         out = np.zeros(len(self.names))
-        out[list(self.leaves)] = leaf_values
-        parent = np.asarray(self.parent)
-        for level in self._levels:
-            np.add.at(out, parent[level], out[level])
+        out[self._leaf_array] = leaf_values
+        for level, parents in self.levels:
+            np.add.at(out, parents, out[level])
         return out
 
     def aggregate_min(self, leaf_values: NDArray[np.float64]) -> NDArray[np.float64]:
         """(L,) values per leaf -> (N,) minimum over each node's subtree."""
         out = np.full(len(self.names), np.inf)
-        out[list(self.leaves)] = leaf_values
-        parent = np.asarray(self.parent)
-        for level in self._levels:
-            np.minimum.at(out, parent[level], out[level])
+        out[self._leaf_array] = leaf_values
+        for level, parents in self.levels:
+            np.minimum.at(out, parents, out[level])
         return out
 
     @cached_property

@@ -19,7 +19,8 @@ Deliberate deviations from the paper:
 
 * ties are broken deterministically (lowest leaf position), not randomly;
 * the starvation test is ``wait >= t_wait`` so ``t_wait = 0`` is exactly
-  LTRF and ``t_wait = inf`` exactly the naive hierarchy (Theorem 1);
+  LTRF and ``t_wait = inf`` exactly the naive hierarchy (Theorem 1); as in
+  Alg. 2 (lines 17-18) only the lowest-usage demanding leaf can be starved;
 * a task's expected duration counts toward usage as soon as it starts, so
   several units handed out at one instant spread (how Table 1 works).
 
@@ -161,7 +162,8 @@ class FairShareAllocator:
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._q_sum = np.zeros(n_leaves)  # durations of finished tasks, all rounds
         self._q_count = np.zeros(n_leaves, dtype=np.int64)
-        self._q_cache: NDArray[np.float64] | None = None
+        self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
+        self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
         self._tasks = _RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
@@ -240,7 +242,8 @@ class FairShareAllocator:
         lowest = _argmin_first(usage / self._frac, mask)
         if self._policy == "ltrf" or lowest < 0:
             return lowest
-        if self.waiting(now)[lowest] >= self._t_wait:
+        waited = now - max(self._last_alloc[lowest], self._since[lowest])
+        if waited >= self._t_wait:
             return lowest
         return self._descend(usage, mask)
 
@@ -252,9 +255,13 @@ class FairShareAllocator:
         has_demand = tree.aggregate(mask.astype(np.float64)) > 0
         node = tree.root
         while tree.children[node]:
-            kids = np.asarray(tree.children[node])
+            kids = self._children[node]
             node = int(kids[_argmin_first(node_usage[kids], has_demand[kids])])
         return int(tree.leaf_position[node])
+
+    @cached_property
+    def _children(self) -> tuple[NDArray[np.int64], ...]:
+        return tuple(np.asarray(k, dtype=np.int64) for k in self.tree.children)
 
     def record_start(
         self, task_key: int, leaf: int, now: float, expected_duration: float | None = None
@@ -289,7 +296,7 @@ class FairShareAllocator:
         self._finished[leaf] += max(0.0, now - max(start, self._round_start))
         self._q_sum[leaf] += now - start
         self._q_count[leaf] += 1
-        self._q_cache = None
+        self._update_quantum_path(leaf)
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
@@ -300,22 +307,30 @@ class FairShareAllocator:
         its parent's Q, the root falling back to ``initial_q``. Q persists
         across rounds (it estimates durations, not history).
         """
-        if self._q_cache is None:
-            tree = self.tree
-            q = np.full(len(tree.names), np.nan)
-            q[list(tree.leaves)] = np.where(
-                self._q_count > 0, self._q_sum / np.maximum(self._q_count, 1), np.nan
-            )
-            for node in np.argsort(np.asarray(tree.depth), kind="stable")[::-1]:
-                kids = [c for c in tree.children[node] if not math.isnan(q[c])]
-                if kids:
-                    q[node] = float(np.mean(q[kids]))
-            for node in np.argsort(np.asarray(tree.depth), kind="stable"):
-                if math.isnan(q[node]):
-                    p = tree.parent[node]
-                    q[node] = self.initial_q if p < 0 else q[p]
-            self._q_cache = q
-        return self._q_cache.copy()
+        return self._quantum()
+
+    def _quantum(self) -> NDArray[np.float64]:
+        if self._q_source is None:  # nearest node with history on the path to the root
+            tree, has = self.tree, ~np.isnan(self._q_own)
+            src = np.full(len(tree.names), -1, dtype=np.int64)
+            src[tree.root] = tree.root if has[tree.root] else -1
+            for nodes, parents in reversed(tree.levels):
+                src[nodes] = np.where(has[nodes], nodes, src[parents])
+            self._q_source = src
+        src = self._q_source
+        return np.where(src >= 0, self._q_own[np.maximum(src, 0)], self.initial_q)
+
+    def _update_quantum_path(self, leaf: int) -> None:
+        """Bottom-up refresh (Fig. 4, arrows 4-7) of Q on the path from ``leaf`` to the root."""
+        node = int(self._leaf_nodes[leaf])
+        if math.isnan(self._q_own[node]):
+            self._q_source = None  # a subtree gained its first finished task
+        self._q_own[node] = self._q_sum[leaf] / self._q_count[leaf]
+        parent = self.tree.parent[node]
+        while parent >= 0:
+            vals = self._q_own[self._children[parent]]
+            self._q_own[parent] = float(np.mean(vals[~np.isnan(vals)]))
+            parent = self.tree.parent[parent]
 
     def usage(self, now: float) -> NDArray[np.float64]:
         """(L,) estimated accumulated usage per leaf in resource-seconds at ``now``.
@@ -329,7 +344,7 @@ class FairShareAllocator:
         if n:
             t = self._tasks
             leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
-            est = np.where(np.isnan(exp), self.quantum()[self._leaf_nodes][leaf], exp)
+            est = np.where(np.isnan(exp), self._quantum()[self._leaf_nodes][leaf], exp)
             before_round = np.maximum(self._round_start - start, 0.0)
             held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
             out += np.bincount(leaf, weights=held, minlength=out.size)
@@ -405,6 +420,8 @@ class FairShareAllocator:
         alloc._finished = np.asarray(state["finished"], dtype=np.float64)
         alloc._q_sum = np.asarray(state["q_sum"], dtype=np.float64)
         alloc._q_count = np.asarray(state["q_count"], dtype=np.int64)
+        for leaf in np.flatnonzero(alloc._q_count):
+            alloc._update_quantum_path(int(leaf))
         alloc._last_alloc = np.array([_from_json_float(x, -math.inf) for x in state["last_alloc"]])
         alloc._since = np.array([_from_json_float(x, math.nan) for x in state["since"]])
         for key, leaf, start, exp in state["running"]:

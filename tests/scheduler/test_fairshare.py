@@ -149,8 +149,11 @@ def _lockstep(
     return picks
 
 
+Workload = tuple[QueueTree, int, list[list[int]], list[int]]  # tree, capacity, arrivals, durations
+
+
 @st.composite
-def workloads(draw: st.DrawFn) -> tuple[QueueTree, int, list[list[int]], list[int]]:
+def workloads(draw: st.DrawFn) -> Workload:
     tree = draw(trees())
     n_leaves = len(tree.leaves)
     row = st.lists(st.integers(0, 4), min_size=n_leaves, max_size=n_leaves)
@@ -248,7 +251,7 @@ def test_twait_zero_gives_b_everything_first() -> None:
 
 @PROPERTY
 @given(workloads())
-def test_ltrf_matches_algorithm1(case: tuple[QueueTree, int, list[list[int]], list[int]]) -> None:
+def test_ltrf_matches_algorithm1(case: Workload) -> None:
     tree, cap, arrivals, durations = case
     alloc = FairShareAllocator(tree, policy="ltrf")
     assert _lockstep(tree, cap, arrivals, durations, [alloc], _Exact(tree).ltrf) > 0
@@ -256,7 +259,7 @@ def test_ltrf_matches_algorithm1(case: tuple[QueueTree, int, list[list[int]], li
 
 @PROPERTY
 @given(workloads())
-def test_mlrf_matches_memoryless_reference(case: tuple[QueueTree, int, list[list[int]], list[int]]) -> None:
+def test_mlrf_matches_memoryless_reference(case: Workload) -> None:
     tree, cap, arrivals, durations = case
     alloc = FairShareAllocator(tree, policy="mlrf")
     _lockstep(tree, cap, arrivals, durations, [alloc], _Exact(tree).mlrf)
@@ -264,7 +267,7 @@ def test_mlrf_matches_memoryless_reference(case: tuple[QueueTree, int, list[list
 
 @PROPERTY
 @given(workloads())
-def test_theorem1_twait_zero_is_ltrf(case: tuple[QueueTree, int, list[list[int]], list[int]]) -> None:
+def test_theorem1_twait_zero_is_ltrf(case: Workload) -> None:
     tree, cap, arrivals, durations = case
     allocs = [FairShareAllocator(tree, policy="hltrf", t_wait=0.0), FairShareAllocator(tree, policy="ltrf")]
     _lockstep(tree, cap, arrivals, durations, allocs, _Exact(tree).ltrf)
@@ -272,7 +275,7 @@ def test_theorem1_twait_zero_is_ltrf(case: tuple[QueueTree, int, list[list[int]]
 
 @PROPERTY
 @given(workloads())
-def test_theorem1_twait_inf_is_naive(case: tuple[QueueTree, int, list[list[int]], list[int]]) -> None:
+def test_theorem1_twait_inf_is_naive(case: Workload) -> None:
     tree, cap, arrivals, durations = case
     alloc = FairShareAllocator(tree, policy="hltrf", t_wait=math.inf)
     _lockstep(tree, cap, arrivals, durations, [alloc], _Exact(tree).naive)
@@ -281,7 +284,7 @@ def test_theorem1_twait_inf_is_naive(case: tuple[QueueTree, int, list[list[int]]
 @PROPERTY
 @given(workloads(), st.sampled_from([0.0, 1.0, 2.5, math.inf]))
 def test_flat_hltrf_is_ltrf_for_any_twait(
-    case: tuple[QueueTree, int, list[list[int]], list[int]], t_wait: float
+    case: Workload, t_wait: float
 ) -> None:
     tree, cap, arrivals, durations = case
     flat = QueueTree.flat([f"u{k}" for k in range(len(tree.leaves))], [k % 3 + 1 for k in range(len(tree.leaves))])
@@ -295,7 +298,7 @@ def test_flat_hltrf_is_ltrf_for_any_twait(
 @PROPERTY
 @given(workloads(), st.sampled_from(POLICIES), st.sampled_from([0.0, 1.0, 2.5, math.inf]))
 def test_work_conserving(
-    case: tuple[QueueTree, int, list[list[int]], list[int]], policy: str, t_wait: float
+    case: Workload, policy: str, t_wait: float
 ) -> None:
     tree, cap, arrivals, _ = case
     new = np.array(arrivals + [[0] * len(tree.leaves)] * 10, dtype=np.int64)
