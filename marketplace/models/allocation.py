@@ -62,7 +62,7 @@ class FairnessSample(models.Model):
     share = models.FloatField(help_text="Fair share S_i, units.")
     demand = models.FloatField(help_text="Current demand d_i, units.")
     entitled = models.FloatField(help_text="Integral of min(d_i, S_i), resource-seconds.")
-    rho = models.FloatField(help_text="Fairness degree f_i / integral of min(d_i, S_i).")
+    rho = models.FloatField(null=True, help_text="Fairness degree f_i / integral of min(d_i, S_i); null where it is infinite (usage without entitlement).")
     running = models.FloatField(help_text="Units held at the sample time.")
 
     class Meta:

@@ -11,6 +11,7 @@ A departure bumps the state version and enqueues ``clear_market`` after commit.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -122,6 +123,11 @@ def _apply_departures(report: AdvanceReport) -> int:
     return count
 
 
+def _finite(x: float) -> float | None:
+    """rho is infinite for a leaf that used resources it was never entitled to; stored as null (JSON has no inf)."""
+    return float(x) if math.isfinite(x) else None
+
+
 def _store_samples(market: Market, report: AdvanceReport, tree_map: adapters.TreeMap, types: list[ResourceType], active: int) -> None:
     fair, overall = [], []
     for s in report.samples:
@@ -134,7 +140,7 @@ def _store_samples(market: Market, report: AdvanceReport, tree_map: adapters.Tre
                 fair.append(FairnessSample(
                     market=market, sim_time=s.time, queue_id=queue_id, resource_type=t,
                     usage=float(s.usage[leaf, j]), share=float(s.share[leaf, j]), demand=float(s.demand[leaf, j]),
-                    entitled=float(s.entitled[leaf, j]), rho=float(s.rho[leaf, j]), running=float(s.running[leaf, j]),
+                    entitled=float(s.entitled[leaf, j]), rho=_finite(s.rho[leaf, j]), running=float(s.running[leaf, j]),
                 ))
     FairnessSample.objects.bulk_create(fair, batch_size=500)
     MarketSample.objects.bulk_create(overall, batch_size=500)
