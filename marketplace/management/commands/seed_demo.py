@@ -50,8 +50,8 @@ class Command(BaseCommand):
     help = "Create the demo market, an administrator and demo tenants (idempotent)."
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
-        parser.add_argument("--map-slots", type=int, default=100)
-        parser.add_argument("--reduce-slots", type=int, default=50)
+        parser.add_argument("--map-slots", type=int, default=40)
+        parser.add_argument("--reduce-slots", type=int, default=20)
 
     @transaction.atomic
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
