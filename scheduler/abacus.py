@@ -17,27 +17,25 @@ A fixed point makes ``du_i/db_ij = alpha * x_ij / b_ij`` equal across the
 resources job ``i`` bids on, which is the KKT condition of job ``i`` maximising
 its utility for its budget (Lemma 2, with the corrected normaliser).
 
-Choices this module makes where the paper is silent (all documented in SPEC 3.1
-or below):
+Choices where the paper is silent:
 
-* Update order. Rounds are simultaneous (every job answers the previous
-  round's sub-budgets) instead of the paper's sequential rounds, so a round is
-  a handful of numpy operations. The fixed points are the same. Each job's step
-  is damped (halved when its step reverses direction, regrown by 25 % a round
-  otherwise), which removes the two-cycles a simultaneous update can fall into.
-* Convergence. A round's change is ``|b'_ij - b_ij| / max(b_ij, 1e-12 b_i)``;
-  the auction stops when its maximum is below ``tol``. Being relative to the
-  sub-budget itself makes the KKT residual at the returned point ``<~ 2 tol``.
-* Who competes. Job ``i`` *competes* on ``j`` when it demands ``j``, has a
-  positive weight there and a positive budget. Only competing jobs get a
-  share where some job of the group competes; if none does, the demanding jobs
-  of the group split the resource equally (shares still sum to 1).
-* Uncontested resources. A job that is the only competitor of its group on
-  ``j`` gets ``s_ij = 1`` for any positive sub-budget, so its best response is
-  the limit ``b_ij -> 0+``: it bids 0 there, keeps ``s_ij = 1`` and spends its
-  whole budget on contested resources. A job with no contested resource (all
-  ``x_ij = 0``) keeps an equal split over the resources it competes on (or,
-  with none, over those it demands); a job demanding nothing bids nothing.
+* Rounds are simultaneous (every job answers the previous round), not
+  sequential: a round is a few numpy operations; the fixed points are the
+  same. A job whose step reverses direction has its step halved (regrown by
+  25 % a round otherwise), interpolating log b since the update is
+  multiplicative; this removes the swings a simultaneous update can fall into.
+* Convergence: the largest ``|b'_ij - b_ij| / max(b_ij, NEGLIGIBLE b_i)`` is
+  below ``tol``; being relative to b_ij, it bounds the KKT residual by ~2 tol.
+* Job i *competes* on j when it demands j with a positive weight and budget.
+  Only competitors get a share where the group has one; otherwise the group's
+  demanders split j equally (shares still sum to 1).
+* The only competitor of its group on j has s_ij = 1 for any b_ij > 0, so its
+  best response is the limit b_ij -> 0+: it bids 0 there, keeps s_ij = 1 and
+  spends its budget on contested resources. A job with no contested resource
+  (all x_ij = 0) keeps an equal split over the resources it competes on (with
+  none, over those it demands); a job demanding nothing bids nothing.
+* Warm start: the previous clearing's sub-budgets seed the rounds, and new
+  jobs first best-respond to them (``_initial_sub_budgets``).
 """
 
 from __future__ import annotations
@@ -53,9 +51,9 @@ from scheduler.types import UTILITY_KINDS, MarketSnapshot, Outcome
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
+# A sub-budget below this fraction of its job's budget is "zero" for the
+# convergence test and a bound (corner) entry for kkt_residual.
 NEGLIGIBLE = 1e-12
-"""A sub-budget below this fraction of its job's budget counts as zero in the
-convergence test and as a bound (corner) entry in :func:`kkt_residual`."""
 
 _TINY = float(np.finfo(np.float64).tiny)
 _MIN_DAMPING = 1.0 / 64.0
@@ -71,7 +69,8 @@ class AuctionResult:
             where some job of the group demands j, else 0.
         sub_budgets: (n, m) money per job and resource type; each row sums to
             the job's budget unless the job demands nothing (zero row).
-        rounds: simultaneous best-response rounds evaluated.
+        rounds: best-response rounds evaluated over the whole market (a warm
+            start's newcomer warm-up, over the new rows only, is not counted).
         converged: whether the relative change fell below ``tol``.
     """
 
@@ -97,11 +96,7 @@ class _Market:
     n_active: FloatArray  # (n, m) competitors in the job's (group, j)
     n_demand: FloatArray  # (n, m) demanders in the job's (group, j)
     fallback: FloatArray  # (n, m) equal split used when a job has no x > 0
-
-
-# --------------------------------------------------------------------------
-# validation
-# --------------------------------------------------------------------------
+    rival_power: FloatArray | None = None  # (n, m) sum of b^alpha of frozen rivals outside
 
 
 def _finite_nonnegative(name: str, values: ArrayLike, ndim: int) -> FloatArray:
@@ -162,11 +157,6 @@ def _check_iteration(tol: float, max_rounds: int) -> None:
         raise ValueError(f"max_rounds must be a positive integer, got {max_rounds}")
 
 
-# --------------------------------------------------------------------------
-# the mechanism
-# --------------------------------------------------------------------------
-
-
 def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int) -> FloatArray:
     """Sum (n, m) values over each group, broadcast back to (n, m)."""
     m = values.shape[1]
@@ -183,14 +173,9 @@ def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -
     return np.where(support, budgets[:, None] / np.maximum(count, 1), 0.0)
 
 
-def _prepare(
-    budgets: ArrayLike,
-    weights: ArrayLike,
-    utility: str | Sequence[str],
-    alpha: float,
-    groups: ArrayLike | None,
-    demand: ArrayLike | None,
-) -> _Market:
+def _prepare(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], alpha: float,
+             groups: ArrayLike | None, demand: ArrayLike | None) -> _Market:
+    """Validate the inputs of :func:`auction` (see its Raises) and build the masks."""
     b = _finite_nonnegative("budgets", budgets, 1)
     w = _finite_nonnegative("weights", weights, 2)
     if w.shape[0] != b.shape[0]:
@@ -209,55 +194,91 @@ def _prepare(
     )
 
 
-def _shares(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
-    """Eq. 1 within each group, with the equal-split rules of the module doc."""
+def _power(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
+    """(n, m) b_ij^alpha of competitors, 0 elsewhere (alpha = 0: 1 per competitor)."""
     if mk.alpha > 0:
-        power = np.where(mk.active, sub_budgets**mk.alpha, 0.0)
-    else:  # b^0 = 1 for every competitor: shares 1 / (number of competitors)
-        power = mk.active.astype(np.float64)
+        return np.where(mk.active, sub_budgets**mk.alpha, 0.0)
+    return mk.active.astype(np.float64)
+
+
+def _shares_and_rest(sub_budgets: FloatArray, mk: _Market) -> tuple[FloatArray, FloatArray]:
+    """(s, 1 - s): Eq. 1 within each group, with the equal splits of the module doc.
+
+    For the (at most one) job holding over half a (group, j) block, 1 - s is
+    summed from the rivals' power: 1.0 - s could round to 0 and make it swing.
+    """
+    power = _power(sub_budgets, mk)
     total = _group_sum(power, mk.group_index, mk.n_groups)
-    by_bid = power / np.where(total > 0, total, 1.0)
+    if mk.rival_power is not None:
+        total = total + mk.rival_power
+    safe_total = np.where(total > 0, total, 1.0)
     equal_active = mk.active / np.maximum(mk.n_active, 1.0)
     equal_demand = mk.demand / np.maximum(mk.n_demand, 1.0)
     equal = np.where(mk.n_active > 0, equal_active, equal_demand)
-    return np.where(total > 0, by_bid, equal)
+    shares = np.where(total > 0, power / safe_total, equal)
+    rest = 1.0 - shares
+    dominant = (shares > 0.5) & (total > 0)
+    if dominant.any():
+        others = _group_sum(np.where(dominant, 0.0, power), mk.group_index, mk.n_groups)
+        if mk.rival_power is not None:
+            others = others + mk.rival_power
+        rest = np.where(dominant, others / safe_total, rest)
+    return shares, rest
 
 
-def _marginal(shares: FloatArray, weights: FloatArray, is_log: BoolArray) -> FloatArray:
-    """x_ij = (du_i/ds_ij) s_ij (1 - s_ij) (Algorithm 2, line 3).
+def _marginal(shares: FloatArray, rest: FloatArray, weights: FloatArray,
+              is_log: BoolArray) -> FloatArray:
+    """x_ij = (du_i/ds_ij) s_ij (1 - s_ij) (Algorithm 2, line 3), with rest = 1 - s.
 
     Linear: du/ds = w, so x = w s (1 - s). Logscale: du/ds = w / s, so
     x = w (1 - s), which stays finite at s = 0.
     """
-    rest = 1.0 - shares
     return np.where(is_log[:, None], weights * rest, weights * shares * rest)
 
 
 def _best_response(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
     """b'_ij = b_i x_ij / sum_l x_il (Algorithm 2 with the SPEC 3.1 erratum)."""
-    x = _marginal(_shares(sub_budgets, mk), mk.weights, mk.is_log)
+    x = _marginal(*_shares_and_rest(sub_budgets, mk), mk.weights, mk.is_log)
     total = x.sum(axis=1, keepdims=True)
     scaled = mk.budgets[:, None] * x / np.where(total > 0, total, 1.0)
     return np.where(total > 0, scaled, mk.fallback)
 
 
-def _relative_change(step: FloatArray, sub_budgets: FloatArray, budgets: FloatArray) -> FloatArray:
+def _relative_change(step: FloatArray, sub_budgets: FloatArray,
+                     budgets: FloatArray) -> FloatArray:
     """(n,) max_j |step_ij| / max(b_ij, NEGLIGIBLE * b_i)."""
     scale = np.maximum(sub_budgets, np.maximum(NEGLIGIBLE * budgets, _TINY)[:, None])
-    return np.max(np.abs(step) / scale, axis=1, initial=0.0)
+    change: FloatArray = np.max(np.abs(step) / scale, axis=1, initial=0.0)
+    return change
+
+
+def _log_step(b: FloatArray, target: FloatArray) -> FloatArray:
+    """(n, m) log(target / b) where both are positive, else 0."""
+    both = (b > 0) & (target > 0)
+    return np.where(both, np.log(np.where(both, target, 1.0) / np.where(both, b, 1.0)), 0.0)
 
 
 def _adapt_damping(theta: FloatArray, step: FloatArray, previous: FloatArray) -> FloatArray:
-    """Halve a job's step size when its step reverses direction, regrow it otherwise."""
+    """Halve a job's step size when its log step reverses direction, else regrow it."""
     reversed_ = np.einsum("ij,ij->i", step, previous) < 0
-    return np.where(
-        reversed_,
-        np.maximum(theta * 0.5, _MIN_DAMPING),
-        np.minimum(theta * _DAMPING_REGROWTH, 1.0),
-    )
+    shrunk = np.maximum(theta * 0.5, _MIN_DAMPING)
+    return np.where(reversed_, shrunk, np.minimum(theta * _DAMPING_REGROWTH, 1.0))
 
 
-def _iterate(mk: _Market, start: FloatArray, tol: float, max_rounds: int) -> tuple[FloatArray, int, bool]:
+def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta: FloatArray,
+                 budgets: FloatArray) -> FloatArray:
+    """Move rows the fraction theta toward target in log b (linearly where an end
+    is 0), then rescale to the budget. Linear damping of a bid swinging between
+    ~0 and ~b_i would only halve it each time, and never settle."""
+    t = theta[:, None]
+    both = (b > 0) & (target > 0)
+    moved = np.where(both, b * np.exp(t * log_step), b + t * (target - b))
+    total = moved.sum(axis=1, keepdims=True)
+    return np.where(total > 0, moved * (budgets[:, None] / np.where(total > 0, total, 1.0)), moved)
+
+
+def _iterate(mk: _Market, start: FloatArray, tol: float,
+             max_rounds: int) -> tuple[FloatArray, int, bool]:
     """Damped simultaneous best-response rounds (Algorithm 1); returns (b, rounds, converged).
 
     When converged, the returned b is the point whose best response moved less
@@ -267,11 +288,12 @@ def _iterate(mk: _Market, start: FloatArray, tol: float, max_rounds: int) -> tup
     theta = np.ones(b.shape[0])
     previous = np.zeros_like(b)
     for rounds in range(1, max_rounds + 1):
-        step = _best_response(b, mk) - b
-        if _relative_change(step, b, mk.budgets).max(initial=0.0) < tol:
+        target = _best_response(b, mk)
+        if _relative_change(target - b, b, mk.budgets).max(initial=0.0) < tol:
             return b, rounds, True
+        step = _log_step(b, target)
         theta = _adapt_damping(theta, step, previous)
-        b = b + theta[:, None] * step
+        b = _damped_move(b, target, step, theta, mk.budgets)
         # Underflow guard: a competitor on a contested resource must keep b > 0,
         # or a linear utility would never bid there again (x = w s (1 - s) = 0).
         b = np.where(mk.contested, np.maximum(b, _TINY), b)
@@ -279,14 +301,33 @@ def _iterate(mk: _Market, start: FloatArray, tol: float, max_rounds: int) -> tup
     return b, max_rounds, False
 
 
-def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None) -> FloatArray:
+def _newcomers_market(mk: _Market, rows: BoolArray, start: FloatArray) -> _Market:
+    """The auction among ``rows`` with every other job frozen at ``start``.
+
+    Masks that depend on the whole group (contested, competitor counts) are
+    kept from the full market; the frozen jobs enter as ``rival_power``.
+    """
+    frozen = np.where(rows[:, None], 0.0, _power(start, mk))
+    rivals = _group_sum(frozen, mk.group_index, mk.n_groups)
+    labels, index = np.unique(mk.group_index[rows], return_inverse=True)
+    return _Market(
+        budgets=mk.budgets[rows], weights=mk.weights[rows], is_log=mk.is_log[rows],
+        demand=mk.demand[rows], active=mk.active[rows], contested=mk.contested[rows],
+        group_index=index.astype(np.intp), n_groups=int(labels.shape[0]), alpha=mk.alpha,
+        n_active=mk.n_active[rows], n_demand=mk.n_demand[rows], fallback=mk.fallback[rows],
+        rival_power=rivals[rows],
+    )
+
+
+def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
+                         max_rounds: int) -> FloatArray:
     """Algorithm 1 line 1 (equal split), or the previous clearing's sub-budgets.
 
-    Warm rows containing NaN (new jobs) or bidding nothing start cold. Warm rows
-    are masked to the job's current support and rescaled to its budget; a
-    contested entry holding nothing (the resource was uncontested before) is
-    re-seeded with the equal-split amount, since a linear bidder at b = 0 has
-    x = 0 and would never return.
+    Warm rows are masked to the job's support and rescaled to its budget; a
+    contested entry at 0 (uncontested before) is re-seeded with the equal split,
+    as a linear bidder at b = 0 has x = 0 and would never return. New rows (NaN
+    or bidding nothing) start from their best response to the warm rows: rounds
+    over the newcomers alone, O(newcomers * m), not counted in ``rounds``.
     """
     start = mk.fallback.copy()
     if warm_start is None:
@@ -294,7 +335,7 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None) -> FloatArra
     warm = np.asarray(warm_start, dtype=np.float64)
     if warm.shape != start.shape:
         raise ValueError(f"warm_start has shape {warm.shape}, expected {start.shape}")
-    new_rows = np.isnan(warm).any(axis=1)
+    new_rows = np.asarray(np.isnan(warm).any(axis=1), dtype=np.bool_)
     warm = np.where(new_rows[:, None], 0.0, warm)
     if not np.all(np.isfinite(warm)) or np.any(warm < 0):
         raise ValueError("warm_start must be finite and >= 0 outside NaN rows")
@@ -303,21 +344,15 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None) -> FloatArra
     total = warm.sum(axis=1)
     usable = ~new_rows & (total > 0)
     start[usable] = warm[usable] * (mk.budgets[usable] / total[usable])[:, None]
+    if usable.any() and not usable.all():
+        newcomers = _newcomers_market(mk, ~usable, start)
+        start[~usable], _, _ = _iterate(newcomers, start[~usable], tol, max_rounds)
     return start
 
 
-def auction(
-    budgets: ArrayLike,
-    weights: ArrayLike,
-    *,
-    utility: str | Sequence[str],
-    alpha: float,
-    tol: float = 1e-6,
-    max_rounds: int = 1000,
-    groups: ArrayLike | None = None,
-    demand: ArrayLike | None = None,
-    warm_start: ArrayLike | None = None,
-) -> AuctionResult:
+def auction(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequence[str], alpha: float,
+            tol: float = 1e-6, max_rounds: int = 1000, groups: ArrayLike | None = None,
+            demand: ArrayLike | None = None, warm_start: ArrayLike | None = None) -> AuctionResult:
     """Run the Abacus auction (paper 000, Sec. 4.2, Eq. 1, Algorithms 1-2).
 
     Args:
@@ -333,7 +368,8 @@ def auction(
         demand: optional (n, m) bool; a job bids nothing and gets share 0 where
             it has no demand.
         warm_start: optional (n, m) sub-budgets of a previous clearing; rows
-            with NaN are new jobs and start from the equal split.
+            with NaN are new jobs, which start from their best response to
+            the others' warm sub-budgets.
 
     Returns:
         AuctionResult with (n, m) shares and sub-budgets; never NaN or inf.
@@ -345,16 +381,11 @@ def auction(
     """
     mk = _prepare(budgets, weights, utility, alpha, groups, demand)
     _check_iteration(tol, max_rounds)
-    start = _initial_sub_budgets(mk, warm_start)
+    start = _initial_sub_budgets(mk, warm_start, float(tol), int(max_rounds))
     if start.size == 0:
-        return AuctionResult(_shares(start, mk), start, rounds=0, converged=True)
+        return AuctionResult(_shares_and_rest(start, mk)[0], start, rounds=0, converged=True)
     b, rounds, converged = _iterate(mk, start, float(tol), int(max_rounds))
-    return AuctionResult(_shares(b, mk), b, rounds=rounds, converged=converged)
-
-
-# --------------------------------------------------------------------------
-# read-outs
-# --------------------------------------------------------------------------
+    return AuctionResult(_shares_and_rest(b, mk)[0], b, rounds=rounds, converged=converged)
 
 
 def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
@@ -370,16 +401,12 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
         raise ValueError(f"capacity has shape {cap.shape}, expected ({b.shape[1]},)")
     if not (np.all(np.isfinite(cap)) and np.all(cap > 0)):
         raise ValueError("capacity must be finite and > 0")
-    return b.sum(axis=0) / cap
+    prices: FloatArray = b.sum(axis=0) / cap
+    return prices
 
 
-def utility_of(
-    shares: ArrayLike,
-    weights: ArrayLike,
-    utility: str | Sequence[str],
-    *,
-    demand: ArrayLike | None = None,
-) -> FloatArray:
+def utility_of(shares: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], *,
+               demand: ArrayLike | None = None) -> FloatArray:
     """(n,) job utilities u_i(s_i) = sum_j g_ij(s_ij) (paper 000, Sec. 3).
 
     Linear: sum_j w_ij s_ij. Logscale: sum_j w_ij log s_ij over the terms with
@@ -396,45 +423,44 @@ def utility_of(
     is_log = _log_mask(utility, w.shape[0])
     with np.errstate(divide="ignore"):
         log_terms = np.where(w > 0, w * np.log(np.where(w > 0, s, 1.0)), 0.0)
-    return np.where(is_log, log_terms.sum(axis=1), (w * s).sum(axis=1))
+    utilities: FloatArray = np.where(is_log, log_terms.sum(axis=1), (w * s).sum(axis=1))
+    return utilities
 
 
-def kkt_residual(
-    result: AuctionResult,
-    weights: ArrayLike,
-    utility: str | Sequence[str],
-    demand: ArrayLike | None = None,
-) -> FloatArray:
+def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str],
+                 demand: ArrayLike | None = None) -> FloatArray:
     """(n,) distance of each job from the KKT point of its budget split, in [0, 1].
 
     Paper 000, Lemma 2 (proof): job i's split is optimal for fixed rivals iff
-    du_i/db_ij = alpha x_ij / b_ij takes one value lambda_i on every resource it
-    bids on, and is <= lambda_i where it bids (next to) nothing. The residual is
-    the largest of (max - min) / max of x_ij / b_ij over entries with
-    b_ij > NEGLIGIBLE * b_i, and (x_ij / b_ij - lambda_i) / lambda_i capped at 1
-    over the other demanded entries (1 when b_ij = 0 < x_ij). 0 means an exact
-    KKT point; jobs with zero budget or no demand score 0.
+    du_i/db_ij = alpha x_ij / b_ij is one value lambda_i wherever it bids, and
+    <= lambda_i where it bids (next to) nothing. Residual: the larger of
+    (max - min) / max of x_ij / b_ij over b_ij > NEGLIGIBLE * b_i, and
+    min(1, x_ij / b_ij / lambda_i - 1) over the other demanded entries, skipping
+    those where the best response b_i x_ij / sum_l x_il is also below
+    NEGLIGIBLE * b_i. 0 at an exact KKT point, and for zero-budget or idle jobs.
     """
     b = result.sub_budgets
     w = _finite_nonnegative("weights", weights, 2)
     if w.shape != b.shape:
         raise ValueError(f"weights has shape {w.shape}, sub-budgets {b.shape}")
     dem = _demand_mask(demand, (w.shape[0], w.shape[1]))
-    x = np.where(dem, _marginal(result.shares, w, _log_mask(utility, w.shape[0])), 0.0)
-    interior = dem & (b > NEGLIGIBLE * b.sum(axis=1, keepdims=True))
-    ratio = x / np.where(b > 0, b, 1.0)
-    lam = np.max(np.where(interior, ratio, 0.0), axis=1, keepdims=True, initial=0.0)
-    low = np.min(np.where(interior, ratio, np.inf), axis=1, keepdims=True, initial=np.inf)
-    spread = np.where(lam > 0, (lam - np.minimum(low, lam)) / np.where(lam > 0, lam, 1.0), 0.0)
-    bound = dem & ~interior & (x > 0)
-    excess = np.where(b > 0, ratio / np.where(lam > 0, lam, _TINY) - 1.0, 1.0)
+    s = result.shares
+    x = np.where(dem, _marginal(s, 1.0 - s, w, _log_mask(utility, w.shape[0])), 0.0)
+    budget = b.sum(axis=1, keepdims=True)
+    interior = dem & (b > NEGLIGIBLE * budget)
+    with np.errstate(over="ignore"):  # x / b may be huge next to b ~ 0; inf is fine
+        ratio = x / np.where(b > 0, b, 1.0)
+        lam = np.max(np.where(interior, ratio, 0.0), axis=1, keepdims=True, initial=0.0)
+        low = np.min(np.where(interior, ratio, np.inf), axis=1, keepdims=True, initial=np.inf)
+        safe_lam = np.where(lam > 0, lam, 1.0)
+        spread = np.where(lam > 0, (lam - np.minimum(low, lam)) / safe_lam, 0.0)[:, 0]
+        excess = np.where((b > 0) & (lam > 0), ratio / safe_lam - 1.0, 1.0)
+    # below the money resolution NEGLIGIBLE * b_i on both sides: not a violation
+    best = budget * x / np.maximum(x.sum(axis=1, keepdims=True), _TINY)
+    bound = dem & ~interior & (best > NEGLIGIBLE * budget)
     violation = np.max(np.where(bound, np.clip(excess, 0.0, 1.0), 0.0), axis=1, initial=0.0)
-    return np.maximum(spread[:, 0], violation)
-
-
-# --------------------------------------------------------------------------
-# the policy
-# --------------------------------------------------------------------------
+    residual: FloatArray = np.maximum(spread, violation)
+    return residual
 
 
 class AbacusPolicy:
@@ -447,40 +473,26 @@ class AbacusPolicy:
 
     name = "abacus"
 
-    def __init__(
-        self,
-        *,
-        alpha: float | None = None,
-        tol: float | None = None,
-        max_rounds: int | None = None,
-    ) -> None:
+    def __init__(self, *, alpha: float | None = None, tol: float | None = None,
+                 max_rounds: int | None = None) -> None:
         if alpha is not None:
             _check_alpha(alpha)
-        self.alpha = alpha
-        self.tol = tol
-        self.max_rounds = max_rounds
+        self.alpha, self.tol, self.max_rounds = alpha, tol, max_rounds
 
     def allocate(self, snapshot: MarketSnapshot) -> Outcome:
         """Clear the snapshot; raises ValueError on invalid snapshot data."""
         result = auction(
-            snapshot.budgets,
-            snapshot.weights,
-            utility=snapshot.utility,
+            snapshot.budgets, snapshot.weights, utility=snapshot.utility,
             alpha=snapshot.alpha if self.alpha is None else self.alpha,
             tol=snapshot.tol if self.tol is None else self.tol,
             max_rounds=snapshot.max_rounds if self.max_rounds is None else self.max_rounds,
-            groups=snapshot.group,
-            demand=snapshot.demand,
-            warm_start=snapshot.warm_start,
+            groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
         )
         kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand)
         return Outcome(
             job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
-            shares=result.shares,
-            sub_budgets=result.sub_budgets,
+            shares=result.shares, sub_budgets=result.sub_budgets,
             prices=implied_prices(result.sub_budgets, snapshot.capacity),
-            rounds=result.rounds,
-            converged=result.converged,
-            policy=self.name,
+            rounds=result.rounds, converged=result.converged, policy=self.name,
             extra={"max_kkt_residual": float(np.max(kkt, initial=0.0))},
         )

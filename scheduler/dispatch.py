@@ -144,7 +144,7 @@ class ShareDispatcher:
         u = self._rng.random() * cumulative[-1]
         position = int(np.searchsorted(cumulative, u, side="right"))
         # guard the u == total edge and skip zero-probability positions
-        position = min(position, probabilities.shape[0] - 1)
+        position = min(position, int(probabilities.shape[0]) - 1)
         while probabilities[position] == 0:
             position -= 1
         return position
@@ -156,17 +156,18 @@ class ShareDispatcher:
         mask: NDArray[np.bool_],
         resource: int,
     ) -> int:
-        """Deficit rule: eligible jobs earn their share, the largest credit wins (ties: lowest id)."""
-        keys = [(int(job), int(resource)) for job in ids]
-        credit = np.array([self._credit.get(key, 0.0) for key in keys]) + renormalised
-        candidates = np.flatnonzero(mask)
-        order = np.lexsort((ids[candidates], -credit[candidates]))
-        position = int(candidates[order[0]])
+        """Deficit rule: eligible jobs earn their share; largest credit wins, ties to lowest id."""
+        # Plain Python on purpose: leaf queues are small and this runs once per unit.
+        id_list = ids.tolist()
+        keys = [(job, int(resource)) for job in id_list]
+        earned = renormalised.tolist()
+        credit = [self._credit.get(key, 0.0) + share for key, share in zip(keys, earned)]
+        candidates = np.flatnonzero(mask).tolist()
+        position = max(candidates, key=lambda q: (credit[q], -id_list[q]))
         credit[position] -= 1.0
-        credit = np.clip(credit, -_CREDIT_LIMIT, _CREDIT_LIMIT)
-        for index in candidates:
-            self._credit[keys[index]] = float(credit[index])
-        return position
+        for q in candidates:
+            self._credit[keys[q]] = min(max(credit[q], -_CREDIT_LIMIT), _CREDIT_LIMIT)
+        return int(position)
 
 
 def _check_choice(
@@ -179,12 +180,12 @@ def _check_choice(
     weights = np.asarray(shares, dtype=np.float64)
     mask = np.asarray(eligible, dtype=np.bool_)
     if ids.ndim != 1 or weights.shape != ids.shape or mask.shape != ids.shape:
-        raise ValueError(
-            f"job_ids, shares and eligible must be (k,), got {ids.shape}, {weights.shape}, {mask.shape}"
-        )
-    if np.unique(ids).shape != ids.shape:
+        shapes = f"{ids.shape}, {weights.shape}, {mask.shape}"
+        raise ValueError(f"job_ids, shares and eligible must be (k,), got {shapes}")
+    if len(set(ids.tolist())) != ids.shape[0]:
         raise ValueError("job_ids must be distinct")
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+    # NaN fails ">= 0" and inf makes the sum infinite: two cheap checks cover both
+    if not (np.all(weights >= 0) and np.isfinite(weights.sum())):
         raise ValueError("shares must be finite and >= 0")
     if int(resource) != resource or resource < 0:
         raise ValueError(f"resource must be a non-negative integer, got {resource}")
@@ -193,8 +194,9 @@ def _check_choice(
 
 def _renormalise(shares: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
     """(k,) shares restricted to eligible jobs, summing to 1 (uniform if all zero)."""
-    restricted = np.where(mask, shares, 0.0)
-    total = restricted.sum()
+    restricted: NDArray[np.float64] = np.where(mask, shares, 0.0)
+    total = float(restricted.sum())
     if total > 0:
         return restricted / total
-    return mask / mask.sum()
+    uniform: NDArray[np.float64] = mask / mask.sum()
+    return uniform

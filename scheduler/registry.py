@@ -68,7 +68,8 @@ def _demand_split(snapshot: MarketSnapshot) -> tuple[NDArray[np.bool_], NDArray[
     """(demand (n, m), sub-budgets (n, m)): each budget split equally over demanded types."""
     demand = np.asarray(snapshot.demand, dtype=np.bool_)
     budgets = np.asarray(snapshot.budgets, dtype=np.float64)
-    if demand.shape != (snapshot.n, snapshot.m) or np.asarray(snapshot.group).shape != (snapshot.n,):
+    group = np.asarray(snapshot.group)
+    if demand.shape != (snapshot.n, snapshot.m) or group.shape != (snapshot.n,):
         raise ValueError("snapshot demand must be (n, m) and group (n,)")
     count = np.maximum(demand.sum(axis=1, keepdims=True), 1)
     return demand, np.where(demand, budgets[:, None] / count, 0.0)
@@ -92,7 +93,9 @@ def _within_group(values: NDArray[np.float64], snapshot: MarketSnapshot) -> NDAr
     return np.where(total > 0, by_value, demand / np.maximum(count, 1.0))
 
 
-def _one_shot(snapshot: MarketSnapshot, shares: NDArray[np.float64], sub_budgets: NDArray[np.float64], name: str) -> Outcome:
+def _one_shot(snapshot: MarketSnapshot, shares: NDArray[np.float64],
+              sub_budgets: NDArray[np.float64], name: str) -> Outcome:
+    """Outcome of a policy without auction rounds."""
     return Outcome(
         job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
         shares=shares,
