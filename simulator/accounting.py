@@ -48,9 +48,7 @@ class LeafLedger:
         usage, entitled = self._at(t, share)
         self.usage, self.entitled, self.mark = usage, entitled, max(self.mark, t)
 
-    def _at(
-        self, t: float, share: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _at(self, t: float, share: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(usage, entitled) at ``t`` without storing them."""
         dt = t - self.mark
         if dt <= 0:
@@ -60,15 +58,11 @@ class LeafLedger:
             self.entitled + np.minimum(self.demand(), share) * dt,
         )
 
-    def sample(
-        self, now: float, share: NDArray[np.float64], capacity: NDArray[np.int64]
-    ) -> FairnessSample:
+    def sample(self, now: float, share: NDArray[np.float64], capacity: NDArray[np.int64]) -> FairnessSample:
         """A :class:`FairnessSample` at ``now`` (>= mark; copies, not views)."""
         m = share.shape[1]
         usage, entitled = self._at(now, share)
-        rho = np.column_stack(
-            [fairness_degree(usage[:, j], entitled[:, j]) for j in range(m)]
-        ).reshape(share.shape)
+        rho = np.column_stack([fairness_degree(usage[:, j], entitled[:, j]) for j in range(m)]).reshape(share.shape)
         busy = self.running.sum(axis=0)
         util = np.divide(busy, capacity, out=np.zeros(m), where=capacity > 0)
         return FairnessSample(

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from scheduler.fairshare import FairShareAllocator, QueueTree
 from simulator.accounting import LeafLedger
 from simulator.engine import EventQueue
-from simulator.jobs import JobState, ReportBuilder, as_capacity, validate_spec
+from simulator.jobs import JobState, ReportBuilder, as_capacity, inf_to_none, none_to_inf, validate_spec
 from simulator.placement import LeafPlacement
 from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
 
@@ -39,15 +39,6 @@ __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec
 # before jobs arriving at t are activated; both before slots are handed out.
 FINISH, ARRIVE = 0, 1
 STATE_FORMAT = 1
-
-
-def _inf_to_none(x: float) -> float | None:
-    """JSON (and PostgreSQL jsonb) have no infinity: store it as null."""
-    return None if math.isinf(x) else x
-
-
-def _none_to_inf(x: float | None) -> float:
-    return math.inf if x is None else float(x)
 
 
 class Cluster:
@@ -100,9 +91,8 @@ class Cluster:
         self.known_durations = bool(known_durations)
         n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
         self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
-        self._allocators = [
-            FairShareAllocator(tree, policy=policy, t_wait=t_wait) for _ in range(m)
-        ]
+        self._share = self._share_matrix()
+        self._allocators = [FairShareAllocator(tree, policy=policy, t_wait=t_wait) for _ in range(m)]
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
         self._placement = LeafPlacement(n_leaves, m, dispatch, seed, self._is_eligible)
@@ -181,13 +171,14 @@ class Cluster:
                 a departure).
 
         Raises:
-            ValueError: a share vector of the wrong shape, negative or NaN.
+            ValueError: a share vector of the wrong shape, negative, NaN or
+                infinite.
         """
         new: dict[int, NDArray[np.float64]] = {}
         for job_id, row in shares.items():
             vec = np.asarray(row, dtype=np.float64)
-            if vec.shape != (self.m,) or not np.all(vec >= 0):
-                raise ValueError(f"job {job_id}: shares must be (m,) and >= 0")
+            if vec.shape != (self.m,) or not (np.all(vec >= 0) and np.all(np.isfinite(vec))):
+                raise ValueError(f"job {job_id}: shares must be (m,), finite and >= 0")
             if int(job_id) in self._jobs:
                 new[int(job_id)] = vec.copy()
         self._placement.set_shares(new)
@@ -205,6 +196,7 @@ class Cluster:
         if not np.array_equal(cap, self.capacity):
             self._integrate_to(self.now)  # the fair shares S_i change
             self.capacity = cap
+            self._share = self._share_matrix()
 
     def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
         """Switch the fair-share policy and/or ``T_wait``, keeping the
@@ -267,7 +259,7 @@ class Cluster:
 
     def sample(self) -> FairnessSample:
         """A fairness sample at the current time (outside the periodic ones)."""
-        return self._ledger.sample(self.now, self._share_matrix(), self.capacity)
+        return self._ledger.sample(self.now, self._share, self.capacity)
 
     # ---------------------------------------------------------------- time
 
@@ -327,7 +319,7 @@ class Cluster:
 
     def _integrate_to(self, t: float) -> None:
         """Close the fairness integrals at ``t`` (before counts change)."""
-        self._ledger.integrate_to(t, self._share_matrix())
+        self._ledger.integrate_to(t, self._share)
         self.now = max(self.now, t)
 
     def _share_matrix(self) -> NDArray[np.float64]:
@@ -416,14 +408,22 @@ class Cluster:
             demanding = self._ledger.eligible[:, j] > 0
             allocator.update_demand(demanding, self.now)
             free = int(self.capacity[j]) - self._busy[j]
-            while free > 0 and demanding.any():
-                leaf = int(allocator.pick_leaf(demanding, self.now))
+            started = False
+            while free > 0 and (n_demanding := int(demanding.sum())) > 0:
+                # With one demanding leaf every policy picks it; the demand
+                # bookkeeping pick_leaf would do is done around the loop.
+                if n_demanding == 1:
+                    leaf = int(demanding.argmax())
+                else:
+                    leaf = int(allocator.pick_leaf(demanding, self.now))
                 if not (0 <= leaf < demanding.size and demanding[leaf]):
                     raise RuntimeError(f"allocator picked leaf {leaf} without demand")
                 self._start_task(self._jobs[self._placement.choose(leaf, j)], j)
                 free -= 1
+                started = True
                 demanding = self._ledger.eligible[:, j] > 0
-            allocator.update_demand(demanding, self.now)
+            if started:  # a leaf may have run out of eligible tasks
+                allocator.update_demand(demanding, self.now)
 
     def _is_eligible(self, job_id: int, j: int) -> bool:
         return self._jobs[job_id].eligible_pending(j, self.staged) > 0
@@ -439,11 +439,11 @@ class Cluster:
             "capacity": self.capacity.tolist(),
             "config": {
                 "policy": self.policy,
-                "t_wait": _inf_to_none(self.t_wait),
+                "t_wait": inf_to_none(self.t_wait),
                 "dispatch": self.dispatch,
                 "staged": self.staged,
                 "seed": self.seed,
-                "sample_interval": _inf_to_none(self.sample_interval),
+                "sample_interval": inf_to_none(self.sample_interval),
                 "known_durations": self.known_durations,
             },
             "sample_clock": [self._sample_origin, self._sample_k],
@@ -470,9 +470,9 @@ class Cluster:
             raise ValueError("the tree's leaves do not match the saved state")
         cfg = state["config"]
         cluster = cls(
-            state["capacity"], tree, policy=cfg["policy"], t_wait=_none_to_inf(cfg["t_wait"]),
+            state["capacity"], tree, policy=cfg["policy"], t_wait=none_to_inf(cfg["t_wait"]),
             dispatch=cfg["dispatch"], staged=cfg["staged"], seed=cfg["seed"],
-            sample_interval=_none_to_inf(cfg["sample_interval"]), now=state["now"],
+            sample_interval=none_to_inf(cfg["sample_interval"]), now=state["now"],
             known_durations=cfg["known_durations"],
         )  # fmt: skip
         cluster._restore(tree, state)
@@ -494,4 +494,3 @@ class Cluster:
                 self._ledger.eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
                 self._ledger.running[job.leaf, j] += job.running[j]
                 self._busy[j] += job.running[j]
-

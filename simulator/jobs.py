@@ -8,6 +8,7 @@ costs a few integers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ class JobState:
     ``stage`` (MapReduce: reduces after all maps).
     """
 
-    __slots__ = ("spec", "pending", "running", "done", "start_time", "stage", "active")
+    __slots__ = ("active", "done", "pending", "running", "spec", "stage", "start_time")
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -135,6 +136,16 @@ def as_capacity(capacity: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64
     return cap.astype(np.int64)
 
 
+def inf_to_none(x: float) -> float | None:
+    """JSON (and PostgreSQL jsonb) have no infinity: store it as null."""
+    return None if math.isinf(x) else x
+
+
+def none_to_inf(x: float | None) -> float:
+    """Inverse of :func:`inf_to_none`."""
+    return math.inf if x is None else float(x)
+
+
 class ReportBuilder:
     """Collects what one ``Cluster.advance`` call did."""
 
@@ -147,6 +158,4 @@ class ReportBuilder:
 
     def build(self, now: float) -> AdvanceReport:
         progress = {jid: job.counts() for jid, job in self.changed.items()}
-        return AdvanceReport(
-            now, self.finished, self.samples, progress, self.started, self.completed
-        )
+        return AdvanceReport(now, self.finished, self.samples, progress, self.started, self.completed)

@@ -30,22 +30,14 @@ def response_stats(times: NDArray[np.float64]) -> dict[str, float | None]:
     }
 
 
-def slowdowns(
-    finished: Sequence[JobFinished], critical_path: dict[int, float]
-) -> NDArray[np.float64]:
+def slowdowns(finished: Sequence[JobFinished], critical_path: dict[int, float]) -> NDArray[np.float64]:
     """(n,) response time / critical path per finished job (>= 1 up to
     rounding); jobs with a zero critical path are left out."""
-    out = [
-        (f.finish_time - f.submit_time) / critical_path[f.job_id]
-        for f in finished
-        if critical_path.get(f.job_id, 0.0) > 0
-    ]
+    out = [(f.finish_time - f.submit_time) / critical_path[f.job_id] for f in finished if critical_path.get(f.job_id, 0.0) > 0]
     return np.array(out, dtype=np.float64)
 
 
-def mean_utilisation(
-    usage: NDArray[np.float64], capacity: NDArray[np.int64], span: float
-) -> float | None:
+def mean_utilisation(usage: NDArray[np.float64], capacity: NDArray[np.int64], span: float) -> float | None:
     """Time-averaged busy fraction over ``span`` seconds, averaged over the
     resource types with capacity.
 

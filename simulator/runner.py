@@ -121,7 +121,7 @@ class RunResult:
             "sharing_benefit": self.final.benefit.tolist(),
             "sharing_loss": self.final.loss.tolist(),
         }
-        return _rounded(out)
+        return {key: _rounded(value) for key, value in out.items()}
 
 
 def _rounded(value: Any) -> Any:
@@ -239,9 +239,12 @@ def run(
         The :class:`RunResult`; the clock starts at the first submit time.
 
     Raises:
-        KeyError / ValueError: a user without a leaf, or a job whose shape
-        does not fit ``capacity``.
+        KeyError: a user without a leaf.
+        ValueError: a zero capacity, or a job whose shape does not fit
+            ``capacity``.
     """
+    if any(c <= 0 for c in capacity):
+        raise ValueError("every resource type needs capacity > 0 (auction prices divide by it)")
     order = sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
     start = order[0].submit_time if order else 0.0
     p = params
@@ -251,7 +254,7 @@ def run(
         known_durations=p.known_durations,
     )  # fmt: skip
     loop = _Loop(cluster, _Market(p, cluster.m), get_policy(p.policy), _leaf_lookup(leaf_of_user))
-    loop.run(order, math.inf if until is None else float(until), timer)
+    loop.run(order, math.inf if until is None else max(float(until), start), timer)
     t = loop.tally
     done = {f.job_id for f in t.finished}
     return RunResult(
@@ -275,9 +278,7 @@ def run(
 class _Loop:
     """The arrival/departure loop of :func:`run`."""
 
-    def __init__(
-        self, cluster: Cluster, market: _Market, policy: Any, leaf_of: Callable[[str], int]
-    ) -> None:
+    def __init__(self, cluster: Cluster, market: _Market, policy: Any, leaf_of: Callable[[str], int]) -> None:
         self.cluster, self.market, self.policy, self.leaf_of = cluster, market, policy, leaf_of
         self.leaf: dict[int, int] = {}
         self.tally = _Tally()

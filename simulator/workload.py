@@ -64,10 +64,12 @@ class SwimRule:
     ``reduce_bytes_per_s``. The caps therefore change the number of tasks of
     the largest jobs, not their total work (only the per-task overhead).
 
-    The defaults (10 MB/s per slot, 2 s overhead) load a 100-map + 50-reduce
-    slot cluster to about 43 % (map) and 27 % (reduce) over the 24 h of
-    FB-2009 on average, with a few hours above capacity whose backlog drains
-    in the quieter hours after them: busy, not hopeless.
+    The defaults (10 MB/s per slot, 2 s overhead) turn FB-2009 into 300,759
+    map and 13,968 reduce tasks, 3.85e6 map and 2.37e6 reduce task-seconds:
+    on a 100-map + 50-reduce slot cluster that is 45 % (map) and 55 %
+    (reduce) of the 24 h on average, with a few hours above capacity (map:
+    hours 4 and 15; reduce: hours 7, 9 and 15) whose backlog drains in the
+    quieter hours after them: busy, not hopeless.
     """
 
     block_bytes: int = 64 * MIB
@@ -98,9 +100,7 @@ class SwimRule:
         reduces = math.ceil(shuffle_b / self.reduce_bytes_per_task)
         return maps, min(max(1, reduces), self.max_reduce_tasks)
 
-    def durations_for(
-        self, input_b: float, shuffle_b: float, output_b: float
-    ) -> tuple[float, float]:
+    def durations_for(self, input_b: float, shuffle_b: float, output_b: float) -> tuple[float, float]:
         """``(map task s, reduce task s)``; the reduce entry is 0 without reduces."""
         maps, reduces = self.tasks_for(input_b, shuffle_b, output_b)
         map_b = input_b + (output_b if shuffle_b <= 0 else 0.0)
@@ -138,8 +138,7 @@ def _swim_rows(path: Path) -> Iterator[tuple[int, float, float, float, float]]:
             continue
         if len(fields) != 6:
             raise ValueError(f"{path}:{lineno}: expected 6 fields, got {len(fields)}")
-        raw_id = fields[0]
-        job_id = int(raw_id[3:] if raw_id.startswith("job") else raw_id)
+        job_id = int(fields[0].removeprefix("job"))
         submit, inp, shuf, out = (float(fields[k]) for k in (1, 3, 4, 5))
         yield job_id, submit, inp, shuf, out
 

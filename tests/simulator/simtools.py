@@ -57,9 +57,7 @@ def scenarios(draw: st.DrawFn, max_jobs: int = 8) -> Scenario:
     jobs = []
     for i in range(draw(st.integers(1, max_jobs))):
         tasks = tuple(draw(st.lists(st.integers(0, 5), min_size=m, max_size=m)))
-        durations = draw(
-            st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 7.0]), min_size=m, max_size=m)
-        )
+        durations = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 7.0]), min_size=m, max_size=m))
         submit = draw(st.sampled_from([0.0, 0.0, 1.0, 2.5, 3.0, 10.0]))
         jobs.append(JobSpec(100 + i, draw(st.integers(0, 3)), tasks, tuple(durations), submit))
     share_vec = st.lists(st.sampled_from([0.0, 0.2, 0.5, 1.0]), min_size=m, max_size=m)

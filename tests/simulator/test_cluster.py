@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.simulator.simtools import Scenario, Tracker, critical_path, four_leaf_tree, scenarios
 
 from scheduler.fairshare import QueueTree
 from simulator.cluster import Cluster, JobSpec
+from tests.simulator.simtools import Scenario, Tracker, critical_path, four_leaf_tree, scenarios
 
 
 def run_tracked(scenario: Scenario) -> Tracker:

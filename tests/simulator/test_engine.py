@@ -68,9 +68,7 @@ def test_remove_if_keeps_the_order_of_the_rest() -> None:
     assert drain(q) == [p for p in drain(reference) if p % 4 != 0]
 
 
-events = st.lists(
-    st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0, 1e9]), st.integers(0, 2)), max_size=40
-)
+events = st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0, 1e9]), st.integers(0, 2)), max_size=40)
 
 
 @given(events)
