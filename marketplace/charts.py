@@ -54,11 +54,17 @@ def format_hms(seconds: float | None) -> str:
 
 
 def _finite(value: Any) -> float | None:
-    """A float, or None (a gap in the line) for missing, NaN and infinite values."""
+    """A float to 6 significant digits (all a chart shows; it halves the JSON), or None
+    (a gap in the line) for missing, NaN and infinite values."""
     if value is None:
         return None
     value = float(value)
-    return value if math.isfinite(value) else None
+    return float(f"{value:.6g}") if math.isfinite(value) else None
+
+
+def _x(seconds: Any, unit: tuple[str, float]) -> float:
+    """Simulated seconds in the axis unit, rounded to 1/10000 of the unit."""
+    return round(float(seconds) / unit[1], 4)
 
 
 def _unit_for(rows: list[Row], unit: tuple[str, float] | None) -> tuple[str, float]:
@@ -70,16 +76,17 @@ def _unit_for(rows: list[Row], unit: tuple[str, float] | None) -> tuple[str, flo
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "linecolor": "#9ca3af", "automargin": True}
     layout: dict[str, Any] = {
-        "template": "none",
         "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
         "font": {"family": _FONT, "size": 12, "color": "#1f2937"},
         "colorway": _COLORWAY,
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
-        "margin": {"l": 60, "r": 20, "t": 48, "b": 50},
-        "height": 320,
+        "margin": {"l": 60, "r": 10, "t": 48, "b": 50},
+        "height": 340,
         "hovermode": "x unified",
-        "legend": {"orientation": "h", "y": -0.22, "x": 0},
+        # A vertical legend right of the plot: plotly makes room for it however many entries it has
+        # (a horizontal one below the plot gets clipped once it wraps).
+        "legend": {"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top", "font": {"size": 11}},
         # A constant uirevision keeps the viewer's zoom and hidden traces across Plotly.react updates.
         "uirevision": "keep",
         "xaxis": {**axis, "title": {"text": x_title}},
@@ -94,12 +101,20 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
 
 
 def _figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> Figure:
+    """The figure dict. Built directly rather than through ``go.Figure(...).to_dict()``: plotly's
+    validation costs about 0.1 s per figure, too much for a dashboard polled every few seconds;
+    the tests pass every builder's output through ``go.Figure`` instead."""
     if not traces:
         layout["annotations"] = [{
             "text": EMPTY_NOTE, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
             "font": {"size": 14, "color": "#6b7280"},
         }]
-    return go.Figure(data=traces, layout=layout).to_dict()
+    return {"data": traces, "layout": layout}
+
+
+def validated(figure: Figure) -> Figure:
+    """``figure`` checked by plotly's schema (raises ValueError on an unknown property or bad value)."""
+    return go.Figure(figure).to_dict()
 
 
 def _time_title(unit: tuple[str, float]) -> str:
@@ -130,12 +145,12 @@ def queue_allocation_figure(rows: Iterable[Row], *, resource: str, capacity: flo
         held = {float(r["sim_time"]): float(r["running"]) for r in group}
         traces.append({
             "type": "scatter", "mode": "lines", "name": queue, "stackgroup": "queues", "line": {"width": 0.5},
-            "x": [t / unit[1] for t in times], "y": [held.get(t, 0.0) for t in times],
+            "x": [_x(t, unit) for t in times], "y": [held.get(t, 0.0) for t in times],
             "hovertemplate": "%{y:.0f} units<extra>" + queue + "</extra>",
         })
     if traces and capacity is not None:
         traces.append({
-            "type": "scatter", "mode": "lines", "name": "capacity", "x": [times[0] / unit[1], times[-1] / unit[1]],
+            "type": "scatter", "mode": "lines", "name": "capacity", "x": [_x(times[0], unit), _x(times[-1], unit)],
             "y": [capacity, capacity], "line": {"dash": "dash", "color": "#111827", "width": 1}, "hoverinfo": "skip",
         })
     return _figure(traces, _layout(f"Units held per leaf queue: {resource}", _time_title(unit), f"{resource} units held",
@@ -152,7 +167,7 @@ def fairness_degree_figure(rows: Iterable[Row], *, resource: str, unit: tuple[st
     rows = list(rows)
     unit = _unit_for(rows, unit)
     traces = [
-        {"type": "scatter", "mode": "lines", "name": queue, "x": [float(r["sim_time"]) / unit[1] for r in group],
+        {"type": "scatter", "mode": "lines", "name": queue, "x": [_x(r["sim_time"], unit) for r in group],
          "y": [_finite(r["rho"]) for r in group], "hovertemplate": "ρ = %{y:.3f}<extra>" + queue + "</extra>"}
         for queue, group in _by_key(rows, "queue").items()
     ]
@@ -174,7 +189,7 @@ def sharing_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None
     unit = _unit_for(rows, unit)
     traces: list[dict[str, Any]] = []
     for k, (resource, group) in enumerate(_by_key(rows, "resource").items()):
-        x = [float(r["sim_time"]) / unit[1] for r in group]
+        x = [_x(r["sim_time"], unit) for r in group]
         color = _COLORWAY[k % len(_COLORWAY)]
         traces.append({"type": "scatter", "mode": "lines", "name": f"Ψ benefit ({resource})", "legendgroup": resource,
                        "x": x, "y": [_finite(r["benefit"]) for r in group], "line": {"color": color}})
@@ -192,7 +207,7 @@ def utilisation_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = 
     rows = list(rows)
     unit = _unit_for(rows, unit)
     traces = [
-        {"type": "scatter", "mode": "lines", "name": resource, "x": [float(r["sim_time"]) / unit[1] for r in group],
+        {"type": "scatter", "mode": "lines", "name": resource, "x": [_x(r["sim_time"], unit) for r in group],
          "y": [_finite(r["utilisation"]) for r in group], "hovertemplate": "%{y:.1%}<extra>" + resource + "</extra>"}
         for resource, group in _by_key(rows, "resource").items()
     ]
@@ -212,7 +227,7 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
     unit = _unit_for(rows, unit)
     traces = [
         {"type": "scatter", "mode": "lines", "name": resource, "line": {"shape": "hv"},
-         "x": [float(r["sim_time"]) / unit[1] for r in group], "y": [_finite(r["price"]) for r in group],
+         "x": [_x(r["sim_time"], unit) for r in group], "y": [_finite(r["price"]) for r in group],
          "hovertemplate": "%{y:.4g} per unit<extra>" + resource + "</extra>"}
         for resource, group in _by_key(rows, "resource").items()
     ]
@@ -220,36 +235,59 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
                                    yaxis={"rangemode": "tozero"}))
 
 
-def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = None,
-                     unit: tuple[str, float] | None = None, title: str = "Auction share within the queue") -> Figure:
+def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = None, until: Mapping[int, float] | None = None,
+                     unit: tuple[str, float] | None = None, title: str = "Auction share within the queue",
+                     origin: float | None = None) -> Figure:
     """Jobs' within-queue allocation probabilities s_ij over clearings (paper 000, Sec. 3).
 
-    Shares hold until the next clearing, so the lines are steps.
+    Shares hold until the next clearing, so the lines are steps; a job's last
+    share is drawn on to ``until[job_id]`` (its finish time, or now while it runs).
+    Short series get markers, so a job seen by a single clearing is still visible. The y axis
+    fits the data (from 0): among many jobs in one queue every share is small.
 
     Args:
         rows: {"sim_time": s, "job_id": id, "resource": name, "share": fraction}, in clearing order.
         labels: job id -> legend name (default "job <id>").
+        until: job id -> simulated time (s) up to which its last share holds.
+        origin: when given, time is shown relative to it ("since submission"), in a unit
+            chosen from the span of the data (unless ``unit`` is given).
     """
     rows = list(rows)
+    labels, until = labels or {}, until or {}
+    x_title = None
+    if origin is not None:
+        span = max([float(r["sim_time"]) for r in rows] + [float(t) for t in until.values()], default=origin) - origin
+        unit = unit or time_unit(span)
+        x_title = f"Simulated time since submission ({unit[0]})"
+        rows = [{**r, "sim_time": float(r["sim_time"]) - origin} for r in rows]
+        until = {k: float(v) - origin for k, v in until.items()}
     unit = _unit_for(rows, unit)
-    labels = labels or {}
     groups: dict[tuple[int, str], list[Row]] = defaultdict(list)
     for r in rows:
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
         name = f"{labels.get(job_id, f'job {job_id}')} · {resource}"
+        times = [float(r["sim_time"]) for r in group]
+        shares = [_finite(r["share"]) for r in group]
+        end = until.get(job_id)
+        if end is not None and end > times[-1]:
+            times.append(float(end))
+            shares.append(shares[-1])
         traces.append({
-            "type": "scatter", "mode": "lines", "name": name, "line": {"shape": "hv"}, "legendgroup": str(job_id),
-            "x": [float(r["sim_time"]) / unit[1] for r in group], "y": [_finite(r["share"]) for r in group],
-            "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
+            "type": "scatter", "mode": "lines+markers" if len(group) <= 30 else "lines", "marker": {"size": 5},
+            "name": name, "line": {"shape": "hv"}, "legendgroup": str(job_id),
+            "x": [_x(t, unit) for t in times], "y": shares, "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
         })
-    return _figure(traces, _layout(title, _time_title(unit), "Share s_ij", yaxis={"tickformat": ".0%", "range": [0, 1.05]}))
+    extra: dict[str, Any] = {"yaxis": {"tickformat": ".2~%", "rangemode": "tozero"}}
+    if origin is not None:
+        extra["xaxis"] = {"rangemode": "nonnegative"}
+    return _figure(traces, _layout(title, x_title or _time_title(unit), "Share s_ij", **extra))
 
 
 def dashboard_figures(
     *, resources: list[tuple[str, float]], fairness: list[Row], samples: list[Row], prices: list[Row], shares: list[Row],
-    job_labels: Mapping[int, str], now: float,
+    job_labels: Mapping[int, str], now: float, job_until: Mapping[int, float] | None = None,
 ) -> dict[str, Figure]:
     """All dashboard figures by element key, on one time unit chosen from the clock ``now``.
 
@@ -260,7 +298,7 @@ def dashboard_figures(
         resources: (name, capacity) in stage order.
         fairness: rows for ``queue_allocation_figure`` / ``fairness_degree_figure``, with "resource".
         samples: rows for ``utilisation_figure`` / ``sharing_figure``.
-        prices: rows for ``price_figure``; shares: rows for ``job_share_figure``.
+        prices: rows for ``price_figure``; shares, job_labels, job_until: for ``job_share_figure``.
     """
     unit = time_unit(now)
     by_resource: dict[str, list[Row]] = defaultdict(list)
@@ -270,7 +308,7 @@ def dashboard_figures(
     for k, (name, capacity) in enumerate(resources):
         figures[f"alloc-{k}"] = queue_allocation_figure(by_resource.get(name, []), resource=name, capacity=capacity, unit=unit)
         figures[f"rho-{k}"] = fairness_degree_figure(by_resource.get(name, []), resource=name, unit=unit)
-    figures["jobs"] = job_share_figure(shares, labels=job_labels, unit=unit)
+    figures["jobs"] = job_share_figure(shares, labels=job_labels, until=job_until, unit=unit)
     figures["util"] = utilisation_figure(samples, unit=unit)
     figures["sharing"] = sharing_figure(samples, unit=unit)
     figures["prices"] = price_figure(prices, unit=unit)

@@ -105,12 +105,14 @@ class BidForm(forms.Form):
                 for rt in self.resource_types]
 
     def work(self) -> list[WorkItem]:
-        """The cleaned work as the service's ``WorkItem`` list (call after ``is_valid()``)."""
+        """The cleaned work as the service's ``WorkItem`` list, leaving out types without tasks
+        (call after ``is_valid()``; an empty list gets the service's "needs at least one task")."""
         d = self.cleaned_data
-        return [
+        items = [
             WorkItem(rt.name, d[f"{self.keys[rt.pk]}_tasks"], d[f"{self.keys[rt.pk]}_duration"], d[f"{self.keys[rt.pk]}_weight"])
             for rt in self.resource_types
         ]
+        return [it for it in items if it.tasks > 0]
 
     def add_service_errors(self, exc: ValidationError) -> None:
         apply_service_errors(self, exc)

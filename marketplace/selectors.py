@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, F, QuerySet, Sum
 
 from marketplace.models import (
     Account, AllocationSnapshot, FairnessSample, Job, JobShare, JobWork, LedgerEntry, Market, MarketSample,
@@ -235,14 +235,19 @@ def price_points(*, market: Market, max_points: int = 500) -> list[dict[str, obj
 
 
 def share_points(*, market: Market, job_ids: list[int], max_points: int = 500) -> list[dict[str, object]]:
-    """Within-queue shares of ``job_ids`` over (at most ``max_points``) clearings: sim_time, job_id, resource, share."""
+    """Within-queue shares of ``job_ids`` over (at most ``max_points``) clearings: sim_time, job_id, resource, share.
+
+    Only resource types on which the job has tasks (a clearing stores a zero share for the others).
+    """
     snaps = list(
         JobShare.objects.filter(snapshot__market=market, job_id__in=job_ids).order_by("snapshot_id")
         .values_list("snapshot_id", flat=True).distinct()
     )
     keep = evenly_spaced(snaps, max_points)
     rows = (
-        JobShare.objects.filter(snapshot_id__in=keep, job_id__in=job_ids).order_by("snapshot_id", "job_id", "resource_type_id")
+        JobShare.objects.filter(snapshot_id__in=keep, job_id__in=job_ids)
+        .filter(job__work__resource_type_id=F("resource_type_id"), job__work__tasks__gt=0)
+        .order_by("snapshot_id", "job_id", "resource_type_id")
         .values("snapshot__sim_time", "job_id", "resource_type__name", "share")
     )
     return [{"sim_time": r["snapshot__sim_time"], "job_id": r["job_id"], "resource": r["resource_type__name"], "share": r["share"]}
@@ -262,6 +267,12 @@ def chart_jobs(*, market: Market, tenant: Tenant | None = None, limit: int = 10)
     if not picked:
         picked = list(jobs.filter(shares__isnull=False).distinct().order_by("-id").values("id", "name", "tenant__name")[:limit])
     return {r["id"]: f"#{r['id']} {r['name'] or r['tenant__name']}".strip() for r in picked}
+
+
+def job_share_until(*, market: Market, job_ids: list[int]) -> dict[int, float]:
+    """job id -> simulated time up to which its last share holds: its finish (or cancel) time, else now."""
+    rows = Job.objects.filter(market=market, pk__in=job_ids).values_list("id", "sim_finish_time")
+    return {pk: market.sim_time if finish is None else finish for pk, finish in rows}
 
 
 def resource_types_of(*, market: Market) -> list[ResourceType]:
@@ -292,3 +303,15 @@ def job_ledger(*, job: Job) -> QuerySet[LedgerEntry]:
 def queue_tree_nodes(*, market: Market) -> list[Queue]:
     """All queues of the market (parents before children by id, as created)."""
     return list(Queue.objects.filter(market=market).order_by("id"))
+
+
+def market_or_none() -> Market | None:
+    """The market the pages show (the first one), or None before any exists."""
+    return Market.objects.order_by("id").first()
+
+
+def tenant_of(*, user: object) -> Tenant | None:
+    """The tenant of a login (with its market and default queue), or None for a non-tenant (e.g. staff)."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return Tenant.objects.select_related("market", "default_queue").filter(user=user).first()

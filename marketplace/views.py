@@ -43,13 +43,11 @@ View = Callable[..., HttpResponse]
 # --- Helpers ----------------------------------------------------------------------------------
 
 
-def _market() -> Market | None:
-    return Market.objects.order_by("id").first()
-
-
-def _render(request: HttpRequest, template: str, context: dict[str, Any], *, market: Market | None = None, status: int = 200) -> HttpResponse:
+def _render(
+    request: HttpRequest, template: str, context: dict[str, Any], *, market: Market | None = None, status: int = 200
+) -> HttpResponse:
     """Render with what the base layout needs: the market and its simulated clock."""
-    market = market or _market()
+    market = market or selectors.market_or_none()
     base = {"market": market, "sim_clock": charts.format_hms(market.sim_time) if market else None}
     return render(request, template, base | context, status=status)
 
@@ -60,7 +58,7 @@ def tenant_required(view: View) -> View:
     @login_required
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        tenant = Tenant.objects.select_related("market", "default_queue").filter(user=request.user).first()
+        tenant = selectors.tenant_of(user=request.user)
         if tenant is None:
             return _render(request, "marketplace/not_tenant.html", {}, status=403)
         request.tenant = tenant  # type: ignore[attr-defined]
@@ -103,12 +101,14 @@ def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> lis
     for job in jobs:
         work = {w.resource_type_id: w for w in job.work.all()}
         held, charged = money.get(job.pk, (0, 0))
+        row_shares = [shares.get(job.pk, {}).get(t.name) for t in types]
+        progress = [(work[t.pk].done, work[t.pk].tasks) if t.pk in work else None for t in types]
         rows.append({
             "job": job, "queue": paths.get(job.queue_id, ""), "held": held, "charged": charged,
-            "shares": [shares.get(job.pk, {}).get(t.name) for t in types],
-            "share_texts": ["—" if (v := shares.get(job.pk, {}).get(t.name)) is None else f"{v:.1%}" for t in types],
-            "progress": [(work[t.pk].done, work[t.pk].tasks) if t.pk in work else None for t in types],
-            "submit": charts.format_hms(job.sim_submit_time), "finish": charts.format_hms(job.sim_finish_time),
+            "shares": row_shares, "progress": progress,
+            "cells": [{"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares)],
+            "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
+            "finish": charts.format_hms(job.sim_finish_time),
             "response": charts.format_hms(job.response_time),
         })
     return rows
@@ -141,7 +141,7 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @login_required
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    market = _market()
+    market = selectors.market_or_none()
     if market is None:
         return _render(request, "marketplace/no_market.html", {})
     overview = selectors.market_overview(market=market)
@@ -153,7 +153,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return _render(request, "marketplace/dashboard.html", {
         "nav": "dashboard", "overview": overview, "resources": resources,
         "headline": {k.replace("-", "_"): v for k, v in headline["text"].items()},
-        "is_tenant": Tenant.objects.filter(user=request.user).exists(),
+        "is_tenant": selectors.tenant_of(user=request.user) is not None,
     }, market=market)
 
 
@@ -162,10 +162,10 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     """The dashboard's live data: headline numbers and the figures, for ``Plotly.react``."""
     if not request.user.is_authenticated:
         return JsonResponse({"detail": "Log in again to see live data."}, status=401)
-    market = _market()
+    market = selectors.market_or_none()
     if market is None:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
-    tenant = Tenant.objects.filter(user=request.user).first() if request.GET.get("jobs") == "mine" else None
+    tenant = selectors.tenant_of(user=request.user) if request.GET.get("jobs") == "mine" else None
     key = f"dashboard:{market.pk}:{market.sim_time}:{market.clearings}:{market.state_version}:{tenant.pk if tenant else '-'}"
     payload = cache.get(key)
     if payload is None:
@@ -183,7 +183,7 @@ def _dashboard_figures(market: Market, tenant: Tenant | None) -> dict[str, chart
         samples=selectors.market_points(market=market, times=times),
         prices=selectors.price_points(market=market, max_points=MAX_POINTS),
         shares=selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS),
-        job_labels=labels, now=market.sim_time,
+        job_labels=labels, job_until=selectors.job_share_until(market=market, job_ids=list(labels)), now=market.sim_time,
     )
 
 
@@ -237,11 +237,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     row = _job_rows([job], market, types)[0]
     figure = charts.job_share_figure(
         selectors.share_points(market=market, job_ids=[job.pk], max_points=MAX_POINTS),
-        labels={job.pk: f"#{job.pk}"}, unit=charts.time_unit(market.sim_time), title="Share history within the queue",
+        labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
+        origin=job.sim_submit_time, title="Share history within the queue",
     )
     return _render(request, "marketplace/job_detail.html", {
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
-        "shares": list(zip(types, row["shares"])), "figure": figure, "ledger": selectors.job_ledger(job=job),
+        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"])], "figure": figure, "ledger": selectors.job_ledger(job=job),
         "active": job.status in Job.ACTIVE,
     }, market=market)
 
@@ -324,7 +325,7 @@ def ledger_csv(request: HttpRequest) -> StreamingHttpResponse:
 def market_settings(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("Only staff may change the market settings.")
-    market = _market()
+    market = selectors.market_or_none()
     if market is None:
         return _render(request, "marketplace/no_market.html", {})
     form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
@@ -356,7 +357,7 @@ def _guidance(t_task: float | None, t_wait: float) -> list[dict[str, Any]]:
     rows = []
     for tw in sorted({*T_WAIT_CANDIDATES, t_wait}):
         n = twait_guidance(t_task, tw)
-        text = "all it asks for (plain LTRF)" if n == float("inf") else f"{n:.1f}"
+        text = "no limit (LTRF)" if n == float("inf") else f"{n:.0f}" if n >= 10 else f"{n:.1f}" if n >= 1 else f"{n:.2f}"
         rows.append({"t_wait": tw, "tasks": n, "text": text, "current": tw == t_wait})
     return rows
 

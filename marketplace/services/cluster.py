@@ -68,7 +68,7 @@ def _requeue_running(market: Market) -> None:
 
 def _sync_jobs(cluster: Cluster, market: Market, tree_map: adapters.TreeMap, types: list[ResourceType]) -> None:
     """Tell the cluster about jobs that arrived or were cancelled since the last tick."""
-    known = set(cluster.active_jobs())
+    known = set(cluster.known_jobs())
     active = {j.pk: j for j in Job.objects.filter(market=market, status__in=Job.ACTIVE)}
     gone = known - active.keys()
     for job_id in gone:

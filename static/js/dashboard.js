@@ -7,7 +7,8 @@
   var interval = parseInt(root.dataset.intervalMs || "3000", 10);
   var status = document.getElementById("live-status");
   var scope = document.getElementById("jobs-scope");
-  var busy = false;
+  var busy = null;  // the request in flight, if any
+  var paused = false;
 
   function setStatus(text, isError) {
     status.textContent = text;
@@ -30,10 +31,9 @@
   }
 
   function refresh() {
-    if (busy || document.hidden) { return; }
-    busy = true;
+    if (busy || paused || document.hidden) { return busy; }
     var query = "?jobs=" + encodeURIComponent(scope ? scope.value : "all");
-    fetch(url + query, { credentials: "same-origin", headers: { Accept: "application/json" } })
+    busy = fetch(url + query, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
         if (response.status === 401) { throw new Error("Session ended: log in again for live data."); }
         if (!response.ok) { throw new Error("Update failed (HTTP " + response.status + "); retrying."); }
@@ -44,8 +44,15 @@
         setStatus("Live: updated " + new Date().toLocaleTimeString() + ", every " + interval / 1000 + " s");
       })
       .catch(function (err) { setStatus(err.message || "Update failed; retrying.", true); })
-      .finally(function () { busy = false; });
+      .finally(function () { busy = null; });
+    return busy;
   }
+
+  // Pause and resume the polling (for tests and debugging); pause() resolves once no request is in flight.
+  window.MarketDashboard = {
+    pause: function () { paused = true; return Promise.resolve(busy); },
+    resume: function () { paused = false; return refresh(); },
+  };
 
   if (scope) { scope.addEventListener("change", refresh); }
   document.addEventListener("visibilitychange", function () { if (!document.hidden) { refresh(); } });

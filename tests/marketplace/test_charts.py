@@ -11,6 +11,19 @@ from plotly.utils import PlotlyJSONEncoder
 from marketplace import charts
 
 
+@pytest.fixture(autouse=True)
+def _every_figure_passes_plotly_validation(monkeypatch):  # type: ignore[no-untyped-def]
+    """The builders skip plotly's (slow) validation at run time; here every figure goes through it."""
+    real = charts._figure
+
+    def checked(traces, layout):  # type: ignore[no-untyped-def]
+        fig = real(traces, layout)
+        charts.validated(json.loads(json.dumps(fig, cls=PlotlyJSONEncoder)))
+        return fig
+
+    monkeypatch.setattr(charts, "_figure", checked)
+
+
 def _trace(fig: dict, name: str) -> dict:
     matches = [t for t in fig["data"] if t.get("name") == name]
     assert len(matches) == 1, [t.get("name") for t in fig["data"]]
@@ -198,6 +211,33 @@ def test_dashboard_figures_keys_split_by_resource_and_share_one_time_unit():
     json.dumps(figs, cls=PlotlyJSONEncoder)
 
 
+def test_validated_rejects_unknown_properties():
+    with pytest.raises(ValueError):
+        charts.validated({"data": [{"type": "scatter", "colour": "red"}], "layout": {}})
+
+
 def test_figures_keep_zoom_across_updates():
     fig = charts.utilisation_figure([{"sim_time": 0, "resource": "map", "utilisation": 0.1}])
     assert fig["layout"]["uirevision"] == "keep"
+
+
+def test_job_share_holds_the_last_share_until_the_job_ends_and_marks_short_series():
+    rows = [{"sim_time": 0, "job_id": 7, "resource": "map", "share": 0.5},
+            {"sim_time": 0, "job_id": 9, "resource": "map", "share": 0.5}]
+    fig = charts.job_share_figure(rows, until={7: 120.0, 9: 0.0}, unit=("s", 1.0))
+    seven, nine = _trace(fig, "job 7 · map"), _trace(fig, "job 9 · map")
+    assert list(seven["x"]) == [0, 120.0] and list(seven["y"]) == [0.5, 0.5]
+    assert list(nine["x"]) == [0]  # no extension backwards or in place
+    assert "markers" in seven["mode"]
+    long = [{"sim_time": t, "job_id": 1, "resource": "map", "share": 0.1} for t in range(100)]
+    assert charts.job_share_figure(long)["data"][0]["mode"] == "lines"
+
+
+def test_job_share_relative_to_submission_uses_the_jobs_own_span():
+    rows = [{"sim_time": 10_000, "job_id": 3, "resource": "map", "share": 0.5},
+            {"sim_time": 10_060, "job_id": 3, "resource": "map", "share": 1.0}]
+    fig = charts.job_share_figure(rows, until={3: 10_180}, origin=10_000)
+    assert list(fig["data"][0]["x"]) == [0.0, 60.0, 180.0]
+    assert _titles(fig)[0] == "Simulated time since submission (s)"
+    empty = charts.job_share_figure([], origin=50.0)
+    assert _is_empty_figure(empty) and _titles(empty)[0] == "Simulated time since submission (s)"
