@@ -162,6 +162,6 @@ def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -
                 ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
-        cmd.stdout.write(f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} active={result.active_jobs} running tasks finished={result.finished_tasks}", ending="\r")
+        cmd.stdout.write(f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} active_jobs={result.active_jobs} tasks_finished={result.finished_tasks}", ending="\r")
     cmd.stdout.write("")
     return ids, rejected
