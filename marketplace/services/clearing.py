@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -116,10 +115,3 @@ def market_clear(*, market_id: int, policy: str = "abacus") -> ClearingResult:
     transaction.on_commit(lambda: clear_market.delay(market_id))
     return ClearingResult(status="stale")
 
-
-def implied_prices_now(market: Market) -> dict[str, float]:
-    """The latest implied unit price per resource type name (0 before the first clearing)."""
-    latest = AllocationSnapshot.objects.filter(market=market).order_by("-id").first()
-    if latest is None:
-        return {}
-    return {p.resource_type.name: float(np.round(p.price, 6)) for p in latest.prices.select_related("resource_type")}
