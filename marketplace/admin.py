@@ -15,6 +15,11 @@ from marketplace.models import (
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
 from scheduler.fairshare import twait_guidance
 
+def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-def]
+    """Show a service's field errors as one admin error message."""
+    messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+
+
 _TUNABLE = ["alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "fairshare_policy", "dispatch_mode"]
 
 
@@ -52,7 +57,7 @@ class MarketAdmin(admin.ModelAdmin):
         try:
             market_configure(market=obj, user=request.user, reason="admin", **changes)
         except ValidationError as exc:
-            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+            _report(request, exc)
 
 
 @admin.register(Queue)
@@ -63,7 +68,7 @@ class QueueAdmin(admin.ModelAdmin):
         try:
             queue_save(queue=obj, user=request.user)
         except ValidationError as exc:
-            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+            _report(request, exc)
 
 
 @admin.register(ResourceType)
@@ -76,7 +81,7 @@ class ResourceTypeAdmin(admin.ModelAdmin):
         try:
             resource_capacity_set(resource_type=obj, capacity=form.cleaned_data["capacity"], user=request.user)
         except ValidationError as exc:
-            messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+            _report(request, exc)
 
 
 @admin.register(ConfigChange)

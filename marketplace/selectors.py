@@ -16,7 +16,7 @@ from marketplace.models import (
 
 def market_default() -> Market:
     """The market the pages show (the first one)."""
-    return Market.objects.order_by("id").first() or Market.objects.none().get()
+    return Market.objects.earliest("id")  # raises Market.DoesNotExist before seeding
 
 
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:

@@ -212,12 +212,17 @@ def bid_new(request: HttpRequest) -> HttpResponse:
     }, market=tenant.market)
 
 
+def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:
+    """The job-status filter of the job list and its CSV export ("" = all)."""
+    filters = JobFilterForm(request.GET or None)
+    return filters, (filters.cleaned_data["status"] if filters.is_valid() else "")
+
+
 @tenant_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    filters = JobFilterForm(request.GET or None)
-    status = filters.cleaned_data["status"] if filters.is_valid() else ""
+    filters, status = _status_filter(request)
     page = _page(request, selectors.tenant_job_list(tenant=tenant, status=status))
     types = selectors.resource_types_of(market=tenant.market)
     return _render(request, "marketplace/job_list.html", {
@@ -265,8 +270,7 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    filters = JobFilterForm(request.GET or None)
-    status = filters.cleaned_data["status"] if filters.is_valid() else ""
+    filters, status = _status_filter(request)
     types = selectors.resource_types_of(market=tenant.market)
     jobs = selectors.tenant_job_list(tenant=tenant, status=status)
     header = ["id", "name", "queue", "status", "utility", "budget", "held", "charged"]
