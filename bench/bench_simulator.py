@@ -33,10 +33,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--start-hour", type=float, default=0.0)
     parser.add_argument("--capacity", type=int, nargs=2, default=[100, 50], metavar=("MAP", "REDUCE"))
     parser.add_argument("--users", type=int, default=8, help="users, split over two groups")
-    parser.add_argument("--fairshare", default="hltrf", choices=["hltrf", "ltrf", "mlrf"])
+    parser.add_argument("--fairshare", default="hltrf", choices=["fifo", "hltrf", "ltrf", "mlrf"])
     parser.add_argument("--t-wait", type=float, default=30.0)
-    parser.add_argument("--dispatch", default="stride", choices=["stride", "lottery"])
-    parser.add_argument("--policy", default="abacus")
+    parser.add_argument("--dispatch", default="stride", choices=["stride", "lottery", "fifo"])
+    parser.add_argument("--mechanism", default="abacus")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", type=Path, default=TRACE)
     return parser.parse_args(argv)
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = load_swim(args.trace, rule=SwimRule(), start_hour=args.start_hour, hours=args.hours,
                      users=args.users, groups=2, seed=args.seed)  # fmt: skip
     tree, leaf = two_group_tree(args.users)
-    params = MarketParams(policy=args.policy, fairshare=args.fairshare, t_wait=args.t_wait,
+    params = MarketParams(mechanism=args.mechanism, fairshare=args.fairshare, t_wait=args.t_wait,
                           dispatch=args.dispatch, seed=args.seed)  # fmt: skip
     wall0 = time.perf_counter()
     result = run(jobs, tree=tree, leaf_of_user=leaf, capacity=args.capacity, params=params,
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         f"trace window: {args.hours:g} h from hour {args.start_hour:g}, {len(jobs)} jobs, {tasks} tasks",
         (
             f"cluster: {args.capacity[0]} map + {args.capacity[1]} reduce slots, {args.fairshare}, "
-            f"T_wait {args.t_wait:g} s, {args.dispatch} dispatch, policy {args.policy}"
+            f"T_wait {args.t_wait:g} s, {args.dispatch} dispatch, mechanism {args.mechanism}"
         ),
         f"simulated {sim:.0f} s in {wall:.2f} s wall: {sim / max(wall, 1e-9):.0f} simulated s per wall s",
         (

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
-from marketplace.models import AllocationSnapshot, Job, JobShare, JobWork, Market, Queue, ResourceType
+from marketplace.models import AllocationSnapshot, Job, JobWork, Market, Queue, ResourceType
+from marketplace.models.queues import dotted_paths
 from scheduler.fairshare import QueueTree
-from scheduler.types import MarketSnapshot
-from simulator.cluster import JobSpec
+from scheduler.plan import Plan
+from simulator.market import Bid, MarketConfig
+from simulator.records import JobSpec
 
 
 @dataclass(frozen=True)
@@ -24,111 +25,69 @@ class TreeMap:
         return self.leaf_queue_ids.index(queue_id)
 
 
-def queue_tree(market: Market) -> TreeMap:
+def queue_tree(market: Market | int) -> TreeMap:
     """Build the H-LTRF tree of the market's queues (node names are queue paths).
 
     Raises:
         ValueError: no queues, or the hierarchy is not a single rooted tree.
     """
-    queues = list(Queue.objects.filter(market=market).order_by("id"))
-    if not queues:
-        raise ValueError(f"market {market.pk} has no queues")
-    index = {q.pk: i for i, q in enumerate(queues)}
-    by_id = {q.pk: q for q in queues}
-
-    def path(q: Queue) -> str:
-        parts = []
-        node: Queue | None = q
-        while node is not None:
-            parts.append(node.name)
-            node = by_id.get(node.parent_id) if node.parent_id else None
-        return ".".join(reversed(parts))
-
+    market_id = market if isinstance(market, int) else market.pk
+    rows = list(Queue.objects.filter(market_id=market_id).order_by("id").values_list("id", "name", "parent_id", "weight"))
+    if not rows:
+        raise ValueError(f"market {market_id} has no queues")
+    index = {pk: i for i, (pk, *_rest) in enumerate(rows)}
+    paths = dotted_paths((pk, name, parent) for pk, name, parent, _ in rows)
     tree = QueueTree(
-        names=tuple(path(q) for q in queues),
-        parent=tuple(index[q.parent_id] if q.parent_id else -1 for q in queues),
-        weight=tuple(float(q.weight) for q in queues),
+        names=tuple(paths[pk] for pk, *_rest in rows),
+        parent=tuple(index[parent] if parent else -1 for _, _, parent, _ in rows),
+        weight=tuple(float(w) for *_rest, w in rows),
     )
     tree.validate()
-    leaf_ids = tuple(queues[i].pk for i in tree.leaves)
-    signature = ";".join(f"{q.pk}:{q.parent_id}:{q.weight}" for q in queues)
+    leaf_ids = tuple(rows[i][0] for i in tree.leaves)
+    signature = ";".join(f"{pk}:{parent}:{weight}" for pk, _, parent, weight in rows)
     return TreeMap(tree=tree, leaf_queue_ids=leaf_ids, signature=signature)
 
 
-def resource_types(market: Market) -> list[ResourceType]:
+def resource_types(market: Market | int) -> list[ResourceType]:
     """The market's resource types in stage order (the column order of every (n, m) array)."""
-    return list(ResourceType.objects.filter(market=market).order_by("stage", "id"))
+    market_id = market if isinstance(market, int) else market.pk
+    return list(ResourceType.objects.filter(market_id=market_id).order_by("stage", "id"))
 
 
-def job_spec(job: Job, works: list[JobWork], types: list[ResourceType], tree_map: TreeMap, now: float) -> JobSpec:
-    """A job as the cluster simulator sees it (tasks and durations in resource-type order)."""
-    by_type = {w.resource_type_id: w for w in works}
-    tasks = tuple(by_type[t.pk].tasks if t.pk in by_type else 0 for t in types)
-    durations = tuple(float(by_type[t.pk].task_duration) if t.pk in by_type else 1.0 for t in types)
-    return JobSpec(
-        job_id=job.pk,
-        leaf=tree_map.leaf_position(job.queue_id),
-        tasks=tasks,
-        task_duration=durations,
-        submit_time=max(job.sim_submit_time, now),
+def market_config(market: Market) -> MarketConfig:
+    """The engine's configuration from the market row (names validated by the registries)."""
+    return MarketConfig(
+        mechanism=market.mechanism, fairshare=market.fairshare_policy, dispatch=market.dispatch_mode,
+        alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds, t_wait=market.t_wait,
     )
 
 
-def market_snapshot(market: Market, tree_map: TreeMap, types: list[ResourceType]) -> MarketSnapshot:
-    """The active jobs as the auction's input (paper 000, Sec. 3), with a warm start.
-
-    A job demands type j while it has pending or running tasks there; rows are
-    ordered by job id.
-    """
-    # values_list, not model instances: this runs on every clearing.
-    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).order_by("id").values_list("id", "queue_id", "budget", "utility"))
-    col = {t.pk: j for j, t in enumerate(types)}
-    n, m = len(jobs), len(types)
-    row = {job_id: i for i, (job_id, *_rest) in enumerate(jobs)}
-    weights = np.zeros((n, m))
-    demand = np.zeros((n, m), dtype=bool)
-    works = JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE).values_list("job_id", "resource_type_id", "weight", "pending", "running")
-    for job_id, rt_id, weight, pending, running in works:
-        i, j = row[job_id], col[rt_id]
-        weights[i, j] = weight
-        demand[i, j] = (pending + running) > 0
-    return MarketSnapshot(
-        job_ids=np.array([j[0] for j in jobs], dtype=np.int64),
-        group=np.array([tree_map.leaf_position(j[1]) for j in jobs], dtype=np.int64),
-        budgets=np.array([float(j[2]) for j in jobs]),
-        weights=weights,
-        utility=tuple(j[3] for j in jobs),
-        demand=demand,
-        capacity=np.array([float(t.capacity) for t in types]),
-        alpha=market.alpha,
-        tol=market.auction_tolerance,
-        max_rounds=market.auction_max_rounds,
-        warm_start=_warm_start(market, row, col, (n, m)),
-    )
+def job_specs(jobs: Iterable[Job], types: list[ResourceType], tree_map: TreeMap, now: float) -> list[tuple[JobSpec, Bid]]:
+    """Jobs (with their work rows) as the engine sees them: a JobSpec and a Bid each,
+    in resource-type order, ordered by id (the order they were submitted)."""
+    jobs = sorted(jobs, key=lambda j: j.pk)
+    works: dict[int, dict[int, tuple[int, float, float]]] = {}
+    rows = JobWork.objects.filter(job_id__in=[j.pk for j in jobs]).values_list("job_id", "resource_type_id", "tasks", "task_duration", "weight")
+    for job_id, rt_id, tasks, duration, weight in rows:
+        works.setdefault(job_id, {})[rt_id] = (tasks, duration, weight)
+    out = []
+    for job in jobs:
+        by_type = works.get(job.pk, {})
+        spec = JobSpec(
+            job_id=job.pk,
+            leaf=tree_map.leaf_position(job.queue_id),
+            tasks=tuple(by_type[t.pk][0] if t.pk in by_type else 0 for t in types),
+            task_duration=tuple(float(by_type[t.pk][1]) if t.pk in by_type else 1.0 for t in types),
+            submit_time=max(job.sim_submit_time, now),
+        )
+        bid = Bid(float(job.budget), tuple(float(by_type[t.pk][2]) if t.pk in by_type else 0.0 for t in types), job.utility)
+        out.append((spec, bid))
+    return out
 
 
-def _warm_start(market: Market, row: dict[int, int], col: dict[int, int], shape: tuple[int, int]) -> np.ndarray | None:
-    """Sub-budgets of the latest clearing for jobs still active; NaN rows for new jobs."""
-    latest = AllocationSnapshot.objects.filter(market=market).order_by("-id").first()
-    if latest is None or not row:
+def latest_plan(market_id: int) -> tuple[int, Plan] | None:
+    """(snapshot id, Plan) of the market's newest stored clearing, or None."""
+    row = AllocationSnapshot.objects.filter(market_id=market_id, plan__isnull=False).order_by("-id").values_list("id", "plan").first()
+    if row is None:
         return None
-    warm = np.full(shape, np.nan)
-    seen = False
-    for job_id, rt_id, b in JobShare.objects.filter(snapshot=latest).values_list("job_id", "resource_type_id", "sub_budget"):
-        if job_id in row:
-            warm[row[job_id], col[rt_id]] = b
-            seen = True
-    # A job that has since lost demand on a type keeps no sub-budget there.
-    return warm if seen else None
-
-
-def latest_shares(market: Market, types: list[ResourceType]) -> dict[int, np.ndarray]:
-    """job id -> (m,) within-queue shares of the latest clearing."""
-    latest = AllocationSnapshot.objects.filter(market=market).order_by("-id").first()
-    if latest is None:
-        return {}
-    col = {t.pk: j for j, t in enumerate(types)}
-    shares: dict[int, np.ndarray] = {}
-    for job_id, rt_id, s in JobShare.objects.filter(snapshot=latest).values_list("job_id", "resource_type_id", "share"):
-        shares.setdefault(job_id, np.zeros(len(types)))[col[rt_id]] = s
-    return shares
+    return row[0], Plan.from_state(row[1])

@@ -12,15 +12,15 @@ from django.core.exceptions import ValidationError
 from marketplace.models import (
     Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant,
 )
+from marketplace import selectors
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
-from scheduler.fairshare import twait_guidance
 
 def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-def]
     """Show a service's field errors as one admin error message."""
     messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
 
 
-_TUNABLE = ["alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "fairshare_policy", "dispatch_mode"]
+_TUNABLE = ["alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "mechanism", "fairshare_policy", "dispatch_mode"]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -36,7 +36,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Market)
 class MarketAdmin(admin.ModelAdmin):
-    list_display = ["name", "alpha", "t_wait", "fairshare_policy", "clock_speed", "sim_time", "state_version", "clearings"]
+    list_display = ["name", "mechanism", "alpha", "t_wait", "fairshare_policy", "dispatch_mode", "clock_speed", "sim_time", "state_version", "clearings"]
     fields = ["name", *_TUNABLE, "twait_hint", "sim_time", "state_version", "cleared_version", "clearings"]
     readonly_fields = ["sim_time", "state_version", "cleared_version", "clearings", "twait_hint"]
 
@@ -44,11 +44,7 @@ class MarketAdmin(admin.ModelAdmin):
     def twait_hint(self, obj: Market) -> str:
         if obj.pk is None:
             return "-"
-        avg = JobWork.objects.filter(job__market=obj).values_list("task_duration", flat=True)[:1000]
-        t_task = sum(avg) / len(avg) if avg else 60.0
-        n = twait_guidance(t_task, obj.t_wait)
-        return (f"With tasks of about {t_task:.0f} s, a starved queue keeps about T_task / T_wait = {n:.1f} tasks running. "
-                "T_wait = 0 gives LTRF; a very large T_wait gives the naive hierarchy (starvation).")
+        return selectors.twait_hint(market=obj)
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if not change:
@@ -122,4 +118,5 @@ class JobAdmin(ReadOnlyAdmin):
 
 @admin.register(AllocationSnapshot)
 class AllocationSnapshotAdmin(ReadOnlyAdmin):
-    list_display = ["id", "state_version", "sim_time", "n_jobs", "rounds", "converged", "solve_ms", "total_ms"]
+    list_display = ["id", "mechanism", "state_version", "sim_time", "n_jobs", "rounds", "converged", "max_kkt_residual", "solve_ms", "total_ms"]
+    exclude = ["plan"]

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 
 from marketplace.models import Job, Market, ResourceType
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
+from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 
 
 def apply_service_errors(form: forms.Form, exc: ValidationError, field_map: dict[str, str] | None = None) -> None:
@@ -135,15 +136,16 @@ class MarketSettingsForm(forms.Form):
         label="T_wait (simulated s)", min_value=0.0, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
         help_text="Starvation timeout of H-LTRF: 0 = LTRF, very large = naive hierarchy (paper 002, Sec. 5.2).",
     )
-    fairshare_policy = forms.ChoiceField(label="Fair-share policy", choices=Market.FairSharePolicy.choices)
-    dispatch_mode = forms.ChoiceField(label="Dispatch", choices=Market.DispatchMode.choices)
+    mechanism = forms.ChoiceField(label="Mechanism within a queue", choices=MECHANISMS.choices)
+    fairshare_policy = forms.ChoiceField(label="Fair-share policy across queues", choices=FAIRSHARE.choices)
+    dispatch_mode = forms.ChoiceField(label="Dispatch inside a queue", choices=DISPATCH.choices)
     clock_speed = forms.FloatField(
         label="Clock speed", validators=[_positive], max_value=1e6, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
         help_text="Simulated seconds per wall-clock second of the live cluster.",
     )
     reason = forms.CharField(label="Reason (for the audit trail)", max_length=200, required=False)
 
-    FIELDS = ("alpha", "t_wait", "fairshare_policy", "dispatch_mode", "clock_speed")
+    FIELDS = ("alpha", "t_wait", "mechanism", "fairshare_policy", "dispatch_mode", "clock_speed")
 
     @classmethod
     def initial_for(cls, market: Market) -> dict[str, object]:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 from decimal import Decimal
 
 from django.db.models import Count, F, QuerySet, Sum
 
 from marketplace.models import (
-    Account, AllocationSnapshot, FairnessSample, Job, JobShare, JobWork, LedgerEntry, Market, MarketSample,
-    PriceSample, Queue, ResourceType, Tenant,
+    Account, AllocationSnapshot, FairnessSample, Job, JobWork, LedgerEntry, Market, MarketSample,
+    PriceSample, Queue, ResourceType, ShareSample, Tenant,
 )
+from marketplace import adapters
+from marketplace.models.queues import dotted_paths
+from scheduler.fairshare import twait_guidance
 
 
 def market_default() -> Market:
@@ -44,17 +48,17 @@ def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
 
 
 def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[int, dict[str, float]]:
-    """job id -> {resource type name: within-queue share} at the latest clearing."""
-    snap = latest_snapshot(market=market)
-    if snap is None:
+    """job id -> {resource type name: within-queue share} in the latest stored Plan."""
+    plan = AllocationSnapshot.objects.filter(market=market, plan__isnull=False).order_by("-id").values_list("plan", flat=True).first()
+    if not plan:
         return {}
-    rows = JobShare.objects.filter(snapshot=snap)
-    if job_ids is not None:
-        rows = rows.filter(job_id__in=job_ids)
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for job_id, name, share in rows.values_list("job_id", "resource_type__name", "share"):
-        out[job_id][name] = share
-    return dict(out)
+    names = [t.name for t in resource_types_of(market=market)]
+    wanted = None if job_ids is None else set(job_ids)
+    return {
+        job: dict(zip(names, row, strict=True))
+        for job, row in zip(plan["job_ids"], plan["shares"], strict=True)
+        if wanted is None or job in wanted
+    }
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,9 @@ def market_overview(*, market: Market) -> dict[str, object]:
         "clearings": market.clearings,
         "alpha": market.alpha,
         "t_wait": market.t_wait,
+        "mechanism": market.mechanism,
         "fairshare_policy": market.fairshare_policy,
+        "dispatch_mode": market.dispatch_mode,
         "clock_speed": market.clock_speed,
         "jobs": {s: counts.get(s, 0) for s in Job.Status.values},
         "resources": [
@@ -142,13 +148,6 @@ def price_series(*, market: Market, resource: str | None = None) -> QuerySet[Pri
     return qs.filter(resource_type__name=resource) if resource else qs
 
 
-def job_share_series(*, market: Market, job_ids: list[int]) -> QuerySet[JobShare]:
-    return (
-        JobShare.objects.filter(snapshot__market=market, job_id__in=job_ids)
-        .select_related("resource_type", "snapshot").order_by("snapshot_id")
-    )
-
-
 def leaf_queues(*, market: Market) -> list[Queue]:
     return [q for q in Queue.objects.filter(market=market).prefetch_related("children") if not q.children.all()]
 
@@ -178,14 +177,8 @@ def tenant_job_list(*, tenant: Tenant, status: str | None = None) -> QuerySet[Jo
 
 
 def queue_paths(*, market: Market) -> dict[int, str]:
-    """queue id -> dotted path, in one query (``Queue.path`` walks the parents row by row)."""
-    rows = {pk: (name, parent) for pk, name, parent in Queue.objects.filter(market=market).values_list("id", "name", "parent_id")}
-
-    def path(pk: int) -> str:
-        name, parent = rows[pk]
-        return name if parent is None or parent not in rows else f"{path(parent)}.{name}"
-
-    return {pk: path(pk) for pk in rows}
+    """queue id -> dotted path, in one query (``models.queues.dotted_paths``)."""
+    return dotted_paths(Queue.objects.filter(market=market).values_list("id", "name", "parent_id"))
 
 
 def sample_times(*, market: Market, max_points: int = 500) -> list[float]:
@@ -235,23 +228,31 @@ def price_points(*, market: Market, max_points: int = 500) -> list[dict[str, obj
 
 
 def share_points(*, market: Market, job_ids: list[int], max_points: int = 500) -> list[dict[str, object]]:
-    """Within-queue shares of ``job_ids`` over (at most ``max_points``) clearings: sim_time, job_id, resource, share.
+    """Within-queue shares of ``job_ids`` over time (at most ``max_points`` samples per job,
+    evenly spaced): sim_time, job_id, resource, share. The history is the clock's
+    ``ShareSample`` rows (one per fairness sample and one at departure).
 
-    Only resource types on which the job has tasks (a clearing stores a zero share for the others).
+    Only resource types on which the job has tasks (the Plan holds a zero share for the others).
     """
-    snaps = list(
-        JobShare.objects.filter(snapshot__market=market, job_id__in=job_ids).order_by("snapshot_id")
-        .values_list("snapshot_id", flat=True).distinct()
-    )
-    keep = evenly_spaced(snaps, max_points)
-    rows = (
-        JobShare.objects.filter(snapshot_id__in=keep, job_id__in=job_ids)
-        .filter(job__work__resource_type_id=F("resource_type_id"), job__work__tasks__gt=0)
-        .order_by("snapshot_id", "job_id", "resource_type_id")
-        .values("snapshot__sim_time", "job_id", "resource_type__name", "share")
-    )
-    return [{"sim_time": r["snapshot__sim_time"], "job_id": r["job_id"], "resource": r["resource_type__name"], "share": r["share"]}
-            for r in rows]
+    types = resource_types_of(market=market)
+    with_tasks = {(w[0], w[1]) for w in JobWork.objects.filter(job_id__in=job_ids, tasks__gt=0).values_list("job_id", "resource_type_id")}
+    by_job: dict[int, list[tuple[float, list[float]]]] = defaultdict(list)
+    for job_id, t, shares in ShareSample.objects.filter(job_id__in=job_ids).order_by("job_id", "sim_time", "id").values_list("job_id", "sim_time", "shares"):
+        by_job[job_id].append((t, shares))
+    active = set(Job.objects.filter(pk__in=job_ids, status__in=Job.ACTIVE).values_list("id", flat=True))
+    for job_id, named in current_shares(market=market, job_ids=list(active)).items():
+        now = [named.get(rt.name, 0.0) for rt in types]  # the Plan in force, at the market's clock
+        if not by_job[job_id] or by_job[job_id][-1][0] < market.sim_time:
+            by_job[job_id].append((market.sim_time, now))
+    out: list[dict[str, object]] = []
+    for job_id in sorted(by_job):
+        for t, shares in evenly_spaced(by_job[job_id], max_points):
+            out.extend(
+                {"sim_time": t, "job_id": job_id, "resource": rt.name, "share": share}
+                for rt, share in zip(types, shares, strict=False) if (job_id, rt.pk) in with_tasks
+            )
+    out.sort(key=lambda r: (r["sim_time"], r["job_id"]))  # type: ignore[arg-type, return-value]
+    return out
 
 
 def chart_jobs(*, market: Market, tenant: Tenant | None = None, limit: int = 10) -> dict[int, str]:
@@ -265,7 +266,7 @@ def chart_jobs(*, market: Market, tenant: Tenant | None = None, limit: int = 10)
         jobs = jobs.filter(tenant=tenant)
     picked = list(jobs.filter(status__in=Job.ACTIVE).order_by("-id").values("id", "name", "tenant__name")[:limit])
     if not picked:
-        picked = list(jobs.filter(shares__isnull=False).distinct().order_by("-id").values("id", "name", "tenant__name")[:limit])
+        picked = list(jobs.filter(share_samples__isnull=False).distinct().order_by("-id").values("id", "name", "tenant__name")[:limit])
     return {r["id"]: f"#{r['id']} {r['name'] or r['tenant__name']}".strip() for r in picked}
 
 
@@ -315,3 +316,53 @@ def tenant_of(*, user: object) -> Tenant | None:
     if not getattr(user, "is_authenticated", False):
         return None
     return Tenant.objects.select_related("market", "default_queue").filter(user=user).first()
+
+
+# --- Eq. 7 guidance and the queue tree, shared by the settings page and the admin ---------------
+
+T_WAIT_CANDIDATES = (0.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0)
+
+
+def twait_guidance_rows(*, t_task: float | None, t_wait: float) -> list[dict[str, Any]]:
+    """Paper 002, Eq. 7 for the current T_wait and a few alternatives: tasks a starved
+    queue keeps running, N = T_task / T_wait. ``t_task`` from :func:`mean_task_duration`."""
+    if t_task is None:
+        return []
+    rows = []
+    for tw in sorted({*T_WAIT_CANDIDATES, t_wait}):
+        n = twait_guidance(t_task, tw)
+        text = "no limit (LTRF)" if n == float("inf") else f"{n:.0f}" if n >= 10 else f"{n:.1f}" if n >= 1 else f"{n:.2f}"
+        rows.append({"t_wait": tw, "tasks": n, "text": text, "current": tw == t_wait})
+    return rows
+
+
+def twait_hint(*, market: Market) -> str:
+    """One sentence of Eq. 7 guidance for the market's current T_wait (the admin's field help)."""
+    t_task = mean_task_duration(market=market)
+    current = [r for r in twait_guidance_rows(t_task=t_task, t_wait=market.t_wait) if r["current"]]
+    if not current:
+        return ("No jobs yet: with tasks of T_task seconds, a starved queue keeps about T_task / T_wait tasks running "
+                "(paper 002, Eq. 7). T_wait = 0 gives LTRF; a very large T_wait gives the naive hierarchy (starvation).")
+    return (f"With tasks of about {t_task:.0f} s (T_task), a starved queue keeps about T_task / T_wait = {current[0]['text']} "
+            "tasks running. T_wait = 0 gives LTRF; a very large T_wait gives the naive hierarchy (starvation).")
+
+
+def queue_tree_rows(*, market: Market) -> list[dict[str, Any]]:
+    """The queue tree depth-first, with depth and each node's fair fraction of the cluster
+    (``QueueTree.node_fraction``: the fractions H-LTRF uses, paper 002 Eq. 2)."""
+    tree_map = adapters.queue_tree(market)
+    tree = tree_map.tree
+    fraction = tree.node_fraction()
+    queues = {q.pk: q for q in Queue.objects.filter(market=market)}
+    by_path = {path: pk for pk, path in queue_paths(market=market).items()}
+    rows: list[dict[str, Any]] = []
+
+    def walk(node: int) -> None:
+        depth = int(tree.depth[node])
+        q = queues[by_path[tree.names[node]]]
+        rows.append({"queue": q, "depth": depth, "indent": depth * 1.25, "fraction": float(fraction[node]), "leaf": not tree.children[node]})
+        for child in tree.children[node]:
+            walk(child)
+
+    walk(tree.root)
+    return rows

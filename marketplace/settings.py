@@ -133,7 +133,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     # The live cluster clock when run by beat (docker compose); `replay_trace`
     # drives the same service itself when no beat runs.
-    "cluster-tick": {"task": "marketplace.tasks.cluster_tick", "schedule": 1.0, "args": ()},
+    "cluster-tick": {"task": "marketplace.tasks.cluster_tick_task", "schedule": 1.0, "args": ()},
 }
 
 # --- Auth, API --------------------------------------------------------------

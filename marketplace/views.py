@@ -30,12 +30,10 @@ from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
-from scheduler.fairshare import twait_guidance
 
 PAGE_SIZE = 25
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
 DASHBOARD_CACHE_S = 30  # keyed by clock and clearings, so a cached payload is never stale
-T_WAIT_CANDIDATES = (0.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0)
 
 View = Callable[..., HttpResponse]
 
@@ -346,41 +344,11 @@ def market_settings(request: HttpRequest) -> HttpResponse:
             return redirect("market-settings")
     t_task = selectors.mean_task_duration(market=market)
     return _render(request, "marketplace/market_settings.html", {
-        "nav": "settings", "form": form, "t_task": t_task, "guidance": _guidance(t_task, market.t_wait),
-        "queues": _queue_tree_rows(market), "types": selectors.resource_types_of(market=market),
+        "nav": "settings", "form": form, "t_task": t_task, "guidance": selectors.twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
+        "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": _page(request, selectors.config_history(market=market)),
         "admin_queues": reverse("admin:marketplace_queue_changelist"),
         "admin_types": reverse("admin:marketplace_resourcetype_changelist"),
     }, market=market)
 
 
-def _guidance(t_task: float | None, t_wait: float) -> list[dict[str, Any]]:
-    """Eq. 7 of paper 002 for the current T_wait and a few alternatives: tasks a starved queue keeps running."""
-    if t_task is None:
-        return []
-    rows = []
-    for tw in sorted({*T_WAIT_CANDIDATES, t_wait}):
-        n = twait_guidance(t_task, tw)
-        text = "no limit (LTRF)" if n == float("inf") else f"{n:.0f}" if n >= 10 else f"{n:.1f}" if n >= 1 else f"{n:.2f}"
-        rows.append({"t_wait": tw, "tasks": n, "text": text, "current": tw == t_wait})
-    return rows
-
-
-def _queue_tree_rows(market: Market) -> list[dict[str, Any]]:
-    """The queue tree in depth-first order with depth and each node's fair fraction of the cluster."""
-    queues = selectors.queue_tree_nodes(market=market)
-    children: dict[int | None, list[Any]] = {}
-    for q in queues:
-        children.setdefault(q.parent_id, []).append(q)
-    rows: list[dict[str, Any]] = []
-
-    def walk(parent: int | None, depth: int, fraction: float) -> None:
-        siblings = children.get(parent, [])
-        total = sum(q.weight for q in siblings) or 1.0
-        for q in siblings:
-            share = fraction * q.weight / total
-            rows.append({"queue": q, "depth": depth, "indent": depth * 1.25, "fraction": share, "leaf": q.pk not in children})
-            walk(q.pk, depth + 1, share)
-
-    walk(None, 0, 1.0)
-    return rows

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from scheduler.types import UTILITY_KINDS, MarketSnapshot, Outcome
+from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.types import UTILITY_KINDS, MarketSnapshot
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -391,7 +392,7 @@ def auction(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequence[s
 def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
     """(m,) unit price per resource type: total sub-budget on j divided by C_j.
 
-    Money per slot (SPEC 3.1 / types.Outcome.prices). ``sub_budgets`` is (n, m),
+    Money per slot (SPEC 3.1 / plan.Diagnostics.prices). ``sub_budgets`` is (n, m),
     ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
     negative or non-finite sub-budgets, or non-positive capacity.
     """
@@ -467,8 +468,10 @@ class AbacusPolicy:
     """Allocation policy running :func:`auction` per leaf queue (paper 000, Sec. 4).
 
     ``alpha``, ``tol`` and ``max_rounds`` override the snapshot's values when
-    given. ``Outcome.extra["max_kkt_residual"]`` reports the largest
-    :func:`kkt_residual` of the clearing.
+    given. ``Plan.diagnostics.max_kkt_residual`` reports the largest
+    :func:`kkt_residual` of the clearing; every job pays its budget at
+    completion (paper 000, Sec. 3), or only if its SLO was met when the
+    snapshot carries one (Sec. 6).
     """
 
     name = "abacus"
@@ -479,8 +482,8 @@ class AbacusPolicy:
             _check_alpha(alpha)
         self.alpha, self.tol, self.max_rounds = alpha, tol, max_rounds
 
-    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
-        """Clear the snapshot; raises ValueError on invalid snapshot data."""
+    def clear(self, snapshot: MarketSnapshot) -> Plan:
+        """Clear the snapshot into a Plan; raises ValueError on invalid snapshot data."""
         result = auction(
             snapshot.budgets, snapshot.weights, utility=snapshot.utility,
             alpha=snapshot.alpha if self.alpha is None else self.alpha,
@@ -489,10 +492,14 @@ class AbacusPolicy:
             groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
         )
         kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand)
-        return Outcome(
+        return Plan(
             job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
-            shares=result.shares, sub_budgets=result.sub_budgets,
-            prices=implied_prices(result.sub_budgets, snapshot.capacity),
-            rounds=result.rounds, converged=result.converged, policy=self.name,
-            extra={"max_kkt_residual": float(np.max(kkt, initial=0.0))},
+            shares=result.shares,
+            sub_budgets=result.sub_budgets,
+            payments=budget_payments(snapshot),
+            diagnostics=Diagnostics(
+                mechanism=self.name, rounds=result.rounds, converged=result.converged,
+                prices=implied_prices(result.sub_budgets, snapshot.capacity),
+                max_kkt_residual=float(np.max(kkt, initial=0.0)),
+            ),
         )

@@ -1,17 +1,26 @@
-"""The allocation-policy interface (conventions: pluggable policies by name)."""
+"""The mechanism interface (conventions: pluggable policies chosen by name).
+
+A mechanism clears a market snapshot into a :class:`~scheduler.plan.Plan`
+(SPEC 2, "The engine"); ``scheduler.registry.MECHANISMS`` names them.
+"""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from scheduler.types import MarketSnapshot, Outcome
+from scheduler.plan import Plan
+from scheduler.types import MarketSnapshot
 
 
-class AllocationPolicy(Protocol):
-    """A market-clearing policy: a snapshot in, an outcome out, no side effects."""
+class Mechanism(Protocol):
+    """A market-clearing mechanism: a snapshot in, a Plan out, no side effects."""
 
     name: str
 
-    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
-        """Compute per-job shares for the snapshot. Must not mutate it."""
+    def clear(self, snapshot: MarketSnapshot) -> Plan:
+        """Compute the Plan for ``snapshot``. Must not mutate it.
+
+        Raises:
+            ValueError: a malformed snapshot.
+        """
         ...

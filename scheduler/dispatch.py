@@ -15,6 +15,9 @@ queue's jobs with pending work for j (the *eligible* jobs). Two rules:
   never leaves, so a job that was ineligible, or whose share just changed,
   cannot claim a burst of units to "catch up": like the paper's lottery,
   dispatch keeps almost no memory of past shares.
+* ``"fifo"``: the oldest eligible job (the caller lists jobs in arrival
+  order); shares are ignored. With the ``fifo`` fair-share policy across
+  queues this makes the cluster a plain FIFO scheduler (YARN's ``fifo``).
 
 A dispatcher is a small piece of state the live market keeps between ticks:
 ``to_state`` / ``from_state`` give a JSON-serialisable snapshot of it,
@@ -28,8 +31,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-DispatchMode = Literal["stride", "lottery"]
-_MODES: tuple[str, ...] = ("stride", "lottery")
+DispatchMode = Literal["stride", "lottery", "fifo"]
+MODES: tuple[str, ...] = ("stride", "lottery", "fifo")
 _CREDIT_LIMIT = 2.0
 
 
@@ -37,8 +40,9 @@ class ShareDispatcher:
     """Chooses which eligible job of a leaf queue gets a free unit of a resource type.
 
     Args:
-        mode: "stride" (deterministic deficit rule) or "lottery" (paper 000,
-            Sec. 3: probability proportional to share).
+        mode: "stride" (deterministic deficit rule), "lottery" (paper 000,
+            Sec. 3: probability proportional to share) or "fifo" (oldest
+            eligible job; ``job_ids`` must be in arrival order).
         seed: seed of the lottery's numpy Generator (PCG64).
 
     Raises:
@@ -46,8 +50,8 @@ class ShareDispatcher:
     """
 
     def __init__(self, mode: DispatchMode = "stride", seed: int = 0) -> None:
-        if mode not in _MODES:
-            raise ValueError(f"unknown dispatch mode {mode!r}; use one of {_MODES}")
+        if mode not in MODES:
+            raise ValueError(f"unknown dispatch mode {mode!r}; use one of {MODES}")
         self.mode: DispatchMode = mode
         self.seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
@@ -80,14 +84,20 @@ class ShareDispatcher:
         ids, weights, mask = _check_choice(job_ids, shares, eligible, resource)
         if not mask.any():
             return -1
-        renormalised = _renormalise(weights, mask)
-        if self.mode == "lottery":
-            position = self._draw(renormalised)
+        if self.mode == "fifo":
+            position = int(np.argmax(mask))  # jobs come in arrival order: the oldest eligible
+        elif self.mode == "lottery":
+            position = self._draw(_renormalise(weights, mask))
         else:
-            position = self._largest_credit(ids, renormalised, mask, resource)
+            position = self._largest_credit(ids, _renormalise(weights, mask), mask, resource)
         key = (int(ids[position]), int(resource))
         self._served[key] = self._served.get(key, 0) + 1
         return position
+
+    def record(self, job_id: int, resource: int, units: int) -> None:
+        """Count ``units`` given to ``job_id`` without a choice (it was the only candidate)."""
+        key = (int(job_id), int(resource))
+        self._served[key] = self._served.get(key, 0) + int(units)
 
     def served(self, job_id: int, resource: int) -> int:
         """Units of ``resource`` this dispatcher has given to ``job_id``."""

@@ -52,6 +52,7 @@ from scheduler.fairness import (
 __all__ = [
     "POLICIES",
     "FairShareAllocator",
+    "FifoAllocator",
     "QueueTree",
     "allocate_rounds",
     "fair_share_units",
@@ -72,16 +73,20 @@ _TIE_RTOL = 1e-12
 
 def _argmin_first(values: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
     """Index of the smallest masked value, the lowest index among ties; -1 if none."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return -1
-    vals = values[idx]
-    best = float(vals.min())
-    return int(idx[int(np.argmax(vals <= best + _TIE_RTOL * max(1.0, abs(best))))])
+    vals = np.where(mask, values, np.inf)
+    best = float(vals.min(initial=np.inf))
+    if best == np.inf:
+        return -1 if not np.any(mask & np.isposinf(values)) else int(np.argmax(mask))
+    return int(np.argmax(vals <= best + _TIE_RTOL * max(1.0, abs(best))))
 
 
 class _RunningTasks:
-    """Running tasks in parallel arrays (swap-remove), so usage is one vectorised pass."""
+    """Running batches in parallel arrays (swap-remove), so usage is one vectorised pass.
+
+    A batch is ``units`` tasks of one leaf started at the same instant with the
+    same expected duration (the cluster starts a job's tasks that way); it
+    counts ``units`` times everywhere a task would count once.
+    """
 
     def __init__(self) -> None:
         self.slot: dict[int, int] = {}
@@ -89,33 +94,34 @@ class _RunningTasks:
         self.leaf = np.zeros(16, dtype=np.int64)
         self.start = np.zeros(16)
         self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
+        self.units = np.zeros(16)
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def add(self, key: int, leaf: int, start: float, expected: float) -> None:
+    def add(self, key: int, leaf: int, start: float, expected: float, units: int) -> None:
         n = len(self.keys)
         if n == self.leaf.size:
-            self.leaf, self.start, self.expected = (
-                np.resize(a, 2 * n) for a in (self.leaf, self.start, self.expected)
-            )
+            self.leaf = np.resize(self.leaf, 2 * n)
+            self.start, self.expected, self.units = (np.resize(a, 2 * n) for a in (self.start, self.expected, self.units))
         self.slot[key] = n
         self.keys.append(key)
-        self.leaf[n], self.start[n], self.expected[n] = leaf, start, expected
+        self.leaf[n], self.start[n], self.expected[n], self.units[n] = leaf, start, expected, units
 
-    def pop(self, key: int) -> tuple[int, float]:
-        """Remove ``key``; returns (leaf, start). Raises KeyError if not running."""
+    def pop(self, key: int) -> tuple[int, float, float]:
+        """Remove ``key``; returns (leaf, start, units). Raises KeyError if not running."""
         i = self.slot.pop(key)
-        leaf, start = int(self.leaf[i]), float(self.start[i])
+        leaf, start, units = int(self.leaf[i]), float(self.start[i]), float(self.units[i])
         last = len(self.keys) - 1
         if i != last:
             moved = self.keys[last]
             self.keys[i] = moved
             self.slot[moved] = i
-            for a in (self.leaf, self.start, self.expected):
+            self.leaf[i] = self.leaf[last]
+            for a in (self.start, self.expected, self.units):
                 a[i] = a[last]
         self.keys.pop()
-        return leaf, start
+        return leaf, start, units
 
 
 def _json_float(x: float) -> float | str | None:
@@ -222,10 +228,13 @@ class FairShareAllocator:
         ref = np.fmax(self._last_alloc, self._since)
         return np.where(np.isnan(self._since), 0.0, now - ref)
 
-    def pick_leaf(self, demanding: NDArray[np.bool_], now: float) -> int:
+    uses_arrival_order = False  # pick_leaf ignores ``head`` (FifoAllocator uses it)
+
+    def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
         """Leaf position to receive the next free unit at ``now``, or -1 if none demands.
 
-        ``demanding``: (L,) bool, leaves with pending tasks of this resource type.
+        ``demanding``: (L,) bool, leaves with pending tasks of this resource type;
+        ``head`` is ignored (the FIFO allocator's arrival ranks).
         Does not allocate: call :meth:`record_start` when the unit is given.
         MLRF / LTRF: paper 002, Sec. 5.1, Alg. 1 (line 6), Eq. 6. H-LTRF:
         Sec. 5.2.2, Alg. 2 -- the demanding leaf with the lowest usage /
@@ -264,25 +273,33 @@ class FairShareAllocator:
         return tuple(np.asarray(k, dtype=np.int64) for k in self.tree.children)
 
     def record_start(
-        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1
     ) -> None:
-        """A unit was given to leaf position ``leaf`` at ``now`` for task ``task_key``.
+        """``units`` units were given to leaf position ``leaf`` at ``now`` for the
+        batch of tasks ``task_key`` (one task by default).
 
         ``expected_duration`` (>= 0, finite) counts toward usage at once;
         None = unknown, estimated by the leaf's adaptive quantum Q (Sec. 6.2.1).
-        Raises ValueError on a duplicate key, a bad leaf or duration, or
-        time going backwards.
+        Raises ValueError on a duplicate key, a bad leaf, duration or unit
+        count, or time going backwards.
         """
         if task_key in self._tasks.slot:
             raise ValueError(f"task {task_key} is already running")
         if not 0 <= leaf < self._frac.size:
             raise ValueError(f"leaf position out of range: {leaf}")
+        if units < 1:
+            raise ValueError("units must be >= 1")
         exp = math.nan if expected_duration is None else float(expected_duration)
         if expected_duration is not None and not (math.isfinite(exp) and exp >= 0):
             raise ValueError("expected_duration must be finite and >= 0")
         self._advance(now)
-        self._tasks.add(int(task_key), int(leaf), float(now), exp)
+        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units))
         self._last_alloc[leaf] = now
+
+    def record_more(self, task_key: int, units: int = 1) -> None:
+        """Grow the batch ``task_key`` started at the current time by ``units`` units
+        (the same leaf got the next unit too). Raises KeyError if not running."""
+        self._tasks.units[self._tasks.slot[task_key]] += units
 
     def record_finish(self, task_key: int, now: float) -> None:
         """Task ``task_key`` ended at ``now``: its usage becomes the actual duration
@@ -292,10 +309,10 @@ class FairShareAllocator:
         if task_key not in self._tasks.slot:
             raise KeyError(task_key)
         self._advance(now)
-        leaf, start = self._tasks.pop(task_key)
-        self._finished[leaf] += max(0.0, now - max(start, self._round_start))
-        self._q_sum[leaf] += now - start
-        self._q_count[leaf] += 1
+        leaf, start, units = self._tasks.pop(task_key)
+        self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
+        self._q_sum[leaf] += units * (now - start)
+        self._q_count[leaf] += int(units)
         self._update_quantum_path(leaf)
 
     def quantum(self) -> NDArray[np.float64]:
@@ -347,7 +364,7 @@ class FairShareAllocator:
             est = np.where(np.isnan(exp), self._quantum()[self._leaf_nodes][leaf], exp)
             before_round = np.maximum(self._round_start - start, 0.0)
             held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
-            out += np.bincount(leaf, weights=held, minlength=out.size)
+            out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
         return out
 
     @cached_property
@@ -362,7 +379,7 @@ class FairShareAllocator:
     def running(self) -> NDArray[np.int64]:
         """(L,) units currently held per leaf (what MLRF balances)."""
         n = len(self._tasks)
-        return np.bincount(self._tasks.leaf[:n], minlength=self._frac.size).astype(np.int64)
+        return np.bincount(self._tasks.leaf[:n], weights=self._tasks.units[:n], minlength=self._frac.size).astype(np.int64)
 
     def reset_round(self, now: float) -> None:
         """Start a new round (time window) at ``now``: accumulated usage restarts from 0
@@ -391,7 +408,7 @@ class FairShareAllocator:
             "last_alloc": [_json_float(float(x)) for x in self._last_alloc],
             "since": [_json_float(float(x)) for x in self._since],
             "running": [
-                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), _json_float(float(t.expected[i]))]
+                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), _json_float(float(t.expected[i])), int(t.units[i])]
                 for i in range(n)
             ],
         }
@@ -424,9 +441,58 @@ class FairShareAllocator:
             alloc._update_quantum_path(int(leaf))
         alloc._last_alloc = np.array([_from_json_float(x, -math.inf) for x in state["last_alloc"]])
         alloc._since = np.array([_from_json_float(x, math.nan) for x in state["since"]])
-        for key, leaf, start, exp in state["running"]:
-            alloc._tasks.add(int(key), int(leaf), float(start), _from_json_float(exp, math.nan))
+        for key, leaf, start, exp, *units in state["running"]:
+            alloc._tasks.add(int(key), int(leaf), float(start), _from_json_float(exp, math.nan), int(units[0]) if units else 1)
         return alloc
+
+
+class FifoAllocator:
+    """FIFO across queues: the leaf whose oldest eligible job arrived first gets the unit.
+
+    The YARN / Hadoop ``fifo`` baseline the papers compare against: no
+    history, no weights. The cluster passes ``head``, the (L,) arrival rank of
+    each leaf's oldest job with an eligible task of this resource type. Same
+    interface as :class:`FairShareAllocator` (the bookkeeping calls are no-ops).
+    """
+
+    uses_arrival_order = True
+    policy = "fifo"
+
+    def __init__(self, tree: QueueTree, *, t_wait: float = 0.0) -> None:
+        if math.isnan(t_wait) or t_wait < 0:
+            raise ValueError("t_wait must be >= 0")
+        self.tree = tree
+        self.t_wait = t_wait  # unused: kept so a market can switch policies freely
+
+    def update_demand(self, demanding: NDArray[np.bool_], now: float) -> None:
+        """No starvation clocks under FIFO."""
+
+    def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
+        """The demanding leaf with the smallest ``head`` (ties: lowest position); -1 if none.
+
+        Raises ValueError without ``head``.
+        """
+        if head is None:
+            raise ValueError("FIFO needs the arrival rank of each leaf's oldest eligible job")
+        return _argmin_first(np.asarray(head, dtype=np.float64), np.asarray(demanding, dtype=bool))
+
+    def record_start(self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1) -> None:
+        """Nothing to record."""
+
+    def record_more(self, task_key: int, units: int = 1) -> None:
+        """Nothing to record."""
+
+    def record_finish(self, task_key: int, now: float) -> None:
+        """Nothing to record."""
+
+    def to_state(self) -> dict[str, Any]:
+        return {"version": 1, "policy": "fifo", "leaf_names": list(self.tree.leaf_names)}
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> FifoAllocator:
+        if list(state["leaf_names"]) != list(tree.leaf_names):
+            raise ValueError("state does not belong to this queue tree")
+        return cls(tree)
 
 
 def _run_step(

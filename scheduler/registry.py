@@ -1,67 +1,148 @@
-"""Allocation policies chosen by name (conventions: pluggable policies).
+"""Every policy of the market, chosen by name: one registry per stage.
 
-``get_policy("abacus", alpha=0.5)`` builds a policy; ``register(name)`` adds one.
-Besides Abacus (paper 000, Sec. 4) it holds the two one-shot baselines the
-paper's evaluation compares against (paper 000, Sec. 7):
+A market names three stages (SPEC 2, "Each stage's policy is chosen per market
+by a name from one registry per stage"):
 
-* ``"proportional"``: each job splits its budget equally over the resource
-  types it demands and gets ``s_ij = b_ij / sum_l b_lj`` within its group
-  (Eq. 1 with alpha = 1, no auction rounds).
-* ``"equal"``: every demanding job of a group gets ``1 / k`` of each resource
-  type it demands, whatever its budget (Eq. 1 with alpha = 0).
+* :data:`FAIRSHARE` -- the fair-share policy across queues, which picks the
+  leaf queue that gets a free unit: ``fifo``, ``mlrf``, ``ltrf``, ``hltrf``
+  (paper 002, Sec. 5; ``scheduler.fairshare``). Factories take
+  ``(tree, t_wait=...)`` and return an allocator for ONE resource type.
+* :data:`MECHANISMS` -- the mechanism within a queue, which clears a snapshot
+  into a :class:`~scheduler.plan.Plan`: ``abacus`` (paper 000, Alg. 1-2),
+  ``proportional`` and ``equal`` (the one-shot baselines of paper 000, Sec. 7).
+* :data:`DISPATCH` -- how a leaf queue's free unit goes to one of its jobs:
+  ``stride``, ``lottery``, ``fifo`` (``scheduler.dispatch``). Factories take
+  ``seed=``.
+
+Each name is defined here once; the Django model, forms, admin and API take
+their choices from these registries, so an unknown name is refused when it is
+entered, never at clearing time. A new mechanism is a module plus a
+``register`` call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.abacus import AbacusPolicy, implied_prices
-from scheduler.base import AllocationPolicy
-from scheduler.types import MarketSnapshot, Outcome
+from scheduler.base import Mechanism
+from scheduler.dispatch import MODES as DISPATCH_MODES
+from scheduler.dispatch import ShareDispatcher
+from scheduler.fairshare import POLICIES as FAIRSHARE_POLICIES
+from scheduler.fairshare import FairShareAllocator, FifoAllocator, QueueTree
+from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.types import MarketSnapshot
 
-PolicyFactory = TypeVar("PolicyFactory", bound=Callable[..., AllocationPolicy])
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
-_REGISTRY: dict[str, Callable[..., AllocationPolicy]] = {}
+
+class UnknownName(ValueError):
+    """A stage name that no registry entry holds; the message lists the known ones."""
 
 
-def register(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
-    """Decorator registering a policy class (or factory) under ``name``.
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    """A registered policy: its name, a one-line label for people, and its factory."""
 
-    Raises ValueError if another factory already holds the name.
+    name: str
+    label: str
+    factory: Callable[..., T]
+
+
+class Registry(Generic[T]):
+    """Policies of one stage by name (YARN's ``SchedulingPolicy.parse``, kueue's plug-ins).
+
+    Args:
+        stage: what the stage decides, used in error messages.
     """
 
-    def decorate(factory: PolicyFactory) -> PolicyFactory:
-        existing = _REGISTRY.get(name)
-        if existing is not None and existing is not factory:
-            raise ValueError(f"policy name {name!r} is already registered")
-        _REGISTRY[name] = factory
-        return factory
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+        self._entries: dict[str, Entry[T]] = {}
 
-    return decorate
+    def register(self, name: str, label: str) -> Callable[[F], F]:
+        """Decorator registering a factory under ``name``.
+
+        Raises:
+            ValueError: another factory already holds the name.
+        """
+
+        def decorate(factory: F) -> F:
+            existing = self._entries.get(name)
+            if existing is not None and existing.factory is not factory:
+                raise ValueError(f"{self.stage} {name!r} is already registered")
+            self._entries[name] = Entry(name, label, factory)
+            return factory
+
+        return decorate
+
+    def validate(self, name: str) -> str:
+        """Return ``name`` if registered.
+
+        Raises:
+            UnknownName: naming the stage and the registered names.
+        """
+        if name not in self._entries:
+            raise UnknownName(f"unknown {self.stage} {name!r}; choose one of: {', '.join(self.names())}")
+        return name
+
+    def build(self, name: str, **kwargs: Any) -> T:
+        """Build the policy registered as ``name`` with ``kwargs``. Raises UnknownName."""
+        return self._entries[self.validate(name)].factory(**kwargs)
+
+    def names(self) -> tuple[str, ...]:
+        """Registered names, in registration order."""
+        return tuple(self._entries)
+
+    def choices(self) -> list[tuple[str, str]]:
+        """``(name, label)`` pairs for forms and model fields."""
+        return [(e.name, e.label) for e in self._entries.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
 
 
-def get_policy(name: str, **kwargs: Any) -> AllocationPolicy:
-    """Build the policy registered as ``name`` with ``kwargs``.
+FAIRSHARE: Registry[Any] = Registry("fair-share policy")
+MECHANISMS: Registry[Mechanism] = Registry("mechanism")
+DISPATCH: Registry[ShareDispatcher] = Registry("dispatch mode")
 
-    Raises KeyError naming the available policies when ``name`` is unknown.
-    """
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown policy {name!r}; available: {available()}") from None
-    return factory(**kwargs)
+# --- fair share across queues (paper 002) ---------------------------------------------------
+
+_FAIRSHARE_LABELS = {
+    "mlrf": "MLRF (memoryless, current allocation)",
+    "ltrf": "LTRF (long-term, flat)",
+    "hltrf": "H-LTRF (long-term, hierarchical, starvation timeout)",
+}
+FAIRSHARE.register("fifo", "FIFO (oldest job first, across queues)")(FifoAllocator)
+for _policy in FAIRSHARE_POLICIES:
+    FAIRSHARE.register(_policy, _FAIRSHARE_LABELS[_policy])(partial(FairShareAllocator, policy=_policy))
 
 
-def available() -> list[str]:
-    """Sorted names of the registered policies."""
-    return sorted(_REGISTRY)
+def build_allocator(name: str, tree: QueueTree, *, t_wait: float) -> Any:
+    """A fresh allocator of fair-share policy ``name`` for one resource type. Raises UnknownName."""
+    return FAIRSHARE.build(name, tree=tree, t_wait=t_wait)
 
 
-register("abacus")(AbacusPolicy)
+# --- dispatch inside a leaf queue -------------------------------------------------------------
+
+_DISPATCH_LABELS = {
+    "stride": "Deterministic stride (tracks shares with low variance)",
+    "lottery": "Lottery (paper 000: probability = share)",
+    "fifo": "FIFO (oldest eligible job first, shares ignored)",
+}
+for _mode in DISPATCH_MODES:
+    DISPATCH.register(_mode, _DISPATCH_LABELS[_mode])(partial(ShareDispatcher, mode=_mode))
+
+# --- mechanisms within a queue (paper 000) ----------------------------------------------------
+
+MECHANISMS.register("abacus", "Abacus budget auction (paper 000)")(AbacusPolicy)
 
 
 def _demand_split(snapshot: MarketSnapshot) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
@@ -90,24 +171,22 @@ def _within_group(values: NDArray[np.float64], snapshot: MarketSnapshot) -> NDAr
     np.add.at(counts, index, demand)
     total, count = totals[index], counts[index]
     by_value = values / np.where(total > 0, total, 1.0)
-    return np.where(total > 0, by_value, demand / np.maximum(count, 1.0))
+    shares: NDArray[np.float64] = np.where(total > 0, by_value, demand / np.maximum(count, 1.0))
+    return shares
 
 
-def _one_shot(snapshot: MarketSnapshot, shares: NDArray[np.float64],
-              sub_budgets: NDArray[np.float64], name: str) -> Outcome:
-    """Outcome of a policy without auction rounds."""
-    return Outcome(
+def _one_shot(snapshot: MarketSnapshot, shares: NDArray[np.float64], sub_budgets: NDArray[np.float64], name: str) -> Plan:
+    """The Plan of a mechanism without auction rounds."""
+    return Plan(
         job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
         shares=shares,
         sub_budgets=sub_budgets,
-        prices=implied_prices(sub_budgets, snapshot.capacity),
-        rounds=0,
-        converged=True,
-        policy=name,
+        payments=budget_payments(snapshot),
+        diagnostics=Diagnostics(mechanism=name, rounds=0, converged=True, prices=implied_prices(sub_budgets, snapshot.capacity)),
     )
 
 
-@register("proportional")
+@MECHANISMS.register("proportional", "Proportional to money (alpha = 1, one shot)")
 class ProportionalPolicy:
     """Shares proportional to money: s_ij = b_ij / sum_l b_lj, b_ij = b_i / #demanded.
 
@@ -117,13 +196,13 @@ class ProportionalPolicy:
 
     name = "proportional"
 
-    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
+    def clear(self, snapshot: MarketSnapshot) -> Plan:
         """Clear the snapshot in one shot (no side effects)."""
         _, sub_budgets = _demand_split(snapshot)
         return _one_shot(snapshot, _within_group(sub_budgets, snapshot), sub_budgets, self.name)
 
 
-@register("equal")
+@MECHANISMS.register("equal", "Equal shares (alpha = 0, budgets ignored)")
 class EqualSharePolicy:
     """Equal shares: 1 / k among the k jobs of a group demanding a resource type.
 
@@ -134,8 +213,25 @@ class EqualSharePolicy:
 
     name = "equal"
 
-    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
+    def clear(self, snapshot: MarketSnapshot) -> Plan:
         """Clear the snapshot in one shot (no side effects)."""
         demand, sub_budgets = _demand_split(snapshot)
         shares = _within_group(demand.astype(np.float64), snapshot)
         return _one_shot(snapshot, shares, sub_budgets, self.name)
+
+
+# Module-level functions (not bound methods) so that Django migrations can refer
+# to them: model fields take their choices from the registries at run time.
+def mechanism_choices() -> list[tuple[str, str]]:
+    """``MECHANISMS.choices()``."""
+    return MECHANISMS.choices()
+
+
+def fairshare_choices() -> list[tuple[str, str]]:
+    """``FAIRSHARE.choices()``."""
+    return FAIRSHARE.choices()
+
+
+def dispatch_choices() -> list[tuple[str, str]]:
+    """``DISPATCH.choices()``."""
+    return DISPATCH.choices()

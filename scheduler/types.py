@@ -1,4 +1,4 @@
-"""Data passed between the market, the simulator and the mechanisms.
+"""The snapshot a clearing is computed on (the Plan it returns is in ``scheduler.plan``).
 
 Everything here is plain data: numpy arrays and frozen dataclasses. Shapes use
 ``n`` for jobs and ``m`` for resource types.
@@ -6,7 +6,7 @@ Everything here is plain data: numpy arrays and frozen dataclasses. Shapes use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -36,6 +36,8 @@ class MarketSnapshot:
         max_rounds: cap on auction rounds.
         warm_start: optional (n, m) sub-budgets from the previous clearing
             (rows of jobs that are new may be NaN: they start from b_i / m).
+        min_utility: optional (n,) SLO of each job, its minimum utility
+            (paper 000, Sec. 6); NaN for a job without one.
     """
 
     job_ids: NDArray[np.int64]
@@ -49,6 +51,7 @@ class MarketSnapshot:
     tol: float = 1e-6
     max_rounds: int = 1000
     warm_start: NDArray[np.float64] | None = None
+    min_utility: NDArray[np.float64] | None = None
 
     @property
     def n(self) -> int:
@@ -57,30 +60,3 @@ class MarketSnapshot:
     @property
     def m(self) -> int:
         return int(self.capacity.shape[0])
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """Result of a clearing.
-
-    Attributes:
-        job_ids: (n,) as in the snapshot.
-        shares: (n, m) allocation probability of each job for a free unit of
-            each resource type *within its leaf queue*; each (group, j) column
-            block sums to 1 where some job of the group demands j, else 0.
-        sub_budgets: (n, m) money each job put on each resource type.
-        prices: (m,) implied unit price per resource type: total sub-budget
-            bid on j divided by capacity C_j (money per slot).
-        rounds: auction rounds run.
-        converged: whether the tolerance was met within max_rounds.
-        policy: name of the policy that produced it.
-    """
-
-    job_ids: NDArray[np.int64]
-    shares: NDArray[np.float64]
-    sub_budgets: NDArray[np.float64]
-    prices: NDArray[np.float64]
-    rounds: int
-    converged: bool
-    policy: str = "abacus"
-    extra: dict[str, float] = field(default_factory=dict)

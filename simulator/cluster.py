@@ -2,15 +2,20 @@
 
 A cluster has ``C_j`` slots of each of m resource types and a queue tree
 whose leaves hold jobs. Every task occupies one slot of its type for its
-duration. Whenever slots are free, they are handed out unit by unit
-(SPEC 2, "the simulated cluster dispatches tasks by that allocation"):
+duration. Whenever slots are free, they are offered to an ordered list of
+dispatch stages (``simulator.stages``; SPEC 2, "the engine") that apply the
+latest Plan (``scheduler.plan``):
 
-1. the leaf queue comes from a long-term fair-share allocator per type
-   (MLRF / LTRF / H-LTRF, paper 002, Algs. 1-2, ``scheduler.fairshare``);
-2. the job inside the leaf from the latest market clearing's shares
-   (Abacus, paper 000, Sec. 3: a free unit of j goes to job i with
-   probability ``s_ij`` renormalised over eligible jobs, or the
-   deterministic stride rule; ``scheduler.dispatch``).
+1. reservations in force get their units first (ERA, paper 001);
+2. the leaf queue comes from a fair-share allocator per type (FIFO, MLRF,
+   LTRF or H-LTRF, paper 002, Algs. 1-2, ``scheduler.fairshare``) and the
+   job inside the leaf from the Plan's shares (Abacus, paper 000, Sec. 3: a
+   free unit of j goes to job i with probability ``s_ij`` renormalised over
+   eligible jobs, or the deterministic stride rule; ``scheduler.dispatch``).
+
+Tasks of one job and type started at one instant form a *batch*: they end
+together, so they are one event and one allocator entry (the cluster's cost
+grows with batches, not tasks).
 
 Time only moves inside :meth:`Cluster.advance`, through an event heap
 (``simulator.engine``); everything else is deterministic given the seed, and
@@ -26,19 +31,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.fairshare import FairShareAllocator, QueueTree
+from scheduler.fairshare import QueueTree
+from scheduler.plan import Plan, Reservation
+from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
 from simulator.accounting import LeafLedger
 from simulator.engine import EventQueue
 from simulator.jobs import JobState, ReportBuilder, as_capacity, inf_to_none, none_to_inf, validate_spec
 from simulator.placement import LeafPlacement
 from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
+from simulator.stages import DispatchStage, default_stages
 
 __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
 
 # Event kinds double as priorities: completions at time t free their slots
 # before jobs arriving at t are activated; both before slots are handed out.
 FINISH, ARRIVE = 0, 1
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 
 
 class Cluster:
@@ -48,10 +56,12 @@ class Cluster:
         capacity: (m,) slots per resource type.
         tree: the queue hierarchy; jobs name a leaf by position in
             ``tree.leaves``.
-        policy: fair-share policy between leaves, "hltrf" | "ltrf" | "mlrf".
+        policy: fair-share policy between leaves, a name in
+            ``scheduler.registry.FAIRSHARE`` ("fifo", "mlrf", "ltrf", "hltrf").
         t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
-        dispatch: "stride" (deterministic) or "lottery" (paper 000's random
-            draw) for choosing the job inside a leaf.
+        dispatch: a name in ``scheduler.registry.DISPATCH``: "stride"
+            (deterministic), "lottery" (paper 000's random draw) or "fifo"
+            for choosing the job inside a leaf.
         staged: tasks of type j are eligible only once every task of the
             types before j is done (MapReduce: reduces after maps).
         seed: seed of the dispatcher's random generator (the cluster's only
@@ -61,6 +71,7 @@ class Cluster:
         now: initial clock (s).
         known_durations: tell the allocators each task's duration at start;
             False makes them estimate it (paper 002, Sec. 6.2.1).
+        stages: the dispatch pipeline (default: reservations, then shared).
 
     Raises:
         ValueError: bad capacity, sample interval or names.
@@ -79,9 +90,12 @@ class Cluster:
         sample_interval: float = 60.0,
         now: float = 0.0,
         known_durations: bool = True,
+        stages: list[DispatchStage] | None = None,
     ) -> None:
         if not sample_interval > 0:
             raise ValueError("sample_interval must be > 0 (inf for no samples)")
+        FAIRSHARE.validate(policy)
+        DISPATCH.validate(dispatch)
         self.tree = tree
         self.capacity = as_capacity(capacity)
         self.now = float(now)
@@ -92,14 +106,20 @@ class Cluster:
         n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
         self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
         self._share = self._share_matrix()
-        self._allocators = [FairShareAllocator(tree, policy=policy, t_wait=t_wait) for _ in range(m)]
+        self._allocators = [build_allocator(policy, tree, t_wait=t_wait) for _ in range(m)]
+        self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
-        self._placement = LeafPlacement(n_leaves, m, dispatch, seed, self._is_eligible)
+        self.placement = LeafPlacement(n_leaves, m, dispatch, seed, self._shared_pending)
         self._ledger = LeafLedger(n_leaves, m, self.now)
+        # pending tasks of reserved jobs, per (leaf, type): not demand for the shared stage
+        self._reserved_eligible = np.zeros((n_leaves, m), dtype=np.int64)
+        self._reservations: tuple[Reservation, ...] = ()
         self._busy = [0] * m
         self._sample_origin, self._sample_k = self.now, 1
         self._next_key = 0
+        self._next_seq = 0
+        self._batches: dict[tuple[int, int], list[Any]] = {}  # (job, type) -> event payload started now
         self._report: ReportBuilder | None = None
 
     @property
@@ -122,7 +142,7 @@ class Cluster:
                 jobs, wrong number of entries, negative counts or durations,
                 leaf out of range.
         """
-        validate_spec(job, self.m, len(self._placement.leaves))
+        validate_spec(job, self.m, len(self.placement.leaves))
         if job.job_id in self._jobs:
             raise ValueError(f"job {job.job_id} is already known")
         state = JobState(job)
@@ -149,14 +169,15 @@ class Cluster:
             del self._jobs[job_id]
             return
         for j in range(self.m):
-            self._ledger.eligible[job.leaf, j] -= job.eligible_pending(j, self.staged)
+            self._count_eligible(job, j, -job.eligible_pending(j, self.staged))
             job.pending[j] = 0
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
-        for _, _, _, (_, _, j, key) in killed:
-            job.running[j] -= 1
-            self._ledger.running[job.leaf, j] -= 1
-            self._busy[j] -= 1
-            self._allocators[j].record_finish(key, self.now)
+        for _, _, _, (_, _, j, key, units, shared) in killed:
+            job.running[j] -= units
+            self._ledger.running[job.leaf, j] -= units
+            self._busy[j] -= units
+            if shared:
+                self._allocators[j].record_finish(key, self.now)
         self._retire(job)
 
     def set_shares(self, shares: Mapping[int, NDArray[np.float64]]) -> None:
@@ -181,7 +202,40 @@ class Cluster:
                 raise ValueError(f"job {job_id}: shares must be (m,), finite and >= 0")
             if int(job_id) in self._jobs:
                 new[int(job_id)] = vec.copy()
-        self._placement.set_shares(new)
+        self.placement.set_shares(new)
+
+    def set_plan(self, plan: Plan) -> None:
+        """Apply a clearing's Plan: its shares and its reservations (SPEC 2).
+
+        Jobs named by a reservation leave the shared stage: they run only
+        through their reservations. Reservations of unknown jobs are kept
+        (the job may arrive later); shares as in :meth:`set_shares`.
+
+        Raises:
+            ValueError: bad shares, or a reservation on a resource type the
+                cluster does not have.
+        """
+        for r in plan.reservations:
+            if r.resource >= self.m:
+                raise ValueError(f"reservation of job {r.job_id} names resource {r.resource} of {self.m}")
+        self.set_shares(plan.share_rows())
+        self._reservations = tuple(sorted(plan.reservations, key=lambda r: (r.start, r.job_id, r.resource)))
+        self._mark_reserved(plan.reserved_jobs())
+
+    def _mark_reserved(self, reserved: frozenset[int]) -> None:
+        changed = False
+        for job in self._jobs.values():
+            flag = job.job_id in reserved
+            if flag != job.reserved:
+                job.reserved, changed = flag, True
+        if changed:
+            self._reserved_eligible[:] = 0
+            for job in self._jobs.values():
+                if job.active and job.reserved:
+                    for j in range(self.m):
+                        self._reserved_eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
+            for leaf in range(len(self.placement.leaves)):
+                self.placement.invalidate(leaf)
 
     def set_capacity(self, capacity: Sequence[int]) -> None:
         """Change the slot counts. Shrinking never kills: running tasks
@@ -198,6 +252,14 @@ class Cluster:
             self.capacity = cap
             self._share = self._share_matrix()
 
+    def set_dispatch(self, dispatch: str) -> None:
+        """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
+        the new dispatcher starts without credits. Raises UnknownName."""
+        DISPATCH.validate(dispatch)
+        self.placement.dispatcher = DISPATCH.build(dispatch, seed=self.seed)
+        self.placement.invalidate_all()
+        self.dispatch = dispatch
+
     def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
         """Switch the fair-share policy and/or ``T_wait``, keeping the
         allocators' accumulated usage (history matters to LTRF, paper 002
@@ -206,25 +268,26 @@ class Cluster:
         Raises:
             ValueError: unknown policy or negative / NaN ``t_wait``.
         """
-        FairShareAllocator(  # validates both before anything changes
-            self.tree,
-            policy=self.policy if policy is None else policy,
-            t_wait=self.t_wait if t_wait is None else float(t_wait),
-        )
-        for allocator in self._allocators:
-            if policy is not None:
-                allocator.policy = policy
-            if t_wait is not None:
-                allocator.t_wait = float(t_wait)
-        self.policy = self._allocators[0].policy
-        self.t_wait = self._allocators[0].t_wait
+        new_policy = self.policy if policy is None else policy
+        new_t_wait = self.t_wait if t_wait is None else float(t_wait)
+        fresh = build_allocator(new_policy, self.tree, t_wait=new_t_wait)  # validates both first
+        if type(fresh) is not type(self._allocators[0]):
+            # FIFO keeps no history: switching to or from it starts the allocators
+            # afresh, told only about the batches running now.
+            self._allocators = [build_allocator(new_policy, self.tree, t_wait=new_t_wait) for _ in range(self.m)]
+            self._replay_running()
+        else:
+            for allocator in self._allocators:
+                allocator.policy = new_policy
+                allocator.t_wait = new_t_wait
+        self.policy, self.t_wait = new_policy, new_t_wait
 
     # ------------------------------------------------------------- queries
 
     def active_jobs(self) -> list[int]:
         """Ids of jobs that have arrived and not departed, in arrival order
         within each leaf, leaves in order."""
-        return [jid for leaf in self._placement.leaves for jid in leaf]
+        return [jid for leaf in self.placement.leaves for jid in leaf]
 
     def next_event_time(self) -> float:
         """Time (s) of the next task completion or arrival, inf if none; a
@@ -247,6 +310,37 @@ class Cluster:
             KeyError: unknown or departed job.
         """
         return self._jobs[job_id].counts()
+
+    def arrival_rank(self, job_id: int) -> int:
+        """Arrival order of an active job (0 for the first). Raises KeyError."""
+        return self._jobs[job_id].seq
+
+    def job(self, job_id: int) -> JobState | None:
+        """The counters of a known job (for dispatch stages), or None."""
+        return self._jobs.get(job_id)
+
+    def allocator(self, j: int) -> Any:
+        """The fair-share allocator of resource type j."""
+        return self._allocators[j]
+
+    def reservations_on(self, j: int) -> list[Reservation]:
+        """The Plan's reservations of type j in force now."""
+        now = self.now
+        return [r for r in self._reservations if r.resource == j and r.start <= now < r.end]
+
+    def shared_demanding(self, j: int) -> NDArray[np.bool_]:
+        """(L,) leaves with pending tasks of type j the shared stage may start."""
+        out: NDArray[np.bool_] = (self._ledger.eligible[:, j] - self._reserved_eligible[:, j]) > 0
+        return out
+
+    def leaf_heads(self, j: int) -> NDArray[np.float64]:
+        """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
+        heads = np.full(len(self.placement.leaves), np.inf)
+        for leaf in range(heads.size):
+            job = self.placement.head(leaf, j)
+            if job is not None:
+                heads[leaf] = self._jobs[job].seq
+        return heads
 
     def demand_mask(self) -> dict[int, NDArray[np.bool_]]:
         """job_id -> (m,) bool, the active job has pending (eligible or not)
@@ -328,8 +422,8 @@ class Cluster:
 
     def _handle(self, payload: Sequence[Any]) -> None:
         if payload[0] == FINISH:
-            _, job_id, j, key = payload
-            self._finish_task(self._jobs[int(job_id)], int(j), int(key))
+            _, job_id, j, key, units, shared = payload
+            self._finish_batch(self._jobs[int(job_id)], int(j), int(key), int(units), int(shared))
         else:
             self._activate(self._jobs[int(payload[1])])
 
@@ -341,92 +435,119 @@ class Cluster:
 
     def _activate(self, job: JobState) -> None:
         job.active = True
-        self._placement.add(job.job_id, job.leaf)
+        job.seq, self._next_seq = self._next_seq, self._next_seq + 1
+        job.reserved = any(r.job_id == job.job_id for r in self._reservations)
+        self.placement.add(job.job_id, job.leaf)
         for j in range(self.m):
-            self._ledger.eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
+            self._count_eligible(job, j, job.eligible_pending(j, self.staged))
         self._touch(job)
         if job.is_finished():
             self._retire(job)
 
+    def _replay_running(self) -> None:
+        """Record the running shared batches in fresh allocators, oldest first."""
+        running = []
+        for t_end, _, _, payload in self._events:
+            if payload[0] == FINISH and payload[5]:
+                _, job_id, j, key, units, _ = payload
+                duration = self._jobs[job_id].spec.task_duration[j]
+                running.append((t_end - duration, key, job_id, j, units, duration))
+        for start, key, job_id, j, units, duration in sorted(running):
+            expected = duration if self.known_durations else None
+            self._allocators[j].record_start(key, self._jobs[job_id].leaf, min(start, self.now), expected, units)
+
+    def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
+        """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
+        self._ledger.eligible[job.leaf, j] += delta
+        if job.reserved:
+            self._reserved_eligible[job.leaf, j] += delta
+
     def _retire(self, job: JobState) -> None:
         """Remove a job that finished (reported) or was cancelled (not)."""
         del self._jobs[job.job_id]
-        self._placement.remove(job.job_id, job.leaf)
+        self.placement.remove(job.job_id, job.leaf)
         self._touch(job)
         if self._report is not None and job.is_finished():
             start = self.now if job.start_time is None else job.start_time
             done = JobFinished(job.job_id, job.spec.submit_time, start, self.now)
             self._report.finished.append(done)
 
-    def _start_task(self, job: JobState, j: int) -> None:
-        key, self._next_key = self._next_key, self._next_key + 1
+    def start_tasks(self, job: JobState, j: int, units: int, *, shared: bool) -> None:
+        """Start ``units`` eligible pending tasks of type j of ``job`` now (a dispatch
+        stage's decision). ``shared`` tasks count toward the fair-share
+        allocator's usage; reserved ones do not (they were sold apart).
+
+        Raises:
+            RuntimeError: more units than the job has eligible tasks or the
+                type has free slots (a stage's counts are wrong).
+        """
+        if units < 1 or units > job.eligible_pending(j, self.staged) or self._busy[j] + units > self.capacity[j]:
+            raise RuntimeError(f"cannot start {units} tasks of type {j} for job {job.job_id}")
         duration = job.spec.task_duration[j]
-        job.pending[j] -= 1
-        job.running[j] += 1
+        job.pending[j] -= units
+        job.running[j] += units
         if job.start_time is None:
             job.start_time = self.now
-        self._ledger.eligible[job.leaf, j] -= 1
-        self._ledger.running[job.leaf, j] += 1
-        self._busy[j] += 1
+        self._count_eligible(job, j, -units)
+        self._ledger.running[job.leaf, j] += units
+        self._busy[j] += units
         if job.pending[j] == 0:
-            self._placement.invalidate(job.leaf, j)
-        self._events.push(self.now + duration, FINISH, (FINISH, job.job_id, j, key))
-        expected = duration if self.known_durations else None
-        self._allocators[j].record_start(key, job.leaf, self.now, expected)
+            self.placement.invalidate(job.leaf, j)
+        batch = self._batches.get((job.job_id, j)) if shared else None
+        if batch is not None:  # the same job got more units at this instant: grow its batch
+            batch[4] += units
+            self._allocators[j].record_more(batch[3], units)
+        else:
+            key, self._next_key = self._next_key, self._next_key + 1
+            payload = [FINISH, job.job_id, j, key, units, 1 if shared else 0]
+            self._events.push(self.now + duration, FINISH, payload)
+            if shared:
+                self._batches[(job.job_id, j)] = payload
+                expected = duration if self.known_durations else None
+                self._allocators[j].record_start(key, job.leaf, self.now, expected, units)
         self._touch(job)
         assert self._report is not None
-        self._report.started += 1
+        self._report.started += units
 
-    def _finish_task(self, job: JobState, j: int, key: int) -> None:
-        job.running[j] -= 1
-        job.done[j] += 1
-        self._ledger.running[job.leaf, j] -= 1
-        self._busy[j] -= 1
-        self._allocators[j].record_finish(key, self.now)
+    def _finish_batch(self, job: JobState, j: int, key: int, units: int, shared: int) -> None:
+        job.running[j] -= units
+        job.done[j] += units
+        self._ledger.running[job.leaf, j] -= units
+        self._busy[j] -= units
+        if shared:
+            self._allocators[j].record_finish(key, self.now)
         if job.advance_stage() and self.staged and not job.is_finished():
             stage = job.stage
-            self._ledger.eligible[job.leaf, stage] += job.pending[stage]
-            self._placement.invalidate(job.leaf, stage)
+            self._count_eligible(job, stage, job.pending[stage])
+            self.placement.invalidate(job.leaf, stage)
         self._touch(job)
         assert self._report is not None
-        self._report.completed += 1
+        self._report.completed += units
         if job.is_finished():
             self._retire(job)
 
     # ------------------------------------------------------------ dispatch
 
     def _dispatch(self) -> None:
-        """Hand out every free slot that some eligible pending task can use.
+        """Offer every free slot to the dispatch stages, in order (``simulator.stages``).
 
-        The allocators are told which leaves demand before and after, so an
+        Allocators are told which leaves demand before and after, so an
         H-LTRF starvation clock starts when a leaf begins to demand, not at
         the next free slot (paper 002, Alg. 2: a leaf waits while it has
-        pending tasks).
+        pending tasks); the shared stage does that.
         """
+        self._batches.clear()
         for j in range(self.m):
-            allocator = self._allocators[j]
-            demanding = self._ledger.eligible[:, j] > 0
-            allocator.update_demand(demanding, self.now)
             free = int(self.capacity[j]) - self._busy[j]
-            started = False
-            while free > 0 and (n_demanding := int(demanding.sum())) > 0:
-                # With one demanding leaf every policy picks it; the demand
-                # bookkeeping pick_leaf would do is done around the loop.
-                if n_demanding == 1:
-                    leaf = int(demanding.argmax())
-                else:
-                    leaf = int(allocator.pick_leaf(demanding, self.now))
-                if not (0 <= leaf < demanding.size and demanding[leaf]):
-                    raise RuntimeError(f"allocator picked leaf {leaf} without demand")
-                self._start_task(self._jobs[self._placement.choose(leaf, j)], j)
-                free -= 1
-                started = True
-                demanding = self._ledger.eligible[:, j] > 0
-            if started:  # a leaf may have run out of eligible tasks
-                allocator.update_demand(demanding, self.now)
+            if free <= 0 and not self._reservations:
+                self._allocators[j].update_demand(self.shared_demanding(j), self.now)
+                continue
+            for stage in self.stages:
+                free = stage.hand_out(self, j, max(free, 0))
+        self._batches.clear()
 
-    def _is_eligible(self, job_id: int, j: int) -> bool:
-        return self._jobs[job_id].eligible_pending(j, self.staged) > 0
+    def _shared_pending(self, job_id: int, j: int) -> int:
+        return self._jobs[job_id].shared_pending(j, self.staged)
 
     # ------------------------------------------------------- serialisation
 
@@ -448,8 +569,10 @@ class Cluster:
             },
             "sample_clock": [self._sample_origin, self._sample_k],
             "next_key": self._next_key,
+            "next_seq": self._next_seq,
             "jobs": [job.to_state() for job in self._jobs.values()],
-            "placement": self._placement.to_state(),
+            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self._reservations],
+            "placement": self.placement.to_state(),
             "events": self._events.to_state(),
             "allocators": [a.to_state() for a in self._allocators],
             "ledger": self._ledger.to_state(),
@@ -482,15 +605,20 @@ class Cluster:
         origin, k = state["sample_clock"]
         self._sample_origin, self._sample_k = float(origin), int(k)
         self._next_key = int(state["next_key"])
+        self._next_seq = int(state["next_seq"])
         self._jobs = {int(s["job_id"]): JobState.from_state(s) for s in state["jobs"]}
-        self._placement.load(state["placement"])
+        self._reservations = tuple(Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["reservations"])
+        reserved = {r.job_id for r in self._reservations}
+        self.placement.load(state["placement"])
         self._events = EventQueue.from_state(state["events"])
-        self._allocators = [FairShareAllocator.from_state(tree, a) for a in state["allocators"]]
+        factory = type(self._allocators[0])
+        self._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
         self._ledger.load_integrals(state["ledger"])
         for job in self._jobs.values():
+            job.reserved = job.job_id in reserved
             if not job.active:
                 continue
             for j in range(self.m):
-                self._ledger.eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
+                self._count_eligible(job, j, job.eligible_pending(j, self.staged))
                 self._ledger.running[job.leaf, j] += job.running[j]
                 self._busy[j] += job.running[j]

@@ -33,7 +33,7 @@ class JobState:
     ``stage`` (MapReduce: reduces after all maps).
     """
 
-    __slots__ = ("active", "done", "pending", "running", "spec", "stage", "start_time")
+    __slots__ = ("active", "done", "pending", "reserved", "running", "seq", "spec", "stage", "start_time")
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -42,6 +42,8 @@ class JobState:
         self.done = [0] * len(spec.tasks)
         self.start_time: float | None = None
         self.active = False
+        self.reserved = False  # holds a reservation: runs only through it
+        self.seq = -1  # arrival order (set when the job becomes active)
         self.stage = 0
         self.advance_stage()
 
@@ -70,6 +72,10 @@ class JobState:
             return 0
         return self.pending[j]
 
+    def shared_pending(self, j: int, staged: bool) -> int:
+        """Pending tasks of type j the shared stage may start (none for a reserved job)."""
+        return 0 if self.reserved else self.eligible_pending(j, staged)
+
     def counts(self) -> tuple[Counts, Counts, Counts]:
         """``(pending, running, done)`` per resource type."""
         return tuple(self.pending), tuple(self.running), tuple(self.done)
@@ -87,6 +93,7 @@ class JobState:
             "done": list(self.done),
             "start_time": self.start_time,
             "active": self.active,
+            "seq": self.seq,
         }
 
     @classmethod
@@ -105,6 +112,7 @@ class JobState:
         start = state["start_time"]
         job.start_time = None if start is None else float(start)
         job.active = bool(state["active"])
+        job.seq = int(state.get("seq", -1))
         job.stage = 0
         job.advance_stage()
         return job

@@ -29,8 +29,9 @@ class LeafPlacement:
         n_leaves, m: leaf queues and resource types.
         dispatch: "stride" | "lottery" (see ``ShareDispatcher``).
         seed: the dispatcher's seed.
-        eligible: ``(job_id, j) -> bool``, the job has a pending task of
-            type j that may start now.
+        eligible: ``(job_id, j) -> int``, the job's pending tasks of type j
+            that may start now through the shared stage (0 for a job that
+            holds a reservation).
     """
 
     def __init__(
@@ -39,7 +40,7 @@ class LeafPlacement:
         m: int,
         dispatch: str,
         seed: int,
-        eligible: Callable[[int, int], bool],
+        eligible: Callable[[int, int], int],
     ) -> None:
         self.m = m
         self.leaves: list[dict[int, None]] = [{} for _ in range(n_leaves)]
@@ -66,6 +67,10 @@ class LeafPlacement:
         for k in range(self.m) if j is None else (j,):
             self._cache.pop((leaf, k), None)
 
+    def invalidate_all(self) -> None:
+        """Forget every cached array."""
+        self._cache.clear()
+
     def set_shares(self, shares: dict[int, NDArray[np.float64]]) -> None:
         """Replace all shares: job_id -> (m,) validated by the caller."""
         self.shares = shares
@@ -77,11 +82,40 @@ class LeafPlacement:
         Raises:
             RuntimeError: no eligible job (the caller's counts are wrong).
         """
+        return self.grant(leaf, j, 1)[0]
+
+    def grant(self, leaf: int, j: int, max_units: int) -> tuple[int, int]:
+        """``(job id, units)``: the job of ``leaf`` getting units of type j, and how many.
+
+        One unit, unless the choice cannot change before the job runs out of
+        eligible tasks: a lone eligible job, or the FIFO dispatcher's oldest
+        job, takes up to ``max_units`` at once (the same units, in one batch,
+        that unit-by-unit choices would give it).
+
+        Raises:
+            RuntimeError: no eligible job (the caller's counts are wrong).
+        """
         job_ids, shares, eligible = self._arrays(leaf, j)
+        lone = int(np.count_nonzero(eligible)) == 1
+        if lone or self.dispatcher.mode == "fifo":
+            pos = int(np.argmax(eligible))
+            if not eligible[pos]:
+                raise RuntimeError(f"leaf {leaf} has no eligible job for resource {j}")
+            job = int(job_ids[pos])
+            units = max(1, min(max_units, self._eligible(job, j)))
+            self.dispatcher.record(job, j, units)
+            return job, units
         pos = int(self.dispatcher.choose(job_ids, shares, eligible, j))
         if not (0 <= pos < job_ids.size and eligible[pos]):
             raise RuntimeError(f"dispatcher chose position {pos} in leaf {leaf} without demand")
-        return int(job_ids[pos])
+        return int(job_ids[pos]), 1
+
+    def head(self, leaf: int, j: int) -> int | None:
+        """Id of the oldest job of ``leaf`` with an eligible task of type j, or None."""
+        job_ids, _, eligible = self._arrays(leaf, j)
+        if not eligible.any():
+            return None
+        return int(job_ids[int(np.argmax(eligible))])
 
     def _arrays(self, leaf: int, j: int) -> Arrays:
         """(job ids, shares of type j, eligible) of the leaf's jobs, cached."""
@@ -92,7 +126,7 @@ class LeafPlacement:
             cached = (
                 np.array(ids, dtype=np.int64),
                 np.array([self.shares.get(i, zero)[j] for i in ids], dtype=np.float64),
-                np.array([self._eligible(i, j) for i in ids], dtype=np.bool_),
+                np.array([self._eligible(i, j) > 0 for i in ids], dtype=np.bool_),
             )
             self._cache[(leaf, j)] = cached
         return cached

@@ -1,12 +1,11 @@
-"""Offline what-if runs: a trace replayed through the market and the cluster.
+"""Offline what-if runs: a trace replayed through the market engine.
 
 The loop is the live market's, on a simulated clock (SPEC 2, data flow of a
-bid): every job arrival and every departure re-clears the market with the
-registry policy (Abacus by default, paper 000, Alg. 1-2) on a
-:class:`~scheduler.types.MarketSnapshot` built from the cluster (group = leaf
-position, demand from ``Cluster.demand_mask``, warm start from the previous
-sub-budgets), and the resulting shares drive the cluster's dispatch until the
-next arrival or departure.
+bid), through the same :class:`~simulator.market.MarketEngine`: every job
+arrival and every departure re-clears the market with the configured
+mechanism (Abacus by default, paper 000, Alg. 1-2) and the Plan drives the
+cluster's dispatch until the next arrival or departure; departures are
+settled by the Plan's payment rules.
 """
 
 from __future__ import annotations
@@ -20,14 +19,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.fairshare import QueueTree
-from scheduler.registry import get_policy
-from scheduler.types import MarketSnapshot, Outcome
-from simulator.cluster import AdvanceReport, Cluster, FairnessSample, JobFinished, JobSpec
+from scheduler.plan import Plan, empty_plan
+from simulator.cluster import FairnessSample, JobFinished, JobSpec
+from simulator.market import Bid, Charge, MarketConfig, MarketEngine, StepReport
 from simulator.metrics import mean_utilisation, response_stats, response_times
 from simulator.workload import TraceJob
 
 BudgetFn = Callable[[TraceJob], float]
 WeightsFn = Callable[[TraceJob], Sequence[float]]
+UtilityFn = Callable[[TraceJob], str]
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,17 @@ class MarketParams:
     Attributes:
         alpha, tol, max_rounds: auction exponent, relative tolerance and
             round cap (paper 000, Sec. 3; SPEC 3.1).
-        policy: allocation policy name in ``scheduler.registry``.
-        utility: "linear" or "log" utility for every job.
+        mechanism: within-queue mechanism, a name in
+            ``scheduler.registry.MECHANISMS``.
+        utility: "linear" or "log" for every job, or job -> kind.
         budget: job -> budget (> 0); None draws U[50, 200] per job.
         weights: job -> (m,) utility weights (>= 0); None draws U[0.5, 2]
             per type. The defaults are paper 000's auction-efficiency set-up
             (Sec. 7), drawn from ``default_rng([seed, job_id])`` so a job's
             values do not depend on which other jobs are in the run.
-        fairshare, t_wait: leaf-level policy and H-LTRF ``T_wait`` (paper 002).
-        dispatch: "stride" or "lottery" within a leaf.
+        fairshare, t_wait: policy across queues (``FAIRSHARE``) and H-LTRF
+            ``T_wait`` (paper 002).
+        dispatch: within a leaf (``DISPATCH``: "stride", "lottery", "fifo").
         staged, known_durations, sample_interval: passed to the cluster.
         seed: seeds the default budgets/weights and the dispatcher.
     """
@@ -53,8 +55,8 @@ class MarketParams:
     alpha: float = 0.5
     tol: float = 1e-6
     max_rounds: int = 1000
-    policy: str = "abacus"
-    utility: str = "log"
+    mechanism: str = "abacus"
+    utility: str | UtilityFn = "log"
     budget: BudgetFn | None = None
     weights: WeightsFn | None = None
     fairshare: str = "hltrf"
@@ -64,6 +66,13 @@ class MarketParams:
     known_durations: bool = True
     sample_interval: float = 60.0
     seed: int = 0
+
+    def config(self) -> MarketConfig:
+        """The engine's configuration (validates the stage names)."""
+        return MarketConfig(
+            mechanism=self.mechanism, fairshare=self.fairshare, dispatch=self.dispatch,
+            alpha=self.alpha, tol=self.tol, max_rounds=self.max_rounds, t_wait=self.t_wait,
+        )
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,7 @@ class RunResult:
         clearing_wall_s: wall seconds per clearing, only when a timer was
             passed to :func:`run` (empty otherwise: runs stay deterministic).
         samples: periodic fairness samples; ``final`` is one at ``end_time``.
+        charges: what the jobs paid, under the Plans' payment rules.
     """
 
     jobs: int
@@ -100,6 +110,7 @@ class RunResult:
     clearing_wall_s: list[float]
     samples: list[FairnessSample]
     final: FairnessSample
+    charges: list[Charge] = field(default_factory=list)
 
     def response_times(self) -> NDArray[np.float64]:
         """(finished,) response time per finished job, seconds."""
@@ -134,52 +145,17 @@ def _rounded(value: Any) -> Any:
     return value
 
 
-@dataclass
-class _Market:
-    """Bids of the active jobs and the last clearing's sub-budgets."""
-
-    params: MarketParams
-    m: int
-    budget: dict[int, float] = field(default_factory=dict)
-    weights: dict[int, NDArray[np.float64]] = field(default_factory=dict)
-    sub_budgets: dict[int, NDArray[np.float64]] = field(default_factory=dict)
-
-    def add(self, job: TraceJob) -> None:
-        """Record the job's bid (given or drawn from its own seeded stream)."""
-        p = self.params
-        rng = np.random.default_rng([p.seed, job.job_id])
-        drawn_b, drawn_w = rng.uniform(50.0, 200.0), rng.uniform(0.5, 2.0, size=self.m)
-        self.budget[job.job_id] = float(p.budget(job) if p.budget else drawn_b)
-        w = np.asarray(p.weights(job) if p.weights else drawn_w, dtype=np.float64)
-        if w.shape != (self.m,):
-            raise ValueError(f"job {job.job_id}: weights must have {self.m} entries")
-        self.weights[job.job_id] = w
-
-    def snapshot(self, cluster: Cluster, leaf: Mapping[int, int]) -> MarketSnapshot:
-        """The market now: active jobs, their bids and demand."""
-        mask = cluster.demand_mask()
-        ids = list(mask)
-        nan = np.full(self.m, np.nan)
-        p = self.params
-        return MarketSnapshot(
-            job_ids=np.array(ids, dtype=np.int64),
-            group=np.array([leaf[i] for i in ids], dtype=np.int64),
-            budgets=np.array([self.budget[i] for i in ids], dtype=np.float64),
-            weights=np.array([self.weights[i] for i in ids], dtype=np.float64).reshape(-1, self.m),
-            utility=(p.utility,) * len(ids),
-            demand=np.array([mask[i] for i in ids], dtype=np.bool_).reshape(-1, self.m),
-            capacity=cluster.capacity.astype(np.float64),
-            alpha=p.alpha,
-            tol=p.tol,
-            max_rounds=p.max_rounds,
-            warm_start=np.array([self.sub_budgets.get(i, nan) for i in ids]).reshape(-1, self.m),
-        )
-
-    def forget(self, job_ids: Sequence[int]) -> None:
-        for jid in job_ids:
-            self.budget.pop(jid, None)
-            self.weights.pop(jid, None)
-            self.sub_budgets.pop(jid, None)
+def draw_bid(job: TraceJob, params: MarketParams, m: int) -> Bid:
+    """The job's bid: given by ``params`` or drawn from its own seeded stream
+    (paper 000, Sec. 7: budgets U[50, 200], weights U[0.5, 2])."""
+    rng = np.random.default_rng([params.seed, job.job_id])
+    drawn_b, drawn_w = rng.uniform(50.0, 200.0), rng.uniform(0.5, 2.0, size=m)
+    budget = float(params.budget(job) if params.budget else drawn_b)
+    weights = tuple(float(w) for w in (params.weights(job) if params.weights else drawn_w))
+    if len(weights) != m:
+        raise ValueError(f"job {job.job_id}: weights must have {m} entries")
+    utility = params.utility if isinstance(params.utility, str) else params.utility(job)
+    return Bid(budget, weights, utility)
 
 
 @dataclass
@@ -188,21 +164,25 @@ class _Tally:
 
     finished: list[JobFinished] = field(default_factory=list)
     samples: list[FairnessSample] = field(default_factory=list)
+    charges: list[Charge] = field(default_factory=list)
     clearing_times: list[float] = field(default_factory=list)
     prices: list[NDArray[np.float64]] = field(default_factory=list)
     wall: list[float] = field(default_factory=list)
     rounds: int = 0
     unconverged: int = 0
 
-    def record(self, report: AdvanceReport) -> None:
-        self.finished.extend(report.finished)
+    def record(self, report: StepReport) -> None:
+        self.finished.extend(report.departures)
         self.samples.extend(report.samples)
+        self.charges.extend(report.charges)
 
-    def clearing(self, now: float, outcome: Outcome) -> None:
+    def clearing(self, now: float, plan: Plan, charges: list[Charge]) -> None:
+        d = plan.diagnostics
         self.clearing_times.append(now)
-        self.prices.append(np.asarray(outcome.prices, dtype=np.float64))
-        self.rounds += int(outcome.rounds)
-        self.unconverged += 0 if outcome.converged else 1
+        self.prices.append(np.asarray(d.prices, dtype=np.float64))
+        self.rounds += int(d.rounds)
+        self.unconverged += 0 if d.converged else 1
+        self.charges.extend(charges)
 
 
 def _leaf_lookup(leaf_of_user: Callable[[str], int] | Mapping[str, int]) -> Callable[[str], int]:
@@ -221,8 +201,8 @@ def run(
     until: float | None = None,
     timer: Callable[[], float] | None = None,
 ) -> RunResult:
-    """Replay ``jobs`` on a cluster, re-clearing the market at every arrival
-    and departure.
+    """Replay ``jobs`` through a market engine, re-clearing the market at every
+    arrival and every departure.
 
     Args:
         jobs: the workload; sorted here by (submit time, id).
@@ -242,21 +222,22 @@ def run(
         KeyError: a user without a leaf.
         ValueError: a zero capacity, or a job whose shape does not fit
             ``capacity``.
+        UnknownName: a stage name no registry holds.
     """
     if any(c <= 0 for c in capacity):
         raise ValueError("every resource type needs capacity > 0 (auction prices divide by it)")
     order = sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
     start = order[0].submit_time if order else 0.0
     p = params
-    cluster = Cluster(
-        capacity, tree, policy=p.fairshare, t_wait=p.t_wait, dispatch=p.dispatch,
-        staged=p.staged, seed=p.seed, sample_interval=p.sample_interval, now=start,
-        known_durations=p.known_durations,
-    )  # fmt: skip
-    loop = _Loop(cluster, _Market(p, cluster.m), get_policy(p.policy), _leaf_lookup(leaf_of_user))
+    engine = MarketEngine.create(
+        capacity, tree, p.config(), seed=p.seed, sample_interval=p.sample_interval, now=start,
+        staged=p.staged, known_durations=p.known_durations,
+    )
+    loop = _Loop(engine, p, _leaf_lookup(leaf_of_user))
     loop.run(order, math.inf if until is None else max(float(until), start), timer)
     t = loop.tally
     done = {f.job_id for f in t.finished}
+    cluster = engine.cluster
     return RunResult(
         jobs=len(order),
         finished=t.finished,
@@ -272,55 +253,51 @@ def run(
         clearing_wall_s=t.wall,
         samples=t.samples,
         final=cluster.sample(),
+        charges=t.charges,
     )
 
 
 class _Loop:
     """The arrival/departure loop of :func:`run`."""
 
-    def __init__(self, cluster: Cluster, market: _Market, policy: Any, leaf_of: Callable[[str], int]) -> None:
-        self.cluster, self.market, self.policy, self.leaf_of = cluster, market, policy, leaf_of
-        self.leaf: dict[int, int] = {}
+    def __init__(self, engine: MarketEngine, params: MarketParams, leaf_of: Callable[[str], int]) -> None:
+        self.engine, self.params, self.leaf_of = engine, params, leaf_of
         self.tally = _Tally()
         self.submitted = 0
 
     def run(self, order: Sequence[TraceJob], horizon: float, timer: Callable[[], float] | None) -> None:
-        cluster = self.cluster
+        engine = self.engine
         while True:
             arrival = order[self.submitted].submit_time if self.submitted < len(order) else math.inf
-            report = cluster.advance(min(arrival, horizon), stop_on_departure=True)
+            report = engine.step(min(arrival, horizon), stop_on_departure=True)
             self.tally.record(report)
-            self.market.forget([f.job_id for f in report.finished])
-            arrived = self._submit_due(order)
-            if report.finished or arrived:
+            if report.departures:
                 self._clear(timer)
-            idle = self.submitted == len(order) and cluster.idle()
-            if cluster.now >= horizon or idle or (math.isinf(arrival) and not report.finished):
+            arrived = self._submit_due(order, timer)
+            idle = self.submitted == len(order) and engine.cluster.idle()
+            if engine.now >= horizon or idle or (math.isinf(arrival) and not report.departures):
                 return
 
-    def _submit_due(self, order: Sequence[TraceJob]) -> bool:
-        """Submit every job whose time has come; True if any was."""
+    def _submit_due(self, order: Sequence[TraceJob], timer: Callable[[], float] | None) -> bool:
+        """Submit every job whose time has come, clearing after each (as the
+        live market does after each bid); True if any was."""
         first = self.submitted
-        while self.submitted < len(order) and order[self.submitted].submit_time <= self.cluster.now:
+        engine = self.engine
+        while self.submitted < len(order) and order[self.submitted].submit_time <= engine.now:
             job = order[self.submitted]
-            leaf = self.leaf_of(job.user)
-            self.cluster.submit(JobSpec(job.job_id, leaf, job.tasks, job.task_duration, job.submit_time))
-            self.leaf[job.job_id] = leaf
-            self.market.add(job)
+            spec = JobSpec(job.job_id, self.leaf_of(job.user), job.tasks, job.task_duration, job.submit_time)
+            engine.submit(spec, draw_bid(job, self.params, engine.m))
             self.submitted += 1
+            self._clear(timer)
         return self.submitted > first
 
     def _clear(self, timer: Callable[[], float] | None) -> None:
-        """One market clearing: snapshot, policy, shares to the cluster."""
-        if not self.cluster.active_jobs():
-            self.cluster.set_shares({})
+        """One market clearing: snapshot, mechanism, Plan applied (none on an empty market)."""
+        if not self.engine.cluster.active_jobs():
+            self.engine.apply_plan(empty_plan(self.engine.m))
             return
-        snapshot = self.market.snapshot(self.cluster, self.leaf)
         t0 = timer() if timer else 0.0
-        outcome = self.policy.allocate(snapshot)
+        plan, charges = self.engine.clear()
         if timer:
             self.tally.wall.append(timer() - t0)
-        ids = snapshot.job_ids.tolist()
-        self.cluster.set_shares({jid: outcome.shares[k] for k, jid in enumerate(ids)})
-        self.market.sub_budgets = {jid: outcome.sub_budgets[k] for k, jid in enumerate(ids)}
-        self.tally.clearing(self.cluster.now, outcome)
+        self.tally.clearing(self.engine.now, plan, charges)

@@ -1,7 +1,7 @@
 """Models of the marketplace, one module per area (conventions: models/ package)."""
 
 from marketplace.models.accounts import Account, LedgerEntry, Tenant
-from marketplace.models.allocation import AllocationSnapshot, FairnessSample, JobShare, MarketSample, PriceSample
+from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
@@ -12,7 +12,6 @@ __all__ = [
     "ConfigChange",
     "FairnessSample",
     "Job",
-    "JobShare",
     "JobWork",
     "LedgerEntry",
     "Market",
@@ -20,5 +19,6 @@ __all__ = [
     "PriceSample",
     "Queue",
     "ResourceType",
+    "ShareSample",
     "Tenant",
 ]

@@ -10,12 +10,21 @@ from marketplace.models.queues import Queue, ResourceType
 
 
 class AllocationSnapshot(models.Model):
-    """One stored clearing: computed on ``state_version`` of the market."""
+    """One stored clearing: the Plan computed on ``state_version`` of the market.
+
+    ``plan`` is ``scheduler.plan.Plan.to_state()`` (job ids, shares,
+    sub-budgets, reservations, payment rules, diagnostics) in one row, so a
+    clearing writes one row whatever the number of jobs. Only the newest
+    ``PLAN_RETENTION`` clearings of a market keep it (older ones keep their
+    scalar diagnostics and prices; share history lives in ``ShareSample``).
+    """
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="snapshots")
     state_version = models.BigIntegerField()
     sim_time = models.FloatField()
-    policy = models.CharField(max_length=30)
+    mechanism = models.CharField(max_length=30)
+    plan = models.JSONField(null=True, blank=True)
+    max_kkt_residual = models.FloatField(default=0.0)
     rounds = models.PositiveIntegerField()
     converged = models.BooleanField()
     n_jobs = models.PositiveIntegerField()
@@ -29,17 +38,18 @@ class AllocationSnapshot(models.Model):
         indexes = [models.Index(fields=["market", "-id"])]
 
 
-class JobShare(models.Model):
-    """A job's allocation probability (share) within its leaf queue, and its sub-budget."""
+class ShareSample(models.Model):
+    """A job's within-queue shares at a simulated time, one row per job and fairness
+    sample (and one at its departure): the downsampled history the charts show."""
 
-    snapshot = models.ForeignKey(AllocationSnapshot, on_delete=models.CASCADE, related_name="shares")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
-    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
-    share = models.FloatField()
-    sub_budget = models.FloatField()
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="share_samples")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="share_samples")
+    sim_time = models.FloatField()
+    shares = models.JSONField(help_text="Share per resource type, in resource-type order (stage, id).")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["snapshot", "job", "resource_type"], name="job_share_unique")]
+        ordering = ["sim_time", "id"]
+        indexes = [models.Index(fields=["job", "sim_time"])]
 
 
 class PriceSample(models.Model):

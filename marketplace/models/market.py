@@ -6,24 +6,23 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+
 
 class Market(models.Model):
     """One market (one shared cluster) and the knobs administrators tune.
 
     ``state_version`` rises with every change that a clearing must see
     (arrival, departure, cancellation, a configuration change); a clearing
-    computed on an older version is dropped. ``cluster_state`` is the
-    serialised ``simulator.cluster.Cluster`` of the live cluster.
+    computed on an older version is dropped. ``engine_state`` is the
+    serialised ``simulator.market.MarketEngine`` of the live market and
+    ``engine_version`` changes each time it is stored (a process that holds
+    the engine of that version in memory skips reading it).
+
+    The three stage names come from ``scheduler.registry`` (each name is
+    defined there once): ``mechanism`` within a queue, ``fairshare_policy``
+    across queues, ``dispatch_mode`` inside a leaf.
     """
-
-    class FairSharePolicy(models.TextChoices):
-        HLTRF = "hltrf", "H-LTRF (long-term, hierarchical, starvation timeout)"
-        LTRF = "ltrf", "LTRF (long-term, flat)"
-        MLRF = "mlrf", "MLRF (memoryless, current allocation)"
-
-    class DispatchMode(models.TextChoices):
-        STRIDE = "stride", "Deterministic stride (tracks shares with low variance)"
-        LOTTERY = "lottery", "Lottery (paper: probability = share)"
 
     name = models.CharField(max_length=100, unique=True)
     alpha = models.FloatField(default=0.5, help_text="Auction exponent in [0, 1]: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3).")
@@ -31,14 +30,16 @@ class Market(models.Model):
     auction_tolerance = models.FloatField(default=1e-6, help_text="Relative change of sub-budgets at which the auction stops.")
     auction_max_rounds = models.PositiveIntegerField(default=1000)
     clock_speed = models.FloatField(default=60.0, help_text="Simulated seconds per wall-clock second of the live cluster clock.")
-    fairshare_policy = models.CharField(max_length=10, choices=FairSharePolicy.choices, default=FairSharePolicy.HLTRF)
-    dispatch_mode = models.CharField(max_length=10, choices=DispatchMode.choices, default=DispatchMode.STRIDE)
+    mechanism = models.CharField(max_length=30, choices=mechanism_choices, default="abacus", help_text="Mechanism within a queue.")
+    fairshare_policy = models.CharField(max_length=10, choices=fairshare_choices, default="hltrf", help_text="Fair-share policy across queues.")
+    dispatch_mode = models.CharField(max_length=10, choices=dispatch_choices, default="stride", help_text="Which job of a leaf queue gets a free unit.")
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)
     sim_time = models.FloatField(default=0.0, help_text="Simulated seconds since the market opened.")
     clock_wall_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last live clock tick.")
-    cluster_state = models.JSONField(default=dict, blank=True)
+    engine_state = models.JSONField(default=dict, blank=True)
+    engine_version = models.BigIntegerField(default=0)
     clearings = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import models
 from django.db.models import Q
 
 from marketplace.models.market import Market
+
+
+def dotted_paths(rows: Iterable[tuple[int, str, int | None]]) -> dict[int, str]:
+    """queue id -> dotted path ("root.orga.etl") from ``(id, name, parent_id)`` rows.
+
+    The one definition of a queue's path: the H-LTRF tree's node names, the
+    pages, the API and the audit trail all use it.
+    """
+    table = {pk: (name, parent) for pk, name, parent in rows}
+    out: dict[int, str] = {}
+
+    def path(pk: int) -> str:
+        if pk not in out:
+            name, parent = table[pk]
+            out[pk] = name if parent is None or parent not in table else f"{path(parent)}.{name}"
+        return out[pk]
+
+    for pk in table:
+        path(pk)
+    return out
 
 
 class Queue(models.Model):
@@ -32,12 +54,12 @@ class Queue(models.Model):
 
     @property
     def path(self) -> str:
-        parts = [self.name]
-        node = self.parent
-        while node is not None:
-            parts.append(node.name)
-            node = node.parent
-        return ".".join(reversed(parts))
+        """The dotted path (:func:`dotted_paths`); a queue not saved yet has its parent's path plus its name."""
+        rows = list(Queue.objects.filter(market_id=self.market_id).values_list("id", "name", "parent_id"))
+        if self.pk is None:
+            parent = "" if self.parent_id is None else dotted_paths(rows).get(self.parent_id, "")
+            return f"{parent}.{self.name}" if parent else self.name
+        return dotted_paths([r if r[0] != self.pk else (self.pk, self.name, self.parent_id) for r in rows])[self.pk]
 
 
 class ResourceType(models.Model):

@@ -2,7 +2,7 @@
 
 Data flow: validate, then in one transaction bump the market's state version,
 write the job with its work and place the budget hold; after commit,
-``clear_market`` is enqueued (``delay_on_commit``).
+the clearing is enqueued (``services.market.market_changed``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.db import transaction
 
 from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
 from marketplace.services.ledger import job_held_amount, ledger_hold, ledger_release
+from marketplace.services.market import market_changed
 
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
 MAX_TASKS = 1_000_000
@@ -105,15 +106,13 @@ def bid_submit(
     Raises:
         ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
     """
-    from marketplace.tasks import clear_market  # tasks import services; import here to avoid a cycle
-
     amount = parse_budget(budget)
     if utility not in Job.Utility.values:
         raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
     leaf = _leaf_queue(tenant, queue)
     chosen = _validate_work(tenant.market, work)
     # Lock order: market, then the account (inside ledger_hold).
-    market = Market.objects.select_for_update().get(pk=tenant.market_id)
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
     job = Job.objects.create(
         market=market, tenant=tenant, queue=leaf, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
@@ -123,9 +122,7 @@ def bid_submit(
         for rt, it in chosen.values()
     )
     ledger_hold(account=tenant.account, job=job, amount=amount, user=user)
-    market.state_version += 1
-    market.save(update_fields=["state_version"])
-    clear_market.delay_on_commit(market.pk)
+    market_changed(market=market)
     return job
 
 
@@ -136,9 +133,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     Raises:
         ValidationError: {"status": ...} if the job has already finished or been cancelled.
     """
-    from marketplace.tasks import clear_market
-
-    market = Market.objects.select_for_update().get(pk=job.market_id)
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=job.market_id)
     job = Job.objects.select_for_update().get(pk=job.pk)
     if job.status not in Job.ACTIVE:
         raise ValidationError({"status": f"A {job.status} job cannot be cancelled."})
@@ -148,7 +143,5 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     job.status = Job.Status.CANCELLED
     job.sim_finish_time = market.sim_time
     job.save(update_fields=["status", "sim_finish_time"])
-    market.state_version += 1
-    market.save(update_fields=["state_version"])
-    clear_market.delay_on_commit(market.pk)
+    market_changed(market=market)
     return job

@@ -1,11 +1,13 @@
-"""Market clearing: run the allocation policy on the current state and store the result.
+"""Market clearing: the market's mechanism on the engine's snapshot, stored as a Plan.
 
 One clearing at a time per market: a lease on the market row (a conditional
 UPDATE, so it works on SQLite and PostgreSQL without holding a transaction open
 during the solve). The state is read under the market row lock together with
-its ``state_version``; the numpy solve runs outside any transaction; the
-result is stored only if the version is unchanged, else it is recomputed (a
-result computed from a stale state is dropped).
+its ``state_version``: the engine's snapshot (``simulator.market.MarketEngine``,
+the same one the offline runner clears), plus the bids placed since the last
+clock tick. The solve runs outside any transaction; the Plan is stored (one
+row, whatever the number of jobs) only if the version is unchanged, else it is
+recomputed (a result computed from a stale state is dropped).
 """
 
 from __future__ import annotations
@@ -17,16 +19,19 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from marketplace import adapters
-from marketplace.models import AllocationSnapshot, JobShare, Market, PriceSample
-from scheduler.registry import get_policy
-from scheduler.types import MarketSnapshot, Outcome
+from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
+from marketplace.services.market import engine_context, engine_load
+from scheduler.plan import Plan
+from scheduler.registry import MECHANISMS
+from scheduler.types import MarketSnapshot
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
+PLAN_RETENTION = 20  # newest clearings per market that keep their whole Plan
 
 
 @dataclass(frozen=True)
@@ -52,40 +57,49 @@ def _release_lease(market_id: int) -> None:
     Market.objects.filter(pk=market_id).update(clearing_lease_until=None)
 
 
-def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list]:
+def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceType]]:
+    """The market row and the snapshot to clear, read under the market row lock."""
     with transaction.atomic():
-        market = Market.objects.select_for_update().get(pk=market_id)
-        tree_map = adapters.queue_tree(market)
-        types = adapters.resource_types(market)
-        return market, adapters.market_snapshot(market, tree_map, types), types
+        market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
+        context = engine_context(market)
+        engine = engine_load(market=market, context=context)
+        active = list(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).only("id", "queue_id", "budget", "utility", "sim_submit_time"))
+        active_ids = {j.pk for j in active}
+        extra = adapters.job_specs([j for j in active if not engine.knows(j.pk)], context.types, context.tree_map, market.sim_time)
+        gone = [job for job in engine.known_jobs() if job not in active_ids]  # cancelled since the last tick
+        return market, engine.snapshot(extra, exclude=gone), context.types
 
 
-def _store(market: Market, snap: MarketSnapshot, out: Outcome, types: list, solve_ms: float, t0: float) -> int:
+def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
+    d = plan.diagnostics
     record = AllocationSnapshot.objects.create(
-        market=market, state_version=market.state_version, sim_time=market.sim_time, policy=out.policy,
-        rounds=out.rounds, converged=out.converged, n_jobs=snap.n, solve_ms=solve_ms, total_ms=0.0,
-    )
-    shares, budgets, type_ids = out.shares.tolist(), out.sub_budgets.tolist(), [t.pk for t in types]
-    JobShare.objects.bulk_create(
-        JobShare(snapshot_id=record.pk, job_id=job_id, resource_type_id=rt_id, share=shares[i][j], sub_budget=budgets[i][j])
-        for i, job_id in enumerate(snap.job_ids.tolist())
-        for j, rt_id in enumerate(type_ids)
+        market=market, state_version=market.state_version, sim_time=market.sim_time, mechanism=d.mechanism,
+        plan=plan.to_state(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
+        max_kkt_residual=d.max_kkt_residual, total_ms=0.0,
     )
     PriceSample.objects.bulk_create(
-        PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(out.prices[j])) for j, t in enumerate(types)
+        PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
     )
-    record.total_ms = (time.perf_counter() - t0) * 1000.0
-    record.save(update_fields=["total_ms"])
+    _prune(market.pk)
+    AllocationSnapshot.objects.filter(pk=record.pk).update(total_ms=(time.perf_counter() - t0) * 1000.0)
     return record.pk
 
 
-def market_clear(*, market_id: int, policy: str = "abacus") -> ClearingResult:
-    """Clear the market now (paper 000, Alg. 1 over each leaf queue's jobs).
+def _prune(market_id: int) -> None:
+    """Drop the Plan of the clearing that just left the retention window: one row a
+    clearing, so the store time does not grow with the length of the history."""
+    old = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values_list("id", flat=True)[PLAN_RETENTION : PLAN_RETENTION + 1]
+    AllocationSnapshot.objects.filter(pk__in=list(old)).update(plan=None)
+
+
+def market_clear(*, market_id: int) -> ClearingResult:
+    """Clear the market now with its configured mechanism (paper 000, Alg. 1 over
+    each leaf queue's jobs, for ``abacus``) and store the Plan.
 
     Returns:
         ClearingResult; status "busy" when another clearing holds the lease (it
         will see this change through the version check), "stale" when the state
-        kept changing for MAX_ATTEMPTS solves (a new clearing is enqueued).
+        kept changing for MAX_ATTEMPTS solves (the caller enqueues a new clearing).
     """
     if not _acquire_lease(market_id):
         return ClearingResult(status="busy")
@@ -94,24 +108,21 @@ def market_clear(*, market_id: int, policy: str = "abacus") -> ClearingResult:
             t0 = time.perf_counter()
             market, snap, types = _read_state(market_id)
             ts = time.perf_counter()
-            out = get_policy(policy).allocate(snap)
+            plan = MECHANISMS.build(market.mechanism).clear(snap)
             solve_ms = (time.perf_counter() - ts) * 1000.0
-            if not out.converged:
-                log.warning("auction did not converge in %d rounds (market %s, %d jobs)", out.rounds, market_id, snap.n)
+            d = plan.diagnostics
+            if not d.converged:
+                log.warning("auction did not converge in %d rounds (market %s, %d jobs)", d.rounds, market_id, snap.n)
             with transaction.atomic():
-                current = Market.objects.select_for_update().get(pk=market_id)
+                current = Market.objects.select_for_update().only("state_version", "sim_time").get(pk=market_id)
                 if current.state_version != market.state_version:
                     continue  # stale: the state moved during the solve; recompute on the new state
-                snapshot_id = _store(current, snap, out, types, solve_ms, t0)
-                current.cleared_version = current.state_version
-                current.clearings += 1
-                current.clearing_lease_until = None
-                current.save(update_fields=["cleared_version", "clearings", "clearing_lease_until"])
-            return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, out.rounds, solve_ms)
+                snapshot_id = _store(current, plan, types, solve_ms, t0)
+                Market.objects.filter(pk=market_id).update(
+                    cleared_version=current.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
+                )
+            return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:
         _release_lease(market_id)
-    from marketplace.tasks import clear_market
-
-    transaction.on_commit(lambda: clear_market.delay(market_id))
     return ClearingResult(status="stale")
 

@@ -1,30 +1,28 @@
-"""The live cluster clock: advance simulated time and apply what the cluster did.
+"""The live cluster clock: one market step on the stored engine, and what it reports.
 
-The cluster itself is ``simulator.cluster.Cluster`` (the same code offline runs
-use); its state is kept, serialised, on the market row. One tick runs in one
-transaction under the market row lock: load the cluster, learn new and
-cancelled jobs, dispatch by the latest clearing's shares, advance, store
-progress, completions (departures: the budget is charged) and fairness samples.
-A departure bumps the state version and enqueues ``clear_market`` after commit.
+The engine is ``simulator.market.MarketEngine`` (the same code offline runs
+use), kept serialised on the market row (``services.market``). One tick runs
+in one transaction under the market row lock: load the engine, tell it about
+new and cancelled jobs, capacities and parameters, apply the newest stored
+Plan, step, and store progress, departures, the charges the Plan's payment
+rules decided (through the ledger), and the samples. A departure is a market
+change: the version rises and a clearing is enqueued after commit.
 """
 
 from __future__ import annotations
 
-import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from marketplace import adapters
-from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType
-from marketplace.services.ledger import job_held_amount, ledger_charge, ledger_release
-from simulator.cluster import AdvanceReport, Cluster
-
-log = logging.getLogger(__name__)
+from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
+from marketplace.services.ledger import job_charge, job_release_hold, money
+from marketplace.services.market import ENGINE_FIELDS, EngineContext, engine_context, engine_forget, engine_load, engine_store, market_changed
+from simulator.market import Charge, MarketEngine, StepReport
 
 
 @dataclass(frozen=True)
@@ -38,88 +36,69 @@ class TickResult:
     active_jobs: int
 
 
-def _load_cluster(market: Market, tree_map: adapters.TreeMap, types: list[ResourceType]) -> Cluster:
-    state = market.cluster_state or {}
-    capacity = [t.capacity for t in types]
-    if state.get("tree_signature") == tree_map.signature and state.get("types") == [t.pk for t in types]:
-        cluster = Cluster.from_state(tree_map.tree, state["cluster"])
-        cluster.set_capacity(capacity)
-    else:
-        if state:
-            # The hierarchy or the resource types changed: the fair-share history
-            # restarts, and tasks that were running go back to pending.
-            log.warning("market %s: queue tree or resource types changed; restarting the cluster model", market.pk)
-            _requeue_running(market)
-        cluster = Cluster(
-            capacity, tree_map.tree, policy=market.fairshare_policy, t_wait=market.t_wait,
-            dispatch=market.dispatch_mode, staged=True, seed=market.pk,
-            sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, now=market.sim_time,
-        )
-    cluster.set_policy(policy=market.fairshare_policy, t_wait=market.t_wait)
-    return cluster
-
-
-def _requeue_running(market: Market) -> None:
-    for w in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE, running__gt=0):
-        w.pending += w.running
-        w.running = 0
-        w.save(update_fields=["pending", "running"])
-
-
-def _sync_jobs(cluster: Cluster, market: Market, tree_map: adapters.TreeMap, types: list[ResourceType]) -> None:
-    """Tell the cluster about jobs that arrived or were cancelled since the last tick."""
-    known = set(cluster.known_jobs())
-    active = {j.pk: j for j in Job.objects.filter(market=market, status__in=Job.ACTIVE)}
-    gone = known - active.keys()
+def _sync(engine: MarketEngine, market: Market, context: EngineContext) -> None:
+    """Tell the engine about bids and cancellations since the last tick, capacities and parameters."""
+    active = {pk: job for pk, job in ((j.pk, j) for j in Job.objects.filter(market=market, status__in=Job.ACTIVE).only(
+        "id", "queue_id", "budget", "utility", "sim_submit_time"))}
+    gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
     for job_id in gone:
-        cluster.cancel(job_id)  # its running tasks are killed now
-    JobWork.objects.filter(job_id__in=gone).update(running=0)
-    new = [job for pk, job in active.items() if pk not in known]
-    works: dict[int, list[JobWork]] = {}
-    for w in JobWork.objects.filter(job__in=new):
-        works.setdefault(w.job_id, []).append(w)
-    for job in sorted(new, key=lambda j: j.pk):
-        cluster.submit(adapters.job_spec(job, works.get(job.pk, []), types, tree_map, cluster.now))
+        engine.cancel(job_id)  # its running tasks are killed now
+    if gone:
+        JobWork.objects.filter(job_id__in=gone).update(running=0)
+    new = [job for pk, job in active.items() if not engine.knows(pk)]
+    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
+        engine.submit(spec, bid)
+    engine.set_capacity([t.capacity for t in context.types])
+    config = adapters.market_config(market)
+    if config != engine.config:
+        engine.configure(config)
 
 
-def _apply_progress(report: AdvanceReport, types: list[ResourceType]) -> None:
+def _apply_latest_plan(engine: MarketEngine, market_id: int) -> list[Charge]:
+    latest = adapters.latest_plan(market_id)
+    if latest is None or latest[0] == engine.plan_id:
+        return []
+    return engine.apply_plan(latest[1], plan_id=latest[0])
+
+
+def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
     if not report.progress:
         return
-    works = JobWork.objects.filter(job_id__in=report.progress.keys()).select_related("job")
+    works = list(JobWork.objects.filter(job_id__in=report.progress.keys()).only("id", "job_id", "resource_type_id", "pending", "running", "done"))
     col = {t.pk: j for j, t in enumerate(types)}
-    started: set[int] = set()
-    changed = []
+    started = set()
     for w in works:
         pending, running, done = report.progress[w.job_id]
         j = col[w.resource_type_id]
         w.pending, w.running, w.done = pending[j], running[j], done[j]
-        changed.append(w)
-        if (running[j] or done[j]) and w.job.status == Job.Status.QUEUED:
+        if running[j] or done[j]:
             started.add(w.job_id)
-    JobWork.objects.bulk_update(changed, ["pending", "running", "done"])
+    JobWork.objects.bulk_update(works, ["pending", "running", "done"])
     Job.objects.filter(pk__in=started, status=Job.Status.QUEUED).update(status=Job.Status.RUNNING, sim_start_time=report.now)
 
 
-def _apply_departures(report: AdvanceReport) -> int:
-    """Finished jobs: status, times, and the charge of their budget (paper 000, Sec. 3)."""
+def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
+    """Charges decided by the payment rules, departures, and their released holds."""
+    finished = {f.job_id: f for f in report.departures}
+    charges = [*acceptance, *report.charges]
+    ids = {c.job_id for c in charges} | set(report.settled)
+    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).select_related("tenant__account").order_by("pk")}
+    for c in charges:
+        job = jobs.get(c.job_id)
+        if job is not None and job.status in Job.ACTIVE:
+            job_charge(job=job, amount=money(c.amount), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}")
     count = 0
-    for fin in report.finished:
-        job = Job.objects.select_related("tenant__account").get(pk=fin.job_id)
-        if job.status not in Job.ACTIVE:
+    now = timezone.now()
+    for job_id in report.settled:
+        job = jobs.get(job_id)
+        if job is None or job.status not in Job.ACTIVE:
             continue
-        held = job_held_amount(job=job)
-        charge = min(held, job.budget)
-        if charge > 0:
-            ledger_charge(account=job.tenant.account, job=job, amount=charge)
-        if held - charge > 0:
-            ledger_release(account=job.tenant.account, job=job, amount=held - charge)
-        job.status = Job.Status.FINISHED
-        job.charged = charge if charge > 0 else Decimal("0")
-        job.sim_start_time = fin.start_time
-        job.sim_finish_time = fin.finish_time
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "charged", "sim_start_time", "sim_finish_time", "finished_at"])
+        job_release_hold(job=job, memo=f"rest of the hold of job {job.pk}")
+        done = finished[job_id]
+        job.status, job.sim_start_time, job.sim_finish_time, job.finished_at = Job.Status.FINISHED, done.start_time, done.finish_time, now
         count += 1
+    touched = [j for j in jobs.values() if j.pk in report.settled or any(c.job_id == j.pk for c in charges)]
+    Job.objects.bulk_update(touched, ["status", "charged", "sim_start_time", "sim_finish_time", "finished_at"])
     return count
 
 
@@ -128,15 +107,16 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _store_samples(market: Market, report: AdvanceReport, tree_map: adapters.TreeMap, types: list[ResourceType], active: int) -> None:
+def _store_samples(market: Market, report: StepReport, context: EngineContext, active: int) -> None:
     fair, overall = [], []
+    types, leaf_ids = context.types, context.tree_map.leaf_queue_ids
     for s in report.samples:
         for j, t in enumerate(types):
             overall.append(MarketSample(
                 market=market, sim_time=s.time, resource_type=t, benefit=float(s.benefit[j]), loss=float(s.loss[j]),
                 utilisation=float(s.utilisation[j]), active_jobs=active,
             ))
-            for leaf, queue_id in enumerate(tree_map.leaf_queue_ids):
+            for leaf, queue_id in enumerate(leaf_ids):
                 fair.append(FairnessSample(
                     market=market, sim_time=s.time, queue_id=queue_id, resource_type=t,
                     usage=float(s.usage[leaf, j]), share=float(s.share[leaf, j]), demand=float(s.demand[leaf, j]),
@@ -146,10 +126,25 @@ def _store_samples(market: Market, report: AdvanceReport, tree_map: adapters.Tre
     MarketSample.objects.bulk_create(overall, batch_size=500)
 
 
+def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> None:
+    """Share history, downsampled: each job's shares at every fairness sample it was
+    present for, and its last shares at its departure."""
+    finish = {f.job_id: f.finish_time for f in report.departures}
+    rows = []
+    for s in report.samples:
+        for job_id, (arrival, share) in shares.items():
+            if arrival <= s.time < finish.get(job_id, math.inf):
+                rows.append(ShareSample(market=market, job_id=job_id, sim_time=s.time, shares=share.tolist()))  # type: ignore[attr-defined]
+    for job_id, t in finish.items():
+        if job_id in shares:
+            rows.append(ShareSample(market=market, job_id=job_id, sim_time=t, shares=shares[job_id][1].tolist()))  # type: ignore[attr-defined]
+    ShareSample.objects.bulk_create(rows, batch_size=500)
+
+
 def cluster_advance(
     *, market_id: int, until: float | None = None, seconds: float | None = None, stop_on_departure: bool = False
 ) -> TickResult:
-    """Advance the live cluster to simulated time ``until`` (or by ``seconds``).
+    """Advance the live market to simulated time ``until`` (or by ``seconds``).
 
     With ``stop_on_departure`` the tick ends at the first job completion, so the
     next tick dispatches by a clearing that has seen the departure.
@@ -157,33 +152,32 @@ def cluster_advance(
     Raises:
         ValueError: ``until`` lies before the market's current simulated time.
     """
-    from marketplace.tasks import clear_market
-
     with transaction.atomic():
-        market = Market.objects.select_for_update().get(pk=market_id)
+        market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
         if target < market.sim_time:
             raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")
-        tree_map = adapters.queue_tree(market)
-        types = adapters.resource_types(market)
-        cluster = _load_cluster(market, tree_map, types)
-        _sync_jobs(cluster, market, tree_map, types)
-        cluster.set_shares(adapters.latest_shares(market, types))
-        report = cluster.advance(target, stop_on_departure=stop_on_departure)
-        _apply_progress(report, types)
-        departures = _apply_departures(report)
-        active = len(cluster.active_jobs())
-        _store_samples(market, report, tree_map, types, active)
-        market.sim_time = report.now
-        market.cluster_state = {"tree_signature": tree_map.signature, "types": [t.pk for t in types], "cluster": cluster.to_state()}
-        fields = ["sim_time", "cluster_state"]
-        if departures:
-            market.state_version += 1
-            fields.append("state_version")
-            clear_market.delay_on_commit(market.pk)
-        market.save(update_fields=fields)
+        context = engine_context(market)
+        engine = engine_load(market=market, context=context)
+        try:
+            _sync(engine, market, context)
+            acceptance = _apply_latest_plan(engine, market_id)
+            shares = engine.current_shares()
+            report = engine.step(target, stop_on_departure=stop_on_departure)
+            _apply_progress(report, context.types)
+            departures = _apply_money(report, acceptance)
+            active = len(engine.cluster.active_jobs())
+            _store_samples(market, report, context, active)
+            _store_shares(market, report, shares)
+            market.sim_time = report.now
+            engine_store(market=market, context=context, engine=engine)
+            market.save(update_fields=["sim_time", *ENGINE_FIELDS])
+            if departures:
+                market_changed(market=market)
+        except BaseException:
+            engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
+            raise
     return TickResult(report.now, report.started_tasks, report.finished_tasks, departures, active)
-
 
 
 def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:
@@ -194,7 +188,7 @@ def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:
     """
     now = timezone.now()
     with transaction.atomic():
-        market = Market.objects.select_for_update().get(pk=market_id)
+        market = Market.objects.select_for_update().only("clock_wall_at", "clock_speed").get(pk=market_id)
         last = market.clock_wall_at or now
         elapsed = min(max((now - last).total_seconds(), 0.0), max_wall_s)
         Market.objects.filter(pk=market_id).update(clock_wall_at=now)

@@ -9,6 +9,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace.models import ConfigChange, Market, Queue, ResourceType
+from marketplace.services.market import market_changed
+from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry
+
+
+def _named(registry: Registry[Any]) -> Any:
+    """A validator accepting exactly the names of a stage registry."""
+    return lambda v: v in registry or f"Unknown {registry.stage} '{v}'; choose one of: {', '.join(registry.names())}."
 
 # field -> (validator, changes the clearing's input?)
 _RULES: dict[str, tuple[Any, bool]] = {
@@ -17,8 +24,9 @@ _RULES: dict[str, tuple[Any, bool]] = {
     "auction_tolerance": (lambda v: 0 < v < 1 or "The tolerance must lie in (0, 1).", True),
     "auction_max_rounds": (lambda v: 1 <= v <= 100000 or "Between 1 and 100000 rounds.", True),
     "clock_speed": (lambda v: 0 < v <= 1e6 or "The clock speed must be positive (simulated seconds per wall second).", False),
-    "fairshare_policy": (lambda v: v in Market.FairSharePolicy.values or f"Choose one of {Market.FairSharePolicy.values}.", False),
-    "dispatch_mode": (lambda v: v in Market.DispatchMode.values or f"Choose one of {Market.DispatchMode.values}.", False),
+    "mechanism": (_named(MECHANISMS), True),
+    "fairshare_policy": (_named(FAIRSHARE), False),
+    "dispatch_mode": (_named(DISPATCH), False),
 }
 
 
@@ -40,8 +48,6 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
     Raises:
         ValidationError: a dict of field errors; nothing is changed.
     """
-    from marketplace.tasks import clear_market
-
     unknown = set(changes) - _RULES.keys()
     if unknown:
         raise ValidationError({f: "This parameter cannot be changed here." for f in unknown})
@@ -49,7 +55,7 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
     errors = {f: msg for f, v in values.items() if (msg := _RULES[f][0](v)) is not True}
     if errors:
         raise ValidationError(errors)
-    market = Market.objects.select_for_update().get(pk=market.pk)
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
     audit, reclear = [], False
     for field, value in values.items():
         old = getattr(market, field)
@@ -60,10 +66,9 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
         reclear = reclear or _RULES[field][1]
     if not audit:
         return []
+    market.save(update_fields=[c.field for c in audit])
     if reclear:
-        market.state_version += 1
-        clear_market.delay_on_commit(market.pk)
-    market.save()
+        market_changed(market=market)
     return ConfigChange.objects.bulk_create(audit)
 
 
@@ -78,19 +83,15 @@ def resource_capacity_set(*, resource_type: ResourceType, capacity: int, user: o
     Raises:
         ValidationError: {"capacity": ...} unless 1 <= capacity <= 1e6.
     """
-    from marketplace.tasks import clear_market
-
     if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= 1_000_000:
         raise ValidationError({"capacity": "The capacity must be a whole number of units from 1 to 1000000."})
-    market = Market.objects.select_for_update().get(pk=resource_type.market_id)
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=resource_type.market_id)
     rt = ResourceType.objects.select_for_update().get(pk=resource_type.pk)
     if rt.capacity != capacity:
         ConfigChange.objects.create(market=market, field=f"capacity[{rt.name}]", old_value=str(rt.capacity), new_value=str(capacity), changed_by=_user(user))
         rt.capacity = capacity
         rt.save(update_fields=["capacity"])
-        market.state_version += 1
-        market.save(update_fields=["state_version"])
-        clear_market.delay_on_commit(market.pk)
+        market_changed(market=market)
     return rt
 
 
@@ -116,11 +117,10 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
         errors["parent"] = "This queue has active jobs; a leaf with jobs cannot get sub-queues."
     if errors:
         raise ValidationError(errors)
-    market = Market.objects.select_for_update().get(pk=queue.market_id)
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=queue.market_id)
     old = Queue.objects.filter(pk=queue.pk).first() if queue.pk else None
     queue.save()
     before = "" if old is None else f"parent={old.parent_id} weight={old.weight}"
     ConfigChange.objects.create(market=market, field=f"queue[{queue.path}]", old_value=before, new_value=f"parent={queue.parent_id} weight={queue.weight}", changed_by=_user(user))
-    market.state_version += 1
-    market.save(update_fields=["state_version"])
+    market_changed(market=market)  # the fair fractions changed: shares and samples follow
     return queue

@@ -76,6 +76,42 @@ def ledger_release(*, account: Account, job: Job, amount: Decimal, memo: str = "
     return _post(account_id=account.pk, kind=LedgerEntry.Kind.RELEASE, amount=amount, job=job, memo=memo or f"release for job {job.pk}")
 
 
+MONEY_QUANTUM = Decimal("0.0001")
+
+
+def money(amount: float) -> Decimal:
+    """A mechanism's float amount as ledger money (4 decimals; exact for budgets,
+    which have at most 4)."""
+    return Decimal(repr(float(amount))).quantize(MONEY_QUANTUM)
+
+
+def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
+    """Charge ``amount`` of the job's hold as its payment (the amount the
+    mechanism's payment rule decided) and add it to ``job.charged`` (saved by
+    the caller).
+
+    Raises:
+        ValidationError: the amount exceeds what is held for the job (a
+            mechanism must never charge more than the hold it placed).
+    """
+    if amount <= 0:
+        return Decimal("0")
+    held = job_held_amount(job=job)
+    if amount > held:
+        raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
+    _post(account_id=job.tenant.account.pk, kind=LedgerEntry.Kind.CHARGE, amount=amount, job=job, memo=memo or f"charge for job {job.pk}")
+    job.charged += amount
+    return amount
+
+
+def job_release_hold(*, job: Job, memo: str = "") -> Decimal:
+    """Return whatever is still held for the job to the available balance."""
+    held = job_held_amount(job=job)
+    if held > 0:
+        ledger_release(account=job.tenant.account, job=job, amount=held, memo=memo)
+    return held
+
+
 def job_held_amount(*, job: Job) -> Decimal:
     """What is still held for ``job``: its holds minus its charges and releases."""
     total = LedgerEntry.objects.filter(job=job).aggregate(s=Sum("held_delta"))["s"]

@@ -70,7 +70,7 @@ def test_bid_holds_budget_bumps_version_and_clears(alice, market, django_capture
     market.refresh_from_db()
     assert market.state_version == version + 1 == market.cleared_version
     snap = AllocationSnapshot.objects.get(market=market)
-    assert snap.n_jobs == 1 and {s.share for s in snap.shares.all()} == {1.0}
+    assert snap.n_jobs == 1 and snap.plan["job_ids"] == [job.pk] and snap.plan["shares"] == [[1.0, 1.0]]
 
 
 def test_queue_must_be_a_leaf(alice, market):

@@ -1,16 +1,20 @@
-"""Market clearing: lease, version check (stale results dropped), stored shares and prices."""
+"""Market clearing: lease, version check (stale results dropped), the stored Plan and prices."""
 
 from __future__ import annotations
 
 from unittest import mock
 
+from django.db import models
+
 import numpy as np
 import pytest
 
-from marketplace.models import AllocationSnapshot, JobShare, Market
+from marketplace.models import AllocationSnapshot, Market
 from marketplace.services import clearing
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
+from scheduler.plan import Plan
+from scheduler.registry import MECHANISMS
 from tests.factories import TenantFactory, leaf
 
 WORK = [WorkItem("map", 4, 10.0, 1.0), WorkItem("reduce", 2, 10.0, 1.0)]
@@ -25,36 +29,39 @@ def test_clearing_stores_within_queue_shares_that_sum_to_one(market, alice, bob)
     # then each leaf queue's shares of each resource sum to one
     assert result.status == "cleared" and result.n_jobs == 3
     snap = AllocationSnapshot.objects.get(pk=result.snapshot_id)
-    share = {(s.job_id, s.resource_type.name): s.share for s in snap.shares.select_related("resource_type")}
-    for rt in ("map", "reduce"):
-        assert share[jobs[0].pk, rt] + share[jobs[1].pk, rt] == pytest.approx(1.0)
-        assert share[jobs[2].pk, rt] == pytest.approx(1.0)
+    plan = Plan.from_state(snap.plan)
+    row = {job: k for k, job in enumerate(plan.job_ids.tolist())}
+    for j, rt in enumerate(("map", "reduce")):
+        share = {job.pk: plan.shares[row[job.pk], j] for job in jobs}
+        assert share[jobs[0].pk] + share[jobs[1].pk] == pytest.approx(1.0)
+        assert share[jobs[2].pk] == pytest.approx(1.0)
         # more money buys a larger share inside the queue (alpha = 0.5 > 0)
-        assert share[jobs[1].pk, rt] > share[jobs[0].pk, rt]
-    # and every job's sub-budgets add up to its budget
+        assert share[jobs[1].pk] > share[jobs[0].pk]
+    # and every job's sub-budgets add up to its budget, which it pays at completion
     for job in jobs:
-        total = sum(s.sub_budget for s in JobShare.objects.filter(snapshot=snap, job=job))
-        assert total == pytest.approx(float(job.budget), rel=1e-9)
+        assert plan.sub_budgets[row[job.pk]].sum() == pytest.approx(float(job.budget), rel=1e-9)
+        assert plan.payments[job.pk].kind == "at_completion" and plan.payments[job.pk].amount == float(job.budget)
     # and prices are the sub-budgets over capacity
     prices = {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")}
-    map_total = sum(s.sub_budget for s in JobShare.objects.filter(snapshot=snap, resource_type__name="map"))
-    assert prices["map"] == pytest.approx(map_total / 10)
+    assert prices["map"] == pytest.approx(plan.sub_budgets[:, 0].sum() / 10)
+    assert list(plan.diagnostics.prices) == pytest.approx([prices["map"], prices["reduce"]])
+    assert snap.mechanism == plan.diagnostics.mechanism == "abacus"
 
 
 def test_stale_result_is_dropped_and_recomputed(market, alice):
     # given a bid, and a solve during which another bid arrives
     bid_submit(tenant=alice, budget="100", work=WORK)
-    real = clearing.get_policy("abacus")
+    real = MECHANISMS.build("abacus")
     calls = {"n": 0}
 
     class ArrivalDuringSolve:
-        def allocate(self, snapshot):
+        def clear(self, snapshot):
             calls["n"] += 1
             if calls["n"] == 1:
                 bid_submit(tenant=alice, budget="10", work=WORK)  # bumps the state version mid-solve
-            return real.allocate(snapshot)
+            return real.clear(snapshot)
 
-    with mock.patch.object(clearing, "get_policy", return_value=ArrivalDuringSolve()):
+    with mock.patch.object(clearing.MECHANISMS, "build", return_value=ArrivalDuringSolve()):
         result = market_clear(market_id=market.pk)
     # then the first result (1 job) was dropped and the stored one has both jobs
     market.refresh_from_db()
@@ -94,10 +101,30 @@ def test_failed_solve_leaves_no_partial_snapshot_and_frees_the_lease(market, ali
     bid_submit(tenant=alice, budget="100", work=WORK)
 
     class Broken:
-        def allocate(self, snapshot):
+        def clear(self, snapshot):
             raise RuntimeError("solver crashed")
 
-    with mock.patch.object(clearing, "get_policy", return_value=Broken()), pytest.raises(RuntimeError):
+    with mock.patch.object(clearing.MECHANISMS, "build", return_value=Broken()), pytest.raises(RuntimeError):
         market_clear(market_id=market.pk)
     assert not AllocationSnapshot.objects.exists()
     assert Market.objects.get(pk=market.pk).clearing_lease_until is None
+
+
+def test_the_market_s_mechanism_is_used_and_old_plans_are_pruned(market, alice):
+    # given a market switched to the one-shot proportional mechanism
+    from marketplace.services.config import market_configure
+
+    market_configure(market=market, mechanism="proportional")
+    for b in ("100", "300"):
+        bid_submit(tenant=alice, budget=b, work=WORK)
+    # when it clears more often than the retention window
+    for _ in range(clearing.PLAN_RETENTION + 3):
+        Market.objects.filter(pk=market.pk).update(state_version=models.F("state_version") + 1)
+        assert market_clear(market_id=market.pk).status == "cleared"
+    # then every clearing used it, and only the newest ones keep their whole Plan
+    snaps = AllocationSnapshot.objects.filter(market=market).order_by("-id")
+    assert {s.mechanism for s in snaps} == {"proportional"} and snaps[0].rounds == 0
+    kept = [s.plan is not None for s in snaps]
+    assert kept[: clearing.PLAN_RETENTION] == [True] * clearing.PLAN_RETENTION
+    assert not any(kept[clearing.PLAN_RETENTION :])
+    assert all(s.prices.count() == 2 for s in snaps)  # the price history stays whole

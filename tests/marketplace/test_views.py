@@ -371,8 +371,8 @@ def test_settings_page_shows_eq7_guidance_and_queue_tree(staff_client, alice_job
 
 
 def test_settings_change_is_audited(staff_client, market):
-    form = {"alpha": "0.25", "t_wait": "10", "fairshare_policy": "ltrf", "dispatch_mode": "stride", "clock_speed": "60",
-            "reason": "test"}
+    form = {"alpha": "0.25", "t_wait": "10", "mechanism": "abacus", "fairshare_policy": "ltrf", "dispatch_mode": "stride",
+            "clock_speed": "60", "reason": "test"}
     resp = staff_client.post(reverse("market-settings"), form)
     assert resp.status_code == 302
     market.refresh_from_db()
@@ -385,10 +385,13 @@ def test_settings_change_is_audited(staff_client, market):
 
 @pytest.mark.parametrize("changes,field", [
     ({"alpha": "1.5"}, "alpha"), ({"alpha": "nan"}, "alpha"), ({"t_wait": "-1"}, "t_wait"),
-    ({"clock_speed": "0"}, "clock_speed"), ({"fairshare_policy": "fifo"}, "fairshare_policy"),
-], ids=["alpha above 1", "alpha NaN", "negative T_wait", "zero clock speed", "unknown policy"])
+    ({"clock_speed": "0"}, "clock_speed"), ({"fairshare_policy": "drf"}, "fairshare_policy"),
+    ({"mechanism": "vcg"}, "mechanism"), ({"dispatch_mode": "random"}, "dispatch_mode"),
+], ids=["alpha above 1", "alpha NaN", "negative T_wait", "zero clock speed", "unknown policy", "unknown mechanism",
+        "unknown dispatch"])
 def test_invalid_settings_show_field_errors_and_change_nothing(staff_client, market, changes, field):
-    form = {"alpha": "0.5", "t_wait": "30", "fairshare_policy": "hltrf", "dispatch_mode": "stride", "clock_speed": "60"} | changes
+    form = {"alpha": "0.5", "t_wait": "30", "mechanism": "abacus", "fairshare_policy": "hltrf", "dispatch_mode": "stride",
+            "clock_speed": "60"} | changes
     resp = staff_client.post(reverse("market-settings"), form)
     assert resp.status_code == 200 and field in resp.context["form"].errors
     assert not ConfigChange.objects.exists()

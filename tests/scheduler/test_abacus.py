@@ -478,22 +478,26 @@ def make_snapshot(**changes: Any) -> MarketSnapshot:
 def test_policy_outcome_matches_auction() -> None:
     snapshot = make_snapshot()
     frozen = snapshot.budgets.copy()
-    outcome = AbacusPolicy().allocate(snapshot)
+    plan = AbacusPolicy().clear(snapshot)
     direct = auction(snapshot.budgets, snapshot.weights, utility="log", alpha=snapshot.alpha,
                      groups=snapshot.group)
-    np.testing.assert_array_equal(outcome.job_ids, snapshot.job_ids)
-    np.testing.assert_allclose(outcome.shares, direct.shares)
-    np.testing.assert_allclose(outcome.prices, direct.sub_budgets.sum(axis=0) / [10.0, 5.0])
-    assert outcome.policy == "abacus" and outcome.converged
-    assert outcome.extra["max_kkt_residual"] < 1e-5
+    np.testing.assert_array_equal(plan.job_ids, snapshot.job_ids)
+    np.testing.assert_allclose(plan.shares, direct.shares)
+    d = plan.diagnostics
+    np.testing.assert_allclose(d.prices, direct.sub_budgets.sum(axis=0) / [10.0, 5.0])
+    assert d.mechanism == "abacus" and d.converged and d.rounds == direct.rounds
+    assert d.max_kkt_residual < 1e-5
+    assert plan.reservations == ()
+    assert {j: (r.kind, r.amount) for j, r in plan.payments.items()} == {
+        j: ("at_completion", b) for j, b in zip(snapshot.job_ids.tolist(), snapshot.budgets.tolist())}
     np.testing.assert_array_equal(snapshot.budgets, frozen)  # snapshot untouched
 
 
 def test_policy_uses_warm_start_and_overrides() -> None:
-    cold = AbacusPolicy().allocate(make_snapshot())
-    warm = AbacusPolicy().allocate(make_snapshot(warm_start=cold.sub_budgets))
-    assert warm.rounds < cold.rounds
-    equal = AbacusPolicy(alpha=0.0).allocate(make_snapshot())
+    cold = AbacusPolicy().clear(make_snapshot())
+    warm = AbacusPolicy().clear(make_snapshot(warm_start=cold.sub_budgets))
+    assert warm.diagnostics.rounds < cold.diagnostics.rounds
+    equal = AbacusPolicy(alpha=0.0).clear(make_snapshot())
     np.testing.assert_allclose(equal.shares, 1 / 3)
     with pytest.raises(ValueError, match="alpha"):
         AbacusPolicy(alpha=2.0)

@@ -181,7 +181,7 @@ def test_other_argument_checks() -> None:
     with pytest.raises(ValueError):
         Cluster([-1], QueueTree.flat(["a"]))
     with pytest.raises(ValueError):
-        cluster.set_policy(policy="fifo")
+        cluster.set_policy(policy="drf")
     with pytest.raises(ValueError):
         cluster.set_policy(policy="mlrf", t_wait=-1.0)
     assert (cluster.policy, cluster.t_wait) == ("hltrf", 0.0)  # unchanged by the failures

@@ -9,22 +9,23 @@ import pytest
 
 from scheduler.abacus import AbacusPolicy
 from scheduler.fairshare import QueueTree
-from scheduler.registry import register
-from scheduler.types import MarketSnapshot, Outcome
+from scheduler.plan import Plan
+from scheduler.registry import MECHANISMS
+from scheduler.types import MarketSnapshot
 from simulator.runner import MarketParams, run
 from simulator.workload import TraceJob
 
 
-@register("test-recording-abacus")
+@MECHANISMS.register("test-recording-abacus", "Abacus, recording its snapshots (tests)")
 class RecordingPolicy:
     """Abacus, remembering every snapshot it was asked to clear."""
 
     name = "test-recording-abacus"
     snapshots: ClassVar[list[MarketSnapshot]] = []
 
-    def allocate(self, snapshot: MarketSnapshot) -> Outcome:
+    def clear(self, snapshot: MarketSnapshot) -> Plan:
         RecordingPolicy.snapshots.append(snapshot)
-        return AbacusPolicy().allocate(snapshot)
+        return AbacusPolicy().clear(snapshot)
 
 
 TREE = QueueTree.from_paths({"root.g1.alice": 1, "root.g1.bob": 1, "root.g2.carol": 2})
@@ -58,12 +59,14 @@ def test_a_clearing_follows_every_arrival_and_departure() -> None:
     RecordingPolicy.snapshots.clear()
     jobs = workload()
     result = run(jobs, tree=TREE, leaf_of_user=LEAF, capacity=[3, 2],
-                 params=MarketParams(policy="test-recording-abacus"))  # fmt: skip
-    events = {j.submit_time for j in jobs} | {f.finish_time for f in result.finished}
-    busy_events = {t for t in events if any(j.submit_time <= t < f.finish_time
-                                             for j, f in _pairs(jobs, result.finished))}  # fmt: skip
-    assert set(result.clearing_times.tolist()) == busy_events
-    assert result.clearings == len(RecordingPolicy.snapshots) == len(busy_events)
+                 params=MarketParams(mechanism="test-recording-abacus"))  # fmt: skip
+    # one clearing after each arrival (as the live market clears after each bid), and
+    # one after each departure time at which some job is still active
+    pairs = _pairs(jobs, result.finished)
+    departures = {f.finish_time for f in result.finished}
+    busy = {t for t in departures if any(j.submit_time < t < f.finish_time for j, f in pairs)}
+    assert set(result.clearing_times.tolist()) == busy | {j.submit_time for j in jobs}
+    assert result.clearings == len(RecordingPolicy.snapshots) == len(busy) + len(jobs)
     previous: set[int] = set()
     for snap in RecordingPolicy.snapshots:
         ids = snap.job_ids.tolist()

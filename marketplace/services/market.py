@@ -1,0 +1,143 @@
+"""The market's change signal and its engine's storage.
+
+* :func:`market_changed` -- every writer that changes what a clearing sees
+  (a bid, a cancellation, a departure, a parameter, a capacity, a queue) calls
+  it inside its transaction: the state version rises and, after commit, the
+  clearing task is enqueued. Services never import ``marketplace.tasks``
+  (tasks import services); the task is looked up by name in the Celery app.
+* :func:`engine_load` / :func:`engine_store` -- the live market's
+  ``simulator.market.MarketEngine``, serialised on the market row. A process
+  keeps the engine it last stored or read in memory, keyed by the row's
+  ``engine_version``, so a tick or a clearing that follows its own last write
+  does not parse the state again.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from marketplace import adapters
+from marketplace.models import Job, JobWork, Market, ResourceType
+from simulator.market import MarketEngine
+
+log = logging.getLogger(__name__)
+
+CLEAR_TASK = "marketplace.tasks.clear_market_task"
+
+
+def market_changed(*, market: Market) -> None:
+    """Bump ``market.state_version`` and enqueue a clearing after commit.
+
+    The caller holds the market row lock (``select_for_update``) in an open
+    transaction; the version is saved here.
+    """
+    market.state_version += 1
+    market.save(update_fields=["state_version"])
+    enqueue_clearing(market_id=market.pk)
+
+
+def enqueue_clearing(*, market_id: int) -> None:
+    """Enqueue ``clear_market_task`` once the current transaction commits (at
+    once outside one). Eager Celery runs it right then, in this process."""
+    from marketplace.celery import app
+
+    task = app.tasks[CLEAR_TASK]
+    transaction.on_commit(lambda: task.delay(market_id))
+
+
+# --- the engine ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Cached:
+    version: int
+    signature: str
+    engine: MarketEngine
+
+
+_CACHE: dict[int, _Cached] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class EngineContext:
+    """What a tick or a clearing loads with the engine: tree, types, signature."""
+
+    tree_map: adapters.TreeMap
+    types: list[ResourceType]
+
+    @property
+    def signature(self) -> str:
+        return f"{self.tree_map.signature}|{[t.pk for t in self.types]}"
+
+
+def engine_context(market: Market) -> EngineContext:
+    return EngineContext(adapters.queue_tree(market), adapters.resource_types(market))
+
+
+def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
+    """The market's engine at ``market.engine_version`` (from memory when this process
+    holds that version). A new engine when none is stored or the queue tree or the
+    resource types changed (fair-share history restarts; running tasks go back to
+    pending). The caller must not mutate it outside a tick (:func:`engine_store`
+    or :func:`engine_forget` follow every mutation).
+    """
+    with _CACHE_LOCK:
+        cached = _CACHE.get(market.pk)
+    if cached is not None and cached.version == market.engine_version and cached.signature == context.signature:
+        return cached.engine
+    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
+    if state.get("signature") == context.signature:
+        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    else:
+        if state:
+            log.warning("market %s: queue tree or resource types changed; restarting the market engine", market.pk)
+            _requeue_running(market)
+        engine = MarketEngine.create(
+            [t.capacity for t in context.types], context.tree_map.tree, adapters.market_config(market), seed=market.pk,
+            sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, now=market.sim_time,
+        )
+    if market.engine_version:  # 0: nothing stored yet, so nothing to key a copy by
+        with _CACHE_LOCK:
+            _CACHE[market.pk] = _Cached(market.engine_version, context.signature, engine)
+    return engine
+
+
+def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine) -> None:
+    """Save the engine on the (locked) market row under a new ``engine_version``;
+    the caller saves ``market`` with :data:`ENGINE_FIELDS`.
+
+    The version is random, not a counter: a copy in memory must never match
+    another row that happens to reuse a primary key and a count (test
+    databases, a restored backup)."""
+    market.engine_version = secrets.randbits(62) + 1
+    market.engine_state = {"signature": context.signature, "engine": engine.to_state()}
+    version, pk = market.engine_version, market.pk
+    # Remember it only once the transaction commits: a rollback must not leave
+    # this process with an engine the database never saw.
+    transaction.on_commit(lambda: _remember(pk, version, context.signature, engine))
+
+
+ENGINE_FIELDS = ["engine_state", "engine_version"]
+
+
+def _remember(pk: int, version: int, signature: str, engine: MarketEngine) -> None:
+    with _CACHE_LOCK:
+        _CACHE[pk] = _Cached(version, signature, engine)
+
+
+def engine_forget(*, market_id: int) -> None:
+    """Drop this process's copy (after a failed tick mutated it)."""
+    with _CACHE_LOCK:
+        _CACHE.pop(market_id, None)
+
+
+def _requeue_running(market: Market) -> None:
+    JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE, running__gt=0).update(pending=F("pending") + F("running"), running=0)

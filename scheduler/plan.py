@@ -1,0 +1,267 @@
+"""The Plan: what one market clearing decides (SPEC 2, "The engine").
+
+A clearing turns a :class:`~scheduler.types.MarketSnapshot` into a
+:class:`Plan`. In the SPEC's terms a Plan holds
+
+* **reservations** -- ``(job, resource type, units, [start, end))`` in
+  simulated seconds, decided by reservation-type mechanisms (ERA, paper 001
+  Alg. 1; deadline bookings, paper 003; Cura's VM-aware scheduler, paper 004
+  Alg. 1). During its window a reservation's units go to its job before
+  anything else; a job with a reservation gets units only from it.
+* **shares for everything else** -- ``(n, m)`` allocation probabilities
+  inside each leaf queue (Abacus, paper 000 Sec. 3 Eq. 1), applied after
+  H-LTRF (paper 002 Alg. 2) has picked the leaf queue.
+* **the payment rule of each job** -- what it is charged and when:
+  ``at_completion`` (the Abacus budget, paper 000 Sec. 3), ``if_slo_met``
+  (paper 000 Sec. 6: a job pays only if its SLO was met) or ``fixed`` (a
+  price fixed at acceptance, ERA paper 001 Sec. 3.1 Alg. 1 line 9).
+* **diagnostics** with named fields: the mechanism, auction rounds, whether
+  it converged, implied unit prices per resource type (money per unit-slot,
+  i.e. per slot held for one clearing period), the largest KKT residual.
+
+One market step (``simulator.market.MarketEngine``) applies a Plan to the
+cluster model through its ordered dispatch stages (reservations, then fair
+share across queues, then shares inside a queue) and settles each departing
+job with :func:`settle`. Everything here is plain, immutable data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.types import MarketSnapshot
+
+PaymentKind = Literal["at_completion", "if_slo_met", "fixed"]
+PAYMENT_KINDS: tuple[str, ...] = ("at_completion", "if_slo_met", "fixed")
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """``units`` units of resource type ``resource`` held for ``job_id`` in [start, end).
+
+    Attributes:
+        job_id: the job the units are held for.
+        resource: resource-type index j (column of the snapshot's arrays).
+        units: whole units (slots), >= 1.
+        start, end: simulated seconds, ``start < end``.
+
+    Raises:
+        ValueError: non-positive units, negative resource, or an empty or
+            non-finite window.
+    """
+
+    job_id: int
+    resource: int
+    units: int
+    start: float
+    end: float
+
+    def __post_init__(self) -> None:
+        if int(self.units) != self.units or self.units < 1:
+            raise ValueError(f"reservation of job {self.job_id}: units must be a whole number >= 1")
+        if int(self.resource) != self.resource or self.resource < 0:
+            raise ValueError(f"reservation of job {self.job_id}: resource must be an index >= 0")
+        if not (math.isfinite(self.start) and math.isfinite(self.end) and self.start < self.end):
+            raise ValueError(f"reservation of job {self.job_id}: the window [{self.start}, {self.end}) is empty or infinite")
+
+    def active(self, now: float) -> bool:
+        """True while ``start <= now < end``."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
+class PaymentRule:
+    """What a job pays, and when (SPEC 2; paper 000 Secs. 3 and 6; paper 001 Sec. 3.1).
+
+    Attributes:
+        kind: ``"at_completion"`` -- ``amount`` is charged when the job
+            completes (nothing if cancelled); ``"if_slo_met"`` -- ``amount``
+            is charged at completion only if the job's achieved utility is at
+            least ``min_utility``; ``"fixed"`` -- ``amount`` is due at
+            acceptance (when a Plan first carries the rule), whatever happens
+            later.
+        amount: money units, finite and >= 0.
+        min_utility: the SLO of an ``if_slo_met`` rule (utility units of the
+            job's utility function); None otherwise.
+
+    Raises:
+        ValueError: unknown kind, negative or non-finite amount, or a
+            missing / superfluous ``min_utility``.
+    """
+
+    kind: PaymentKind
+    amount: float
+    min_utility: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in PAYMENT_KINDS:
+            raise ValueError(f"unknown payment kind {self.kind!r}; use one of {PAYMENT_KINDS}")
+        if not (math.isfinite(self.amount) and self.amount >= 0):
+            raise ValueError("a payment amount must be finite and >= 0")
+        if (self.kind == "if_slo_met") != (self.min_utility is not None):
+            raise ValueError("min_utility is required by, and only by, an if_slo_met rule")
+
+    @classmethod
+    def at_completion(cls, amount: float) -> PaymentRule:
+        """The budget, charged when the job completes (paper 000, Sec. 3)."""
+        return cls("at_completion", float(amount))
+
+    @classmethod
+    def if_slo_met(cls, amount: float, min_utility: float) -> PaymentRule:
+        """``amount`` charged at completion only if the SLO was met (paper 000, Sec. 6)."""
+        return cls("if_slo_met", float(amount), float(min_utility))
+
+    @classmethod
+    def fixed(cls, amount: float) -> PaymentRule:
+        """A price fixed at acceptance (ERA, paper 001, Alg. 1)."""
+        return cls("fixed", float(amount))
+
+    @property
+    def due_at_acceptance(self) -> bool:
+        """True when the amount is owed as soon as the rule is first applied."""
+        return self.kind == "fixed"
+
+
+def settle(rule: PaymentRule, *, completed: bool, achieved_utility: float | None = None) -> float:
+    """The amount a departing job pays under ``rule`` (money units, >= 0).
+
+    Args:
+        rule: the job's payment rule.
+        completed: True for a completion, False for a cancellation.
+        achieved_utility: the job's utility at its time-averaged shares
+            (paper 000, Sec. 5 "average job resource"); needed by
+            ``if_slo_met`` (None counts as not met).
+
+    A ``fixed`` rule was settled at acceptance, so it owes nothing more here.
+    """
+    if rule.kind == "fixed" or not completed:
+        return 0.0
+    if rule.kind == "if_slo_met":
+        met = achieved_utility is not None and rule.min_utility is not None and achieved_utility >= rule.min_utility
+        return rule.amount if met else 0.0
+    return rule.amount
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """How a clearing went, with named fields (replaces the old ``Outcome.extra``).
+
+    Attributes:
+        mechanism: registry name of the mechanism that produced the Plan.
+        rounds: auction rounds run (0 for one-shot mechanisms).
+        converged: whether the auction met its tolerance within the cap.
+        prices: (m,) implied unit price per resource type: total sub-budget
+            bid on j divided by capacity C_j (money per unit-slot).
+        max_kkt_residual: largest KKT residual of the auction's fixed point
+            (paper 000, Lemma 2); 0 for one-shot mechanisms.
+    """
+
+    mechanism: str
+    rounds: int
+    converged: bool
+    prices: NDArray[np.float64]
+    max_kkt_residual: float = 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a clearing decided (module docstring).
+
+    Attributes:
+        job_ids: (n,) int64, the snapshot's jobs, in its row order.
+        shares: (n, m) float64 within-leaf allocation probabilities; each
+            (leaf, j) block sums to 1 where some of its jobs demand j.
+        sub_budgets: (n, m) float64 money each job bid on each resource type
+            (the next clearing's warm start).
+        reservations: reservations in force or to come, in any order.
+        payments: job id -> its :class:`PaymentRule`.
+        diagnostics: the clearing's :class:`Diagnostics`.
+    """
+
+    job_ids: NDArray[np.int64]
+    shares: NDArray[np.float64]
+    sub_budgets: NDArray[np.float64]
+    payments: Mapping[int, PaymentRule]
+    diagnostics: Diagnostics
+    reservations: tuple[Reservation, ...] = field(default=())
+
+    @property
+    def n(self) -> int:
+        return int(self.job_ids.shape[0])
+
+    def share_rows(self) -> dict[int, NDArray[np.float64]]:
+        """job id -> (m,) share row (views into ``shares``)."""
+        return {int(job): self.shares[k] for k, job in enumerate(self.job_ids.tolist())}
+
+    def reserved_jobs(self) -> frozenset[int]:
+        """Ids of the jobs that hold a reservation (they get units only from it)."""
+        return frozenset(r.job_id for r in self.reservations)
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serialisable form (lists and floats; exact float round trip)."""
+        d = self.diagnostics
+        return {
+            "job_ids": self.job_ids.tolist(),
+            "shares": self.shares.tolist(),
+            "sub_budgets": self.sub_budgets.tolist(),
+            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self.reservations],
+            "payments": [[job, p.kind, p.amount, p.min_utility] for job, p in sorted(self.payments.items())],
+            "diagnostics": {
+                "mechanism": d.mechanism, "rounds": d.rounds, "converged": d.converged,
+                "prices": d.prices.tolist(), "max_kkt_residual": d.max_kkt_residual,
+            },
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Plan:
+        """Inverse of :meth:`to_state`. Raises KeyError / ValueError on a malformed state."""
+        ids = np.asarray(state["job_ids"], dtype=np.int64).reshape(-1)
+        d = state["diagnostics"]
+        prices = np.asarray(d["prices"], dtype=np.float64).reshape(-1)
+        m = prices.shape[0]
+        return cls(
+            job_ids=ids,
+            shares=np.asarray(state["shares"], dtype=np.float64).reshape(ids.shape[0], m),
+            sub_budgets=np.asarray(state["sub_budgets"], dtype=np.float64).reshape(ids.shape[0], m),
+            reservations=tuple(Reservation(int(j), int(r), int(u), float(s), float(e)) for j, r, u, s, e in state["reservations"]),
+            payments={int(j): PaymentRule(k, float(a), None if mu is None else float(mu)) for j, k, a, mu in state["payments"]},
+            diagnostics=Diagnostics(
+                mechanism=str(d["mechanism"]), rounds=int(d["rounds"]), converged=bool(d["converged"]),
+                prices=prices, max_kkt_residual=float(d["max_kkt_residual"]),
+            ),
+        )
+
+
+def budget_payment(budget: float, min_utility: float | None = None) -> PaymentRule:
+    """A bid's rule: its budget at completion (paper 000, Sec. 3), or only if its
+    SLO ``min_utility`` is met (Sec. 6). Also the rule of a job no Plan has
+    covered yet."""
+    if min_utility is not None and math.isfinite(min_utility):
+        return PaymentRule.if_slo_met(budget, min_utility)
+    return PaymentRule.at_completion(budget)
+
+
+def budget_payments(snapshot: MarketSnapshot) -> dict[int, PaymentRule]:
+    """:func:`budget_payment` for every job of the snapshot."""
+    slo = snapshot.min_utility
+    ids, budgets = snapshot.job_ids.tolist(), snapshot.budgets.tolist()
+    if slo is None:
+        return {int(job): PaymentRule.at_completion(b) for job, b in zip(ids, budgets, strict=True)}
+    return {int(job): budget_payment(b, float(u)) for job, b, u in zip(ids, budgets, slo.tolist(), strict=True)}
+
+
+def empty_plan(m: int, mechanism: str = "none") -> Plan:
+    """A Plan for a market without active jobs (no shares, no reservations)."""
+    return Plan(
+        job_ids=np.zeros(0, dtype=np.int64),
+        shares=np.zeros((0, m)),
+        sub_budgets=np.zeros((0, m)),
+        payments={},
+        diagnostics=Diagnostics(mechanism=mechanism, rounds=0, converged=True, prices=np.zeros(m)),
+    )

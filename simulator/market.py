@@ -1,0 +1,441 @@
+"""One market step, shared by the live market and every offline run (SPEC 2).
+
+:class:`MarketEngine` owns the cluster model (``simulator.cluster``), the bids
+of its jobs and the Plan in force. Its four verbs are the whole market loop:
+
+* :meth:`~MarketEngine.submit` / :meth:`~MarketEngine.cancel` /
+  :meth:`~MarketEngine.set_capacity` -- events (arrivals, cancellations,
+  capacity changes);
+* :meth:`~MarketEngine.snapshot` -- the clearing's input (paper 000, Sec. 3:
+  budgets, utility weights, demand; grouped by leaf queue, warm-started from
+  the last Plan's sub-budgets), rows in arrival order;
+* :meth:`~MarketEngine.apply_plan` -- a clearing's Plan becomes the
+  cluster's dispatch (reservations, shares) and the jobs' payment rules;
+  ``fixed`` rules are charged here, at acceptance;
+* :meth:`~MarketEngine.step` -- advance simulated time; departures are
+  settled by their payment rule (:func:`scheduler.plan.settle`) and reported
+  as charges, with the fairness samples.
+
+The offline runner calls these in a loop; the live market (Django) loads an
+engine, calls the same verbs and stores what they report. Nothing outside the
+mechanism's Plan decides what a job pays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.abacus import utility_of
+from scheduler.fairshare import QueueTree
+from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_payment, settle
+from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
+from scheduler.types import UTILITY_KINDS, MarketSnapshot
+from simulator.cluster import Cluster
+from simulator.records import Counts, FairnessSample, JobFinished, JobSpec
+
+STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Bid:
+    """The market side of a job (paper 000, Sec. 3): budget and utility.
+
+    Attributes:
+        budget: money units, > 0.
+        weights: (m,) utility weights w_ij >= 0.
+        utility: "linear" or "log".
+        min_utility: the job's SLO (paper 000, Sec. 6), or None.
+
+    Raises:
+        ValueError: non-positive budget, negative weights, unknown utility.
+    """
+
+    budget: float
+    weights: tuple[float, ...]
+    utility: str = "linear"
+    min_utility: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.budget) and self.budget > 0):
+            raise ValueError("a bid's budget must be finite and > 0")
+        if any(not (math.isfinite(w) and w >= 0) for w in self.weights):
+            raise ValueError("utility weights must be finite and >= 0")
+        if self.utility not in UTILITY_KINDS:
+            raise ValueError(f"unknown utility {self.utility!r}; use one of {UTILITY_KINDS}")
+
+
+@dataclass(frozen=True)
+class MarketConfig:
+    """The stages and parameters of a market (names from ``scheduler.registry``).
+
+    Attributes:
+        mechanism: within a queue (``MECHANISMS``: "abacus", ...).
+        fairshare: across queues (``FAIRSHARE``: "fifo", "mlrf", "ltrf", "hltrf").
+        dispatch: inside a leaf (``DISPATCH``: "stride", "lottery", "fifo").
+        alpha, tol, max_rounds: the auction's exponent, relative tolerance and
+            round cap (paper 000, Sec. 3).
+        t_wait: H-LTRF starvation timeout, simulated seconds (paper 002, Sec. 5.2.2).
+
+    Raises:
+        UnknownName: a stage name no registry holds.
+    """
+
+    mechanism: str = "abacus"
+    fairshare: str = "hltrf"
+    dispatch: str = "stride"
+    alpha: float = 0.5
+    tol: float = 1e-6
+    max_rounds: int = 1000
+    t_wait: float = 0.0
+
+    def __post_init__(self) -> None:
+        MECHANISMS.validate(self.mechanism)
+        FAIRSHARE.validate(self.fairshare)
+        DISPATCH.validate(self.dispatch)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """Money a job owes under its payment rule (money units, > 0).
+
+    Attributes:
+        job_id: the job.
+        amount: what to charge from its hold.
+        kind: the rule's kind (``scheduler.plan.PaymentRule.kind``).
+        time: simulated seconds at which it became due.
+    """
+
+    job_id: int
+    amount: float
+    kind: PaymentKind
+    time: float
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one :meth:`MarketEngine.step` did.
+
+    Attributes:
+        now: simulated seconds after the step.
+        departures: completed jobs in time order.
+        charges: what the departures owe (zero amounts are left out).
+        settled: ids of every departed job (charged or not): their holds can
+            be released.
+        samples: fairness samples taken.
+        progress: job id -> (pending, running, done) per type, for jobs whose
+            counts changed.
+        started_tasks, finished_tasks: task starts and completions.
+    """
+
+    now: float
+    departures: list[JobFinished]
+    charges: list[Charge]
+    settled: list[int]
+    samples: list[FairnessSample]
+    progress: dict[int, tuple[Counts, Counts, Counts]]
+    started_tasks: int
+    finished_tasks: int
+
+
+@dataclass
+class _Books:
+    """Per-job market records: bid, rule in force, warm start, share integral."""
+
+    bid: Bid
+    rule: PaymentRule
+    arrival: float
+    sub_budget: NDArray[np.float64] | None = None
+    share: NDArray[np.float64] | None = None
+    area: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    mark: float = 0.0
+    accepted: bool = False  # a fixed price was charged
+
+
+class MarketEngine:
+    """The market loop's state and verbs (module docstring).
+
+    Args:
+        cluster: the cluster model (its policy and dispatch must match
+            ``config``'s fair-share and dispatch stages).
+        config: the market's stages and parameters.
+
+    Raises:
+        ValueError: the cluster's stages differ from the config's.
+    """
+
+    def __init__(self, cluster: Cluster, config: MarketConfig) -> None:
+        if (cluster.policy, cluster.dispatch) != (config.fairshare, config.dispatch):
+            raise ValueError("the cluster's fair-share policy and dispatch must be the config's")
+        self.cluster = cluster
+        self.config = config
+        self._books: dict[int, _Books] = {}
+        self._booked: list[Reservation] = []
+        self.plan_id: int | None = None  # the stored Plan in force (live market)
+
+    @classmethod
+    def create(
+        cls, capacity: Sequence[int], tree: QueueTree, config: MarketConfig, *, seed: int = 0, sample_interval: float = 60.0,
+        now: float = 0.0, staged: bool = True, known_durations: bool = True,
+    ) -> MarketEngine:
+        """A new engine on a new cluster (arguments as for :class:`Cluster`)."""
+        cluster = Cluster(
+            capacity, tree, policy=config.fairshare, t_wait=config.t_wait, dispatch=config.dispatch, staged=staged,
+            seed=seed, sample_interval=sample_interval, now=now, known_durations=known_durations,
+        )
+        return cls(cluster, config)
+
+    @property
+    def now(self) -> float:
+        return self.cluster.now
+
+    @property
+    def m(self) -> int:
+        return self.cluster.m
+
+    # ------------------------------------------------------------------ events
+
+    def submit(self, spec: JobSpec, bid: Bid) -> None:
+        """A job arrives (at ``spec.submit_time``) with its bid.
+
+        Raises:
+            ValueError: as ``Cluster.submit``, or weights of the wrong length.
+        """
+        if len(bid.weights) != self.m:
+            raise ValueError(f"job {spec.job_id}: weights need {self.m} entries")
+        self.cluster.submit(spec)
+        rule = budget_payment(bid.budget, bid.min_utility)
+        self._books[spec.job_id] = _Books(bid, rule, max(spec.submit_time, self.now), area=np.zeros(self.m), mark=self.now)
+
+    def cancel(self, job_id: int) -> None:
+        """Cancel a known job: its tasks stop now; it owes nothing more
+        (``settle`` with ``completed=False``: a fixed price stays paid).
+
+        Raises:
+            KeyError: unknown or departed job.
+        """
+        self.cluster.cancel(job_id)
+        self._books.pop(job_id, None)
+
+    def set_capacity(self, capacity: Sequence[int]) -> None:
+        """Change the slot counts (see ``Cluster.set_capacity``)."""
+        self.cluster.set_capacity(capacity)
+
+    def configure(self, config: MarketConfig) -> None:
+        """Switch stages or parameters; fair-share history is kept where it can be
+        (``Cluster.set_policy``); a new dispatch mode starts with fresh credits."""
+        self.cluster.set_policy(policy=config.fairshare, t_wait=config.t_wait)
+        if config.dispatch != self.cluster.dispatch:
+            self.cluster.set_dispatch(config.dispatch)
+        self.config = config
+
+    def book(self, reservation: Reservation, price: float) -> None:
+        """Hold a reservation at a price fixed now (the plug for ERA, deadline
+        bookings and Cura): it joins every Plan the engine applies, and the
+        price is charged at acceptance."""
+        self._booked.append(reservation)
+        books = self._books.get(reservation.job_id)
+        if books is not None:
+            books.rule = PaymentRule.fixed(price)
+
+    def knows(self, job_id: int) -> bool:
+        """True for a job the engine holds (arrived or announced, not departed)."""
+        return job_id in self._books
+
+    def known_jobs(self) -> list[int]:
+        return list(self._books)
+
+    # ---------------------------------------------------------------- clearing
+
+    def snapshot(self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = ()) -> MarketSnapshot:
+        """The clearing's input: the active jobs in arrival order, then ``extra``.
+
+        ``extra`` are jobs the caller knows but has not submitted yet (the
+        live market's bids since the last tick); each demands the types it has
+        tasks of. ``exclude`` are jobs to leave out (the live market's
+        cancellations since the last tick); reserved jobs are left out too
+        (their Plan entry is fixed). Shapes and sources as ``MarketSnapshot``
+        (paper 000, Sec. 3).
+        """
+        mask = self.cluster.demand_mask()
+        reserved = {r.job_id for r in self._booked} | set(exclude)
+        rows: list[tuple[int, int, Bid, NDArray[np.bool_], NDArray[np.float64] | None]] = []
+        for job_id in sorted(mask, key=self.cluster.arrival_rank):
+            if job_id not in reserved:
+                b = self._books[job_id]
+                rows.append((job_id, self._leaf(job_id), b.bid, mask[job_id], b.sub_budget))
+        for spec, bid in extra:
+            rows.append((spec.job_id, spec.leaf, bid, np.array([t > 0 for t in spec.tasks]), None))
+        return self._snapshot(rows)
+
+    def _leaf(self, job_id: int) -> int:
+        job = self.cluster.job(job_id)
+        assert job is not None
+        return job.leaf
+
+    def _snapshot(self, rows: Sequence[tuple[int, int, Bid, NDArray[np.bool_], NDArray[np.float64] | None]]) -> MarketSnapshot:
+        m, c = self.m, self.config
+        nan = np.full(m, np.nan)
+        slo = [np.nan if r[2].min_utility is None else r[2].min_utility for r in rows]
+        return MarketSnapshot(
+            job_ids=np.array([r[0] for r in rows], dtype=np.int64),
+            group=np.array([r[1] for r in rows], dtype=np.int64),
+            budgets=np.array([r[2].budget for r in rows], dtype=np.float64),
+            weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
+            utility=tuple(r[2].utility for r in rows),
+            demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
+            capacity=self.cluster.capacity.astype(np.float64),
+            alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
+            warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
+            min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
+        )
+
+    def clear(self) -> tuple[Plan, list[Charge]]:
+        """Clear the market now with its mechanism and apply the Plan (offline loop)."""
+        plan = MECHANISMS.build(self.config.mechanism).clear(self.snapshot())
+        return plan, self.apply_plan(plan)
+
+    def apply_plan(self, plan: Plan, plan_id: int | None = None) -> list[Charge]:
+        """Make ``plan`` the one in force (its shares, reservations and payment
+        rules); rows of jobs the engine does not know are ignored (a clearing
+        may race a departure). Returns the ``fixed`` prices due at acceptance.
+
+        Raises:
+            ValueError: as ``Cluster.set_plan``.
+        """
+        now = self.now
+        for b in self._books.values():  # close the share integrals at the old shares
+            if b.share is not None:
+                b.area += b.share * (now - b.mark)
+            b.mark = now
+            b.share = None
+        for k, job_id in enumerate(plan.job_ids.tolist()):
+            b = self._books.get(job_id)
+            if b is not None:
+                b.share, b.sub_budget = plan.shares[k].copy(), plan.sub_budgets[k].copy()
+        charges = []
+        for job_id, rule in plan.payments.items():
+            b = self._books.get(job_id)
+            if b is None:
+                continue
+            b.rule = rule
+            if rule.due_at_acceptance and not b.accepted and rule.amount > 0:
+                b.accepted = True
+                charges.append(Charge(job_id, rule.amount, rule.kind, now))
+        booked = tuple(self._booked)
+        self.cluster.set_plan(plan if not booked else _with_reservations(plan, booked))
+        self.plan_id = plan_id
+        return charges
+
+    # -------------------------------------------------------------------- time
+
+    def step(self, until: float, *, stop_on_departure: bool = False) -> StepReport:
+        """Advance to ``until`` (or the first departure) and settle departures.
+
+        Raises:
+            ValueError: ``until`` before now.
+        """
+        report = self.cluster.advance(until, stop_on_departure=stop_on_departure)
+        charges, settled = [], []
+        for done in report.finished:
+            amount = self._settle(done)
+            settled.append(done.job_id)
+            if amount > 0:
+                charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
+            del self._books[done.job_id]
+        self._booked = [r for r in self._booked if r.job_id in self._books]
+        return StepReport(
+            report.now, report.finished, charges, settled, report.samples, report.progress,
+            report.started_tasks, report.finished_tasks,
+        )
+
+    def _settle(self, done: JobFinished) -> float:
+        b = self._books[done.job_id]
+        achieved = None
+        if b.rule.kind == "if_slo_met":
+            achieved = self.achieved_utility(done.job_id, done.finish_time)
+        return settle(b.rule, completed=True, achieved_utility=achieved)
+
+    def achieved_utility(self, job_id: int, at: float) -> float:
+        """Utility of the job's time-averaged shares from arrival to ``at``
+        (paper 000, Sec. 5: the "average job resource")."""
+        b = self._books[job_id]
+        area = b.area + (0.0 if b.share is None else b.share * (at - b.mark))
+        span = at - b.arrival
+        avg = area / span if span > 0 else (b.share if b.share is not None else np.zeros(self.m))
+        weights = np.array([b.bid.weights], dtype=np.float64)
+        return float(utility_of(np.array([avg]), weights, [b.bid.utility])[0])
+
+    def current_shares(self) -> dict[int, tuple[float, NDArray[np.float64]]]:
+        """job id -> (arrival time, (m,) share in force) for known jobs the Plan covers."""
+        return {job: (b.arrival, b.share) for job, b in self._books.items() if b.share is not None}
+
+    def rule_of(self, job_id: int) -> PaymentRule:
+        """The payment rule in force for a known job. Raises KeyError."""
+        return self._books[job_id].rule
+
+    # ------------------------------------------------------------ serialisation
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serialisable state (exact float round trip); see :meth:`from_state`."""
+        books = []
+        for job_id, b in self._books.items():
+            books.append([
+                job_id, b.bid.budget, list(b.bid.weights), b.bid.utility, b.bid.min_utility,
+                [b.rule.kind, b.rule.amount, b.rule.min_utility], b.arrival,
+                None if b.sub_budget is None else b.sub_budget.tolist(), None if b.share is None else b.share.tolist(),
+                b.area.tolist(), b.mark, b.accepted,
+            ])
+        c = self.config
+        return {
+            "format": STATE_FORMAT,
+            "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, _inf_out(c.t_wait)],
+            "books": books,
+            "booked": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self._booked],
+            "plan_id": self.plan_id,
+            "cluster": self.cluster.to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: Mapping[str, Any]) -> MarketEngine:
+        """Rebuild an engine saved by :meth:`to_state` on the same tree.
+
+        Raises:
+            ValueError: unknown format, or a tree that does not match.
+        """
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unknown market engine state format {state.get('format')!r}")
+        mech, fair, disp, alpha, tol, rounds, t_wait = state["config"]
+        config = MarketConfig(mech, fair, disp, float(alpha), float(tol), int(rounds), _inf_in(t_wait))
+        engine = cls(Cluster.from_state(tree, state["cluster"]), config)
+        for row in state["books"]:
+            job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
+            engine._books[int(job_id)] = _Books(
+                Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
+                PaymentRule(kind, float(amount), mu), float(arrival),
+                None if sub is None else np.array(sub, dtype=np.float64),
+                None if share is None else np.array(share, dtype=np.float64),
+                np.array(area, dtype=np.float64), float(mark), bool(accepted),
+            )
+        engine._booked = [Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["booked"]]
+        engine.plan_id = state["plan_id"]
+        return engine
+
+
+def _with_reservations(plan: Plan, booked: tuple[Reservation, ...]) -> Plan:
+    from dataclasses import replace
+
+    return replace(plan, reservations=tuple(plan.reservations) + booked)
+
+
+def _inf_out(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+def _inf_in(x: float | None) -> float:
+    return math.inf if x is None else float(x)
