@@ -488,6 +488,8 @@ class Cluster:
         job.running[j] += units
         if job.start_time is None:
             job.start_time = self.now
+            assert self._report is not None
+            self._report.first_starts[job.job_id] = self.now
         self._count_eligible(job, j, -units)
         self._ledger.running[job.leaf, j] += units
         self._busy[j] += units

@@ -161,9 +161,10 @@ class ReportBuilder:
         self.finished: list[JobFinished] = []
         self.samples: list[FairnessSample] = []
         self.changed: dict[int, JobState] = {}
+        self.first_starts: dict[int, float] = {}
         self.started = 0
         self.completed = 0
 
     def build(self, now: float) -> AdvanceReport:
         progress = {jid: job.counts() for jid, job in self.changed.items()}
-        return AdvanceReport(now, self.finished, self.samples, progress, self.started, self.completed)
+        return AdvanceReport(now, self.finished, self.samples, progress, self.started, self.completed, self.first_starts)

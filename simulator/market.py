@@ -131,6 +131,8 @@ class StepReport:
         progress: job id -> (pending, running, done) per type, for jobs whose
             counts changed.
         started_tasks, finished_tasks: task starts and completions.
+        first_starts: job id -> simulated time its first task started, for
+            jobs that started during the step.
     """
 
     now: float
@@ -141,6 +143,7 @@ class StepReport:
     progress: dict[int, tuple[Counts, Counts, Counts]]
     started_tasks: int
     finished_tasks: int
+    first_starts: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -351,7 +354,7 @@ class MarketEngine:
         self._booked = [r for r in self._booked if r.job_id in self._books]
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks,
+            report.started_tasks, report.finished_tasks, report.first_starts,
         )
 
     def _settle(self, done: JobFinished) -> float:

@@ -6,7 +6,7 @@ Shapes use ``L`` for leaf queues (positions in ``QueueTree.leaves``) and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -93,6 +93,8 @@ class AdvanceReport:
         progress: job_id -> (pending, running, done), each (m,), for the jobs
             whose counts changed (arrived, started or finished a task).
         started_tasks, finished_tasks: task starts and completions.
+        first_starts: job_id -> time its first task started, for jobs that
+            started during the call.
     """
 
     now: float
@@ -101,3 +103,4 @@ class AdvanceReport:
     progress: dict[int, tuple[Counts, Counts, Counts]]
     started_tasks: int
     finished_tasks: int
+    first_starts: dict[int, float] = field(default_factory=dict)

@@ -14,6 +14,10 @@ class Migration(migrations.Migration):
         migrations.AddField(model_name="market", name="engine_state", field=models.JSONField(blank=True, default=dict)),
         migrations.AddField(model_name="market", name="engine_version", field=models.BigIntegerField(default=0)),
         migrations.AddField(
+            model_name="market", name="structure_version",
+            field=models.BigIntegerField(default=0, help_text="Changes whenever the queue tree or a resource type changes."),
+        ),
+        migrations.AddField(
             model_name="market", name="mechanism",
             field=models.CharField(choices=scheduler.registry.mechanism_choices, default="abacus", help_text="Mechanism within a queue.", max_length=30),
         ),

@@ -18,6 +18,8 @@ class Market(models.Model):
     serialised ``simulator.market.MarketEngine`` of the live market and
     ``engine_version`` changes each time it is stored (a process that holds
     the engine of that version in memory skips reading it).
+    ``structure_version`` changes with the queue tree and the resource types
+    (``services.market.structure_changed``), keying the same kind of copy.
 
     The three stage names come from ``scheduler.registry`` (each name is
     defined there once): ``mechanism`` within a queue, ``fairshare_policy``
@@ -40,6 +42,7 @@ class Market(models.Model):
     clock_wall_at = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last live clock tick.")
     engine_state = models.JSONField(default=dict, blank=True)
     engine_version = models.BigIntegerField(default=0)
+    structure_version = models.BigIntegerField(default=0, help_text="Changes whenever the queue tree or a resource type changes.")
     clearings = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

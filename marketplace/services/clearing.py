@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
 from marketplace import adapters
@@ -75,21 +75,20 @@ def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: floa
     record = AllocationSnapshot.objects.create(
         market=market, state_version=market.state_version, sim_time=market.sim_time, mechanism=d.mechanism,
         plan=plan.to_state(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
-        max_kkt_residual=d.max_kkt_residual, total_ms=0.0,
+        max_kkt_residual=d.max_kkt_residual, total_ms=(time.perf_counter() - t0) * 1000.0,  # load + solve + encode
     )
     PriceSample.objects.bulk_create(
         PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
     )
     _prune(market.pk)
-    AllocationSnapshot.objects.filter(pk=record.pk).update(total_ms=(time.perf_counter() - t0) * 1000.0)
     return record.pk
 
 
 def _prune(market_id: int) -> None:
     """Drop the Plan of the clearing that just left the retention window: one row a
-    clearing, so the store time does not grow with the length of the history."""
-    old = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values_list("id", flat=True)[PLAN_RETENTION : PLAN_RETENTION + 1]
-    AllocationSnapshot.objects.filter(pk__in=list(old)).update(plan=None)
+    clearing, in one statement, so the store time does not grow with the history."""
+    newest = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")[PLAN_RETENTION : PLAN_RETENTION + 1]
+    AllocationSnapshot.objects.filter(pk__in=Subquery(newest)).update(plan=None)
 
 
 def market_clear(*, market_id: int) -> ClearingResult:
@@ -103,6 +102,7 @@ def market_clear(*, market_id: int) -> ClearingResult:
     """
     if not _acquire_lease(market_id):
         return ClearingResult(status="busy")
+    released = False
     try:
         for _ in range(MAX_ATTEMPTS):
             t0 = time.perf_counter()
@@ -121,8 +121,10 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 Market.objects.filter(pk=market_id).update(
                     cleared_version=current.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
                 )
+            released = True  # the update above freed the lease
             return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:
-        _release_lease(market_id)
+        if not released:
+            _release_lease(market_id)
     return ClearingResult(status="stale")
 

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace.models import ConfigChange, Market, Queue, ResourceType
-from marketplace.services.market import market_changed
+from marketplace.services.market import market_changed, structure_changed
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry
 
 
@@ -91,7 +91,7 @@ def resource_capacity_set(*, resource_type: ResourceType, capacity: int, user: o
         ConfigChange.objects.create(market=market, field=f"capacity[{rt.name}]", old_value=str(rt.capacity), new_value=str(capacity), changed_by=_user(user))
         rt.capacity = capacity
         rt.save(update_fields=["capacity"])
-        market_changed(market=market)
+        structure_changed(market=market)
     return rt
 
 
@@ -122,5 +122,5 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
     queue.save()
     before = "" if old is None else f"parent={old.parent_id} weight={old.weight}"
     ConfigChange.objects.create(market=market, field=f"queue[{queue.path}]", old_value=before, new_value=f"parent={queue.parent_id} weight={queue.weight}", changed_by=_user(user))
-    market_changed(market=market)  # the fair fractions changed: shares and samples follow
+    structure_changed(market=market)  # the fair fractions changed: shares and samples follow
     return queue

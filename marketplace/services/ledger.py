@@ -85,31 +85,63 @@ def money(amount: float) -> Decimal:
     return Decimal(repr(float(amount))).quantize(MONEY_QUANTUM)
 
 
-def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
-    """Charge ``amount`` of the job's hold as its payment (the amount the
-    mechanism's payment rule decided) and add it to ``job.charged`` (saved by
-    the caller).
+def job_settle(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
+    """Charge ``amount`` of the job's hold as its payment (the amount its payment
+    rule decided; 0 charges nothing) and release the rest of the hold: one
+    account lock, one or two entries. Adds the charge to ``job.charged`` (saved
+    by the caller). Returns the amount charged.
 
     Raises:
         ValidationError: the amount exceeds what is held for the job (a
             mechanism must never charge more than the hold it placed).
     """
-    if amount <= 0:
-        return Decimal("0")
     held = job_held_amount(job=job)
     if amount > held:
         raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
-    _post(account_id=job.tenant.account.pk, kind=LedgerEntry.Kind.CHARGE, amount=amount, job=job, memo=memo or f"charge for job {job.pk}")
+    movements = []
+    if amount > 0:
+        movements.append((LedgerEntry.Kind.CHARGE, amount, memo or f"charge for job {job.pk}"))
+    if held - amount > 0:
+        movements.append((LedgerEntry.Kind.RELEASE, held - amount, f"rest of the hold of job {job.pk}"))
+    _post_many(account_id=job.tenant.account.pk, job=job, movements=movements)
     job.charged += amount
     return amount
 
 
-def job_release_hold(*, job: Job, memo: str = "") -> Decimal:
-    """Return whatever is still held for the job to the available balance."""
+def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
+    """Charge ``amount`` of the job's hold now and keep the rest held (a price
+    due at acceptance). Raises ValidationError like :func:`job_settle`."""
     held = job_held_amount(job=job)
-    if held > 0:
-        ledger_release(account=job.tenant.account, job=job, amount=held, memo=memo)
-    return held
+    if amount > held:
+        raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
+    if amount > 0:
+        _post_many(account_id=job.tenant.account.pk, job=job, movements=[(LedgerEntry.Kind.CHARGE, amount, memo)])
+        job.charged += amount
+    return amount
+
+
+def _post_many(*, account_id: int, job: Job, movements: list[tuple[str, Decimal, str]]) -> None:
+    """Several movements of one job under one account lock (entries chain in order).
+
+    No savepoint: it runs inside the clock's tick, which a failed movement aborts whole.
+    """
+    if not movements:
+        return
+    with transaction.atomic(savepoint=False):
+        account = Account.objects.select_for_update().get(pk=account_id)
+        entries = []
+        for kind, amount, memo in movements:
+            d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
+            if account.available + d_avail < 0 or account.held + d_held < 0:
+                raise ValidationError({"amount": f"account {account_id}: {kind} of {amount} would make a balance negative"})
+            account.available += d_avail
+            account.held += d_held
+            entries.append(LedgerEntry(
+                account=account, kind=kind, amount=amount, available_delta=d_avail, held_delta=d_held,
+                available_after=account.available, held_after=account.held, job=job, memo=memo,
+            ))
+        account.save(update_fields=["available", "held", "updated_at"])
+        LedgerEntry.objects.bulk_create(entries)
 
 
 def job_held_amount(*, job: Job) -> Decimal:

@@ -78,8 +78,33 @@ class EngineContext:
         return f"{self.tree_map.signature}|{[t.pk for t in self.types]}"
 
 
+_CONTEXTS: dict[int, tuple[int, EngineContext]] = {}
+
+
 def engine_context(market: Market) -> EngineContext:
-    return EngineContext(adapters.queue_tree(market), adapters.resource_types(market))
+    """The market's queue tree and resource types, read once per ``structure_version``."""
+    with _CACHE_LOCK:
+        cached = _CONTEXTS.get(market.pk)
+    if cached is not None and market.structure_version and cached[0] == market.structure_version:
+        return cached[1]
+    context = EngineContext(adapters.queue_tree(market), adapters.resource_types(market))
+    with _CACHE_LOCK:
+        _CONTEXTS[market.pk] = (market.structure_version, context)
+    return context
+
+
+def structure_changed(*, market: Market) -> None:
+    """The queue tree or a resource type changed: a new random ``structure_version``
+    (random, so that no process's copy of an older structure can match it) and a
+    market change. The caller holds the market row lock."""
+    market.structure_version = new_structure_version()
+    market.save(update_fields=["structure_version"])
+    market_changed(market=market)
+
+
+def new_structure_version() -> int:
+    """A random non-zero version (0 means "never set": nothing is cached for it)."""
+    return secrets.randbits(62) + 1
 
 
 def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:

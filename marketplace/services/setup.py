@@ -11,6 +11,7 @@ from django.db import transaction
 
 from marketplace.models import Account, Market, Queue, ResourceType, Tenant
 from marketplace.services.ledger import account_deposit
+from marketplace.services.market import new_structure_version
 
 DEFAULT_RESOURCES: Mapping[str, int] = {"map": 100, "reduce": 50}  # Abacus on Hadoop: map and reduce slots
 
@@ -34,6 +35,8 @@ def market_create(
             raise ValidationError({"capacity": f"{rname}: capacity must be a positive whole number."})
         ResourceType.objects.create(market=market, name=rname, capacity=capacity, stage=stage)
     queue_tree_create(market=market, hierarchy=hierarchy or {"root": 1.0, "root.default": 1.0})
+    market.structure_version = new_structure_version()
+    market.save(update_fields=["structure_version"])
     return market
 
 
