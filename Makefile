@@ -24,7 +24,8 @@ setup: $(STAMP)
 
 # Migrate, create the demo market (admin + tenants in a two-level hierarchy),
 # serve on 127.0.0.1:$(PORT) and replay the first $(HOURS) h of the FB-2009
-# trace live at $(SPEEDUP) simulated seconds per wall second. With REDIS_URL
+# trace live at $(SPEEDUP) simulated seconds per wall second; then `run_clock`
+# keeps simulated time moving for as long as the server runs. With REDIS_URL
 # set, a Celery worker clears the market; otherwise Celery runs eagerly.
 run: setup
 	$(MANAGE) migrate --noinput
@@ -37,7 +38,8 @@ run: setup
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload & \
 	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 & fi; \
 	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \
-	echo "Replay finished; the server keeps running (Ctrl-C to stop)."; wait
+	echo "Replay finished; the market clock keeps running (Ctrl-C to stop)."; \
+	$(MANAGE) run_clock & wait
 
 test: setup
 	$(BIN)/python -m pytest
@@ -46,10 +48,12 @@ test-fast: setup
 	$(BIN)/python -m pytest -m "not integration and not browser"
 
 bench: setup
+	$(BIN)/python bench/bench_replay.py
+	$(BIN)/python bench/bench_clearing.py --postgres --jobs 10 100 1000
 	$(BIN)/python bench/bench_auction.py
 	$(BIN)/python bench/bench_fairshare.py
-	$(BIN)/python bench/bench_simulator.py
-	$(BIN)/python bench/bench_clearing.py
+	$(BIN)/python bench/bench_simulator.py --hours 24
+	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

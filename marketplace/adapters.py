@@ -62,10 +62,15 @@ def market_config(market: Market) -> MarketConfig:
     )
 
 
+JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time")  # what job_specs reads of a Job
+
+
 def job_specs(jobs: Iterable[Job], types: list[ResourceType], tree_map: TreeMap, now: float) -> list[tuple[JobSpec, Bid]]:
     """Jobs (with their work rows) as the engine sees them: a JobSpec and a Bid each,
     in resource-type order, ordered by id (the order they were submitted)."""
-    jobs = sorted(jobs, key=lambda j: j.pk)
+    jobs = sorted(jobs, key=lambda j: j.pk)  # evaluates a queryset once
+    if not jobs:
+        return []
     works: dict[int, dict[int, tuple[int, float, float]]] = {}
     rows = JobWork.objects.filter(job_id__in=[j.pk for j in jobs]).values_list("job_id", "resource_type_id", "tasks", "task_duration", "weight")
     for job_id, rt_id, tasks, duration, weight in rows:
@@ -90,4 +95,9 @@ def latest_plan(market_id: int) -> tuple[int, Plan] | None:
     row = AllocationSnapshot.objects.filter(market_id=market_id, plan__isnull=False).order_by("-id").values_list("id", "plan").first()
     if row is None:
         return None
-    return row[0], Plan.from_state(row[1])
+    return row[0], plan_of(row[1])
+
+
+def plan_of(data: bytes | memoryview) -> Plan:
+    """The Plan stored in ``AllocationSnapshot.plan`` (PostgreSQL returns a memoryview)."""
+    return Plan.from_bytes(bytes(data))

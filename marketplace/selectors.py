@@ -49,14 +49,15 @@ def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
 
 def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[int, dict[str, float]]:
     """job id -> {resource type name: within-queue share} in the latest stored Plan."""
-    plan = AllocationSnapshot.objects.filter(market=market, plan__isnull=False).order_by("-id").values_list("plan", flat=True).first()
-    if not plan:
+    latest = adapters.latest_plan(market.pk)
+    if latest is None:
         return {}
+    plan = latest[1]
     names = [t.name for t in resource_types_of(market=market)]
     wanted = None if job_ids is None else set(job_ids)
     return {
         job: dict(zip(names, row, strict=True))
-        for job, row in zip(plan["job_ids"], plan["shares"], strict=True)
+        for job, row in zip(plan.job_ids.tolist(), plan.shares.tolist(), strict=True)
         if wanted is None or job in wanted
     }
 

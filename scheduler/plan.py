@@ -27,9 +27,11 @@ job with :func:`settle`. Everything here is plain, immutable data.
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -205,13 +207,70 @@ class Plan:
 
     def to_state(self) -> dict[str, Any]:
         """JSON-serialisable form (lists and floats; exact float round trip)."""
-        d = self.diagnostics
         return {
             "job_ids": self.job_ids.tolist(),
             "shares": self.shares.tolist(),
             "sub_budgets": self.sub_budgets.tolist(),
-            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self.reservations],
             "payments": [[job, p.kind, p.amount, p.min_utility] for job, p in sorted(self.payments.items())],
+            **self.to_state_header(),
+        }
+
+    def to_bytes(self) -> bytes:
+        """Compact binary form (the live market stores one per clearing): a small JSON
+        header (sizes, reservations, diagnostics, rules of jobs without a row) and
+        the (n,) / (n, m) arrays as raw little-endian bytes. Exact round trip."""
+        n, m = self.shares.shape if self.shares.ndim == 2 else (0, self.diagnostics.prices.shape[0])
+        rows = {int(job): k for k, job in enumerate(self.job_ids.tolist())}
+        kind = np.full(n, -1, dtype="<i1")
+        amount = np.zeros(n, dtype="<f8")
+        slo = np.full(n, np.nan, dtype="<f8")
+        extra = []
+        for job, rule in self.payments.items():
+            k = rows.get(int(job))
+            if k is None:
+                extra.append([int(job), rule.kind, rule.amount, rule.min_utility])
+            else:
+                kind[k], amount[k] = PAYMENT_KINDS.index(rule.kind), rule.amount
+                slo[k] = np.nan if rule.min_utility is None else rule.min_utility
+        state = self.to_state_header()
+        state.update({"n": n, "m": m, "extra_payments": extra})
+        header = json.dumps(state).encode()
+        arrays = [
+            self.job_ids.astype("<i8"), self.shares.astype("<f8"), self.sub_budgets.astype("<f8"), kind, amount, slo,
+        ]
+        return struct.pack("<I", len(header)) + header + b"".join(a.tobytes() for a in arrays)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Plan:
+        """Inverse of :meth:`to_bytes`. Raises ValueError on a malformed buffer."""
+        (size,) = struct.unpack_from("<I", data, 0)
+        head = json.loads(data[4 : 4 + size])
+        n, m = int(head["n"]), int(head["m"])
+        offset = 4 + size
+        parts = []
+        for dtype, count in (("<i8", n), ("<f8", n * m), ("<f8", n * m), ("<i1", n), ("<f8", n), ("<f8", n)):
+            array = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
+            offset += array.nbytes
+            parts.append(array)
+        ids, shares, subs, kind, amount, slo = parts
+        if offset != len(data):
+            raise ValueError("plan buffer has trailing bytes")
+        payments: dict[int, PaymentRule] = {}
+        for k, job in enumerate(ids.tolist()):
+            if kind[k] >= 0:
+                mu = None if np.isnan(slo[k]) else float(slo[k])
+                payments[int(job)] = PaymentRule(PAYMENT_KINDS[int(kind[k])], float(amount[k]), mu)  # type: ignore[arg-type]
+        for job, kd, am, mu in head["extra_payments"]:
+            payments[int(job)] = PaymentRule(kd, float(am), mu)
+        state = dict(head, job_ids=ids.astype(np.int64), shares=shares.reshape(n, m), sub_budgets=subs.reshape(n, m), payments=[])
+        plan = cls.from_state(state)
+        return replace(plan, payments=payments)
+
+    def to_state_header(self) -> dict[str, Any]:
+        """The small part of :meth:`to_state`: reservations and diagnostics."""
+        d = self.diagnostics
+        return {
+            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self.reservations],
             "diagnostics": {
                 "mechanism": d.mechanism, "rounds": d.rounds, "converged": d.converged,
                 "prices": d.prices.tolist(), "max_kkt_residual": d.max_kkt_residual,

@@ -30,7 +30,10 @@ class Migration(migrations.Migration):
             field=models.CharField(choices=scheduler.registry.dispatch_choices, default="stride", help_text="Which job of a leaf queue gets a free unit.", max_length=10),
         ),
         migrations.RenameField(model_name="allocationsnapshot", old_name="policy", new_name="mechanism"),
-        migrations.AddField(model_name="allocationsnapshot", name="plan", field=models.JSONField(blank=True, null=True)),
+        migrations.AddField(
+            model_name="allocationsnapshot", name="plan",
+            field=models.BinaryField(blank=True, help_text="scheduler.plan.Plan.to_bytes()", null=True),
+        ),
         migrations.AddField(model_name="allocationsnapshot", name="max_kkt_residual", field=models.FloatField(default=0.0)),
         migrations.DeleteModel(name="JobShare"),
         migrations.CreateModel(

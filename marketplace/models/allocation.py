@@ -12,9 +12,10 @@ from marketplace.models.queues import Queue, ResourceType
 class AllocationSnapshot(models.Model):
     """One stored clearing: the Plan computed on ``state_version`` of the market.
 
-    ``plan`` is ``scheduler.plan.Plan.to_state()`` (job ids, shares,
-    sub-budgets, reservations, payment rules, diagnostics) in one row, so a
-    clearing writes one row whatever the number of jobs. Only the newest
+    ``plan`` is ``scheduler.plan.Plan.to_bytes()`` (job ids, shares,
+    sub-budgets, payment rules as raw arrays; reservations and diagnostics in
+    a small header) in one row, so a clearing writes one row whatever the
+    number of jobs; read it with ``adapters.plan_of``. Only the newest
     ``PLAN_RETENTION`` clearings of a market keep it (older ones keep their
     scalar diagnostics and prices; share history lives in ``ShareSample``).
     """
@@ -23,7 +24,7 @@ class AllocationSnapshot(models.Model):
     state_version = models.BigIntegerField()
     sim_time = models.FloatField()
     mechanism = models.CharField(max_length=30)
-    plan = models.JSONField(null=True, blank=True)
+    plan = models.BinaryField(null=True, blank=True, help_text="scheduler.plan.Plan.to_bytes()")
     max_kkt_residual = models.FloatField(default=0.0)
     rounds = models.PositiveIntegerField()
     converged = models.BooleanField()

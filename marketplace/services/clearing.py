@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q, Subquery
+from django.db import connection, transaction
+from django.db.models import F, Subquery
 from django.utils import timezone
 
 from marketplace import adapters
@@ -31,7 +31,8 @@ from scheduler.types import MarketSnapshot
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
-PLAN_RETENTION = 20  # newest clearings per market that keep their whole Plan
+PLAN_RETENTION = 20  # newest clearings per market that keep their whole Plan (at least)
+PRUNE_EVERY = 8  # prune after every clearing whose id is a multiple of this
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,30 @@ class ClearingResult:
     solve_ms: float = 0.0
 
 
+_TABLE = Market._meta.db_table
+_LEASE_COLUMN = Market._meta.get_field("clearing_lease_until").column
+
+
 def _acquire_lease(market_id: int) -> bool:
+    """Take the market's clearing lease unless another clearing holds an unexpired one.
+
+    One conditional UPDATE (raw SQL: it runs on every clearing and the ORM's
+    compilation cost more than the statement).
+    """
     now = timezone.now()
     until = now + timedelta(seconds=settings.MARKET_LEASE_S)
-    free = Q(clearing_lease_until__isnull=True) | Q(clearing_lease_until__lt=now)
-    return Market.objects.filter(pk=market_id).filter(free).update(clearing_lease_until=until) == 1
+    field = Market._meta.get_field("clearing_lease_until")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
+            [field.get_db_prep_value(until, connection), market_id, field.get_db_prep_value(now, connection)],
+        )
+        return bool(cursor.rowcount == 1)
 
 
 def _release_lease(market_id: int) -> None:
-    Market.objects.filter(pk=market_id).update(clearing_lease_until=None)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = NULL WHERE id = %s", [market_id])
 
 
 def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceType]]:
@@ -63,9 +79,9 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceTy
         market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
         context = engine_context(market)
         engine = engine_load(market=market, context=context)
-        active = list(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).only("id", "queue_id", "budget", "utility", "sim_submit_time"))
-        active_ids = {j.pk for j in active}
-        extra = adapters.job_specs([j for j in active if not engine.knows(j.pk)], context.types, context.tree_map, market.sim_time)
+        active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
+        new = [pk for pk in active_ids if not engine.knows(pk)]
+        extra = adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, market.sim_time) if new else []
         gone = [job for job in engine.known_jobs() if job not in active_ids]  # cancelled since the last tick
         return market, engine.snapshot(extra, exclude=gone), context.types
 
@@ -74,21 +90,24 @@ def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: floa
     d = plan.diagnostics
     record = AllocationSnapshot.objects.create(
         market=market, state_version=market.state_version, sim_time=market.sim_time, mechanism=d.mechanism,
-        plan=plan.to_state(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
+        plan=plan.to_bytes(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
         max_kkt_residual=d.max_kkt_residual, total_ms=(time.perf_counter() - t0) * 1000.0,  # load + solve + encode
     )
     PriceSample.objects.bulk_create(
         PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
     )
-    _prune(market.pk)
+    if record.pk % PRUNE_EVERY == 0:
+        _prune(market.pk)
     return record.pk
 
 
 def _prune(market_id: int) -> None:
-    """Drop the Plan of the clearing that just left the retention window: one row a
-    clearing, in one statement, so the store time does not grow with the history."""
-    newest = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")[PLAN_RETENTION : PLAN_RETENTION + 1]
-    AllocationSnapshot.objects.filter(pk__in=Subquery(newest)).update(plan=None)
+    """Drop the Plans of the clearings that left the retention window since the last
+    pruning: a bounded batch (at most ``2 * PRUNE_EVERY`` rows, found through the
+    (market, -id) index) in one statement, so the store time does not grow with the
+    history."""
+    gone = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")[PLAN_RETENTION : PLAN_RETENTION + 2 * PRUNE_EVERY]
+    AllocationSnapshot.objects.filter(pk__in=Subquery(gone), plan__isnull=False).update(plan=None)
 
 
 def market_clear(*, market_id: int) -> ClearingResult:

@@ -38,16 +38,16 @@ class TickResult:
 
 def _sync(engine: MarketEngine, market: Market, context: EngineContext) -> None:
     """Tell the engine about bids and cancellations since the last tick, capacities and parameters."""
-    active = {pk: job for pk, job in ((j.pk, j) for j in Job.objects.filter(market=market, status__in=Job.ACTIVE).only(
-        "id", "queue_id", "budget", "utility", "sim_submit_time"))}
+    active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
     gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
     for job_id in gone:
         engine.cancel(job_id)  # its running tasks are killed now
     if gone:
         JobWork.objects.filter(job_id__in=gone).update(running=0)
-    new = [job for pk, job in active.items() if not engine.knows(pk)]
-    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
-        engine.submit(spec, bid)
+    new = [pk for pk in active if not engine.knows(pk)]
+    if new:
+        for spec, bid in adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, engine.now):
+            engine.submit(spec, bid)
     engine.set_capacity([t.capacity for t in context.types])
     config = adapters.market_config(market)
     if config != engine.config:
@@ -91,6 +91,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         job = jobs.get(c.job_id)
         if job is not None and job.status in Job.ACTIVE:
             job_charge(job=job, amount=money(c.amount), memo=f"fixed price of job {job.pk}")
+            Job.objects.filter(pk=job.pk).update(charged=job.charged)
     finished = {f.job_id: f for f in report.departures}
     now, count = timezone.now(), 0
     for job_id in report.settled:
@@ -100,9 +101,10 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         c = owed.get(job_id)
         job_settle(job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else "")
         done = finished[job_id]
-        job.status, job.sim_start_time, job.sim_finish_time, job.finished_at = Job.Status.FINISHED, done.start_time, done.finish_time, now
+        Job.objects.filter(pk=job_id).update(
+            status=Job.Status.FINISHED, charged=job.charged, sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
+        )
         count += 1
-    Job.objects.bulk_update(list(jobs.values()), ["status", "charged", "sim_start_time", "sim_finish_time", "finished_at"])
     return count
 
 

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.ledger import ledger_reconcile
+from scheduler.plan import Plan
 from tests.factories import leaf
 
 WORK = [WorkItem("map", 4, 10.0, 1.0), WorkItem("reduce", 1, 20.0, 2.0)]
@@ -70,7 +71,8 @@ def test_bid_holds_budget_bumps_version_and_clears(alice, market, django_capture
     market.refresh_from_db()
     assert market.state_version == version + 1 == market.cleared_version
     snap = AllocationSnapshot.objects.get(market=market)
-    assert snap.n_jobs == 1 and snap.plan["job_ids"] == [job.pk] and snap.plan["shares"] == [[1.0, 1.0]]
+    plan = Plan.from_bytes(bytes(snap.plan))
+    assert snap.n_jobs == 1 and plan.job_ids.tolist() == [job.pk] and plan.shares.tolist() == [[1.0, 1.0]]
 
 
 def test_queue_must_be_a_leaf(alice, market):

@@ -29,7 +29,7 @@ def test_clearing_stores_within_queue_shares_that_sum_to_one(market, alice, bob)
     # then each leaf queue's shares of each resource sum to one
     assert result.status == "cleared" and result.n_jobs == 3
     snap = AllocationSnapshot.objects.get(pk=result.snapshot_id)
-    plan = Plan.from_state(snap.plan)
+    plan = Plan.from_bytes(bytes(snap.plan))
     row = {job: k for k, job in enumerate(plan.job_ids.tolist())}
     for j, rt in enumerate(("map", "reduce")):
         share = {job.pk: plan.shares[row[job.pk], j] for job in jobs}
@@ -118,13 +118,15 @@ def test_the_market_s_mechanism_is_used_and_old_plans_are_pruned(market, alice):
     for b in ("100", "300"):
         bid_submit(tenant=alice, budget=b, work=WORK)
     # when it clears more often than the retention window
-    for _ in range(clearing.PLAN_RETENTION + 3):
+    for _ in range(clearing.PLAN_RETENTION + 3 * clearing.PRUNE_EVERY):
         Market.objects.filter(pk=market.pk).update(state_version=models.F("state_version") + 1)
         assert market_clear(market_id=market.pk).status == "cleared"
-    # then every clearing used it, and only the newest ones keep their whole Plan
+    # then every clearing used it, the newest ones keep their whole Plan, and the
+    # older ones lose it within PRUNE_EVERY clearings
     snaps = AllocationSnapshot.objects.filter(market=market).order_by("-id")
     assert {s.mechanism for s in snaps} == {"proportional"} and snaps[0].rounds == 0
     kept = [s.plan is not None for s in snaps]
     assert kept[: clearing.PLAN_RETENTION] == [True] * clearing.PLAN_RETENTION
-    assert not any(kept[clearing.PLAN_RETENTION :])
+    assert not any(kept[clearing.PLAN_RETENTION + clearing.PRUNE_EVERY :])
+    assert sum(kept) < clearing.PLAN_RETENTION + clearing.PRUNE_EVERY
     assert all(s.prices.count() == 2 for s in snaps)  # the price history stays whole

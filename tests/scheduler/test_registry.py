@@ -173,3 +173,22 @@ def test_plan_round_trips_through_json_exactly() -> None:
     assert back.diagnostics.rounds == 7 and not back.diagnostics.converged
     assert back.reserved_jobs() == {17}
     assert Reservation(17, 0, 8, 600.0, 900.0).active(600.0) and not Reservation(17, 0, 8, 600.0, 900.0).active(900.0)
+
+
+def test_plan_round_trips_through_bytes_exactly() -> None:
+    plan = Plan(
+        job_ids=np.array([3, 17], dtype=np.int64),
+        shares=np.array([[1 / 3, 0.0], [2 / 3, 1.0]]),
+        sub_budgets=np.array([[0.1, 0.2], [np.pi, 1e-300]]),
+        payments={3: PaymentRule.at_completion(12.5), 17: PaymentRule.if_slo_met(40.0, 0.5), 99: PaymentRule.fixed(3.0)},
+        diagnostics=Diagnostics("abacus", 7, False, np.array([1.5, 2.25]), 3e-7),
+        reservations=(Reservation(99, 1, 2, 60.0, 120.0),),
+    )
+    back = Plan.from_bytes(plan.to_bytes())
+    np.testing.assert_array_equal(back.shares, plan.shares)
+    np.testing.assert_array_equal(back.sub_budgets, plan.sub_budgets)
+    np.testing.assert_array_equal(back.job_ids, plan.job_ids)
+    assert back.payments == plan.payments and back.reservations == plan.reservations
+    assert back.diagnostics.mechanism == "abacus" and back.diagnostics.max_kkt_residual == 3e-7
+    with pytest.raises(ValueError):
+        Plan.from_bytes(plan.to_bytes() + b"\0")

@@ -121,7 +121,13 @@ def _submit(bid: tuple[TraceJob, Tenant, dict]) -> int | None:
 
 
 def _advance_to(market_id: int, until: float) -> None:
-    """Advance to ``until``, stopping at each departure so that it is cleared before the next tick."""
+    """Advance to ``until``, stopping at each departure so that it is cleared before the next tick.
+
+    Already there (a second bid at the same instant): no tick, so that both bids are
+    cleared before any slot is handed out, as the offline runner does.
+    """
+    if Market.objects.filter(pk=market_id).values_list("sim_time", flat=True).get() >= until:
+        return
     for _ in range(MAX_TICKS):
         if cluster_advance(market_id=market_id, until=until, stop_on_departure=True).sim_time >= until:
             return
