@@ -255,15 +255,19 @@ class MarketEngine:
 
     # ---------------------------------------------------------------- clearing
 
-    def snapshot(self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = ()) -> MarketSnapshot:
+    def snapshot(
+        self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = (), warm: Plan | None = None,
+    ) -> MarketSnapshot:
         """The clearing's input: the active jobs in arrival order, then ``extra``.
 
         ``extra`` are jobs the caller knows but has not submitted yet (the
         live market's bids since the last tick); each demands the types it has
         tasks of. ``exclude`` are jobs to leave out (the live market's
         cancellations since the last tick); reserved jobs are left out too
-        (their Plan entry is fixed). Shapes and sources as ``MarketSnapshot``
-        (paper 000, Sec. 3).
+        (their Plan entry is fixed). ``warm`` is a newer Plan than the one
+        applied (the live market clears twice between two ticks): the
+        auction starts from its sub-budgets, as the offline loop does. Shapes
+        and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         mask = self.cluster.demand_mask()
         reserved = {r.job_id for r in self._booked} | set(exclude)
@@ -274,6 +278,9 @@ class MarketEngine:
                 rows.append((job_id, self._leaf(job_id), b.bid, mask[job_id], b.sub_budget))
         for spec, bid in extra:
             rows.append((spec.job_id, spec.leaf, bid, np.array([t > 0 for t in spec.tasks]), None))
+        if warm is not None:
+            newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
+            rows = [(job, leaf, bid, demand, newer.get(job)) for job, leaf, bid, demand, _ in rows]
         return self._snapshot(rows)
 
     def _leaf(self, job_id: int) -> int:

@@ -83,7 +83,9 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceTy
         new = [pk for pk in active_ids if not engine.knows(pk)]
         extra = adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, market.sim_time) if new else []
         gone = [job for job in engine.known_jobs() if job not in active_ids]  # cancelled since the last tick
-        return market, engine.snapshot(extra, exclude=gone), context.types
+        latest = adapters.latest_plan(market_id)
+        newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None  # a clearing since the last tick
+        return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
 
 
 def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
