@@ -26,13 +26,13 @@ including the lottery's random-generator state.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
 DispatchMode = Literal["stride", "lottery", "fifo"]
-MODES: tuple[str, ...] = ("stride", "lottery", "fifo")
+MODES: tuple[str, ...] = get_args(DispatchMode)
 _CREDIT_LIMIT = 2.0
 
 

@@ -25,15 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.abacus import AbacusPolicy, implied_prices
 from scheduler.base import Mechanism
-from scheduler.dispatch import MODES as DISPATCH_MODES
-from scheduler.dispatch import ShareDispatcher
+from scheduler.dispatch import DispatchMode, ShareDispatcher
 from scheduler.fairshare import POLICIES as FAIRSHARE_POLICIES
 from scheduler.fairshare import FairShareAllocator, FifoAllocator, QueueTree
 from scheduler.plan import Diagnostics, Plan, budget_payments
@@ -137,7 +136,7 @@ _DISPATCH_LABELS = {
     "lottery": "Lottery (paper 000: probability = share)",
     "fifo": "FIFO (oldest eligible job first, shares ignored)",
 }
-for _mode in DISPATCH_MODES:
+for _mode in get_args(DispatchMode):
     DISPATCH.register(_mode, _DISPATCH_LABELS[_mode])(partial(ShareDispatcher, mode=_mode))
 
 # --- mechanisms within a queue (paper 000) ----------------------------------------------------

@@ -325,17 +325,17 @@ class MarketEngine:
             b.mark = now
             b.share = None
         for k, job_id in enumerate(plan.job_ids.tolist()):
-            b = self._books.get(job_id)
-            if b is not None:
-                b.share, b.sub_budget = plan.shares[k].copy(), plan.sub_budgets[k].copy()
+            row = self._books.get(job_id)
+            if row is not None:
+                row.share, row.sub_budget = plan.shares[k].copy(), plan.sub_budgets[k].copy()
         charges = []
         for job_id, rule in plan.payments.items():
-            b = self._books.get(job_id)
-            if b is None:
+            books = self._books.get(job_id)
+            if books is None:
                 continue
-            b.rule = rule
-            if rule.due_at_acceptance and not b.accepted and rule.amount > 0:
-                b.accepted = True
+            books.rule = rule
+            if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
+                books.accepted = True
                 charges.append(Charge(job_id, rule.amount, rule.kind, now))
         booked = tuple(self._booked)
         self.cluster.set_plan(plan if not booked else _with_reservations(plan, booked))

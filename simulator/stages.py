@@ -100,8 +100,11 @@ class SharedStage:
             if not (0 <= leaf < demanding.size and demanding[leaf]):
                 raise RuntimeError(f"allocator picked leaf {leaf} without demand")
             sticky = n_demanding == 1 or allocator.uses_arrival_order
-            job, units = cluster.placement.grant(leaf, j, free if sticky else 1)
-            cluster.start_tasks(cluster.job(job), j, units, shared=True)
+            job_id, units = cluster.placement.grant(leaf, j, free if sticky else 1)
+            job = cluster.job(job_id)
+            if job is None:
+                raise RuntimeError(f"leaf {leaf} holds unknown job {job_id}")
+            cluster.start_tasks(job, j, units, shared=True)
             free -= units
             started = True
             demanding = cluster.shared_demanding(j)

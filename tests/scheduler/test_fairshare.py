@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -130,7 +128,7 @@ def _lockstep(
                 for a in allocators:
                     a.record_finish(k, float(t))
         if t < len(arrivals):
-            pending = [p + a for p, a in zip(pending, arrivals[t])]
+            pending = [p + a for p, a in zip(pending, arrivals[t], strict=True)]
         for _ in range(capacity - len(running)):
             mask = [p > 0 for p in pending]
             want = reference(usage, running_n, mask)
@@ -628,8 +626,3 @@ def test_settable_policy_and_twait_take_effect() -> None:
     assert alloc.pick_leaf(both, 10.0) == 0  # a holds fewer units right now
     alloc.t_wait = math.inf
     assert alloc.t_wait == math.inf
-
-
-def test_scheduler_does_not_import_django() -> None:
-    code = "import sys, scheduler.fairshare, scheduler.fairness; assert 'django' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
