@@ -40,7 +40,7 @@ def _best_time(run: Callable[[], AuctionResult], repeats: int) -> tuple[float, A
 def _row(n: int, m: int, kind: str, args: argparse.Namespace) -> str:
     rng = np.random.default_rng(args.seed)
     budgets, weights = rng.uniform(50, 200, n), rng.uniform(0.5, 2.0, (n, m))
-    common = dict(utility=kind, alpha=args.alpha, tol=args.tol, max_rounds=args.max_rounds)
+    common = {"utility": kind, "alpha": args.alpha, "tol": args.tol, "max_rounds": args.max_rounds}
     before = auction(budgets[:-1], weights[:-1], **common)
     warm = np.vstack([before.sub_budgets, np.full((1, m), np.nan)])
     cold_ms, cold = _best_time(lambda: auction(budgets, weights, **common), args.repeats)

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.fairshare import POLICIES, FairShareAllocator, QueueTree  # noqa: E402
+from scheduler.fairshare import POLICIES, FairShareAllocator, QueueTree
 
 
 def build_tree(n_leaves: int, fanout: int) -> QueueTree:

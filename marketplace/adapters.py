@@ -72,7 +72,9 @@ def job_specs(jobs: Iterable[Job], types: list[ResourceType], tree_map: TreeMap,
     if not jobs:
         return []
     works: dict[int, dict[int, tuple[int, float, float]]] = {}
-    rows = JobWork.objects.filter(job_id__in=[j.pk for j in jobs]).values_list("job_id", "resource_type_id", "tasks", "task_duration", "weight")
+    rows = JobWork.objects.filter(job_id__in=[j.pk for j in jobs]).values_list(
+        "job_id", "resource_type_id", "tasks", "task_duration", "weight"
+    )
     for job_id, rt_id, tasks, duration, weight in rows:
         works.setdefault(job_id, {})[rt_id] = (tasks, duration, weight)
     out = []

@@ -9,11 +9,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from marketplace.models import (
-    Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant,
-)
 from marketplace import selectors
+from marketplace.models import Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
+
 
 def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-def]
     """Show a service's field errors as one admin error message."""
@@ -36,9 +35,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Market)
 class MarketAdmin(admin.ModelAdmin):
-    list_display = ["name", "mechanism", "alpha", "t_wait", "fairshare_policy", "dispatch_mode", "clock_speed", "sim_time", "state_version", "clearings"]
-    fields = ["name", *_TUNABLE, "twait_hint", "sim_time", "state_version", "cleared_version", "clearings"]
-    readonly_fields = ["sim_time", "state_version", "cleared_version", "clearings", "twait_hint"]
+    list_display = (
+        "name", "mechanism", "alpha", "t_wait", "fairshare_policy", "dispatch_mode",
+        "clock_speed", "sim_time", "state_version", "clearings",
+    )
+    fields = ("name", *_TUNABLE, "twait_hint", "sim_time", "state_version", "cleared_version", "clearings")
+    readonly_fields = ("sim_time", "state_version", "cleared_version", "clearings", "twait_hint")
 
     @admin.display(description="T_wait guidance (paper 002, Eq. 7)")
     def twait_hint(self, obj: Market) -> str:
@@ -58,7 +60,7 @@ class MarketAdmin(admin.ModelAdmin):
 
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
-    list_display = ["path", "weight", "parent", "market"]
+    list_display = ("path", "weight", "parent", "market")
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         try:
@@ -69,7 +71,7 @@ class QueueAdmin(admin.ModelAdmin):
 
 @admin.register(ResourceType)
 class ResourceTypeAdmin(admin.ModelAdmin):
-    list_display = ["name", "capacity", "stage", "market"]
+    list_display = ("name", "capacity", "stage", "market")
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if not change:
@@ -82,41 +84,43 @@ class ResourceTypeAdmin(admin.ModelAdmin):
 
 @admin.register(ConfigChange)
 class ConfigChangeAdmin(ReadOnlyAdmin):
-    list_display = ["changed_at", "market", "field", "old_value", "new_value", "changed_by", "reason"]
-    list_filter = ["field"]
+    list_display = ("changed_at", "market", "field", "old_value", "new_value", "changed_by", "reason")
+    list_filter = ("field",)
 
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnlyAdmin):
-    list_display = ["id", "created_at", "account", "kind", "amount", "available_after", "held_after", "job"]
-    list_filter = ["kind"]
+    list_display = ("id", "created_at", "account", "kind", "amount", "available_after", "held_after", "job")
+    list_filter = ("kind",)
 
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "default_queue", "market"]
+    list_display = ("name", "user", "default_queue", "market")
 
 
 @admin.register(Account)
 class AccountAdmin(ReadOnlyAdmin):
-    list_display = ["tenant", "available", "held", "updated_at"]
+    list_display = ("tenant", "available", "held", "updated_at")
 
 
 class JobWorkInline(admin.TabularInline):
     model = JobWork
     extra = 0
     can_delete = False
-    readonly_fields = ["resource_type", "tasks", "task_duration", "weight", "pending", "running", "done"]
+    readonly_fields = ("resource_type", "tasks", "task_duration", "weight", "pending", "running", "done")
 
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "name", "tenant", "queue", "budget", "status", "sim_submit_time", "sim_finish_time"]
-    list_filter = ["status", "utility"]
-    inlines = [JobWorkInline]
+    list_display = ("id", "name", "tenant", "queue", "budget", "status", "sim_submit_time", "sim_finish_time")
+    list_filter = ("status", "utility")
+    inlines = (JobWorkInline,)
 
 
 @admin.register(AllocationSnapshot)
 class AllocationSnapshotAdmin(ReadOnlyAdmin):
-    list_display = ["id", "mechanism", "state_version", "sim_time", "n_jobs", "rounds", "converged", "max_kkt_residual", "solve_ms", "total_ms"]
-    exclude = ["plan"]
+    list_display = (
+        "id", "mechanism", "state_version", "sim_time", "n_jobs", "rounds", "converged", "max_kkt_residual", "solve_ms", "total_ms",
+    )
+    exclude = ("plan",)

@@ -33,6 +33,7 @@ _TIME_UNITS: tuple[tuple[str, float, float], ...] = (
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 _COLORWAY = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04", "#db2777", "#4b5563", "#65a30d"]
 EMPTY_NOTE = "No data yet"
+_RHO = "\N{GREEK SMALL LETTER RHO}"  # the fairness degree's symbol in chart titles (paper 002)
 
 
 def time_unit(span_s: float) -> tuple[str, float]:
@@ -47,7 +48,7 @@ def format_hms(seconds: float | None) -> str:
     """Simulated seconds as ``h:mm:ss`` (hours unbounded); an em dash for None."""
     if seconds is None or not math.isfinite(seconds):
         return "—"
-    total = int(round(max(seconds, 0.0)))
+    total = round(max(seconds, 0.0))
     h, rest = divmod(total, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}"
@@ -168,10 +169,10 @@ def fairness_degree_figure(rows: Iterable[Row], *, resource: str, unit: tuple[st
     unit = _unit_for(rows, unit)
     traces = [
         {"type": "scatter", "mode": "lines", "name": queue, "x": [_x(r["sim_time"], unit) for r in group],
-         "y": [_finite(r["rho"]) for r in group], "hovertemplate": "ρ = %{y:.3f}<extra>" + queue + "</extra>"}
+         "y": [_finite(r["rho"]) for r in group], "hovertemplate": _RHO + " = %{y:.3f}<extra>" + queue + "</extra>"}
         for queue, group in _by_key(rows, "queue").items()
     ]
-    layout = _layout(f"Fairness degree ρ per leaf queue: {resource}", _time_title(unit), "ρ = usage / entitlement",
+    layout = _layout(f"Fairness degree {_RHO} per leaf queue: {resource}", _time_title(unit), f"{_RHO} = usage / entitlement",
                      yaxis={"rangemode": "tozero"})
     if traces:
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 1, "y1": 1,

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 from decimal import Decimal
+from typing import Any
 
-from django.db.models import Count, F, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 
-from marketplace.models import (
-    Account, AllocationSnapshot, FairnessSample, Job, JobWork, LedgerEntry, Market, MarketSample,
-    PriceSample, Queue, ResourceType, ShareSample, Tenant,
-)
 from marketplace import adapters
+from marketplace.models import (
+    Account,
+    AllocationSnapshot,
+    FairnessSample,
+    Job,
+    JobWork,
+    LedgerEntry,
+    Market,
+    MarketSample,
+    PriceSample,
+    Queue,
+    ResourceType,
+    ShareSample,
+    Tenant,
+)
 from marketplace.models.queues import dotted_paths
 from scheduler.fairshare import twait_guidance
 
@@ -36,7 +47,8 @@ def job_money(*, job_ids: list[int]) -> dict[int, tuple[Decimal, Decimal]]:
     """job id -> (amount held now, amount charged), from the ledger."""
     held = defaultdict(Decimal)
     charged = defaultdict(Decimal)
-    for job_id, kind, amount, held_delta in LedgerEntry.objects.filter(job_id__in=job_ids).values_list("job_id", "kind", "amount", "held_delta"):
+    entries = LedgerEntry.objects.filter(job_id__in=job_ids).values_list("job_id", "kind", "amount", "held_delta")
+    for job_id, kind, amount, held_delta in entries:
         held[job_id] += held_delta
         if kind == LedgerEntry.Kind.CHARGE:
             charged[job_id] += amount
@@ -102,7 +114,9 @@ def market_overview(*, market: Market) -> dict[str, object]:
     types = list(ResourceType.objects.filter(market=market))
     running = {
         r["resource_type__name"]: r["r"] or 0
-        for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE).values("resource_type__name").annotate(r=Sum("running"))
+        for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
+        .values("resource_type__name")
+        .annotate(r=Sum("running"))
     }
     snap = latest_snapshot(market=market)
     return {
@@ -238,7 +252,8 @@ def share_points(*, market: Market, job_ids: list[int], max_points: int = 500) -
     types = resource_types_of(market=market)
     with_tasks = {(w[0], w[1]) for w in JobWork.objects.filter(job_id__in=job_ids, tasks__gt=0).values_list("job_id", "resource_type_id")}
     by_job: dict[int, list[tuple[float, list[float]]]] = defaultdict(list)
-    for job_id, t, shares in ShareSample.objects.filter(job_id__in=job_ids).order_by("job_id", "sim_time", "id").values_list("job_id", "sim_time", "shares"):
+    samples = ShareSample.objects.filter(job_id__in=job_ids).order_by("job_id", "sim_time", "id")
+    for job_id, t, shares in samples.values_list("job_id", "sim_time", "shares"):
         by_job[job_id].append((t, shares))
     active = set(Job.objects.filter(pk__in=job_ids, status__in=Job.ACTIVE).values_list("id", flat=True))
     for job_id, named in current_shares(market=market, job_ids=list(active)).items():
@@ -361,7 +376,9 @@ def queue_tree_rows(*, market: Market) -> list[dict[str, Any]]:
     def walk(node: int) -> None:
         depth = int(tree.depth[node])
         q = queues[by_path[tree.names[node]]]
-        rows.append({"queue": q, "depth": depth, "indent": depth * 1.25, "fraction": float(fraction[node]), "leaf": not tree.children[node]})
+        rows.append(
+            {"queue": q, "depth": depth, "indent": depth * 1.25, "fraction": float(fraction[node]), "leaf": not tree.children[node]}
+        )
         for child in tree.children[node]:
             walk(child)
 

@@ -104,7 +104,9 @@ def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> lis
         rows.append({
             "job": job, "queue": paths.get(job.queue_id, ""), "held": held, "charged": charged,
             "shares": row_shares, "progress": progress,
-            "cells": [{"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares)],
+            "cells": [
+                {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
+            ],
             "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
             "finish": charts.format_hms(job.sim_finish_time),
             "response": charts.format_hms(job.response_time),
@@ -245,7 +247,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     return _render(request, "marketplace/job_detail.html", {
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
-        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"])], "figure": figure, "ledger": selectors.job_ledger(job=job),
+        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
+        "figure": figure, "ledger": selectors.job_ledger(job=job),
         "active": job.status in Job.ACTIVE,
     }, market=market)
 
@@ -268,7 +271,7 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    filters, status = _status_filter(request)
+    _filters, status = _status_filter(request)
     types = selectors.resource_types_of(market=tenant.market)
     jobs = selectors.tenant_job_list(tenant=tenant, status=status)
     header = ["id", "name", "queue", "status", "utility", "budget", "held", "charged"]
@@ -281,7 +284,7 @@ def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
             for r in _job_rows(list(chunk.object_list), tenant.market, types):
                 job = r["job"]
                 line: list[Any] = [job.pk, job.name, r["queue"], job.status, job.utility, job.budget, r["held"], r["charged"]]
-                for share, progress in zip(r["shares"], r["progress"]):
+                for share, progress in zip(r["shares"], r["progress"], strict=True):
                     line += ["" if share is None else f"{share:.6f}", *(progress or ("", ""))]
                 line += [job.sim_submit_time, _blank(job.sim_start_time), _blank(job.sim_finish_time), _blank(job.response_time)]
                 yield line

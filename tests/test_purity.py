@@ -29,7 +29,12 @@ def test_module_imports_nothing_of_the_web_side(module: str) -> None:
     # statically: no import statement names a forbidden package ...
     path = ROOT / Path(*module.split(".")).with_suffix(".py")
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            names = []
         assert not [n for n in names if n.split(".")[0] in FORBIDDEN], f"{module} imports {names}"
     # ... and at run time nothing pulls one in indirectly (a fresh interpreter)
     code = f"import sys, {module}; bad = [m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}]; assert not bad, bad"

@@ -31,7 +31,7 @@ class JobWorkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JobWork
-        fields = ["resource_type", "tasks", "task_duration", "weight", "pending", "running", "done"]
+        fields = ("resource_type", "tasks", "task_duration", "weight", "pending", "running", "done")
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -42,10 +42,10 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = [
+        fields = (
             "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
             "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
-        ]
+        )
 
     def get_shares(self, job: Job) -> dict[str, float]:
         return self.context.get("shares", {}).get(job.pk, {})
@@ -57,7 +57,7 @@ class JobSerializer(serializers.ModelSerializer):
 class LedgerEntrySerializer(serializers.ModelSerializer):
     class Meta:
         model = LedgerEntry
-        fields = ["id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo", "created_at"]
+        fields = ("id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo", "created_at")
 
 
 class FairnessSampleSerializer(serializers.ModelSerializer):
@@ -66,7 +66,7 @@ class FairnessSampleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = FairnessSample
-        fields = ["sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running"]
+        fields = ("sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
 
 
 class MarketSampleSerializer(serializers.ModelSerializer):
@@ -74,7 +74,7 @@ class MarketSampleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MarketSample
-        fields = ["sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs"]
+        fields = ("sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
 class PriceSampleSerializer(serializers.ModelSerializer):
@@ -83,7 +83,7 @@ class PriceSampleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PriceSample
-        fields = ["sim_time", "resource_type", "price", "snapshot"]
+        fields = ("sim_time", "resource_type", "price", "snapshot")
 
 
 class AllocationEntrySerializer(serializers.Serializer):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, status, viewsets
@@ -42,7 +41,7 @@ class JobFilter(filters.FilterSet):
 
     class Meta:
         model = Job
-        fields = ["status", "utility"]
+        fields = ("status", "utility")
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -50,7 +49,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     serializer_class = s.JobSerializer
     filterset_class = JobFilter
-    parser_classes = [NumberTolerantJSONParser]
+    parser_classes = (NumberTolerantJSONParser,)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.tenant_jobs(tenant=_tenant(self.request))

@@ -8,6 +8,7 @@ checks this). Database constraints keep both non-negative.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -28,8 +29,8 @@ class Tenant(models.Model):
     default_queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="tenants")
 
     class Meta:
-        ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["market", "name"], name="tenant_unique_name")]
+        ordering: ClassVar[list[str]] = ["name"]
+        constraints = (models.UniqueConstraint(fields=["market", "name"], name="tenant_unique_name"),)
 
     def __str__(self) -> str:
         return self.name
@@ -44,10 +45,10 @@ class Account(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [
+        constraints = (
             models.CheckConstraint(condition=Q(available__gte=0), name="account_available_non_negative"),
             models.CheckConstraint(condition=Q(held__gte=0), name="account_held_non_negative"),
-        ]
+        )
 
     def __str__(self) -> str:
         return f"{self.tenant}: {self.available} available, {self.held} held"
@@ -79,12 +80,12 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-id"]
+        ordering: ClassVar[list[str]] = ["-id"]
         verbose_name_plural = "ledger entries"
-        constraints = [
+        constraints = (
             models.CheckConstraint(condition=Q(amount__gt=0), name="ledger_amount_positive"),
             models.CheckConstraint(condition=Q(available_after__gte=0) & Q(held_after__gte=0), name="ledger_after_non_negative"),
-        ]
+        )
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 
 from marketplace.models.jobs import Job
@@ -34,9 +36,12 @@ class AllocationSnapshot(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-id"]
+        ordering: ClassVar[list[str]] = ["-id"]
         get_latest_by = "id"
-        indexes = [models.Index(fields=["market", "-id"])]
+        indexes = (models.Index(fields=["market", "-id"]),)
+
+    def __str__(self) -> str:
+        return f"clearing {self.pk} of market {self.market_id} at t={self.sim_time}s ({self.mechanism})"
 
 
 class ShareSample(models.Model):
@@ -49,8 +54,11 @@ class ShareSample(models.Model):
     shares = models.JSONField(help_text="Share per resource type, in resource-type order (stage, id).")
 
     class Meta:
-        ordering = ["sim_time", "id"]
-        indexes = [models.Index(fields=["job", "sim_time"])]
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+        indexes = (models.Index(fields=["job", "sim_time"]),)
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} at t={self.sim_time}s: {self.shares}"
 
 
 class PriceSample(models.Model):
@@ -60,6 +68,9 @@ class PriceSample(models.Model):
     resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
     sim_time = models.FloatField()
     price = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: price {self.price}"
 
 
 class FairnessSample(models.Model):
@@ -73,11 +84,17 @@ class FairnessSample(models.Model):
     share = models.FloatField(help_text="Fair share S_i, units.")
     demand = models.FloatField(help_text="Current demand d_i, units.")
     entitled = models.FloatField(help_text="Integral of min(d_i, S_i), resource-seconds.")
-    rho = models.FloatField(null=True, help_text="Fairness degree f_i / integral of min(d_i, S_i); null where it is infinite (usage without entitlement).")
+    rho = models.FloatField(
+        null=True,
+        help_text="Fairness degree f_i / integral of min(d_i, S_i); null where it is infinite (usage without entitlement).",
+    )
     running = models.FloatField(help_text="Units held at the sample time.")
 
     class Meta:
-        ordering = ["sim_time", "id"]
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+
+    def __str__(self) -> str:
+        return f"queue {self.queue_id}, resource type {self.resource_type_id} at t={self.sim_time}s: rho={self.rho}"
 
 
 class MarketSample(models.Model):
@@ -92,4 +109,7 @@ class MarketSample(models.Model):
     active_jobs = models.PositiveIntegerField()
 
     class Meta:
-        ordering = ["sim_time", "id"]
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: benefit {self.benefit}, loss {self.loss}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 from django.db.models import Q
 
@@ -45,12 +47,12 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["-id"]
+        constraints = (
             models.CheckConstraint(condition=Q(budget__gt=0), name="job_budget_positive"),
             models.CheckConstraint(condition=Q(charged__gte=0), name="job_charged_non_negative"),
-        ]
-        indexes = [models.Index(fields=["market", "status"])]
+        )
+        indexes = (models.Index(fields=["market", "status"]),)
 
     def __str__(self) -> str:
         return self.name or f"job {self.pk}"
@@ -75,12 +77,12 @@ class JobWork(models.Model):
     done = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["resource_type__stage", "resource_type_id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["resource_type__stage", "resource_type_id"]
+        constraints = (
             models.UniqueConstraint(fields=["job", "resource_type"], name="job_work_unique_type"),
             models.CheckConstraint(condition=Q(task_duration__gt=0), name="job_work_duration_positive"),
             models.CheckConstraint(condition=Q(weight__gte=0), name="job_work_weight_non_negative"),
-        ]
+        )
 
     def __str__(self) -> str:
         return f"{self.job}: {self.tasks} x {self.task_duration}s on {self.resource_type.name}"

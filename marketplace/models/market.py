@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -27,14 +29,20 @@ class Market(models.Model):
     """
 
     name = models.CharField(max_length=100, unique=True)
-    alpha = models.FloatField(default=0.5, help_text="Auction exponent in [0, 1]: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3).")
+    alpha = models.FloatField(
+        default=0.5, help_text="Auction exponent in [0, 1]: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3)."
+    )
     t_wait = models.FloatField(default=30.0, help_text="Starvation timeout T_wait in simulated seconds (paper 002, Sec. 5.2.2).")
     auction_tolerance = models.FloatField(default=1e-6, help_text="Relative change of sub-budgets at which the auction stops.")
     auction_max_rounds = models.PositiveIntegerField(default=1000)
     clock_speed = models.FloatField(default=60.0, help_text="Simulated seconds per wall-clock second of the live cluster clock.")
     mechanism = models.CharField(max_length=30, choices=mechanism_choices, default="abacus", help_text="Mechanism within a queue.")
-    fairshare_policy = models.CharField(max_length=10, choices=fairshare_choices, default="hltrf", help_text="Fair-share policy across queues.")
-    dispatch_mode = models.CharField(max_length=10, choices=dispatch_choices, default="stride", help_text="Which job of a leaf queue gets a free unit.")
+    fairshare_policy = models.CharField(
+        max_length=10, choices=fairshare_choices, default="hltrf", help_text="Fair-share policy across queues."
+    )
+    dispatch_mode = models.CharField(
+        max_length=10, choices=dispatch_choices, default="stride", help_text="Which job of a leaf queue gets a free unit."
+    )
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)
@@ -47,12 +55,12 @@ class Market(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
+        constraints = (
             models.CheckConstraint(condition=Q(alpha__gte=0) & Q(alpha__lte=1), name="market_alpha_in_unit_interval"),
             models.CheckConstraint(condition=Q(t_wait__gte=0), name="market_t_wait_non_negative"),
             models.CheckConstraint(condition=Q(clock_speed__gt=0), name="market_clock_speed_positive"),
             models.CheckConstraint(condition=Q(auction_tolerance__gt=0), name="market_tolerance_positive"),
-        ]
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -70,7 +78,7 @@ class ConfigChange(models.Model):
     reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        ordering = ["-changed_at", "-id"]
+        ordering: ClassVar[list[str]] = ["-changed_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.field}: {self.old_value} -> {self.new_value}"

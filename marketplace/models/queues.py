@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from django.db import models
 from django.db.models import Q
@@ -43,11 +44,11 @@ class Queue(models.Model):
     weight = models.FloatField(default=1.0)
 
     class Meta:
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints = (
             models.CheckConstraint(condition=Q(weight__gt=0), name="queue_weight_positive"),
             models.UniqueConstraint(fields=["market", "parent", "name"], name="queue_unique_name_per_parent"),
-        ]
+        )
 
     def __str__(self) -> str:
         return self.path
@@ -76,11 +77,11 @@ class ResourceType(models.Model):
     unit = models.CharField(max_length=20, default="slot")
 
     class Meta:
-        ordering = ["stage", "id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["stage", "id"]
+        constraints = (
             models.UniqueConstraint(fields=["market", "name"], name="resource_type_unique_name"),
             models.CheckConstraint(condition=Q(capacity__gt=0), name="resource_type_capacity_positive"),
-        ]
+        )
 
     def __str__(self) -> str:
         return f"{self.name} ({self.capacity} {self.unit}s)"

@@ -81,7 +81,11 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceTy
         engine = engine_load(market=market, context=context)
         active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
         new = [pk for pk in active_ids if not engine.knows(pk)]
-        extra = adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, market.sim_time) if new else []
+        extra = (
+            adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, market.sim_time)
+            if new
+            else []
+        )
         gone = [job for job in engine.known_jobs() if job not in active_ids]  # cancelled since the last tick
         latest = adapters.latest_plan(market_id)
         newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None  # a clearing since the last tick
@@ -108,7 +112,8 @@ def _prune(market_id: int) -> None:
     pruning: a bounded batch (at most ``2 * PRUNE_EVERY`` rows, found through the
     (market, -id) index) in one statement, so the store time does not grow with the
     history."""
-    gone = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")[PLAN_RETENTION : PLAN_RETENTION + 2 * PRUNE_EVERY]
+    newest_first = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")
+    gone = newest_first[PLAN_RETENTION : PLAN_RETENTION + 2 * PRUNE_EVERY]
     AllocationSnapshot.objects.filter(pk__in=Subquery(gone), plan__isnull=False).update(plan=None)
 
 

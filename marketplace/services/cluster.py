@@ -21,7 +21,15 @@ from django.utils import timezone
 from marketplace import adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
 from marketplace.services.ledger import job_charge, job_settle, money
-from marketplace.services.market import ENGINE_FIELDS, EngineContext, engine_context, engine_forget, engine_load, engine_store, market_changed
+from marketplace.services.market import (
+    ENGINE_FIELDS,
+    EngineContext,
+    engine_context,
+    engine_forget,
+    engine_load,
+    engine_store,
+    market_changed,
+)
 from simulator.market import Charge, MarketEngine, StepReport
 
 
@@ -46,7 +54,8 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext) -> None:
         JobWork.objects.filter(job_id__in=gone).update(running=0)
     new = [pk for pk in active if not engine.knows(pk)]
     if new:
-        for spec, bid in adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, engine.now):
+        jobs = Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS)
+        for spec, bid in adapters.job_specs(jobs, context.types, context.tree_map, engine.now):
             engine.submit(spec, bid)
     engine.set_capacity([t.capacity for t in context.types])
     config = adapters.market_config(market)
@@ -99,10 +108,13 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         if job is None or job.status not in Job.ACTIVE:
             continue  # cancelled meanwhile: its hold was released then
         c = owed.get(job_id)
-        job_settle(job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else "")
+        job_settle(
+            job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else ""
+        )
         done = finished[job_id]
         Job.objects.filter(pk=job_id).update(
-            status=Job.Status.FINISHED, charged=job.charged, sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
+            status=Job.Status.FINISHED, charged=job.charged,
+            sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
         )
         count += 1
     return count

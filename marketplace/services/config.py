@@ -50,7 +50,7 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
     """
     unknown = set(changes) - _RULES.keys()
     if unknown:
-        raise ValidationError({f: "This parameter cannot be changed here." for f in unknown})
+        raise ValidationError(dict.fromkeys(unknown, "This parameter cannot be changed here."))
     values = {f: _coerce(f, v) for f, v in changes.items()}
     errors = {f: msg for f, v in values.items() if (msg := _RULES[f][0](v)) is not True}
     if errors:
@@ -62,7 +62,9 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
         if old == value:
             continue
         setattr(market, field, value)
-        audit.append(ConfigChange(market=market, field=field, old_value=str(old), new_value=str(value), changed_by=_user(user), reason=reason))
+        audit.append(
+            ConfigChange(market=market, field=field, old_value=str(old), new_value=str(value), changed_by=_user(user), reason=reason)
+        )
         reclear = reclear or _RULES[field][1]
     if not audit:
         return []
@@ -88,7 +90,9 @@ def resource_capacity_set(*, resource_type: ResourceType, capacity: int, user: o
     market = Market.objects.select_for_update().defer("engine_state").get(pk=resource_type.market_id)
     rt = ResourceType.objects.select_for_update().get(pk=resource_type.pk)
     if rt.capacity != capacity:
-        ConfigChange.objects.create(market=market, field=f"capacity[{rt.name}]", old_value=str(rt.capacity), new_value=str(capacity), changed_by=_user(user))
+        ConfigChange.objects.create(
+            market=market, field=f"capacity[{rt.name}]", old_value=str(rt.capacity), new_value=str(capacity), changed_by=_user(user)
+        )
         rt.capacity = capacity
         rt.save(update_fields=["capacity"])
         structure_changed(market=market)
@@ -121,6 +125,9 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
     old = Queue.objects.filter(pk=queue.pk).first() if queue.pk else None
     queue.save()
     before = "" if old is None else f"parent={old.parent_id} weight={old.weight}"
-    ConfigChange.objects.create(market=market, field=f"queue[{queue.path}]", old_value=before, new_value=f"parent={queue.parent_id} weight={queue.weight}", changed_by=_user(user))
+    ConfigChange.objects.create(
+        market=market, field=f"queue[{queue.path}]", old_value=before,
+        new_value=f"parent={queue.parent_id} weight={queue.weight}", changed_by=_user(user),
+    )
     structure_changed(market=market)  # the fair fractions changed: shares and samples follow
     return queue

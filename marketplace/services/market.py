@@ -165,4 +165,6 @@ def engine_forget(*, market_id: int) -> None:
 
 
 def _requeue_running(market: Market) -> None:
-    JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE, running__gt=0).update(pending=F("pending") + F("running"), running=0)
+    JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE, running__gt=0).update(
+        pending=F("pending") + F("running"), running=0
+    )

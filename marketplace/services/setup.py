@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Mapping
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -57,7 +57,9 @@ def queue_tree_create(*, market: Market, hierarchy: Mapping[str, float]) -> dict
 
 
 @transaction.atomic
-def tenant_create(*, market: Market, username: str, password: str | None, queue: Queue, deposit: Decimal = Decimal("0"), email: str = "") -> Tenant:
+def tenant_create(
+    *, market: Market, username: str, password: str | None, queue: Queue, deposit: Decimal = Decimal("0"), email: str = ""
+) -> Tenant:
     """A login, a tenant in a leaf queue, an account and an opening deposit through the ledger."""
     if queue.children.exists():
         raise ValidationError({"queue": "Tenants go in leaf queues."})

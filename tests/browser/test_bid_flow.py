@@ -61,7 +61,7 @@ def _in_thread(fn: Callable[[], object]) -> None:
     def run() -> None:
         try:
             fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+        except BaseException as exc:  # re-raised in the test's thread
             errors.append(exc)
         finally:
             connections.close_all()

@@ -49,23 +49,22 @@ def celery_worker_process(real_services):  # type: ignore[no-untyped-def]
     s = connection.settings_dict
     url = f"postgres://{s['USER']}:{s['PASSWORD'] or ''}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
     env = dict(os.environ, DATABASE_URL=url, PYTHONPATH=str(ROOT))
-    log = open(ROOT / "var" / "test-worker.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "marketplace", "worker", "--pool=solo", "--loglevel=info",
-         "--without-gossip", "--without-mingle", "--hostname", f"test-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not app.control.ping(timeout=1.0):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Celery worker did not start; see {log.name}")
-        yield proc
-    finally:
-        proc.terminate()
+    with open(ROOT / "var" / "test-worker.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "marketplace", "worker", "--pool=solo", "--loglevel=info",
+             "--without-gossip", "--without-mingle", "--hostname", f"test-{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        connection.close()
+            deadline = time.monotonic() + 60
+            while not app.control.ping(timeout=1.0):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the Celery worker did not start; see {log.name}")
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            connection.close()

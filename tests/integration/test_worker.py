@@ -66,7 +66,7 @@ def test_concurrent_bids_never_overspend(real_services):
         try:
             bid_submit(tenant=tenant, budget="15", work=[WorkItem("map", 1, 1.0)])
             outcomes.append("ok")
-        except Exception as exc:  # noqa: BLE001 - the test counts refusals
+        except Exception as exc:  # the test counts refusals
             outcomes.append(type(exc).__name__)
         finally:
             connection.close()

@@ -113,7 +113,7 @@ def test_fairness_degree_one_line_per_queue_with_gaps_for_undefined_rho_and_a_li
     assert list(_trace(fig, "root.b")["y"]) == [None, 0.5]
     assert list(_trace(fig, "root.b")["x"]) == [60, 120]
     assert fig["layout"]["shapes"][0]["y0"] == 1
-    assert _titles(fig) == ("Simulated time (s)", "ρ = usage / entitlement")
+    assert _titles(fig) == ("Simulated time (s)", "\N{GREEK SMALL LETTER RHO} = usage / entitlement")
     json.dumps(fig, cls=PlotlyJSONEncoder)  # no NaN or inf reaches the browser
 
 

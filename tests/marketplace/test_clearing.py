@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from unittest import mock
 
-from django.db import models
-
 import numpy as np
 import pytest
+from django.db import models
 
 from marketplace.models import AllocationSnapshot, Market
 from marketplace.services import clearing
@@ -31,7 +30,7 @@ def test_clearing_stores_within_queue_shares_that_sum_to_one(market, alice, bob)
     snap = AllocationSnapshot.objects.get(pk=result.snapshot_id)
     plan = Plan.from_bytes(bytes(snap.plan))
     row = {job: k for k, job in enumerate(plan.job_ids.tolist())}
-    for j, rt in enumerate(("map", "reduce")):
+    for j, _resource in enumerate(("map", "reduce")):
         share = {job.pk: plan.shares[row[job.pk], j] for job in jobs}
         assert share[jobs[0].pk] + share[jobs[1].pk] == pytest.approx(1.0)
         assert share[jobs[2].pk] == pytest.approx(1.0)

@@ -185,7 +185,8 @@ def _assert_same(market: Market, tenants: list[Tenant], replayed: list[Replayed]
     # an empty market are left out: offline skips them)
     cleared = list(AllocationSnapshot.objects.filter(market=market, n_jobs__gt=0).order_by("id").values_list("id", "sim_time"))
     prices: dict[int, list[float]] = {pk: [] for pk, _ in cleared}
-    for snapshot_id, price in PriceSample.objects.filter(snapshot_id__in=prices).order_by("snapshot_id", "resource_type__stage").values_list("snapshot_id", "price"):
+    samples = PriceSample.objects.filter(snapshot_id__in=prices).order_by("snapshot_id", "resource_type__stage")
+    for snapshot_id, price in samples.values_list("snapshot_id", "price"):
         prices[snapshot_id].append(price)
     assert [t for _, t in cleared] == result.clearing_times.tolist(), timeline
     assert [prices[pk] for pk, _ in cleared] == result.prices.tolist(), timeline

@@ -64,59 +64,59 @@ NAMED_CASES: list[tuple[str, dict[str, Any], FloatArray, FloatArray]] = [
     (
         # one resource type: no choice, s_i = b_i^alpha / sum_l b_l^alpha (Eq. 1)
         "single_resource_is_eq1",
-        dict(budgets=[1.0, 4.0, 9.0], weights=[[1.0], [2.0], [1.0]], utility="linear", alpha=0.5),
+        {"budgets": [1.0, 4.0, 9.0], "weights": [[1.0], [2.0], [1.0]], "utility": "linear", "alpha": 0.5},
         np.array([[1.0], [2.0], [3.0]]) / 6.0,
         np.array([[1.0], [4.0], [9.0]]),
     ),
     (
         # symmetric jobs: s = 1/n, so x_ij is proportional to w_ij and b_ij = b w_ij / sum w
         "identical_jobs_split_by_weight_log",
-        dict(budgets=[8.0, 8.0, 8.0], weights=_W, utility="log", alpha=0.5),
+        {"budgets": [8.0, 8.0, 8.0], "weights": _W, "utility": "log", "alpha": 0.5},
         np.full((3, 2), 1 / 3),
         np.tile([2.0, 6.0], (3, 1)),
     ),
     (
         "identical_jobs_split_by_weight_linear",
-        dict(budgets=[8.0, 8.0, 8.0], weights=_W, utility="linear", alpha=0.9),
+        {"budgets": [8.0, 8.0, 8.0], "weights": _W, "utility": "linear", "alpha": 0.9},
         np.full((3, 2), 1 / 3),
         np.tile([2.0, 6.0], (3, 1)),
     ),
     (
         # alpha = 0: 1/n whatever the budgets (paper Sec. 4.2); s constant, so b_ij ~ w_ij
         "alpha_zero_equal_shares",
-        dict(budgets=[1.0, 50.0, 200.0], weights=[[1.0, 1.0], [2.0, 1.0], [1.0, 5.0]],
-             utility="linear", alpha=0.0),
+        {"budgets": [1.0, 50.0, 200.0], "weights": [[1.0, 1.0], [2.0, 1.0], [1.0, 5.0]],
+         "utility": "linear", "alpha": 0.0},
         np.full((3, 2), 1 / 3),
         np.array([[0.5, 0.5], [100 / 3, 50 / 3], [100 / 3, 500 / 3]]),
     ),
     (
         # job 0 alone on resource 1: share 1 for free, whole budget on contested resource 0
         "sole_demander_bids_nothing_there",
-        dict(budgets=[10.0, 10.0], weights=[[1.0, 1.0], [1.0, 1.0]], utility="log", alpha=0.5,
-             demand=[[True, True], [True, False]]),
+        {"budgets": [10.0, 10.0], "weights": [[1.0, 1.0], [1.0, 1.0]], "utility": "log", "alpha": 0.5,
+         "demand": [[True, True], [True, False]]},
         np.array([[0.5, 1.0], [0.5, 0.0]]),
         np.array([[10.0, 0.0], [10.0, 0.0]]),
     ),
     (
         # nothing contested: keep the equal split; a job demanding nothing bids nothing
         "uncontested_and_idle_jobs",
-        dict(budgets=[6.0, 4.0, 3.0], weights=[[1.0, 2.0], [5.0, 5.0], [1.0, 1.0]],
-             utility="linear", alpha=0.5, groups=[0, 1, 1],
-             demand=[[True, True], [True, True], [False, False]]),
+        {"budgets": [6.0, 4.0, 3.0], "weights": [[1.0, 2.0], [5.0, 5.0], [1.0, 1.0]],
+         "utility": "linear", "alpha": 0.5, "groups": [0, 1, 1],
+         "demand": [[True, True], [True, True], [False, False]]},
         np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]),
         np.array([[3.0, 3.0], [2.0, 2.0], [0.0, 0.0]]),
     ),
     (
         # nobody values resource 1: its demanders split it equally, nobody pays for it
         "unvalued_resource_split_equally",
-        dict(budgets=[4.0, 4.0], weights=[[1.0, 0.0], [1.0, 0.0]], utility="log", alpha=0.5),
+        {"budgets": [4.0, 4.0], "weights": [[1.0, 0.0], [1.0, 0.0]], "utility": "log", "alpha": 0.5},
         np.array([[0.5, 0.5], [0.5, 0.5]]),
         np.array([[4.0, 0.0], [4.0, 0.0]]),
     ),
     (
         # a zero-budget job competes for nothing; the paying job takes the contested unit
         "zero_budget_job_gets_leftovers_only",
-        dict(budgets=[0.0, 5.0], weights=[[1.0], [1.0]], utility="linear", alpha=0.5),
+        {"budgets": [0.0, 5.0], "weights": [[1.0], [1.0]], "utility": "linear", "alpha": 0.5},
         np.array([[0.0], [1.0]]),
         np.array([[0.0], [5.0]]),
     ),
@@ -157,34 +157,34 @@ def test_max_rounds_reports_non_convergence() -> None:
 
 
 BAD_INPUTS: list[tuple[str, dict[str, Any], str]] = [
-    ("negative_budget", dict(budgets=[-1.0, 1.0]), "budgets must be >= 0"),
-    ("nan_budget", dict(budgets=[np.nan, 1.0]), "budgets must be finite"),
-    ("inf_weight", dict(weights=[[np.inf, 1.0], [1.0, 1.0]]), "weights must be finite"),
-    ("negative_weight", dict(weights=[[-1.0, 1.0], [1.0, 1.0]]), "weights must be >= 0"),
-    ("alpha_above_one", dict(alpha=1.5), "alpha must lie in"),
-    ("alpha_negative", dict(alpha=-0.1), "alpha must lie in"),
-    ("alpha_nan", dict(alpha=float("nan")), "alpha must lie in"),
-    ("weights_rows_mismatch", dict(weights=[[1.0, 1.0]]), "1 rows for 2 budgets"),
-    ("budgets_2d", dict(budgets=[[1.0, 1.0]]), "budgets must be 1-D"),
-    ("unknown_utility", dict(utility="cubic"), "unknown utility kind"),
-    ("utility_length", dict(utility=["log"]), "utility has 1 entries for 2 jobs"),
-    ("demand_shape", dict(demand=[[True, True]]), "demand has shape"),
-    ("demand_not_bool", dict(demand=[[1, 1], [1, 1]]), "demand must be a bool array"),
-    ("groups_shape", dict(groups=[0, 1, 2]), "groups has shape"),
-    ("groups_float", dict(groups=[0.5, 1.0]), "groups must be integers"),
-    ("warm_shape", dict(warm_start=[[1.0, 1.0]]), "warm_start has shape"),
-    ("warm_negative", dict(warm_start=[[-1.0, 1.0], [1.0, 1.0]]), "warm_start must be finite"),
-    ("warm_inf", dict(warm_start=[[np.inf, 1.0], [1.0, 1.0]]), "warm_start must be finite"),
-    ("tol_zero", dict(tol=0.0), "tol must be"),
-    ("max_rounds_zero", dict(max_rounds=0), "max_rounds must be"),
+    ("negative_budget", {"budgets": [-1.0, 1.0]}, "budgets must be >= 0"),
+    ("nan_budget", {"budgets": [np.nan, 1.0]}, "budgets must be finite"),
+    ("inf_weight", {"weights": [[np.inf, 1.0], [1.0, 1.0]]}, "weights must be finite"),
+    ("negative_weight", {"weights": [[-1.0, 1.0], [1.0, 1.0]]}, "weights must be >= 0"),
+    ("alpha_above_one", {"alpha": 1.5}, "alpha must lie in"),
+    ("alpha_negative", {"alpha": -0.1}, "alpha must lie in"),
+    ("alpha_nan", {"alpha": float("nan")}, "alpha must lie in"),
+    ("weights_rows_mismatch", {"weights": [[1.0, 1.0]]}, "1 rows for 2 budgets"),
+    ("budgets_2d", {"budgets": [[1.0, 1.0]]}, "budgets must be 1-D"),
+    ("unknown_utility", {"utility": "cubic"}, "unknown utility kind"),
+    ("utility_length", {"utility": ["log"]}, "utility has 1 entries for 2 jobs"),
+    ("demand_shape", {"demand": [[True, True]]}, "demand has shape"),
+    ("demand_not_bool", {"demand": [[1, 1], [1, 1]]}, "demand must be a bool array"),
+    ("groups_shape", {"groups": [0, 1, 2]}, "groups has shape"),
+    ("groups_float", {"groups": [0.5, 1.0]}, "groups must be integers"),
+    ("warm_shape", {"warm_start": [[1.0, 1.0]]}, "warm_start has shape"),
+    ("warm_negative", {"warm_start": [[-1.0, 1.0], [1.0, 1.0]]}, "warm_start must be finite"),
+    ("warm_inf", {"warm_start": [[np.inf, 1.0], [1.0, 1.0]]}, "warm_start must be finite"),
+    ("tol_zero", {"tol": 0.0}, "tol must be"),
+    ("max_rounds_zero", {"max_rounds": 0}, "max_rounds must be"),
 ]
 
 
 @pytest.mark.parametrize(("override", "message"), [c[1:] for c in BAD_INPUTS],
                          ids=[c[0] for c in BAD_INPUTS])
 def test_invalid_input_raises(override: dict[str, Any], message: str) -> None:
-    kwargs: dict[str, Any] = dict(budgets=[1.0, 2.0], weights=[[1.0, 1.0], [1.0, 2.0]],
-                                  utility="log", alpha=0.5)
+    kwargs: dict[str, Any] = {"budgets": [1.0, 2.0], "weights": [[1.0, 1.0], [1.0, 2.0]],
+                              "utility": "log", "alpha": 0.5}
     kwargs.update(override)
     with pytest.raises(ValueError, match=message):
         auction(**kwargs)
@@ -199,14 +199,14 @@ def markets(draw: st.DrawFn, max_n: int = 40, max_m: int = 5) -> dict[str, Any]:
     n = draw(st.integers(1, max_n))
     m = draw(st.integers(1, max_m))
     weight = st.one_of(st.just(0.0), st.floats(0.05, 5.0))
-    return dict(
-        budgets=draw(hnp.arrays(np.float64, n, elements=st.floats(0.5, 500.0))),
-        weights=draw(hnp.arrays(np.float64, (n, m), elements=weight)),
-        utility=draw(st.lists(st.sampled_from(["linear", "log"]), min_size=n, max_size=n)),
-        alpha=draw(st.sampled_from([0.1, 0.5, 0.9])),
-        groups=draw(hnp.arrays(np.int64, n, elements=st.integers(0, 3))),
-        demand=draw(hnp.arrays(np.bool_, (n, m), elements=st.booleans())),
-    )
+    return {
+        "budgets": draw(hnp.arrays(np.float64, n, elements=st.floats(0.5, 500.0))),
+        "weights": draw(hnp.arrays(np.float64, (n, m), elements=weight)),
+        "utility": draw(st.lists(st.sampled_from(["linear", "log"]), min_size=n, max_size=n)),
+        "alpha": draw(st.sampled_from([0.1, 0.5, 0.9])),
+        "groups": draw(hnp.arrays(np.int64, n, elements=st.integers(0, 3))),
+        "demand": draw(hnp.arrays(np.bool_, (n, m), elements=st.booleans())),
+    }
 
 
 @settings(max_examples=80, deadline=None)
@@ -264,7 +264,7 @@ def test_groups_are_independent_auctions(market: dict[str, Any]) -> None:
         rows = market["groups"] == g
         alone = auction(
             market["budgets"][rows], market["weights"][rows],
-            utility=[k for k, r in zip(market["utility"], rows) if r],
+            utility=[k for k, r in zip(market["utility"], rows, strict=True) if r],
             alpha=market["alpha"], demand=market["demand"][rows], tol=1e-10, max_rounds=20000,
         )
         np.testing.assert_allclose(together.shares[rows], alone.shares, atol=1e-7)
@@ -489,7 +489,7 @@ def test_policy_outcome_matches_auction() -> None:
     assert d.max_kkt_residual < 1e-5
     assert plan.reservations == ()
     assert {j: (r.kind, r.amount) for j, r in plan.payments.items()} == {
-        j: ("at_completion", b) for j, b in zip(snapshot.job_ids.tolist(), snapshot.budgets.tolist())}
+        j: ("at_completion", b) for j, b in zip(snapshot.job_ids.tolist(), snapshot.budgets.tolist(), strict=True)}
     np.testing.assert_array_equal(snapshot.budgets, frozen)  # snapshot untouched
 
 

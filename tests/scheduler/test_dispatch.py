@@ -138,18 +138,18 @@ def test_forget_drops_a_finished_job() -> None:
 
 
 BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("shares_shape", dict(shares=SHARES[:3])),
-    ("eligible_shape", dict(eligible=ALL[:2])),
-    ("duplicate_ids", dict(job_ids=np.array([1, 1, 2, 3], dtype=np.int64))),
-    ("negative_share", dict(shares=np.array([0.5, -0.1, 0.3, 0.3]))),
-    ("nan_share", dict(shares=np.array([0.5, np.nan, 0.3, 0.2]))),
-    ("negative_resource", dict(resource=-1)),
+    ("shares_shape", {"shares": SHARES[:3]}),
+    ("eligible_shape", {"eligible": ALL[:2]}),
+    ("duplicate_ids", {"job_ids": np.array([1, 1, 2, 3], dtype=np.int64)}),
+    ("negative_share", {"shares": np.array([0.5, -0.1, 0.3, 0.3])}),
+    ("nan_share", {"shares": np.array([0.5, np.nan, 0.3, 0.2])}),
+    ("negative_resource", {"resource": -1}),
 ]
 
 
 @pytest.mark.parametrize("override", [c[1] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS])
 def test_invalid_calls_raise(override: dict[str, Any]) -> None:
-    kwargs: dict[str, Any] = dict(job_ids=IDS, shares=SHARES, eligible=ALL, resource=0)
+    kwargs: dict[str, Any] = {"job_ids": IDS, "shares": SHARES, "eligible": ALL, "resource": 0}
     kwargs.update(override)
     with pytest.raises(ValueError):
         ShareDispatcher().choose(**kwargs)

@@ -104,7 +104,7 @@ def test_every_mechanism_returns_a_consistent_plan(name: str) -> None:
     assert np.all(plan.shares[~snap.demand] == 0)
     np.testing.assert_allclose(plan.diagnostics.prices, plan.sub_budgets.sum(axis=0) / snap.capacity)
     # every job pays its budget at completion (paper 000, Sec. 3)
-    assert plan.payments == {int(j): PaymentRule.at_completion(float(b)) for j, b in zip(snap.job_ids, snap.budgets)}
+    assert plan.payments == {int(j): PaymentRule.at_completion(float(b)) for j, b in zip(snap.job_ids, snap.budgets, strict=True)}
 
 
 @pytest.mark.parametrize("name", ["abacus", "proportional", "equal"])

@@ -21,7 +21,7 @@ def four_leaf_tree() -> QueueTree:
 
 def critical_path(spec: JobSpec, staged: bool) -> float:
     """Shortest possible response time of a job on an empty cluster."""
-    lengths = [d for t, d in zip(spec.tasks, spec.task_duration) if t > 0]
+    lengths = [d for t, d in zip(spec.tasks, spec.task_duration, strict=True) if t > 0]
     if not lengths:
         return 0.0
     return sum(lengths) if staged else max(lengths)
@@ -104,7 +104,7 @@ class Tracker:
         for job_id, counts in report.progress.items():
             self.state[job_id] = counts
             _, running, done = counts
-            for j, (r, d) in enumerate(zip(running, done)):
+            for j, (r, d) in enumerate(zip(running, done, strict=True)):
                 starts = self.starts.setdefault((job_id, j), [])
                 starts += [report.now] * (r + d - len(starts))
         self.check()

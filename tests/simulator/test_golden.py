@@ -52,7 +52,7 @@ def assert_same(got: Any, want: Any, where: str) -> None:
             assert_same(got[key], want[key], f"{where}.{key}")
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), where
-        for k, (g, w) in enumerate(zip(got, want)):
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_same(g, w, f"{where}[{k}]")
     elif isinstance(want, float):
         assert got == pytest.approx(want, rel=1e-6, abs=1e-9), where

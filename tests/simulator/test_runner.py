@@ -47,7 +47,7 @@ def test_every_job_finishes_no_faster_than_its_critical_path() -> None:
     spec = {j.job_id: j for j in jobs}
     for f in result.finished:
         j = spec[f.job_id]
-        crit = sum(d for t, d in zip(j.tasks, j.task_duration) if t > 0)
+        crit = sum(d for t, d in zip(j.tasks, j.task_duration, strict=True) if t > 0)
         assert f.response_time >= crit - 1e-9
     assert result.start_time == 0.0 and result.end_time == max(f.finish_time for f in result.finished)
     assert result.prices.shape == (result.clearings, 2) and np.all(result.prices >= 0)
@@ -74,7 +74,7 @@ def test_a_clearing_follows_every_arrival_and_departure() -> None:
         assert snap.demand.any(axis=1).all()
         assert snap.warm_start is not None
         new = np.isnan(snap.warm_start).all(axis=1)
-        assert [i for i, n in zip(ids, new) if not n] == [i for i in ids if i in previous]
+        assert [i for i, n in zip(ids, new, strict=True) if not n] == [i for i in ids if i in previous]
         previous = set(ids)
 
 

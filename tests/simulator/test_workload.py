@@ -62,8 +62,8 @@ def test_caps_bound_tasks_but_keep_the_work(swim_path: Path) -> None:
     free = SwimRule(max_map_tasks=10**9, max_reduce_tasks=10**9, overhead_s=0.0, min_task_s=0.0)
     a, b = load_swim(swim_path, rule=capped), load_swim(swim_path, rule=free)
     assert max(j.tasks[0] for j in a) == 10 and max(j.tasks[1] for j in a) == 3
-    work_a = np.array([[t * d for t, d in zip(j.tasks, j.task_duration)] for j in a])
-    work_b = np.array([[t * d for t, d in zip(j.tasks, j.task_duration)] for j in b])
+    work_a = np.array([[t * d for t, d in zip(j.tasks, j.task_duration, strict=True)] for j in a])
+    work_b = np.array([[t * d for t, d in zip(j.tasks, j.task_duration, strict=True)] for j in b])
     np.testing.assert_allclose(work_a, work_b, rtol=1e-9)
 
 
@@ -128,7 +128,7 @@ def test_swim_gzip_and_malformed(tmp_path: Path) -> None:
     assert [(j.job_id, j.submit_time, j.tasks) for j in jobs] == [(0, 5.0, (1, 0)), (1, 9.0, (1, 1))]
     bad = tmp_path / "bad.tsv"
     bad.write_text("job0\t5\t5\t100\n")
-    with pytest.raises(ValueError, match="bad.tsv:1"):
+    with pytest.raises(ValueError, match=r"bad\.tsv:1"):
         load_swim(bad)
     with pytest.raises(ValueError):
         load_swim(good, users=0)

@@ -36,8 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("--hours", type=float, default=None)
         parser.add_argument("--tenants", type=int, default=4, help="K tenants receive the trace's jobs (created if missing).")
         parser.add_argument("--seed", type=int, default=0, help="Seeds user assignment, budgets and utility weights.")
-        parser.add_argument("--speedup", type=float, default=None, help="Simulated seconds per wall second (sets the market's clock speed).")
-        parser.add_argument("--drain", action="store_true", help="Advance as fast as possible until every replayed job finished, then exit.")
+        parser.add_argument(
+            "--speedup", type=float, default=None, help="Simulated seconds per wall second (sets the market's clock speed)."
+        )
+        parser.add_argument(
+            "--drain", action="store_true", help="Advance as fast as possible until every replayed job finished, then exit."
+        )
         parser.add_argument("--tick", type=float, default=0.5, help="Wall seconds between live clock ticks.")
         parser.add_argument("--max-jobs", type=int, default=None)
 
@@ -105,7 +109,11 @@ def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.r
             raise CommandError(f"The trace has {len(job.tasks)} resource types, the market {len(types)}.")
         weights = rng.uniform(0.5, 2.0, size=len(job.tasks))
         # A map-only job has no reduce work item at all (not one with zero tasks).
-        work = [WorkItem(types[j].name, int(job.tasks[j]), float(job.task_duration[j]), float(weights[j])) for j in range(len(job.tasks)) if job.tasks[j] > 0]
+        work = [
+            WorkItem(types[j].name, int(job.tasks[j]), float(job.task_duration[j]), float(weights[j]))
+            for j in range(len(job.tasks))
+            if job.tasks[j] > 0
+        ]
         bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace job {job.job_id}",
                "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear"}
         out.append((job, owner[job.user], bid))
@@ -168,6 +176,10 @@ def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -
                 ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
-        cmd.stdout.write(f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} active_jobs={result.active_jobs} tasks_finished={result.finished_tasks}", ending="\r")
+        cmd.stdout.write(
+            f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} "
+            f"active_jobs={result.active_jobs} tasks_finished={result.finished_tasks}",
+            ending="\r",
+        )
     cmd.stdout.write("")
     return ids, rejected

@@ -58,7 +58,9 @@ class Command(BaseCommand):
         password = demo_password()
         market = Market.objects.order_by("id").first()
         if market is None:
-            market = market_create(name="default", resources={"map": opts["map_slots"], "reduce": opts["reduce_slots"]}, hierarchy=DEMO_HIERARCHY)
+            market = market_create(
+                name="default", resources={"map": opts["map_slots"], "reduce": opts["reduce_slots"]}, hierarchy=DEMO_HIERARCHY
+            )
         User = get_user_model()
         if not User.objects.filter(username="admin").exists():
             User.objects.create_superuser("admin", "admin@localhost", password)
