@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
+from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
 
 
 class WorkItemSerializer(serializers.Serializer):
@@ -110,9 +111,29 @@ class MarketStateSerializer(serializers.Serializer):
     clearings = serializers.IntegerField()
     alpha = serializers.FloatField()
     t_wait = serializers.FloatField()
-    fairshare_policy = serializers.CharField()
+    mechanism = serializers.CharField(help_text="Mechanism within a queue (scheduler.registry.MECHANISMS).")
+    fairshare_policy = serializers.CharField(help_text="Fair-share policy across queues (scheduler.registry.FAIRSHARE).")
+    dispatch_mode = serializers.CharField(help_text="Dispatch inside a queue (scheduler.registry.DISPATCH).")
     clock_speed = serializers.FloatField()
     jobs = serializers.DictField(child=serializers.IntegerField())
     resources = serializers.ListField(child=serializers.DictField())
     prices = serializers.DictField(child=serializers.FloatField())
     last_clearing = serializers.DictField(allow_null=True)
+
+
+class MarketConfigSerializer(serializers.Serializer):
+    """Staff changes to the market's stages and knobs (all optional; audited by ``market_configure``).
+
+    Stage names are checked against their registry here, so an unknown name is a
+    field error of this request, never a failure at clearing time.
+    """
+
+    alpha = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    t_wait = serializers.FloatField(required=False, min_value=0.0)
+    mechanism = serializers.ChoiceField(required=False, choices=mechanism_choices())
+    fairshare_policy = serializers.ChoiceField(required=False, choices=fairshare_choices())
+    dispatch_mode = serializers.ChoiceField(required=False, choices=dispatch_choices())
+    clock_speed = serializers.FloatField(required=False)
+    auction_tolerance = serializers.FloatField(required=False)
+    auction_max_rounds = serializers.IntegerField(required=False)
+    reason = serializers.CharField(required=False, max_length=200, allow_blank=True)

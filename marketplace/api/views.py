@@ -17,6 +17,7 @@ from marketplace import selectors
 from marketplace.api import serializers as s
 from marketplace.models import Job, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
+from marketplace.services.config import market_configure
 
 
 class NumberTolerantJSONParser(JSONParser):
@@ -98,11 +99,33 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
 
 class MarketStateView(APIView):
-    """Market state: clock, versions, job counts, utilisation, latest prices and clearing."""
+    """Market state: clock, versions, job counts, utilisation, latest prices and clearing.
+
+    ``PATCH`` (staff only) changes the stages (``mechanism``, ``fairshare_policy``,
+    ``dispatch_mode``) and knobs through the audited ``market_configure``.
+    """
+
+    parser_classes = (NumberTolerantJSONParser,)
 
     @extend_schema(responses=s.MarketStateSerializer)
     def get(self, request: Request) -> Response:
         return Response(selectors.market_overview(market=selectors.market_default()))
+
+    @extend_schema(request=s.MarketConfigSerializer, responses=s.MarketStateSerializer)
+    def patch(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff may change the market's configuration.")
+        data = s.MarketConfigSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        changes = dict(data.validated_data)
+        reason = changes.pop("reason", "") or "API"
+        market = selectors.market_default()
+        try:
+            market_configure(market=market, user=request.user, reason=reason, **changes)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        market.refresh_from_db()
+        return Response(selectors.market_overview(market=market))
 
 
 class AllocationView(APIView):

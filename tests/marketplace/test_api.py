@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from marketplace.models import Job, LedgerEntry
@@ -137,3 +138,40 @@ def test_openapi_schema_and_offline_docs(alice_api):
     docs = alice_api.get("/api/docs/")
     html = docs.content.decode()
     assert docs.status_code == 200 and "cdn" not in html.lower() and "/static/drf_spectacular_sidecar/" in html
+
+
+@pytest.fixture
+def staff_api(market):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_staff_choose_the_stages_by_name_through_the_api(staff_api, market):
+    # given the default stages, when staff switch the mechanism and the dispatch
+    resp = staff_api.patch(reverse("api-market"), {"mechanism": "proportional", "dispatch_mode": "lottery", "reason": "trial"},
+                           format="json")
+    # then the market uses them, and the change is audited
+    assert resp.status_code == 200, resp.content
+    assert (resp.json()["mechanism"], resp.json()["dispatch_mode"], resp.json()["fairshare_policy"]) == ("proportional", "lottery", "hltrf")
+    audit = {c.field: (c.old_value, c.new_value, c.reason) for c in market.config_changes.all()}
+    assert audit == {"mechanism": ("abacus", "proportional", "trial"), "dispatch_mode": ("stride", "lottery", "trial")}
+
+
+@pytest.mark.parametrize("field", ["mechanism", "fairshare_policy", "dispatch_mode"])
+def test_an_unknown_stage_name_is_a_field_error_and_changes_nothing(staff_api, market, field):
+    resp = staff_api.patch(reverse("api-market"), {field: "drf-prime"}, format="json")
+    assert resp.status_code == 400 and field in resp.json()
+    assert "drf-prime" in resp.json()[field][0]
+    market.refresh_from_db()
+    assert (market.mechanism, market.fairshare_policy, market.dispatch_mode) == ("abacus", "hltrf", "stride")
+    assert not market.config_changes.exists()
+
+
+def test_tenants_cannot_change_the_market(alice_api, market):
+    assert alice_api.patch(reverse("api-market"), {"alpha": 0.1}, format="json").status_code == 403
+    market.refresh_from_db()
+    assert market.alpha == 0.5
