@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
-from marketplace.services.ledger import job_held_amount, ledger_hold, ledger_release
-from marketplace.services.market import market_changed
+from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
+from marketplace.services.market import engine_context, market_changed
 
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
 MAX_TASKS = 1_000_000
@@ -54,8 +54,8 @@ def parse_budget(value: object) -> Decimal:
     return budget
 
 
-def _validate_work(market: Market, work: list[WorkItem]) -> dict[str, tuple[ResourceType, WorkItem]]:
-    types = {t.name: t for t in ResourceType.objects.filter(market=market)}
+def _validate_work(resource_types: list[ResourceType], work: list[WorkItem]) -> dict[str, tuple[ResourceType, WorkItem]]:
+    types = {t.name: t for t in resource_types}
     errors: list[str] = []
     chosen: dict[str, tuple[ResourceType, WorkItem]] = {}
     for item in work:
@@ -80,13 +80,14 @@ def _validate_work(market: Market, work: list[WorkItem]) -> dict[str, tuple[Reso
     return chosen
 
 
-def _leaf_queue(tenant: Tenant, queue: Queue | None) -> Queue:
-    queue = queue or tenant.default_queue
-    if queue.market_id != tenant.market_id:
+def _leaf_queue(tenant: Tenant, queue: Queue | None, leaf_ids: tuple[int, ...]) -> int:
+    """The id of the leaf queue the job goes to (the tenant's default unless given)."""
+    if queue is not None and queue.market_id != tenant.market_id:
         raise ValidationError({"queue": "This queue belongs to another market."})
-    if queue.children.exists():
+    queue_id = tenant.default_queue_id if queue is None else queue.pk
+    if queue_id not in leaf_ids:
         raise ValidationError({"queue": "Jobs go to leaf queues; this queue has sub-queues."})
-    return queue
+    return queue_id
 
 
 @transaction.atomic
@@ -109,19 +110,20 @@ def bid_submit(
     amount = parse_budget(budget)
     if utility not in Job.Utility.values:
         raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
-    leaf = _leaf_queue(tenant, queue)
-    chosen = _validate_work(tenant.market, work)
-    # Lock order: market, then the account (inside ledger_hold).
+    # Lock order: market, then the account (inside job_hold).
     market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
+    context = engine_context(market)
+    queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
+    chosen = _validate_work(context.types, work)
     job = Job.objects.create(
-        market=market, tenant=tenant, queue=leaf, name=name[:120], budget=amount, utility=utility,
+        market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
     )
     JobWork.objects.bulk_create(
         JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
         for rt, it in chosen.values()
     )
-    ledger_hold(account=tenant.account, job=job, amount=amount, user=user)
+    job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
     market_changed(market=market)
     return job
 

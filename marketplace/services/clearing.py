@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
-from marketplace.services.market import engine_context, engine_load
+from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
@@ -79,16 +79,19 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceTy
         market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
         context = engine_context(market)
         engine = engine_load(market=market, context=context)
-        active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
-        new = [pk for pk in active_ids if not engine.knows(pk)]
-        extra = (
-            adapters.job_specs(Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS), context.types, context.tree_map, market.sim_time)
-            if new
-            else []
-        )
-        gone = [job for job in engine.known_jobs() if job not in active_ids]  # cancelled since the last tick
-        latest = adapters.latest_plan(market_id)
-        newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None  # a clearing since the last tick
+        marks = engine_marks(market=market)
+        extra, gone = [], []
+        if market.state_version != marks.state_version:  # bids or cancellations since the last tick
+            active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
+            new = [pk for pk in active_ids if not engine.knows(pk)]
+            if new:
+                jobs = Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS)
+                extra = adapters.job_specs(jobs, context.types, context.tree_map, market.sim_time)
+            gone = [job for job in engine.known_jobs() if job not in active_ids]
+        newer = None
+        if market.clearings != marks.clearings:  # a clearing since the last tick: warm-start from it
+            latest = adapters.latest_plan(market_id)
+            newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None
         return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
 
 

@@ -24,11 +24,13 @@ from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
     ENGINE_FIELDS,
     EngineContext,
+    SyncMarks,
     engine_context,
     engine_forget,
     engine_load,
+    engine_marks,
     engine_store,
-    market_changed,
+    enqueue_clearing,
 )
 from simulator.market import Charge, MarketEngine, StepReport
 
@@ -44,8 +46,14 @@ class TickResult:
     active_jobs: int
 
 
-def _sync(engine: MarketEngine, market: Market, context: EngineContext) -> None:
+def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: SyncMarks) -> None:
     """Tell the engine about bids and cancellations since the last tick, capacities and parameters."""
+    engine.set_capacity([t.capacity for t in context.types])
+    config = adapters.market_config(market)
+    if config != engine.config:
+        engine.configure(config)
+    if market.state_version == marks.state_version:
+        return  # no bid or cancellation since this copy was synced
     active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
     gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
     for job_id in gone:
@@ -57,14 +65,12 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext) -> None:
         jobs = Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS)
         for spec, bid in adapters.job_specs(jobs, context.types, context.tree_map, engine.now):
             engine.submit(spec, bid)
-    engine.set_capacity([t.capacity for t in context.types])
-    config = adapters.market_config(market)
-    if config != engine.config:
-        engine.configure(config)
 
 
-def _apply_latest_plan(engine: MarketEngine, market_id: int) -> list[Charge]:
-    latest = adapters.latest_plan(market_id)
+def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
+    if market.clearings == marks.clearings:
+        return []  # no clearing since this copy applied the newest Plan
+    latest = adapters.latest_plan(market.pk)
     if latest is None or latest[0] == engine.plan_id:
         return []
     return engine.apply_plan(latest[1], plan_id=latest[0])
@@ -177,9 +183,10 @@ def cluster_advance(
             raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")
         context = engine_context(market)
         engine = engine_load(market=market, context=context)
+        marks = engine_marks(market=market)
         try:
-            _sync(engine, market, context)
-            acceptance = _apply_latest_plan(engine, market_id)
+            _sync(engine, market, context, marks)
+            acceptance = _apply_latest_plan(engine, market, marks)
             shares = engine.current_shares()
             report = engine.step(target, stop_on_departure=stop_on_departure)
             _apply_progress(report, context.types)
@@ -188,10 +195,14 @@ def cluster_advance(
             _store_samples(market, report, context, active)
             _store_shares(market, report, shares)
             market.sim_time = report.now
-            engine_store(market=market, context=context, engine=engine)
-            market.save(update_fields=["sim_time", *ENGINE_FIELDS])
+            fields = ["sim_time", *ENGINE_FIELDS]
+            if departures:  # a market change (services.market.market_changed), in the same UPDATE
+                market.state_version += 1
+                fields.append("state_version")
+            engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
+            market.save(update_fields=fields)
             if departures:
-                market_changed(market=market)
+                enqueue_clearing(market_id=market.pk)
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise

@@ -66,6 +66,16 @@ def ledger_hold(*, account: Account, job: Job, amount: Decimal, user: object = N
     return _post(account_id=account.pk, kind=LedgerEntry.Kind.HOLD, amount=amount, job=job, memo=f"hold for job {job.pk}", user=user)
 
 
+def job_hold(*, tenant_id: int, job: Job, amount: Decimal, user: object = None) -> None:
+    """Hold a new bid's budget on its tenant's account, inside the bid's transaction
+    (one account lock, no savepoint).
+
+    Raises:
+        ValidationError: {"budget": ...} when the available balance does not cover it.
+    """
+    _post_many(tenant_id=tenant_id, job=job, movements=[(LedgerEntry.Kind.HOLD, amount, f"hold for job {job.pk}")], user=user)
+
+
 def ledger_charge(*, account: Account, job: Job, amount: Decimal) -> LedgerEntry:
     """Take ``amount`` of the job's hold as payment."""
     return _post(account_id=account.pk, kind=LedgerEntry.Kind.CHARGE, amount=amount, job=job, memo=f"charge for job {job.pk}")
@@ -120,25 +130,35 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     return amount
 
 
-def _post_many(*, account_id: int, job: Job, movements: list[tuple[str, Decimal, str]]) -> None:
-    """Several movements of one job under one account lock (entries chain in order).
+def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job,
+               movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
+    """Several movements of one job under one account lock (entries chain in order);
+    the account by its id or its tenant's.
 
-    No savepoint: it runs inside the clock's tick, which a failed movement aborts whole.
+    No savepoint: its callers (a bid, the clock's tick) run in a transaction that a
+    failed movement aborts whole anyway.
+
+    Raises:
+        ValidationError: a movement would make a balance negative ("budget" for a hold).
     """
     if not movements:
         return
+    lookup = {"pk": account_id} if account_id is not None else {"tenant_id": tenant_id}
     with transaction.atomic(savepoint=False):
-        account = Account.objects.select_for_update().get(pk=account_id)
+        account = Account.objects.select_for_update().get(**lookup)
         entries = []
         for kind, amount, memo in movements:
             d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
+            if kind == LedgerEntry.Kind.HOLD and account.available + d_avail < 0:
+                raise ValidationError({"budget": f"Not enough funds: {account.available} available, {amount} needed."})
             if account.available + d_avail < 0 or account.held + d_held < 0:
-                raise ValidationError({"amount": f"account {account_id}: {kind} of {amount} would make a balance negative"})
+                raise ValidationError({"amount": f"account {account.pk}: {kind} of {amount} would make a balance negative"})
             account.available += d_avail
             account.held += d_held
             entries.append(LedgerEntry(
                 account=account, kind=kind, amount=amount, available_delta=d_avail, held_delta=d_held,
                 available_after=account.available, held_after=account.held, job=job, memo=memo,
+                created_by=user if getattr(user, "is_authenticated", False) else None,
             ))
         account.save(update_fields=["available", "held", "updated_at"])
         LedgerEntry.objects.bulk_create(entries)

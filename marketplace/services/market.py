@@ -60,7 +60,25 @@ class _Cached:
     version: int
     signature: str
     engine: MarketEngine
+    marks: SyncMarks
 
+
+@dataclass(frozen=True)
+class SyncMarks:
+    """What an engine copy reflects, so a tick or clearing can skip reading what did not change.
+
+    Attributes:
+        state_version: the market's ``state_version`` whose bids and cancellations
+            the engine has seen (-1: unknown, read them).
+        clearings: the market's ``clearings`` count when the engine applied the
+            newest stored Plan (-1: unknown, read it).
+    """
+
+    state_version: int = -1
+    clearings: int = -1
+
+
+UNKNOWN = SyncMarks()
 
 _CACHE: dict[int, _Cached] = {}
 _CACHE_LOCK = threading.Lock()
@@ -118,6 +136,7 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
         cached = _CACHE.get(market.pk)
     if cached is not None and cached.version == market.engine_version and cached.signature == context.signature:
         return cached.engine
+    engine_forget(market_id=market.pk)  # its marks describe another version
     state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
     if state.get("signature") == context.signature:
         engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
@@ -131,11 +150,18 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
         )
     if market.engine_version:  # 0: nothing stored yet, so nothing to key a copy by
         with _CACHE_LOCK:
-            _CACHE[market.pk] = _Cached(market.engine_version, context.signature, engine)
+            _CACHE[market.pk] = _Cached(market.engine_version, context.signature, engine, UNKNOWN)
     return engine
 
 
-def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine) -> None:
+def engine_marks(*, market: Market) -> SyncMarks:
+    """The :class:`SyncMarks` of this process's copy of the market's engine (UNKNOWN if none)."""
+    with _CACHE_LOCK:
+        cached = _CACHE.get(market.pk)
+    return cached.marks if cached is not None and cached.version == market.engine_version else UNKNOWN
+
+
+def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine, marks: SyncMarks = UNKNOWN) -> None:
     """Save the engine on the (locked) market row under a new ``engine_version``;
     the caller saves ``market`` with :data:`ENGINE_FIELDS`.
 
@@ -147,15 +173,15 @@ def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine
     version, pk = market.engine_version, market.pk
     # Remember it only once the transaction commits: a rollback must not leave
     # this process with an engine the database never saw.
-    transaction.on_commit(lambda: _remember(pk, version, context.signature, engine))
+    transaction.on_commit(lambda: _remember(pk, _Cached(version, context.signature, engine, marks)))
 
 
 ENGINE_FIELDS = ["engine_state", "engine_version"]
 
 
-def _remember(pk: int, version: int, signature: str, engine: MarketEngine) -> None:
+def _remember(pk: int, cached: _Cached) -> None:
     with _CACHE_LOCK:
-        _CACHE[pk] = _Cached(version, signature, engine)
+        _CACHE[pk] = cached
 
 
 def engine_forget(*, market_id: int) -> None:
