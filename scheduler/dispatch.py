@@ -171,7 +171,7 @@ class ShareDispatcher:
         id_list = ids.tolist()
         keys = [(job, int(resource)) for job in id_list]
         earned = renormalised.tolist()
-        credit = [self._credit.get(key, 0.0) + share for key, share in zip(keys, earned)]
+        credit = [self._credit.get(key, 0.0) + share for key, share in zip(keys, earned, strict=True)]
         candidates = np.flatnonzero(mask).tolist()
         position = max(candidates, key=lambda q: (credit[q], -id_list[q]))
         credit[position] -= 1.0

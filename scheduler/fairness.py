@@ -209,9 +209,16 @@ class QueueTree:
         """(L,) values per leaf -> (N,) per node, a group being the sum of its children."""
         out = np.zeros(len(self.names))
         out[self._leaf_array] = leaf_values
-        for level, parents in self.levels:
-            np.add.at(out, parents, out[level])
+        for (level, parents), groups in zip(self.levels, self._level_groups, strict=True):
+            # a group's children are all in one level and it is 0 until then:
+            # their sum, in order, is what np.add.at would leave there
+            out[groups] = np.bincount(parents, weights=out[level], minlength=out.size)[groups]
         return out
+
+    @cached_property
+    def _level_groups(self) -> tuple[NDArray[np.int64], ...]:
+        """The distinct parents of each of :attr:`levels`."""
+        return tuple(np.unique(parents) for _, parents in self.levels)
 
     def aggregate_min(self, leaf_values: NDArray[np.float64]) -> NDArray[np.float64]:
         """(L,) values per leaf -> (N,) minimum over each node's subtree."""

@@ -32,6 +32,7 @@ imported from this module.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -69,15 +70,47 @@ POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
 # Relative tolerance under which two normalised usages count as tied: float
 # rounding must not override the deterministic "lowest leaf position" rule.
 _TIE_RTOL = 1e-12
+_SMALL = 64  # up to this many leaves, _argmin_first runs in plain Python
 
 
 def _argmin_first(values: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
     """Index of the smallest masked value, the lowest index among ties; -1 if none."""
+    if values.size <= _SMALL:
+        found = _argmin_first_small(values.tolist(), mask.tolist())
+        if found is not None:
+            return found
     vals = np.where(mask, values, np.inf)
     best = float(vals.min(initial=np.inf))
     if best == np.inf:
         return -1 if not np.any(mask & np.isposinf(values)) else int(np.argmax(mask))
     return int(np.argmax(vals <= best + _TIE_RTOL * max(1.0, abs(best))))
+
+
+def _argmin_first_small(values: list[float], mask: list[bool]) -> int | None:
+    """:func:`_argmin_first` in plain Python (faster on a few leaves), or None
+    when a masked value is not finite or none is masked (numpy's edge cases)."""
+    best = math.inf
+    for v, m in zip(values, mask, strict=True):
+        if m:
+            if not math.isfinite(v):
+                return None
+            if v < best:
+                best = v
+    if best == math.inf:
+        return None
+    limit = best + _TIE_RTOL * max(1.0, abs(best))
+    for i, (v, m) in enumerate(zip(values, mask, strict=True)):
+        if m and v <= limit:
+            return i
+    return None
+
+
+def _mean(values: list[float]) -> float:
+    """``np.mean(values)``, bit for bit: numpy sums fewer than 8 values one by one,
+    as ``sum`` does, so short lists skip numpy's overhead."""
+    if 0 < len(values) < 8:
+        return sum(values) / len(values)
+    return float(np.mean(values))
 
 
 class _RunningTasks:
@@ -173,6 +206,7 @@ class FairShareAllocator:
         self._tasks = _RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
+        self._since_mask: bytes | None = None  # the demand _since last reflected
         self._round_start = -math.inf
         self._clock = -math.inf
 
@@ -219,6 +253,10 @@ class FairShareAllocator:
         """
         mask = self._mask(demanding)
         self._advance(now)
+        key = mask.tobytes()
+        if key == self._since_mask:
+            return  # the same demanding leaves as last time: their clocks run on
+        self._since_mask = key
         self._since[mask & np.isnan(self._since)] = now
         self._since[~mask] = np.nan
 
@@ -229,6 +267,7 @@ class FairShareAllocator:
         return np.where(np.isnan(self._since), 0.0, now - ref)
 
     uses_arrival_order = False  # pick_leaf ignores ``head`` (FifoAllocator uses it)
+    tracks_demand = True  # update_demand starts and stops the starvation clocks
 
     def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
         """Leaf position to receive the next free unit at ``now``, or -1 if none demands.
@@ -345,8 +384,8 @@ class FairShareAllocator:
         self._q_own[node] = self._q_sum[leaf] / self._q_count[leaf]
         parent = self.tree.parent[node]
         while parent >= 0:
-            vals = self._q_own[self._children[parent]]
-            self._q_own[parent] = float(np.mean(vals[~np.isnan(vals)]))
+            vals = [q for q in self._q_own[self._children[parent]].tolist() if not math.isnan(q)]
+            self._q_own[parent] = _mean(vals)
             parent = self.tree.parent[parent]
 
     def usage(self, now: float) -> NDArray[np.float64]:
@@ -456,6 +495,7 @@ class FifoAllocator:
     """
 
     uses_arrival_order = True
+    tracks_demand = False  # update_demand is a no-op: callers may skip it
     policy = "fifo"
 
     def __init__(self, tree: QueueTree, *, t_wait: float = 0.0) -> None:
@@ -475,6 +515,16 @@ class FifoAllocator:
         if head is None:
             raise ValueError("FIFO needs the arrival rank of each leaf's oldest eligible job")
         return _argmin_first(np.asarray(head, dtype=np.float64), np.asarray(demanding, dtype=bool))
+
+    def pick_oldest(self, head: Sequence[float]) -> int:
+        """:meth:`pick_leaf` with demand read off ``head`` (a leaf demands iff its
+        rank is finite), in plain Python for the few leaves of a tree: the leaf
+        with the smallest rank, the lowest position among ties; -1 if none."""
+        best, rank = -1, math.inf
+        for leaf, h in enumerate(head):
+            if h < rank:
+                best, rank = leaf, h
+        return best
 
     def record_start(self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1) -> None:
         """Nothing to record."""

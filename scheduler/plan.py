@@ -32,6 +32,7 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -311,8 +312,15 @@ def budget_payments(snapshot: MarketSnapshot) -> dict[int, PaymentRule]:
     slo = snapshot.min_utility
     ids, budgets = snapshot.job_ids.tolist(), snapshot.budgets.tolist()
     if slo is None:
-        return {int(job): PaymentRule.at_completion(b) for job, b in zip(ids, budgets, strict=True)}
-    return {int(job): budget_payment(b, float(u)) for job, b, u in zip(ids, budgets, slo.tolist(), strict=True)}
+        return {int(job): _budget_rule(b, None) for job, b in zip(ids, budgets, strict=True)}
+    return {int(job): _budget_rule(b, u if math.isfinite(u) else None) for job, b, u in zip(ids, budgets, slo.tolist(), strict=True)}
+
+
+@lru_cache(maxsize=4096)
+def _budget_rule(budget: float, min_utility: float | None) -> PaymentRule:
+    """:func:`budget_payment`, memoised: a rule is an immutable value, and every
+    clearing rebuilds the rules of all its jobs (the same ones, mostly)."""
+    return budget_payment(budget, min_utility)
 
 
 def empty_plan(m: int, mechanism: str = "none") -> Plan:

@@ -161,17 +161,32 @@ def _within_group(values: NDArray[np.float64], snapshot: MarketSnapshot) -> NDAr
     Blocks whose values are all zero fall back to an equal split among the
     demanding jobs, so shares sum to 1 wherever the group has demand.
     """
-    _, index = np.unique(np.asarray(snapshot.group), return_inverse=True)
-    index = index.reshape(-1)
+    index, n_groups = _group_index(snapshot.group)
     demand = np.asarray(snapshot.demand, dtype=np.float64)
-    totals = np.zeros((int(index.max(initial=-1)) + 1, values.shape[1]))
-    counts = np.zeros_like(totals)
-    np.add.at(totals, index, values)
-    np.add.at(counts, index, demand)
-    total, count = totals[index], counts[index]
+    total, count = _group_totals(values, index, n_groups), _group_totals(demand, index, n_groups)
     by_value = values / np.where(total > 0, total, 1.0)
     shares: NDArray[np.float64] = np.where(total > 0, by_value, demand / np.maximum(count, 1.0))
     return shares
+
+
+def _group_index(group: NDArray[np.int64]) -> tuple[NDArray[np.intp], int]:
+    """(n,) dense index of each row's group, and the number of indices. Leaf
+    positions (the engine's groups) are small non-negative ints: used as they are."""
+    g = np.asarray(group).reshape(-1)
+    if g.size and g.dtype.kind in "iu" and g.min() >= 0 and g.max() < 4 * g.size:
+        return g.astype(np.intp), int(g.max()) + 1
+    _, index = np.unique(g, return_inverse=True)
+    index = index.reshape(-1)
+    return index, int(index.max()) + 1 if index.size else 0
+
+
+def _group_totals(values: NDArray[np.float64], index: NDArray[np.intp], n_groups: int) -> NDArray[np.float64]:
+    """(n, m) sum of ``values`` over each row's group (summed in row order)."""
+    totals = np.empty((n_groups, values.shape[1]), dtype=np.float64)
+    for j in range(values.shape[1]):
+        totals[:, j] = np.bincount(index, weights=values[:, j], minlength=n_groups)
+    out: NDArray[np.float64] = totals[index]
+    return out
 
 
 def _one_shot(snapshot: MarketSnapshot, shares: NDArray[np.float64], sub_budgets: NDArray[np.float64], name: str) -> Plan:

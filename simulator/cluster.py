@@ -119,6 +119,7 @@ class Cluster:
         self._sample_origin, self._sample_k = self.now, 1
         self._next_key = 0
         self._next_seq = 0
+        self._active: dict[int, JobState] = {}  # active jobs in arrival order (by seq)
         self._batches: dict[tuple[int, int], list[Any]] = {}  # (job, type) -> event payload started now
         self._report: ReportBuilder | None = None
 
@@ -170,10 +171,10 @@ class Cluster:
             return
         for j in range(self.m):
             self._count_eligible(job, j, -job.eligible_pending(j, self.staged))
-            job.pending[j] = 0
+            job.drop(j, job.pending[j], 0)
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
         for _, _, _, (_, _, j, key, units, shared) in killed:
-            job.running[j] -= units
+            job.drop(j, 0, units)
             self._ledger.running[job.leaf, j] -= units
             self._busy[j] -= units
             if shared:
@@ -218,9 +219,20 @@ class Cluster:
         for r in plan.reservations:
             if r.resource >= self.m:
                 raise ValueError(f"reservation of job {r.job_id} names resource {r.resource} of {self.m}")
-        self.set_shares(plan.share_rows())
+        if _valid_shares(plan.shares, plan.n, self.m):
+            self._set_share_matrix(plan.job_ids.tolist(), plan.shares)
+        else:
+            self.set_shares(plan.share_rows())  # raises, naming the first bad row
+        had_reservations = bool(self._reservations)  # only jobs they name can be marked reserved
         self._reservations = tuple(sorted(plan.reservations, key=lambda r: (r.start, r.job_id, r.resource)))
-        self._mark_reserved(plan.reserved_jobs())
+        if had_reservations or self._reservations:
+            self._mark_reserved(plan.reserved_jobs())
+
+    def _set_share_matrix(self, job_ids: list[int], shares: NDArray[np.float64]) -> None:
+        """:meth:`set_shares` for a validated (n, m) matrix: one copy, rows as views."""
+        matrix = np.array(shares, dtype=np.float64)
+        jobs = self._jobs
+        self.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
 
     def _mark_reserved(self, reserved: frozenset[int]) -> None:
         changed = False
@@ -289,6 +301,10 @@ class Cluster:
         within each leaf, leaves in order."""
         return [jid for leaf in self.placement.leaves for jid in leaf]
 
+    def active_states(self) -> list[JobState]:
+        """The active jobs' counters in arrival order (``arrival_rank``), across leaves."""
+        return list(self._active.values())
+
     def next_event_time(self) -> float:
         """Time (s) of the next task completion or arrival, inf if none; a
         live clock may sleep until then (fairness samples are not events)."""
@@ -335,21 +351,21 @@ class Cluster:
 
     def leaf_heads(self, j: int) -> NDArray[np.float64]:
         """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
-        heads = np.full(len(self.placement.leaves), np.inf)
-        for leaf in range(heads.size):
-            job = self.placement.head(leaf, j)
-            if job is not None:
-                heads[leaf] = self._jobs[job].seq
-        return heads
+        return np.array(self.head_ranks(j), dtype=np.float64)
+
+    def head_ranks(self, j: int) -> list[float]:
+        """:meth:`leaf_heads` as a list."""
+        jobs, placement = self._jobs, self.placement
+        ranks: list[float] = []
+        for leaf in range(len(placement.leaves)):
+            job = placement.head(leaf, j)
+            ranks.append(math.inf if job is None else jobs[job].seq)
+        return ranks
 
     def demand_mask(self) -> dict[int, NDArray[np.bool_]]:
         """job_id -> (m,) bool, the active job has pending (eligible or not)
         or running tasks of that type; what the job bids for."""
-        out = {}
-        for jid in self.active_jobs():
-            job = self._jobs[jid]
-            out[jid] = np.array([p + r > 0 for p, r in zip(job.pending, job.running)])
-        return out
+        return {jid: np.array(self._jobs[jid].demand()) for jid in self.active_jobs()}
 
     def sample(self) -> FairnessSample:
         """A fairness sample at the current time (outside the periodic ones)."""
@@ -436,6 +452,7 @@ class Cluster:
     def _activate(self, job: JobState) -> None:
         job.active = True
         job.seq, self._next_seq = self._next_seq, self._next_seq + 1
+        self._active[job.job_id] = job
         job.reserved = any(r.job_id == job.job_id for r in self._reservations)
         self.placement.add(job.job_id, job.leaf)
         for j in range(self.m):
@@ -465,6 +482,7 @@ class Cluster:
     def _retire(self, job: JobState) -> None:
         """Remove a job that finished (reported) or was cancelled (not)."""
         del self._jobs[job.job_id]
+        self._active.pop(job.job_id, None)
         self.placement.remove(job.job_id, job.leaf)
         self._touch(job)
         if self._report is not None and job.is_finished():
@@ -512,13 +530,12 @@ class Cluster:
         self._report.started += units
 
     def _finish_batch(self, job: JobState, j: int, key: int, units: int, shared: int) -> None:
-        job.running[j] -= units
-        job.done[j] += units
+        moved = job.finish(j, units)
         self._ledger.running[job.leaf, j] -= units
         self._busy[j] -= units
         if shared:
             self._allocators[j].record_finish(key, self.now)
-        if job.advance_stage() and self.staged and not job.is_finished():
+        if moved and self.staged and not job.is_finished():
             stage = job.stage
             self._count_eligible(job, stage, job.pending[stage])
             self.placement.invalidate(job.leaf, stage)
@@ -542,7 +559,9 @@ class Cluster:
         for j in range(self.m):
             free = int(self.capacity[j]) - self._busy[j]
             if free <= 0 and not self._reservations:
-                self._allocators[j].update_demand(self.shared_demanding(j), self.now)
+                allocator = self._allocators[j]
+                if allocator.tracks_demand:
+                    allocator.update_demand(self.shared_demanding(j), self.now)
                 continue
             for stage in self.stages:
                 free = stage.hand_out(self, j, max(free, 0))
@@ -612,6 +631,7 @@ class Cluster:
         self._reservations = tuple(Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["reservations"])
         reserved = {r.job_id for r in self._reservations}
         self.placement.load(state["placement"])
+        self._active = {jid: self._jobs[jid] for jid in sorted(self.active_jobs(), key=self.arrival_rank)}
         self._events = EventQueue.from_state(state["events"])
         factory = type(self._allocators[0])
         self._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
@@ -624,3 +644,14 @@ class Cluster:
                 self._count_eligible(job, j, job.eligible_pending(j, self.staged))
                 self._ledger.running[job.leaf, j] += job.running[j]
                 self._busy[j] += job.running[j]
+
+
+def _valid_shares(shares: NDArray[np.float64], n: int, m: int) -> bool:
+    """True for an (n, m) matrix of finite shares >= 0 (the per-row checks of
+    ``Cluster.set_shares``, at once). False may also mean a sum that overflows;
+    the caller then checks row by row."""
+    if not isinstance(shares, np.ndarray) or shares.shape != (n, m):
+        return False
+    if n == 0:
+        return True
+    return bool(shares.min() >= 0) and math.isfinite(float(shares.sum()))

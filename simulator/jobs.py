@@ -33,7 +33,7 @@ class JobState:
     ``stage`` (MapReduce: reduces after all maps).
     """
 
-    __slots__ = ("active", "done", "pending", "reserved", "running", "seq", "spec", "stage", "start_time")
+    __slots__ = ("_demand", "active", "done", "pending", "reserved", "running", "seq", "spec", "stage", "start_time")
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -45,6 +45,7 @@ class JobState:
         self.reserved = False  # holds a reservation: runs only through it
         self.seq = -1  # arrival order (set when the job becomes active)
         self.stage = 0
+        self._demand: tuple[bool, ...] | None = None
         self.advance_stage()
 
     @property
@@ -75,6 +76,27 @@ class JobState:
     def shared_pending(self, j: int, staged: bool) -> int:
         """Pending tasks of type j the shared stage may start (none for a reserved job)."""
         return 0 if self.reserved else self.eligible_pending(j, staged)
+
+    def finish(self, j: int, units: int) -> bool:
+        """``units`` running tasks of type j completed; True if ``stage`` moved."""
+        self.running[j] -= units
+        self.done[j] += units
+        self._demand = None
+        return self.advance_stage()
+
+    def drop(self, j: int, pending: int, running: int) -> None:
+        """Remove pending and running tasks of type j (a cancellation)."""
+        self.pending[j] -= pending
+        self.running[j] -= running
+        self._demand = None
+
+    def demand(self) -> tuple[bool, ...]:
+        """Per resource type: the job has pending or running tasks of it (what it
+        bids for). Cached: starting a task does not change it, only :meth:`finish`
+        and :meth:`drop` do."""
+        if self._demand is None:
+            self._demand = tuple([p + r > 0 for p, r in zip(self.pending, self.running, strict=True)])
+        return self._demand
 
     def counts(self) -> tuple[Counts, Counts, Counts]:
         """``(pending, running, done)`` per resource type."""

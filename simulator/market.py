@@ -37,6 +37,7 @@ from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_p
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 from scheduler.types import UTILITY_KINDS, MarketSnapshot
 from simulator.cluster import Cluster
+from simulator.integrals import ShareIntegrals
 from simulator.records import Counts, FairnessSample, JobFinished, JobSpec
 
 STATE_FORMAT = 1
@@ -146,17 +147,20 @@ class StepReport:
     first_starts: dict[int, float] = field(default_factory=dict)
 
 
+# A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
+_Row = tuple[int, int, Bid, Sequence[bool], NDArray[np.float64] | None]
+
+
 @dataclass
 class _Books:
-    """Per-job market records: bid, rule in force, warm start, share integral."""
+    """Per-job market records: bid, rule in force, warm start, and the row of
+    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
 
     bid: Bid
     rule: PaymentRule
     arrival: float
+    row: int
     sub_budget: NDArray[np.float64] | None = None
-    share: NDArray[np.float64] | None = None
-    area: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
-    mark: float = 0.0
     accepted: bool = False  # a fixed price was charged
 
 
@@ -178,6 +182,7 @@ class MarketEngine:
         self.cluster = cluster
         self.config = config
         self._books: dict[int, _Books] = {}
+        self._shares = ShareIntegrals(cluster.m)
         self._booked: list[Reservation] = []
         self.plan_id: int | None = None  # the stored Plan in force (live market)
 
@@ -213,7 +218,7 @@ class MarketEngine:
             raise ValueError(f"job {spec.job_id}: weights need {self.m} entries")
         self.cluster.submit(spec)
         rule = budget_payment(bid.budget, bid.min_utility)
-        self._books[spec.job_id] = _Books(bid, rule, max(spec.submit_time, self.now), area=np.zeros(self.m), mark=self.now)
+        self._books[spec.job_id] = _Books(bid, rule, max(spec.submit_time, self.now), self._shares.add(self.now))
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -223,7 +228,13 @@ class MarketEngine:
             KeyError: unknown or departed job.
         """
         self.cluster.cancel(job_id)
-        self._books.pop(job_id, None)
+        self._forget(job_id)
+
+    def _forget(self, job_id: int) -> None:
+        """Drop a departed or cancelled job's records."""
+        books = self._books.pop(job_id, None)
+        if books is not None:
+            self._shares.remove(books.row)
 
     def set_capacity(self, capacity: Sequence[int]) -> None:
         """Change the slot counts (see ``Cluster.set_capacity``)."""
@@ -269,26 +280,21 @@ class MarketEngine:
         auction starts from its sub-budgets, as the offline loop does. Shapes
         and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
-        mask = self.cluster.demand_mask()
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        rows: list[tuple[int, int, Bid, NDArray[np.bool_], NDArray[np.float64] | None]] = []
-        for job_id in sorted(mask, key=self.cluster.arrival_rank):
-            if job_id not in reserved:
-                b = self._books[job_id]
-                rows.append((job_id, self._leaf(job_id), b.bid, mask[job_id], b.sub_budget))
+        rows: list[_Row] = []
+        for job in self.cluster.active_states():
+            spec = job.spec
+            if spec.job_id not in reserved:
+                b = self._books[spec.job_id]
+                rows.append((spec.job_id, spec.leaf, b.bid, job.demand(), b.sub_budget))
         for spec, bid in extra:
-            rows.append((spec.job_id, spec.leaf, bid, np.array([t > 0 for t in spec.tasks]), None))
+            rows.append((spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None))
         if warm is not None:
             newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
             rows = [(job, leaf, bid, demand, newer.get(job)) for job, leaf, bid, demand, _ in rows]
         return self._snapshot(rows)
 
-    def _leaf(self, job_id: int) -> int:
-        job = self.cluster.job(job_id)
-        assert job is not None
-        return job.leaf
-
-    def _snapshot(self, rows: Sequence[tuple[int, int, Bid, NDArray[np.bool_], NDArray[np.float64] | None]]) -> MarketSnapshot:
+    def _snapshot(self, rows: Sequence[_Row]) -> MarketSnapshot:
         m, c = self.m, self.config
         nan = np.full(m, np.nan)
         slo = [np.nan if r[2].min_utility is None else r[2].min_utility for r in rows]
@@ -318,16 +324,27 @@ class MarketEngine:
         Raises:
             ValueError: as ``Cluster.set_plan``.
         """
-        now = self.now
-        for b in self._books.values():  # close the share integrals at the old shares
-            if b.share is not None:
-                b.area += b.share * (now - b.mark)
-            b.mark = now
-            b.share = None
+        booked = tuple(self._booked)
+        self.cluster.set_plan(plan if not booked else _with_reservations(plan, booked))  # validates the shares
+        self._shares.close(self.now)  # the share integrals end at the old shares
+        self._take_rows(plan)
+        self.plan_id = plan_id
+        return self._take_rules(plan)
+
+    def _take_rows(self, plan: Plan) -> None:
+        """The Plan's shares and sub-budgets become the known jobs' (copies; sub-budget rows are views of one)."""
+        subs = np.array(plan.sub_budgets, dtype=np.float64)
+        rows, ks = [], []
         for k, job_id in enumerate(plan.job_ids.tolist()):
-            row = self._books.get(job_id)
-            if row is not None:
-                row.share, row.sub_budget = plan.shares[k].copy(), plan.sub_budgets[k].copy()
+            books = self._books.get(job_id)
+            if books is not None:
+                books.sub_budget = subs[k]
+                rows.append(books.row)
+                ks.append(k)
+        self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+
+    def _take_rules(self, plan: Plan) -> list[Charge]:
+        """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now."""
         charges = []
         for job_id, rule in plan.payments.items():
             books = self._books.get(job_id)
@@ -336,10 +353,7 @@ class MarketEngine:
             books.rule = rule
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
-                charges.append(Charge(job_id, rule.amount, rule.kind, now))
-        booked = tuple(self._booked)
-        self.cluster.set_plan(plan if not booked else _with_reservations(plan, booked))
-        self.plan_id = plan_id
+                charges.append(Charge(job_id, rule.amount, rule.kind, self.now))
         return charges
 
     # -------------------------------------------------------------------- time
@@ -357,7 +371,7 @@ class MarketEngine:
             settled.append(done.job_id)
             if amount > 0:
                 charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
-            del self._books[done.job_id]
+            self._forget(done.job_id)
         self._booked = [r for r in self._booked if r.job_id in self._books]
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
@@ -375,15 +389,21 @@ class MarketEngine:
         """Utility of the job's time-averaged shares from arrival to ``at``
         (paper 000, Sec. 5: the "average job resource")."""
         b = self._books[job_id]
-        area = b.area + (0.0 if b.share is None else b.share * (at - b.mark))
+        share = self._shares.share(b.row)
+        area = self._shares.area(b.row) + (0.0 if share is None else share * (at - self._shares.mark(b.row)))
         span = at - b.arrival
-        avg = area / span if span > 0 else (b.share if b.share is not None else np.zeros(self.m))
+        avg = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
         weights = np.array([b.bid.weights], dtype=np.float64)
         return float(utility_of(np.array([avg]), weights, [b.bid.utility])[0])
 
     def current_shares(self) -> dict[int, tuple[float, NDArray[np.float64]]]:
         """job id -> (arrival time, (m,) share in force) for known jobs the Plan covers."""
-        return {job: (b.arrival, b.share) for job, b in self._books.items() if b.share is not None}
+        out = {}
+        for job, b in self._books.items():
+            share = self._shares.share(b.row)
+            if share is not None:
+                out[job] = (b.arrival, share)
+        return out
 
     def rule_of(self, job_id: int) -> PaymentRule:
         """The payment rule in force for a known job. Raises KeyError."""
@@ -395,11 +415,12 @@ class MarketEngine:
         """JSON-serialisable state (exact float round trip); see :meth:`from_state`."""
         books = []
         for job_id, b in self._books.items():
+            share = self._shares.share(b.row)
             books.append([
                 job_id, b.bid.budget, list(b.bid.weights), b.bid.utility, b.bid.min_utility,
                 [b.rule.kind, b.rule.amount, b.rule.min_utility], b.arrival,
-                None if b.sub_budget is None else b.sub_budget.tolist(), None if b.share is None else b.share.tolist(),
-                b.area.tolist(), b.mark, b.accepted,
+                None if b.sub_budget is None else b.sub_budget.tolist(), None if share is None else share.tolist(),
+                self._shares.area(b.row).tolist(), self._shares.mark(b.row), b.accepted,
             ])
         c = self.config
         return {
@@ -425,12 +446,12 @@ class MarketEngine:
         engine = cls(Cluster.from_state(tree, state["cluster"]), config)
         for row in state["books"]:
             job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
+            integral = engine._shares.add(float(mark))
+            engine._shares.load(integral, share, area, float(mark))
             engine._books[int(job_id)] = _Books(
                 Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
-                PaymentRule(kind, float(amount), mu), float(arrival),
-                None if sub is None else np.array(sub, dtype=np.float64),
-                None if share is None else np.array(share, dtype=np.float64),
-                np.array(area, dtype=np.float64), float(mark), bool(accepted),
+                PaymentRule(kind, float(amount), mu), float(arrival), integral,
+                None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
             )
         engine._booked = [Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["booked"]]
         engine.plan_id = state["plan_id"]

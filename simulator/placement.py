@@ -12,14 +12,29 @@ thousands of tasks does not rebuild them for every unit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.dispatch import ShareDispatcher
 
-Arrays = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]
+
+class Members(NamedTuple):
+    """A leaf's jobs for one resource type, in arrival order (cached).
+
+    Attributes:
+        ids: (k,) job ids.
+        eligible: (k,) the job has a pending task of the type the shared
+            stage may start.
+        n_eligible: number of eligible jobs.
+        head: id of the oldest eligible job, None if none.
+    """
+
+    ids: NDArray[np.int64]
+    eligible: NDArray[np.bool_]
+    n_eligible: int
+    head: int | None
 
 
 class LeafPlacement:
@@ -47,7 +62,8 @@ class LeafPlacement:
         self.shares: dict[int, NDArray[np.float64]] = {}
         self.dispatcher = ShareDispatcher(mode=dispatch, seed=seed)  # type: ignore[arg-type]
         self._eligible = eligible
-        self._cache: dict[tuple[int, int], Arrays] = {}
+        self._cache: dict[tuple[int, int], Members] = {}
+        self._share_cache: dict[tuple[int, int], NDArray[np.float64]] = {}  # aligned with Members.ids
 
     def add(self, job_id: int, leaf: int) -> None:
         """A job arrived in ``leaf`` (appended: arrival order is kept)."""
@@ -66,15 +82,18 @@ class LeafPlacement:
         eligibility changed."""
         for k in range(self.m) if j is None else (j,):
             self._cache.pop((leaf, k), None)
+            self._share_cache.pop((leaf, k), None)
 
     def invalidate_all(self) -> None:
         """Forget every cached array."""
         self._cache.clear()
+        self._share_cache.clear()
 
     def set_shares(self, shares: dict[int, NDArray[np.float64]]) -> None:
-        """Replace all shares: job_id -> (m,) validated by the caller."""
+        """Replace all shares: job_id -> (m,) validated by the caller (the
+        leaves' members stay cached: shares do not change who is eligible)."""
         self.shares = shares
-        self._cache.clear()
+        self._share_cache.clear()
 
     def choose(self, leaf: int, j: int) -> int:
         """Id of the eligible job of ``leaf`` getting a unit of type j.
@@ -95,40 +114,41 @@ class LeafPlacement:
         Raises:
             RuntimeError: no eligible job (the caller's counts are wrong).
         """
-        job_ids, shares, eligible = self._arrays(leaf, j)
-        lone = int(np.count_nonzero(eligible)) == 1
-        if lone or self.dispatcher.mode == "fifo":
-            pos = int(np.argmax(eligible))
-            if not eligible[pos]:
-                raise RuntimeError(f"leaf {leaf} has no eligible job for resource {j}")
-            job = int(job_ids[pos])
+        members = self.members(leaf, j)
+        job = members.head
+        if job is None:
+            raise RuntimeError(f"leaf {leaf} has no eligible job for resource {j}")
+        if members.n_eligible == 1 or self.dispatcher.mode == "fifo":
             units = max(1, min(max_units, self._eligible(job, j)))
             self.dispatcher.record(job, j, units)
             return job, units
-        pos = int(self.dispatcher.choose(job_ids, shares, eligible, j))
-        if not (0 <= pos < job_ids.size and eligible[pos]):
+        pos = int(self.dispatcher.choose(members.ids, self._shares(leaf, j, members.ids), members.eligible, j))
+        if not (0 <= pos < members.ids.size and members.eligible[pos]):
             raise RuntimeError(f"dispatcher chose position {pos} in leaf {leaf} without demand")
-        return int(job_ids[pos]), 1
+        return int(members.ids[pos]), 1
 
     def head(self, leaf: int, j: int) -> int | None:
         """Id of the oldest job of ``leaf`` with an eligible task of type j, or None."""
-        job_ids, _, eligible = self._arrays(leaf, j)
-        if not eligible.any():
-            return None
-        return int(job_ids[int(np.argmax(eligible))])
+        return self.members(leaf, j).head
 
-    def _arrays(self, leaf: int, j: int) -> Arrays:
-        """(job ids, shares of type j, eligible) of the leaf's jobs, cached."""
+    def members(self, leaf: int, j: int) -> Members:
+        """The leaf's jobs and their eligibility for type j (cached until invalidated)."""
         cached = self._cache.get((leaf, j))
         if cached is None:
             ids = list(self.leaves[leaf])
-            zero = np.zeros(self.m)
-            cached = (
-                np.array(ids, dtype=np.int64),
-                np.array([self.shares.get(i, zero)[j] for i in ids], dtype=np.float64),
-                np.array([self._eligible(i, j) > 0 for i in ids], dtype=np.bool_),
-            )
+            flags = [self._eligible(i, j) > 0 for i in ids]
+            head = ids[flags.index(True)] if True in flags else None
+            cached = Members(np.array(ids, dtype=np.int64), np.array(flags, dtype=np.bool_), flags.count(True), head)
             self._cache[(leaf, j)] = cached
+        return cached
+
+    def _shares(self, leaf: int, j: int, ids: NDArray[np.int64]) -> NDArray[np.float64]:
+        """(k,) shares of type j of the leaf's jobs ``ids`` (cached until new shares)."""
+        cached = self._share_cache.get((leaf, j))
+        if cached is None:
+            zero = np.zeros(self.m)
+            cached = np.array([self.shares.get(i, zero)[j] for i in ids.tolist()], dtype=np.float64)
+            self._share_cache[(leaf, j)] = cached
         return cached
 
     def to_state(self) -> dict[str, Any]:
@@ -144,4 +164,4 @@ class LeafPlacement:
         self.leaves = [{int(jid): None for jid in leaf} for leaf in state["leaf_jobs"]]
         self.shares = {int(jid): np.array(v, dtype=np.float64) for jid, v in state["shares"]}
         self.dispatcher = ShareDispatcher.from_state(state["dispatcher"])
-        self._cache.clear()
+        self.invalidate_all()

@@ -273,7 +273,7 @@ class _Loop:
             self.tally.record(report)
             if report.departures:
                 self._clear(timer)
-            arrived = self._submit_due(order, timer)
+            self._submit_due(order, timer)
             idle = self.submitted == len(order) and engine.cluster.idle()
             if engine.now >= horizon or idle or (math.isinf(arrival) and not report.departures):
                 return

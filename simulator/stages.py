@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from scheduler.fairshare import FifoAllocator
+
 if TYPE_CHECKING:
     from simulator.cluster import Cluster
 
@@ -77,13 +79,17 @@ class SharedStage:
     dispatcher (``scheduler.registry.DISPATCH``). When only one leaf demands,
     every policy picks it, so its units are handed out without asking; a
     lone eligible job of a leaf, or the FIFO dispatcher's oldest job, takes
-    as many units as it can use in one batch.
+    as many units as it can use in one batch. FIFO across queues keeps no
+    per-unit state (no usage, no starvation clocks), so it takes a short
+    path: the leaf heads' arrival ranks alone pick the leaf.
     """
 
     name = "shared"
 
     def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
         allocator = cluster.allocator(j)
+        if isinstance(allocator, FifoAllocator):
+            return _oldest_first(cluster, allocator, j, free)
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)
@@ -111,6 +117,25 @@ class SharedStage:
         if started:  # a leaf may have run out of eligible tasks
             allocator.update_demand(demanding, now)
         return free
+
+
+def _oldest_first(cluster: Cluster, allocator: FifoAllocator, j: int, free: int) -> int:
+    """:meth:`SharedStage.hand_out` under FIFO across queues (YARN's ``fifo``, the
+    papers' baseline): the leaf whose oldest eligible job arrived first takes
+    what its dispatcher grants at once (all the units that job can use under
+    FIFO dispatch), until no unit or no demand is left. A leaf demands iff it
+    has a shared-eligible job, so the heads alone give the demand."""
+    while free > 0:
+        leaf = allocator.pick_oldest(cluster.head_ranks(j))
+        if leaf < 0:
+            break
+        job_id, units = cluster.placement.grant(leaf, j, free)
+        job = cluster.job(job_id)
+        if job is None:
+            raise RuntimeError(f"leaf {leaf} holds unknown job {job_id}")
+        cluster.start_tasks(job, j, units, shared=True)
+        free -= units
+    return free
 
 
 def default_stages() -> list[DispatchStage]:

@@ -190,7 +190,7 @@ def load_swim(
         owner = np.random.default_rng(seed).integers(0, users, size=len(rows))
     lo, hi = _window(0.0, start_hour, hours)
     jobs = []
-    for (job_id, submit, inp, shuf, out), k in zip(rows, owner.tolist()):
+    for (job_id, submit, inp, shuf, out), k in zip(rows, owner.tolist(), strict=True):
         if not lo <= submit < hi:
             continue
         jobs.append(

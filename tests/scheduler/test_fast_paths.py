@@ -1,0 +1,70 @@
+"""Plain-Python and bincount fast paths give numpy's general paths' results, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scheduler import fairshare
+from scheduler.fairshare import QueueTree
+from scheduler.registry import _within_group
+from scheduler.types import MarketSnapshot
+
+
+def argmin_first_numpy(values: np.ndarray, mask: np.ndarray) -> int:
+    """The general path of ``fairshare._argmin_first`` (no small-array shortcut)."""
+    vals = np.where(mask, values, np.inf)
+    best = float(vals.min(initial=np.inf))
+    if best == np.inf:
+        return -1 if not np.any(mask & np.isposinf(values)) else int(np.argmax(mask))
+    return int(np.argmax(vals <= best + fairshare._TIE_RTOL * max(1.0, abs(best))))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_argmin_first_agrees_with_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    specials = [0.0, -0.0, 1.0, 1.0 + 1e-13, np.inf, -np.inf, np.nan]
+    for _ in range(200):
+        n = int(rng.integers(1, 10))
+        values = np.where(rng.random(n) < 0.3, rng.choice(specials, n), rng.integers(0, 4, n) / 3.0)
+        mask = rng.random(n) < 0.6
+        assert fairshare._argmin_first(values, mask) == argmin_first_numpy(values, mask)
+
+
+def test_mean_agrees_with_numpy() -> None:
+    rng = np.random.default_rng(1)
+    for n in range(1, 12):
+        for _ in range(500):
+            values = (rng.uniform(0, 1e3, n) * rng.choice([1e-8, 1.0, 1e8], n)).tolist()
+            assert fairshare._mean(values) == float(np.mean(values))
+
+
+def test_aggregate_agrees_with_add_at() -> None:
+    tree = QueueTree.from_paths({"root.a.x": 1, "root.a.y.p": 2, "root.a.y.q": 1, "root.b": 3, "root.c.z": 1})
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        leaf_values = rng.uniform(0, 1e4, len(tree.leaves)) * (rng.random(len(tree.leaves)) < 0.7)
+        want = np.zeros(len(tree.names))
+        want[np.asarray(tree.leaves)] = leaf_values
+        for level, parents in tree.levels:
+            np.add.at(want, parents, want[level])
+        np.testing.assert_array_equal(tree.aggregate(leaf_values), want)
+
+
+@pytest.mark.parametrize("groups", [[0, 2, 2, 5, 0, 2], [7, -3, 7, 100, -3, 40]])
+def test_within_group_agrees_with_add_at(groups: list[int]) -> None:
+    rng = np.random.default_rng(3)
+    n, m = len(groups), 2
+    demand = rng.random((n, m)) < 0.7
+    values = rng.uniform(0, 100, (n, m)) * demand
+    snapshot = MarketSnapshot(
+        job_ids=np.arange(n), group=np.array(groups), budgets=np.ones(n), weights=np.ones((n, m)),
+        utility=("log",) * n, demand=demand, capacity=np.ones(m),
+    )
+    _, index = np.unique(np.array(groups), return_inverse=True)
+    totals, counts = np.zeros((index.max() + 1, m)), np.zeros((index.max() + 1, m))
+    np.add.at(totals, index, values)
+    np.add.at(counts, index, demand.astype(float))
+    total, count = totals[index], counts[index]
+    want = np.where(total > 0, values / np.where(total > 0, total, 1.0), demand / np.maximum(count, 1.0))
+    np.testing.assert_array_equal(_within_group(values, snapshot), want)
