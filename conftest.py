@@ -24,6 +24,15 @@ def _celery_eager(request: pytest.FixtureRequest):  # type: ignore[no-untyped-de
 
 
 @pytest.fixture(autouse=True)
+def _fresh_process_caches():  # type: ignore[no-untyped-def]
+    # Each test's database reuses primary keys; bids kept in memory must not leak across.
+    from marketplace import adapters
+
+    adapters.forget_bids()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):  # type: ignore[no-untyped-def]
     # PBKDF2's deliberate slowness (~0.3 s a user) is not under test here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -62,33 +64,66 @@ def market_config(market: Market) -> MarketConfig:
     )
 
 
-JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time")  # what job_specs reads of a Job
+JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time")  # what a job's spec reads of a Job
+
+# job id -> (queue id, budget, utility, simulated submit time, {resource type id: (tasks, s per task, weight)}).
+# A bid never changes after it is placed, so this process keeps what it read (or wrote).
+_BIDS: OrderedDict[int, tuple[int, float, str, float, dict[int, tuple[int, float, float]]]] = OrderedDict()
+_BIDS_MAX = 50_000
+_BIDS_LOCK = threading.Lock()
 
 
-def job_specs(jobs: Iterable[Job], types: list[ResourceType], tree_map: TreeMap, now: float) -> list[tuple[JobSpec, Bid]]:
-    """Jobs (with their work rows) as the engine sees them: a JobSpec and a Bid each,
-    in resource-type order, ordered by id (the order they were submitted)."""
-    jobs = sorted(jobs, key=lambda j: j.pk)  # evaluates a queryset once
-    if not jobs:
-        return []
-    works: dict[int, dict[int, tuple[int, float, float]]] = {}
-    rows = JobWork.objects.filter(job_id__in=[j.pk for j in jobs]).values_list(
-        "job_id", "resource_type_id", "tasks", "task_duration", "weight"
-    )
-    for job_id, rt_id, tasks, duration, weight in rows:
-        works.setdefault(job_id, {})[rt_id] = (tasks, duration, weight)
-    out = []
+def remember_bid(job: Job, works: Iterable[JobWork]) -> None:
+    """Keep a bid just written (call after commit), so the clearing and the tick need not read it back."""
+    by_type = {w.resource_type_id: (int(w.tasks), float(w.task_duration), float(w.weight)) for w in works}
+    with _BIDS_LOCK:
+        _BIDS[job.pk] = (job.queue_id, float(job.budget), job.utility, float(job.sim_submit_time), by_type)
+        while len(_BIDS) > _BIDS_MAX:
+            _BIDS.popitem(last=False)
+
+
+def forget_bids() -> None:
+    """Drop every kept bid (a test database reuses primary keys; production never does,
+    as bids are never deleted and only committed ones are kept)."""
+    with _BIDS_LOCK:
+        _BIDS.clear()
+
+
+def _read_bids(job_ids: list[int]) -> None:
+    jobs = list(Job.objects.filter(pk__in=job_ids).only(*JOB_FIELDS))
+    rows = JobWork.objects.filter(job_id__in=job_ids).only("job_id", "resource_type_id", "tasks", "task_duration", "weight")
+    works: dict[int, list[JobWork]] = {}
+    for w in rows:
+        works.setdefault(w.job_id, []).append(w)
     for job in jobs:
-        by_type = works.get(job.pk, {})
+        remember_bid(job, works.get(job.pk, []))
+
+
+def job_specs(job_ids: Iterable[int], types: list[ResourceType], tree_map: TreeMap, now: float) -> list[tuple[JobSpec, Bid]]:
+    """Jobs as the engine sees them: a JobSpec and a Bid each, in resource-type order,
+    ordered by id (the order they were submitted). Bids this process has not seen
+    are read (two queries for all of them).
+
+    Raises:
+        KeyError: an id of no job.
+    """
+    ids = sorted(job_ids)
+    with _BIDS_LOCK:
+        missing = [pk for pk in ids if pk not in _BIDS]
+    if missing:
+        _read_bids(missing)
+    out = []
+    for pk in ids:
+        with _BIDS_LOCK:
+            queue_id, budget, utility, submitted, by_type = _BIDS[pk]
         spec = JobSpec(
-            job_id=job.pk,
-            leaf=tree_map.leaf_position(job.queue_id),
+            job_id=pk,
+            leaf=tree_map.leaf_position(queue_id),
             tasks=tuple(by_type[t.pk][0] if t.pk in by_type else 0 for t in types),
-            task_duration=tuple(float(by_type[t.pk][1]) if t.pk in by_type else 1.0 for t in types),
-            submit_time=max(job.sim_submit_time, now),
+            task_duration=tuple(by_type[t.pk][1] if t.pk in by_type else 1.0 for t in types),
+            submit_time=max(submitted, now),
         )
-        bid = Bid(float(job.budget), tuple(float(by_type[t.pk][2]) if t.pk in by_type else 0.0 for t in types), job.utility)
-        out.append((spec, bid))
+        out.append((spec, Bid(budget, tuple(by_type[t.pk][2] if t.pk in by_type else 0.0 for t in types), utility)))
     return out
 
 

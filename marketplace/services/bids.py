@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
 from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
 from marketplace.services.market import engine_context, market_changed
@@ -119,11 +120,12 @@ def bid_submit(
         market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
     )
-    JobWork.objects.bulk_create(
+    works = JobWork.objects.bulk_create(
         JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
         for rt, it in chosen.values()
     )
     job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
+    transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     market_changed(market=market)
     return job
 

@@ -74,25 +74,27 @@ def _release_lease(market_id: int) -> None:
 
 
 def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceType]]:
-    """The market row and the snapshot to clear, read under the market row lock."""
-    with transaction.atomic():
-        market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
-        context = engine_context(market)
-        engine = engine_load(market=market, context=context)
-        marks = engine_marks(market=market)
-        extra, gone = [], []
-        if market.state_version != marks.state_version:  # bids or cancellations since the last tick
-            active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
-            new = [pk for pk in active_ids if not engine.knows(pk)]
-            if new:
-                jobs = Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS)
-                extra = adapters.job_specs(jobs, context.types, context.tree_map, market.sim_time)
-            gone = [job for job in engine.known_jobs() if job not in active_ids]
-        newer = None
-        if market.clearings != marks.clearings:  # a clearing since the last tick: warm-start from it
-            latest = adapters.latest_plan(market_id)
-            newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None
-        return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
+    """The market row and the snapshot to clear.
+
+    Read without a lock or a transaction: whatever commits meanwhile either is
+    already in what was read or moved ``state_version`` since the row was read,
+    and then the version check in :func:`market_clear` drops this result.
+    """
+    market = Market.objects.defer("engine_state").get(pk=market_id)
+    context = engine_context(market)
+    engine = engine_load(market=market, context=context)
+    marks = engine_marks(market=market)
+    extra, gone = [], []
+    if market.state_version != marks.state_version:  # bids or cancellations since the last tick
+        active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
+        new = [pk for pk in active_ids if not engine.knows(pk)]
+        extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
+        gone = [job for job in engine.known_jobs() if job not in active_ids]
+    newer = None
+    if market.clearings != marks.clearings:  # a clearing since the last tick: warm-start from it
+        latest = adapters.latest_plan(market_id)
+        newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None
+    return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
 
 
 def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
@@ -143,13 +145,15 @@ def market_clear(*, market_id: int) -> ClearingResult:
             if not d.converged:
                 log.warning("auction did not converge in %d rounds (market %s, %d jobs)", d.rounds, market_id, snap.n)
             with transaction.atomic():
-                current = Market.objects.select_for_update().only("state_version", "sim_time").get(pk=market_id)
-                if current.state_version != market.state_version:
-                    continue  # stale: the state moved during the solve; recompute on the new state
-                snapshot_id = _store(current, plan, types, solve_ms, t0)
-                Market.objects.filter(pk=market_id).update(
-                    cleared_version=current.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
+                # The version check and the bookkeeping in one conditional UPDATE (it also
+                # takes the row lock and frees the lease); no row: the state moved during
+                # the solve, so this result is dropped and recomputed on the new state.
+                current = Market.objects.filter(pk=market_id, state_version=market.state_version).update(
+                    cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
                 )
+                if not current:
+                    continue
+                snapshot_id = _store(market, plan, types, solve_ms, t0)
             released = True  # the update above freed the lease
             return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:

@@ -61,10 +61,8 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     if gone:
         JobWork.objects.filter(job_id__in=gone).update(running=0)
     new = [pk for pk in active if not engine.knows(pk)]
-    if new:
-        jobs = Job.objects.filter(pk__in=new).only(*adapters.JOB_FIELDS)
-        for spec, bid in adapters.job_specs(jobs, context.types, context.tree_map, engine.now):
-            engine.submit(spec, bid)
+    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
+        engine.submit(spec, bid)
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:

@@ -135,7 +135,7 @@ def _advance_to(market_id: int, until: float) -> None:
     cleared before any slot is handed out, as the offline runner does.
     """
     if Market.objects.filter(pk=market_id).values_list("sim_time", flat=True).get() >= until:
-        return
+        return  # one cheap read: the drain calls this once per bid
     for _ in range(MAX_TICKS):
         if cluster_advance(market_id=market_id, until=until, stop_on_departure=True).sim_time >= until:
             return
