@@ -35,6 +35,9 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, int]:
     from django.db import connections
 
     connections.close_all()
+    from marketplace import adapters
+
+    adapters.forget_bids()  # a fresh database reuses primary keys
     os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
     from django.conf import settings
 
