@@ -1,10 +1,15 @@
 """Pure mechanisms library: numpy/scipy and dataclasses in and out, no Django.
 
 Modules:
-    types      -- snapshot and outcome dataclasses shared by every policy
-    base       -- the allocation-policy Protocol
-    registry   -- policies chosen by name
+    types      -- the snapshot a clearing is computed on
+    plan       -- the Plan a clearing returns: reservations, shares, payment rules, diagnostics
+    base       -- the Mechanism Protocol (snapshot -> Plan)
+    registry   -- one registry per stage: mechanisms, fair-share policies, dispatch modes
+    utility    -- utility functions of a bid and their marginals (paper 000, Sec. 3)
     abacus     -- Abacus budget auction (paper 000)
+    fairness   -- the queue tree and the fairness metrics (paper 002, Eqs. 1-5)
     fairshare  -- MLRF / LTRF / H-LTRF long-term fair share (paper 002)
+    fifo       -- FIFO across queues (the baseline)
+    selection, running -- tie-breaking choice of a leaf; running-task bookkeeping
     dispatch   -- turning shares into unit-by-unit task placement
 """

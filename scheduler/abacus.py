@@ -47,7 +47,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from scheduler.plan import Diagnostics, Plan, budget_payments
-from scheduler.types import UTILITY_KINDS, MarketSnapshot
+from scheduler.types import MarketSnapshot
+from scheduler.utility import check_nonnegative, demand_mask, log_mask, marginal, utility_of
+
+__all__ = ["AbacusPolicy", "AuctionResult", "auction", "implied_prices", "kkt_residual", "utility_of"]
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -100,39 +103,6 @@ class _Market:
     rival_power: FloatArray | None = None  # (n, m) sum of b^alpha of frozen rivals outside
 
 
-def _finite_nonnegative(name: str, values: ArrayLike, ndim: int) -> FloatArray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be >= 0")
-    return arr
-
-
-def _log_mask(utility: str | Sequence[str], n: int) -> BoolArray:
-    """(n,) True where the job's utility is logscale; raises on unknown kinds."""
-    kinds = [utility] * n if isinstance(utility, str) else list(utility)
-    if len(kinds) != n:
-        raise ValueError(f"utility has {len(kinds)} entries for {n} jobs")
-    unknown = sorted({str(k) for k in kinds} - set(UTILITY_KINDS))
-    if unknown:
-        raise ValueError(f"unknown utility kind(s) {unknown}; use {UTILITY_KINDS}")
-    return np.array([k == "log" for k in kinds], dtype=np.bool_)
-
-
-def _demand_mask(demand: ArrayLike | None, shape: tuple[int, int]) -> BoolArray:
-    if demand is None:
-        return np.ones(shape, dtype=np.bool_)
-    arr = np.asarray(demand)
-    if arr.shape != shape:
-        raise ValueError(f"demand has shape {arr.shape}, expected {shape}")
-    if arr.dtype != np.bool_:
-        raise ValueError(f"demand must be a bool array, got dtype {arr.dtype}")
-    return arr
-
-
 def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
     if groups is None:
         return np.zeros(n, dtype=np.intp), 1 if n else 0
@@ -177,17 +147,17 @@ def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -
 def _prepare(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], alpha: float,
              groups: ArrayLike | None, demand: ArrayLike | None) -> _Market:
     """Validate the inputs of :func:`auction` (see its Raises) and build the masks."""
-    b = _finite_nonnegative("budgets", budgets, 1)
-    w = _finite_nonnegative("weights", weights, 2)
+    b = check_nonnegative("budgets", budgets, 1)
+    w = check_nonnegative("weights", weights, 2)
     if w.shape[0] != b.shape[0]:
         raise ValueError(f"weights has {w.shape[0]} rows for {b.shape[0]} budgets")
-    dem = _demand_mask(demand, (w.shape[0], w.shape[1]))
+    dem = demand_mask(demand, (w.shape[0], w.shape[1]))
     index, n_groups = _group_index(groups, b.shape[0])
     w = np.where(dem, w, 0.0)
     active = dem & (w > 0) & (b > 0)[:, None]
     n_active = _group_sum(active.astype(np.float64), index, n_groups)
     return _Market(
-        budgets=b, weights=w, is_log=_log_mask(utility, b.shape[0]), demand=dem,
+        budgets=b, weights=w, is_log=log_mask(utility, b.shape[0]), demand=dem,
         active=active, contested=active & (n_active >= 2), group_index=index,
         n_groups=n_groups, alpha=_check_alpha(alpha), n_active=n_active,
         n_demand=_group_sum(dem.astype(np.float64), index, n_groups),
@@ -227,19 +197,9 @@ def _shares_and_rest(sub_budgets: FloatArray, mk: _Market) -> tuple[FloatArray, 
     return shares, rest
 
 
-def _marginal(shares: FloatArray, rest: FloatArray, weights: FloatArray,
-              is_log: BoolArray) -> FloatArray:
-    """x_ij = (du_i/ds_ij) s_ij (1 - s_ij) (Algorithm 2, line 3), with rest = 1 - s.
-
-    Linear: du/ds = w, so x = w s (1 - s). Logscale: du/ds = w / s, so
-    x = w (1 - s), which stays finite at s = 0.
-    """
-    return np.where(is_log[:, None], weights * rest, weights * shares * rest)
-
-
 def _best_response(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
     """b'_ij = b_i x_ij / sum_l x_il (Algorithm 2 with the SPEC 3.1 erratum)."""
-    x = _marginal(*_shares_and_rest(sub_budgets, mk), mk.weights, mk.is_log)
+    x = marginal(*_shares_and_rest(sub_budgets, mk), mk.weights, mk.is_log)
     total = x.sum(axis=1, keepdims=True)
     scaled = mk.budgets[:, None] * x / np.where(total > 0, total, 1.0)
     return np.where(total > 0, scaled, mk.fallback)
@@ -396,7 +356,7 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
     ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
     negative or non-finite sub-budgets, or non-positive capacity.
     """
-    b = _finite_nonnegative("sub_budgets", sub_budgets, 2)
+    b = check_nonnegative("sub_budgets", sub_budgets, 2)
     cap = np.asarray(capacity, dtype=np.float64)
     if cap.shape != (b.shape[1],):
         raise ValueError(f"capacity has shape {cap.shape}, expected ({b.shape[1]},)")
@@ -404,28 +364,6 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
         raise ValueError("capacity must be finite and > 0")
     prices: FloatArray = b.sum(axis=0) / cap
     return prices
-
-
-def utility_of(shares: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], *,
-               demand: ArrayLike | None = None) -> FloatArray:
-    """(n,) job utilities u_i(s_i) = sum_j g_ij(s_ij) (paper 000, Sec. 3).
-
-    Linear: sum_j w_ij s_ij. Logscale: sum_j w_ij log s_ij over the terms with
-    w_ij > 0; a term with w_ij > 0 and s_ij = 0 makes the utility -inf (the
-    paper's reading: the job cannot finish without that resource). Terms with
-    w_ij = 0, or where ``demand`` (optional (n, m) bool) is False, count 0.
-    Raises ValueError like :func:`auction` on bad weights or utility kinds.
-    """
-    s = np.asarray(shares, dtype=np.float64)
-    w = _finite_nonnegative("weights", weights, 2)
-    if s.shape != w.shape:
-        raise ValueError(f"shares has shape {s.shape}, weights {w.shape}")
-    w = np.where(_demand_mask(demand, (w.shape[0], w.shape[1])), w, 0.0)
-    is_log = _log_mask(utility, w.shape[0])
-    with np.errstate(divide="ignore"):
-        log_terms = np.where(w > 0, w * np.log(np.where(w > 0, s, 1.0)), 0.0)
-    utilities: FloatArray = np.where(is_log, log_terms.sum(axis=1), (w * s).sum(axis=1))
-    return utilities
 
 
 def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str],
@@ -441,12 +379,12 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
     NEGLIGIBLE * b_i. 0 at an exact KKT point, and for zero-budget or idle jobs.
     """
     b = result.sub_budgets
-    w = _finite_nonnegative("weights", weights, 2)
+    w = check_nonnegative("weights", weights, 2)
     if w.shape != b.shape:
         raise ValueError(f"weights has shape {w.shape}, sub-budgets {b.shape}")
-    dem = _demand_mask(demand, (w.shape[0], w.shape[1]))
+    dem = demand_mask(demand, (w.shape[0], w.shape[1]))
     s = result.shares
-    x = np.where(dem, _marginal(s, 1.0 - s, w, _log_mask(utility, w.shape[0])), 0.0)
+    x = np.where(dem, marginal(s, 1.0 - s, w, log_mask(utility, w.shape[0])), 0.0)
     budget = b.sum(axis=1, keepdims=True)
     interior = dem & (b > NEGLIGIBLE * budget)
     with np.errstate(over="ignore"):  # x / b may be huge next to b ~ 0; inf is fine

@@ -32,7 +32,6 @@ imported from this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -49,6 +48,9 @@ from scheduler.fairness import (
     twait_for_tasks,
     twait_guidance,
 )
+from scheduler.fifo import FifoAllocator
+from scheduler.running import RunningTasks, from_json_float, json_float
+from scheduler.selection import argmin_first, mean_of
 
 __all__ = [
     "POLICIES",
@@ -66,109 +68,6 @@ __all__ = [
 ]
 
 POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
-
-# Relative tolerance under which two normalised usages count as tied: float
-# rounding must not override the deterministic "lowest leaf position" rule.
-_TIE_RTOL = 1e-12
-_SMALL = 64  # up to this many leaves, _argmin_first runs in plain Python
-
-
-def _argmin_first(values: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
-    """Index of the smallest masked value, the lowest index among ties; -1 if none."""
-    if values.size <= _SMALL:
-        found = _argmin_first_small(values.tolist(), mask.tolist())
-        if found is not None:
-            return found
-    vals = np.where(mask, values, np.inf)
-    best = float(vals.min(initial=np.inf))
-    if best == np.inf:
-        return -1 if not np.any(mask & np.isposinf(values)) else int(np.argmax(mask))
-    return int(np.argmax(vals <= best + _TIE_RTOL * max(1.0, abs(best))))
-
-
-def _argmin_first_small(values: list[float], mask: list[bool]) -> int | None:
-    """:func:`_argmin_first` in plain Python (faster on a few leaves), or None
-    when a masked value is not finite or none is masked (numpy's edge cases)."""
-    best = math.inf
-    for v, m in zip(values, mask, strict=True):
-        if m:
-            if not math.isfinite(v):
-                return None
-            if v < best:
-                best = v
-    if best == math.inf:
-        return None
-    limit = best + _TIE_RTOL * max(1.0, abs(best))
-    for i, (v, m) in enumerate(zip(values, mask, strict=True)):
-        if m and v <= limit:
-            return i
-    return None
-
-
-def _mean(values: list[float]) -> float:
-    """``np.mean(values)``, bit for bit: numpy sums fewer than 8 values one by one,
-    as ``sum`` does, so short lists skip numpy's overhead."""
-    if 0 < len(values) < 8:
-        return sum(values) / len(values)
-    return float(np.mean(values))
-
-
-class _RunningTasks:
-    """Running batches in parallel arrays (swap-remove), so usage is one vectorised pass.
-
-    A batch is ``units`` tasks of one leaf started at the same instant with the
-    same expected duration (the cluster starts a job's tasks that way); it
-    counts ``units`` times everywhere a task would count once.
-    """
-
-    def __init__(self) -> None:
-        self.slot: dict[int, int] = {}
-        self.keys: list[int] = []
-        self.leaf = np.zeros(16, dtype=np.int64)
-        self.start = np.zeros(16)
-        self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
-        self.units = np.zeros(16)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def add(self, key: int, leaf: int, start: float, expected: float, units: int) -> None:
-        n = len(self.keys)
-        if n == self.leaf.size:
-            self.leaf = np.resize(self.leaf, 2 * n)
-            self.start, self.expected, self.units = (np.resize(a, 2 * n) for a in (self.start, self.expected, self.units))
-        self.slot[key] = n
-        self.keys.append(key)
-        self.leaf[n], self.start[n], self.expected[n], self.units[n] = leaf, start, expected, units
-
-    def pop(self, key: int) -> tuple[int, float, float]:
-        """Remove ``key``; returns (leaf, start, units). Raises KeyError if not running."""
-        i = self.slot.pop(key)
-        leaf, start, units = int(self.leaf[i]), float(self.start[i]), float(self.units[i])
-        last = len(self.keys) - 1
-        if i != last:
-            moved = self.keys[last]
-            self.keys[i] = moved
-            self.slot[moved] = i
-            self.leaf[i] = self.leaf[last]
-            for a in (self.start, self.expected, self.units):
-                a[i] = a[last]
-        self.keys.pop()
-        return leaf, start, units
-
-
-def _json_float(x: float) -> float | str | None:
-    """inf -> "inf", -inf / NaN -> None, else the float (strict JSON has no infinities)."""
-    if math.isnan(x) or x == -math.inf:
-        return None
-    return "inf" if x == math.inf else float(x)
-
-
-def _from_json_float(x: float | str | None, missing: float) -> float:
-    if x is None:
-        return missing
-    return math.inf if x == "inf" else float(x)
-
 
 class FairShareAllocator:
     """Which leaf queue gets the next free unit of one resource type.
@@ -203,7 +102,7 @@ class FairShareAllocator:
         self._q_count = np.zeros(n_leaves, dtype=np.int64)
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
         self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
-        self._tasks = _RunningTasks()
+        self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
         self._since_mask: bytes | None = None  # the demand _since last reflected
@@ -285,9 +184,9 @@ class FairShareAllocator:
         mask = self._mask(demanding)
         self.update_demand(mask, now)
         if self._policy == "mlrf":
-            return _argmin_first(self.running() / self._frac, mask)
+            return argmin_first(self.running() / self._frac, mask)
         usage = self.usage(now)
-        lowest = _argmin_first(usage / self._frac, mask)
+        lowest = argmin_first(usage / self._frac, mask)
         if self._policy == "ltrf" or lowest < 0:
             return lowest
         waited = now - max(self._last_alloc[lowest], self._since[lowest])
@@ -304,7 +203,7 @@ class FairShareAllocator:
         node = tree.root
         while tree.children[node]:
             kids = self._children[node]
-            node = int(kids[_argmin_first(node_usage[kids], has_demand[kids])])
+            node = int(kids[argmin_first(node_usage[kids], has_demand[kids])])
         return int(tree.leaf_position[node])
 
     @cached_property
@@ -385,7 +284,7 @@ class FairShareAllocator:
         parent = self.tree.parent[node]
         while parent >= 0:
             vals = [q for q in self._q_own[self._children[parent]].tolist() if not math.isnan(q)]
-            self._q_own[parent] = _mean(vals)
+            self._q_own[parent] = mean_of(vals)
             parent = self.tree.parent[parent]
 
     def usage(self, now: float) -> NDArray[np.float64]:
@@ -437,17 +336,17 @@ class FairShareAllocator:
             "version": 1,
             "leaf_names": list(self.tree.leaf_names),
             "policy": self._policy,
-            "t_wait": _json_float(self._t_wait),
+            "t_wait": json_float(self._t_wait),
             "initial_q": self.initial_q,
-            "clock": _json_float(self._clock),
-            "round_start": _json_float(self._round_start),
+            "clock": json_float(self._clock),
+            "round_start": json_float(self._round_start),
             "finished": [float(x) for x in self._finished],
             "q_sum": [float(x) for x in self._q_sum],
             "q_count": [int(x) for x in self._q_count],
-            "last_alloc": [_json_float(float(x)) for x in self._last_alloc],
-            "since": [_json_float(float(x)) for x in self._since],
+            "last_alloc": [json_float(float(x)) for x in self._last_alloc],
+            "since": [json_float(float(x)) for x in self._since],
             "running": [
-                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), _json_float(float(t.expected[i])), int(t.units[i])]
+                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i])]
                 for i in range(n)
             ],
         }
@@ -464,85 +363,25 @@ class FairShareAllocator:
         alloc = cls(
             tree,
             policy=state["policy"],
-            t_wait=_from_json_float(state["t_wait"], math.inf),
+            t_wait=from_json_float(state["t_wait"], math.inf),
             initial_q=float(state["initial_q"]),
         )
         n_leaves = len(tree.leaves)
         fields = ("finished", "q_sum", "q_count", "last_alloc", "since")
         if any(len(state[f]) != n_leaves for f in fields):
             raise ValueError("state arrays do not match the number of leaves")
-        alloc._clock = _from_json_float(state["clock"], -math.inf)
-        alloc._round_start = _from_json_float(state["round_start"], -math.inf)
+        alloc._clock = from_json_float(state["clock"], -math.inf)
+        alloc._round_start = from_json_float(state["round_start"], -math.inf)
         alloc._finished = np.asarray(state["finished"], dtype=np.float64)
         alloc._q_sum = np.asarray(state["q_sum"], dtype=np.float64)
         alloc._q_count = np.asarray(state["q_count"], dtype=np.int64)
         for leaf in np.flatnonzero(alloc._q_count):
             alloc._update_quantum_path(int(leaf))
-        alloc._last_alloc = np.array([_from_json_float(x, -math.inf) for x in state["last_alloc"]])
-        alloc._since = np.array([_from_json_float(x, math.nan) for x in state["since"]])
+        alloc._last_alloc = np.array([from_json_float(x, -math.inf) for x in state["last_alloc"]])
+        alloc._since = np.array([from_json_float(x, math.nan) for x in state["since"]])
         for key, leaf, start, exp, *units in state["running"]:
-            alloc._tasks.add(int(key), int(leaf), float(start), _from_json_float(exp, math.nan), int(units[0]) if units else 1)
+            alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), int(units[0]) if units else 1)
         return alloc
-
-
-class FifoAllocator:
-    """FIFO across queues: the leaf whose oldest eligible job arrived first gets the unit.
-
-    The YARN / Hadoop ``fifo`` baseline the papers compare against: no
-    history, no weights. The cluster passes ``head``, the (L,) arrival rank of
-    each leaf's oldest job with an eligible task of this resource type. Same
-    interface as :class:`FairShareAllocator` (the bookkeeping calls are no-ops).
-    """
-
-    uses_arrival_order = True
-    tracks_demand = False  # update_demand is a no-op: callers may skip it
-    policy = "fifo"
-
-    def __init__(self, tree: QueueTree, *, t_wait: float = 0.0) -> None:
-        if math.isnan(t_wait) or t_wait < 0:
-            raise ValueError("t_wait must be >= 0")
-        self.tree = tree
-        self.t_wait = t_wait  # unused: kept so a market can switch policies freely
-
-    def update_demand(self, demanding: NDArray[np.bool_], now: float) -> None:
-        """No starvation clocks under FIFO."""
-
-    def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
-        """The demanding leaf with the smallest ``head`` (ties: lowest position); -1 if none.
-
-        Raises ValueError without ``head``.
-        """
-        if head is None:
-            raise ValueError("FIFO needs the arrival rank of each leaf's oldest eligible job")
-        return _argmin_first(np.asarray(head, dtype=np.float64), np.asarray(demanding, dtype=bool))
-
-    def pick_oldest(self, head: Sequence[float]) -> int:
-        """:meth:`pick_leaf` with demand read off ``head`` (a leaf demands iff its
-        rank is finite), in plain Python for the few leaves of a tree: the leaf
-        with the smallest rank, the lowest position among ties; -1 if none."""
-        best, rank = -1, math.inf
-        for leaf, h in enumerate(head):
-            if h < rank:
-                best, rank = leaf, h
-        return best
-
-    def record_start(self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1) -> None:
-        """Nothing to record."""
-
-    def record_more(self, task_key: int, units: int = 1) -> None:
-        """Nothing to record."""
-
-    def record_finish(self, task_key: int, now: float) -> None:
-        """Nothing to record."""
-
-    def to_state(self) -> dict[str, Any]:
-        return {"version": 1, "policy": "fifo", "leaf_names": list(self.tree.leaf_names)}
-
-    @classmethod
-    def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> FifoAllocator:
-        if list(state["leaf_names"]) != list(tree.leaf_names):
-            raise ValueError("state does not belong to this queue tree")
-        return cls(tree)
 
 
 def _run_step(

@@ -4,9 +4,12 @@ Modules:
     engine      -- the event heap, (time, priority, sequence, payload)
     workload    -- trace loaders (SWIM TSV, Standard Workload Format)
     records     -- JobSpec, JobFinished, FairnessSample, AdvanceReport
-    cluster     -- the cluster model shared by the live market and offline runs
-    jobs, placement, accounting -- the cluster's job counters, within-leaf
-                   dispatch and fairness integrals
+    market      -- MarketEngine: the one market step of the live market and offline runs
+    cluster     -- the cluster model; its dispatch stages (stages), how a Plan is
+                   applied (plan_apply), configuration changes (reconfigure) and
+                   saved state (cluster_state)
+    jobs, placement, accounting, integrals -- the cluster's job counters,
+                   within-leaf dispatch, fairness and share integrals
     runner      -- offline what-if runs re-clearing the market on every
                    arrival and departure
     metrics     -- response times, utilisation, fairness series

@@ -34,19 +34,16 @@ from numpy.typing import NDArray
 from scheduler.fairshare import QueueTree
 from scheduler.plan import Plan, Reservation
 from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
+from simulator import cluster_state, plan_apply, reconfigure
 from simulator.accounting import LeafLedger
-from simulator.engine import EventQueue
-from simulator.jobs import JobState, ReportBuilder, as_capacity, inf_to_none, none_to_inf, validate_spec
+from simulator.engine import ARRIVE, FINISH, EventQueue
+from simulator.jobs import JobState, ReportBuilder, as_capacity, validate_spec
 from simulator.placement import LeafPlacement
 from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
 from simulator.stages import DispatchStage, default_stages
 
 __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
 
-# Event kinds double as priorities: completions at time t free their slots
-# before jobs arriving at t are activated; both before slots are handed out.
-FINISH, ARRIVE = 0, 1
-STATE_FORMAT = 2
 
 
 class Cluster:
@@ -182,117 +179,36 @@ class Cluster:
         self._retire(job)
 
     def set_shares(self, shares: Mapping[int, NDArray[np.float64]]) -> None:
-        """Replace the within-leaf shares by the latest clearing's.
-
-        Args:
-            shares: job_id -> (m,) share of each resource type inside the
-                job's leaf (``Outcome.shares`` rows). Jobs without an entry
-                get share 0 but stay eligible (the dispatcher falls back to
-                uniform when every eligible job has share 0); ids of jobs
-                the cluster no longer knows are ignored (a clearing may race
-                a departure).
+        """Replace the within-leaf shares by the latest clearing's (``simulator.plan_apply.set_shares``).
 
         Raises:
-            ValueError: a share vector of the wrong shape, negative, NaN or
-                infinite.
+            ValueError: a share vector of the wrong shape, negative, NaN or infinite.
         """
-        new: dict[int, NDArray[np.float64]] = {}
-        for job_id, row in shares.items():
-            vec = np.asarray(row, dtype=np.float64)
-            if vec.shape != (self.m,) or not (np.all(vec >= 0) and np.all(np.isfinite(vec))):
-                raise ValueError(f"job {job_id}: shares must be (m,), finite and >= 0")
-            if int(job_id) in self._jobs:
-                new[int(job_id)] = vec.copy()
-        self.placement.set_shares(new)
+        plan_apply.set_shares(self, shares)
 
     def set_plan(self, plan: Plan) -> None:
-        """Apply a clearing's Plan: its shares and its reservations (SPEC 2).
-
-        Jobs named by a reservation leave the shared stage: they run only
-        through their reservations. Reservations of unknown jobs are kept
-        (the job may arrive later); shares as in :meth:`set_shares`.
+        """Apply a clearing's Plan: its shares and its reservations (SPEC 2;
+        ``simulator.plan_apply.set_plan``).
 
         Raises:
             ValueError: bad shares, or a reservation on a resource type the
                 cluster does not have.
         """
-        for r in plan.reservations:
-            if r.resource >= self.m:
-                raise ValueError(f"reservation of job {r.job_id} names resource {r.resource} of {self.m}")
-        if _valid_shares(plan.shares, plan.n, self.m):
-            self._set_share_matrix(plan.job_ids.tolist(), plan.shares)
-        else:
-            self.set_shares(plan.share_rows())  # raises, naming the first bad row
-        had_reservations = bool(self._reservations)  # only jobs they name can be marked reserved
-        self._reservations = tuple(sorted(plan.reservations, key=lambda r: (r.start, r.job_id, r.resource)))
-        if had_reservations or self._reservations:
-            self._mark_reserved(plan.reserved_jobs())
-
-    def _set_share_matrix(self, job_ids: list[int], shares: NDArray[np.float64]) -> None:
-        """:meth:`set_shares` for a validated (n, m) matrix: one copy, rows as views."""
-        matrix = np.array(shares, dtype=np.float64)
-        jobs = self._jobs
-        self.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
-
-    def _mark_reserved(self, reserved: frozenset[int]) -> None:
-        changed = False
-        for job in self._jobs.values():
-            flag = job.job_id in reserved
-            if flag != job.reserved:
-                job.reserved, changed = flag, True
-        if changed:
-            self._reserved_eligible[:] = 0
-            for job in self._jobs.values():
-                if job.active and job.reserved:
-                    for j in range(self.m):
-                        self._reserved_eligible[job.leaf, j] += job.eligible_pending(j, self.staged)
-            for leaf in range(len(self.placement.leaves)):
-                self.placement.invalidate(leaf)
+        plan_apply.set_plan(self, plan)
 
     def set_capacity(self, capacity: Sequence[int]) -> None:
-        """Change the slot counts. Shrinking never kills: running tasks
-        finish, and no task starts while a type is at or over capacity.
-
-        Raises:
-            ValueError: wrong length or negative / non-integer entries.
-        """
-        cap = as_capacity(capacity)
-        if cap.shape != self.capacity.shape:
-            raise ValueError(f"capacity needs {self.m} entries")
-        if not np.array_equal(cap, self.capacity):
-            self._integrate_to(self.now)  # the fair shares S_i change
-            self.capacity = cap
-            self._share = self._share_matrix()
+        """Change the slot counts; shrinking never kills (``simulator.reconfigure``).
+        Raises ValueError on a wrong length or negative / non-integer entries."""
+        reconfigure.set_capacity(self, capacity)
 
     def set_dispatch(self, dispatch: str) -> None:
-        """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
-        the new dispatcher starts without credits. Raises UnknownName."""
-        DISPATCH.validate(dispatch)
-        self.placement.dispatcher = DISPATCH.build(dispatch, seed=self.seed)
-        self.placement.invalidate_all()
-        self.dispatch = dispatch
+        """Choose jobs inside leaves by another rule (``simulator.reconfigure``). Raises UnknownName."""
+        reconfigure.set_dispatch(self, dispatch)
 
     def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
-        """Switch the fair-share policy and/or ``T_wait``, keeping the
-        allocators' accumulated usage (history matters to LTRF, paper 002
-        Sec. 5.1).
-
-        Raises:
-            ValueError: unknown policy or negative / NaN ``t_wait``.
-        """
-        new_policy = self.policy if policy is None else policy
-        new_t_wait = self.t_wait if t_wait is None else float(t_wait)
-        fresh = build_allocator(new_policy, self.tree, t_wait=new_t_wait)  # validates both first
-        if type(fresh) is not type(self._allocators[0]):
-            # FIFO keeps no history: switching to or from it starts the allocators
-            # afresh, told only about the batches running now.
-            self._allocators = [build_allocator(new_policy, self.tree, t_wait=new_t_wait) for _ in range(self.m)]
-            self._replay_running()
-        else:
-            for allocator in self._allocators:
-                allocator.policy = new_policy
-                allocator.t_wait = new_t_wait
-        self.policy, self.t_wait = new_policy, new_t_wait
+        """Switch the fair-share policy and/or ``T_wait``, keeping accumulated usage
+        (``simulator.reconfigure``). Raises ValueError on an unknown policy or a bad ``t_wait``."""
+        reconfigure.set_policy(self, policy=policy, t_wait=t_wait)
 
     # ------------------------------------------------------------- queries
 
@@ -461,18 +377,6 @@ class Cluster:
         if job.is_finished():
             self._retire(job)
 
-    def _replay_running(self) -> None:
-        """Record the running shared batches in fresh allocators, oldest first."""
-        running = []
-        for t_end, _, _, payload in self._events:
-            if payload[0] == FINISH and payload[5]:
-                _, job_id, j, key, units, _ = payload
-                duration = self._jobs[job_id].spec.task_duration[j]
-                running.append((t_end - duration, key, job_id, j, units, duration))
-        for start, key, job_id, j, units, duration in sorted(running):
-            expected = duration if self.known_durations else None
-            self._allocators[j].record_start(key, self._jobs[job_id].leaf, min(start, self.now), expected, units)
-
     def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
         """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
         self._ledger.eligible[job.leaf, j] += delta
@@ -573,31 +477,8 @@ class Cluster:
     # ------------------------------------------------------- serialisation
 
     def to_state(self) -> dict[str, Any]:
-        """Everything needed to continue the run, JSON-serialisable (only
-        dicts, lists, str, int, float, None; infinities stored as None)."""
-        return {
-            "format": STATE_FORMAT,
-            "now": self.now,
-            "capacity": self.capacity.tolist(),
-            "config": {
-                "policy": self.policy,
-                "t_wait": inf_to_none(self.t_wait),
-                "dispatch": self.dispatch,
-                "staged": self.staged,
-                "seed": self.seed,
-                "sample_interval": inf_to_none(self.sample_interval),
-                "known_durations": self.known_durations,
-            },
-            "sample_clock": [self._sample_origin, self._sample_k],
-            "next_key": self._next_key,
-            "next_seq": self._next_seq,
-            "jobs": [job.to_state() for job in self._jobs.values()],
-            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self._reservations],
-            "placement": self.placement.to_state(),
-            "events": self._events.to_state(),
-            "allocators": [a.to_state() for a in self._allocators],
-            "ledger": self._ledger.to_state(),
-        }
+        """Everything needed to continue the run, JSON-serialisable (``simulator.cluster_state``)."""
+        return cluster_state.dump(self)
 
     @classmethod
     def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> Cluster:
@@ -605,53 +486,9 @@ class Cluster:
         ``advance`` then continues exactly as if it had never been saved.
 
         Raises:
-            ValueError: unknown state format or a tree with another number
-                of leaves.
+            ValueError: unknown state format or a tree with another number of leaves.
         """
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"unknown cluster state format {state.get('format')!r}")
-        if len(state["placement"]["leaf_jobs"]) != len(tree.leaves):
-            raise ValueError("the tree's leaves do not match the saved state")
-        cfg = state["config"]
-        cluster = cls(
-            state["capacity"], tree, policy=cfg["policy"], t_wait=none_to_inf(cfg["t_wait"]),
-            dispatch=cfg["dispatch"], staged=cfg["staged"], seed=cfg["seed"],
-            sample_interval=none_to_inf(cfg["sample_interval"]), now=state["now"],
-            known_durations=cfg["known_durations"],
-        )  # fmt: skip
-        cluster._restore(tree, state)
+        cfg = cluster_state.config_of(tree, state)
+        cluster = cls(state["capacity"], tree, **cfg, now=state["now"])
+        cluster_state.restore(cluster, tree, state)
         return cluster
-
-    def _restore(self, tree: QueueTree, state: dict[str, Any]) -> None:
-        origin, k = state["sample_clock"]
-        self._sample_origin, self._sample_k = float(origin), int(k)
-        self._next_key = int(state["next_key"])
-        self._next_seq = int(state["next_seq"])
-        self._jobs = {int(s["job_id"]): JobState.from_state(s) for s in state["jobs"]}
-        self._reservations = tuple(Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["reservations"])
-        reserved = {r.job_id for r in self._reservations}
-        self.placement.load(state["placement"])
-        self._active = {jid: self._jobs[jid] for jid in sorted(self.active_jobs(), key=self.arrival_rank)}
-        self._events = EventQueue.from_state(state["events"])
-        factory = type(self._allocators[0])
-        self._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
-        self._ledger.load_integrals(state["ledger"])
-        for job in self._jobs.values():
-            job.reserved = job.job_id in reserved
-            if not job.active:
-                continue
-            for j in range(self.m):
-                self._count_eligible(job, j, job.eligible_pending(j, self.staged))
-                self._ledger.running[job.leaf, j] += job.running[j]
-                self._busy[j] += job.running[j]
-
-
-def _valid_shares(shares: NDArray[np.float64], n: int, m: int) -> bool:
-    """True for an (n, m) matrix of finite shares >= 0 (the per-row checks of
-    ``Cluster.set_shares``, at once). False may also mean a sum that overflows;
-    the caller then checks row by row."""
-    if not isinstance(shares, np.ndarray) or shares.shape != (n, m):
-        return False
-    if n == 0:
-        return True
-    return bool(shares.min() >= 0) and math.isfinite(float(shares.sum()))

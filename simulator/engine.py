@@ -15,6 +15,10 @@ from typing import Any
 
 Event = tuple[float, int, int, Any]
 
+# Event kinds double as priorities: completions at time t free their slots
+# before jobs arriving at t are activated; both before slots are handed out.
+FINISH, ARRIVE = 0, 1
+
 
 class EventQueue:
     """A min-heap of events ordered by ``(time, priority, insertion order)``.

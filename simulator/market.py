@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.abacus import utility_of
 from scheduler.fairshare import QueueTree
 from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_payment, settle
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 from scheduler.types import UTILITY_KINDS, MarketSnapshot
+from scheduler.utility import utility_of
 from simulator.cluster import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.records import Counts, FairnessSample, JobFinished, JobSpec

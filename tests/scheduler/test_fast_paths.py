@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler import fairshare
+from scheduler import selection
 from scheduler.fairshare import QueueTree
 from scheduler.registry import _within_group
 from scheduler.types import MarketSnapshot
 
 
 def argmin_first_numpy(values: np.ndarray, mask: np.ndarray) -> int:
-    """The general path of ``fairshare._argmin_first`` (no small-array shortcut)."""
+    """The general path of ``selection.argmin_first`` (no small-array shortcut)."""
     vals = np.where(mask, values, np.inf)
     best = float(vals.min(initial=np.inf))
     if best == np.inf:
         return -1 if not np.any(mask & np.isposinf(values)) else int(np.argmax(mask))
-    return int(np.argmax(vals <= best + fairshare._TIE_RTOL * max(1.0, abs(best))))
+    return int(np.argmax(vals <= best + selection.TIE_RTOL * max(1.0, abs(best))))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -28,7 +28,7 @@ def test_argmin_first_agrees_with_numpy(seed: int) -> None:
         n = int(rng.integers(1, 10))
         values = np.where(rng.random(n) < 0.3, rng.choice(specials, n), rng.integers(0, 4, n) / 3.0)
         mask = rng.random(n) < 0.6
-        assert fairshare._argmin_first(values, mask) == argmin_first_numpy(values, mask)
+        assert selection.argmin_first(values, mask) == argmin_first_numpy(values, mask)
 
 
 def test_mean_agrees_with_numpy() -> None:
@@ -36,7 +36,7 @@ def test_mean_agrees_with_numpy() -> None:
     for n in range(1, 12):
         for _ in range(500):
             values = (rng.uniform(0, 1e3, n) * rng.choice([1e-8, 1.0, 1e8], n)).tolist()
-            assert fairshare._mean(values) == float(np.mean(values))
+            assert selection.mean_of(values) == float(np.mean(values))
 
 
 def test_aggregate_agrees_with_add_at() -> None:

@@ -1,0 +1,75 @@
+"""Changing a running cluster's configuration: capacities, the dispatch rule and
+the fair-share policy (paper 002, Sec. 5.1: LTRF's history is kept across a
+change of T_wait or between the long-term policies)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scheduler.registry import DISPATCH, build_allocator
+from simulator.engine import FINISH
+from simulator.jobs import as_capacity
+
+if TYPE_CHECKING:
+    from simulator.cluster import Cluster
+
+
+def set_capacity(c: Cluster, capacity: Sequence[int]) -> None:
+    """Change the slot counts. Shrinking never kills: running tasks
+    finish, and no task starts while a type is at or over capacity.
+
+    Raises:
+        ValueError: wrong length or negative / non-integer entries.
+    """
+    cap = as_capacity(capacity)
+    if cap.shape != c.capacity.shape:
+        raise ValueError(f"capacity needs {c.m} entries")
+    if not np.array_equal(cap, c.capacity):
+        c._integrate_to(c.now)  # the fair shares S_i change
+        c.capacity = cap
+        c._share = c._share_matrix()
+
+def set_dispatch(c: Cluster, dispatch: str) -> None:
+    """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
+    the new dispatcher starts without credits. Raises UnknownName."""
+    DISPATCH.validate(dispatch)
+    c.placement.dispatcher = DISPATCH.build(dispatch, seed=c.seed)
+    c.placement.invalidate_all()
+    c.dispatch = dispatch
+
+def set_policy(c: Cluster, *, policy: str | None = None, t_wait: float | None = None) -> None:
+    """Switch the fair-share policy and/or ``T_wait``, keeping the
+    allocators' accumulated usage (history matters to LTRF, paper 002
+    Sec. 5.1).
+
+    Raises:
+        ValueError: unknown policy or negative / NaN ``t_wait``.
+    """
+    new_policy = c.policy if policy is None else policy
+    new_t_wait = c.t_wait if t_wait is None else float(t_wait)
+    fresh = build_allocator(new_policy, c.tree, t_wait=new_t_wait)  # validates both first
+    if type(fresh) is not type(c._allocators[0]):
+        # FIFO keeps no history: switching to or from it starts the allocators
+        # afresh, told only about the batches running now.
+        c._allocators = [build_allocator(new_policy, c.tree, t_wait=new_t_wait) for _ in range(c.m)]
+        _replay_running(c)
+    else:
+        for allocator in c._allocators:
+            allocator.policy = new_policy
+            allocator.t_wait = new_t_wait
+    c.policy, c.t_wait = new_policy, new_t_wait
+
+def _replay_running(c: Cluster) -> None:
+    """Record the running shared batches in fresh allocators, oldest first."""
+    running = []
+    for t_end, _, _, payload in c._events:
+        if payload[0] == FINISH and payload[5]:
+            _, job_id, j, key, units, _ = payload
+            duration = c._jobs[job_id].spec.task_duration[j]
+            running.append((t_end - duration, key, job_id, j, units, duration))
+    for start, key, job_id, j, units, duration in sorted(running):
+        expected = duration if c.known_durations else None
+        c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units)
