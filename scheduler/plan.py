@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
@@ -72,6 +72,16 @@ class Reservation:
             raise ValueError(f"reservation of job {self.job_id}: resource must be an index >= 0")
         if not (math.isfinite(self.start) and math.isfinite(self.end) and self.start < self.end):
             raise ValueError(f"reservation of job {self.job_id}: the window [{self.start}, {self.end}) is empty or infinite")
+
+    def to_list(self) -> list[Any]:
+        """``[job_id, resource, units, start, end]``, the form every saved state uses."""
+        return [self.job_id, self.resource, self.units, self.start, self.end]
+
+    @classmethod
+    def from_list(cls, row: Sequence[Any]) -> Reservation:
+        """Inverse of :meth:`to_list`. Raises ValueError like the constructor."""
+        job_id, resource, units, start, end = row
+        return cls(int(job_id), int(resource), int(units), float(start), float(end))
 
     def active(self, now: float) -> bool:
         """True while ``start <= now < end``."""
@@ -271,7 +281,7 @@ class Plan:
         """The small part of :meth:`to_state`: reservations and diagnostics."""
         d = self.diagnostics
         return {
-            "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self.reservations],
+            "reservations": [r.to_list() for r in self.reservations],
             "diagnostics": {
                 "mechanism": d.mechanism, "rounds": d.rounds, "converged": d.converged,
                 "prices": d.prices.tolist(), "max_kkt_residual": d.max_kkt_residual,
@@ -289,7 +299,7 @@ class Plan:
             job_ids=ids,
             shares=np.asarray(state["shares"], dtype=np.float64).reshape(ids.shape[0], m),
             sub_budgets=np.asarray(state["sub_budgets"], dtype=np.float64).reshape(ids.shape[0], m),
-            reservations=tuple(Reservation(int(j), int(r), int(u), float(s), float(e)) for j, r, u, s, e in state["reservations"]),
+            reservations=tuple(Reservation.from_list(row) for row in state["reservations"]),
             payments={int(j): PaymentRule(k, float(a), None if mu is None else float(mu)) for j, k, a, mu in state["payments"]},
             diagnostics=Diagnostics(
                 mechanism=str(d["mechanism"]), rounds=int(d["rounds"]), converged=bool(d["converged"]),

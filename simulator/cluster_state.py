@@ -39,7 +39,7 @@ def dump(c: Cluster) -> dict[str, Any]:
         "next_key": c._next_key,
         "next_seq": c._next_seq,
         "jobs": [job.to_state() for job in c._jobs.values()],
-        "reservations": [[r.job_id, r.resource, r.units, r.start, r.end] for r in c._reservations],
+        "reservations": [r.to_list() for r in c._reservations],
         "placement": c.placement.to_state(),
         "events": c._events.to_state(),
         "allocators": [a.to_state() for a in c._allocators],
@@ -71,7 +71,7 @@ def restore(c: Cluster, tree: QueueTree, state: dict[str, Any]) -> None:
     c._next_key = int(state["next_key"])
     c._next_seq = int(state["next_seq"])
     c._jobs = {int(s["job_id"]): JobState.from_state(s) for s in state["jobs"]}
-    c._reservations = tuple(Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["reservations"])
+    c._reservations = tuple(Reservation.from_list(row) for row in state["reservations"])
     reserved = {r.job_id for r in c._reservations}
     c.placement.load(state["placement"])
     c._active = {jid: c._jobs[jid] for jid in sorted(c.active_jobs(), key=c.arrival_rank)}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from scheduler.types import UTILITY_KINDS, MarketSnapshot
 from scheduler.utility import utility_of
 from simulator.cluster import Cluster
 from simulator.integrals import ShareIntegrals
+from simulator.jobs import inf_to_none, none_to_inf
 from simulator.records import Counts, FairnessSample, JobFinished, JobSpec
 
 STATE_FORMAT = 1
@@ -425,9 +426,9 @@ class MarketEngine:
         c = self.config
         return {
             "format": STATE_FORMAT,
-            "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, _inf_out(c.t_wait)],
+            "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait)],
             "books": books,
-            "booked": [[r.job_id, r.resource, r.units, r.start, r.end] for r in self._booked],
+            "booked": [r.to_list() for r in self._booked],
             "plan_id": self.plan_id,
             "cluster": self.cluster.to_state(),
         }
@@ -442,7 +443,7 @@ class MarketEngine:
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"unknown market engine state format {state.get('format')!r}")
         mech, fair, disp, alpha, tol, rounds, t_wait = state["config"]
-        config = MarketConfig(mech, fair, disp, float(alpha), float(tol), int(rounds), _inf_in(t_wait))
+        config = MarketConfig(mech, fair, disp, float(alpha), float(tol), int(rounds), none_to_inf(t_wait))
         engine = cls(Cluster.from_state(tree, state["cluster"]), config)
         for row in state["books"]:
             job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
@@ -453,20 +454,10 @@ class MarketEngine:
                 PaymentRule(kind, float(amount), mu), float(arrival), integral,
                 None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
             )
-        engine._booked = [Reservation(int(a), int(b), int(c), float(d), float(e)) for a, b, c, d, e in state["booked"]]
+        engine._booked = [Reservation.from_list(row) for row in state["booked"]]
         engine.plan_id = state["plan_id"]
         return engine
 
 
 def _with_reservations(plan: Plan, booked: tuple[Reservation, ...]) -> Plan:
-    from dataclasses import replace
-
     return replace(plan, reservations=tuple(plan.reservations) + booked)
-
-
-def _inf_out(x: float) -> float | None:
-    return None if math.isinf(x) else x
-
-
-def _inf_in(x: float | None) -> float:
-    return math.inf if x is None else float(x)

@@ -25,35 +25,15 @@ _DELTAS: dict[str, tuple[int, int]] = {
 
 
 def _post(*, account_id: int, kind: str, amount: Decimal, job: Job | None = None, memo: str = "", user: object = None) -> LedgerEntry:
-    """Lock the account, apply ``amount`` with the signs of ``kind`` and append the entry.
+    """Lock the account, apply ``amount`` with the signs of ``kind`` and append the entry
+    (in a savepoint of its own: a refused movement leaves the caller's transaction usable).
 
     Raises:
         ValidationError: amount not positive, or not enough funds for the movement.
     """
     if amount <= 0:
         raise ValidationError({"amount": "The amount must be positive."})
-    with transaction.atomic():
-        account = Account.objects.select_for_update().get(pk=account_id)
-        d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
-        if account.available + d_avail < 0:
-            raise ValidationError({"budget": f"Not enough funds: {account.available} available, {amount} needed."})
-        if account.held + d_held < 0:
-            raise ValidationError({"amount": f"Only {account.held} is held on this account."})
-        account.available += d_avail
-        account.held += d_held
-        account.save(update_fields=["available", "held", "updated_at"])
-        return LedgerEntry.objects.create(
-            account=account,
-            kind=kind,
-            amount=amount,
-            available_delta=d_avail,
-            held_delta=d_held,
-            available_after=account.available,
-            held_after=account.held,
-            job=job,
-            memo=memo,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-        )
+    return _post_many(account_id=account_id, job=job, movements=[(kind, amount, memo)], user=user, savepoint=True)[0]
 
 
 def account_deposit(*, account: Account, amount: Decimal, memo: str = "", user: object = None) -> LedgerEntry:
@@ -105,9 +85,7 @@ def job_settle(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
         ValidationError: the amount exceeds what is held for the job (a
             mechanism must never charge more than the hold it placed).
     """
-    held = job_held_amount(job=job)
-    if amount > held:
-        raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
+    held = _hold_covering(job, amount)
     movements = []
     if amount > 0:
         movements.append((LedgerEntry.Kind.CHARGE, amount, memo or f"charge for job {job.pk}"))
@@ -121,38 +99,36 @@ def job_settle(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
 def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     """Charge ``amount`` of the job's hold now and keep the rest held (a price
     due at acceptance). Raises ValidationError like :func:`job_settle`."""
-    held = job_held_amount(job=job)
-    if amount > held:
-        raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
+    _hold_covering(job, amount)
     if amount > 0:
         _post_many(account_id=job.tenant.account.pk, job=job, movements=[(LedgerEntry.Kind.CHARGE, amount, memo)])
         job.charged += amount
     return amount
 
 
-def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job,
-               movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
+def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job | None,
+               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False) -> list[LedgerEntry]:
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
-    No savepoint: its callers (a bid, the clock's tick) run in a transaction that a
+    No savepoint by default: a bid and the clock's tick run in a transaction that a
     failed movement aborts whole anyway.
 
     Raises:
-        ValidationError: a movement would make a balance negative ("budget" for a hold).
+        ValidationError: a movement would make a balance negative.
     """
     if not movements:
-        return
+        return []
     lookup = {"pk": account_id} if account_id is not None else {"tenant_id": tenant_id}
-    with transaction.atomic(savepoint=False):
+    with transaction.atomic(savepoint=savepoint):
         account = Account.objects.select_for_update().get(**lookup)
         entries = []
         for kind, amount, memo in movements:
             d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
-            if kind == LedgerEntry.Kind.HOLD and account.available + d_avail < 0:
+            if account.available + d_avail < 0:
                 raise ValidationError({"budget": f"Not enough funds: {account.available} available, {amount} needed."})
-            if account.available + d_avail < 0 or account.held + d_held < 0:
-                raise ValidationError({"amount": f"account {account.pk}: {kind} of {amount} would make a balance negative"})
+            if account.held + d_held < 0:
+                raise ValidationError({"amount": f"Only {account.held} is held on this account."})
             account.available += d_avail
             account.held += d_held
             entries.append(LedgerEntry(
@@ -161,7 +137,15 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
                 created_by=user if getattr(user, "is_authenticated", False) else None,
             ))
         account.save(update_fields=["available", "held", "updated_at"])
-        LedgerEntry.objects.bulk_create(entries)
+        return LedgerEntry.objects.bulk_create(entries)
+
+
+def _hold_covering(job: Job, amount: Decimal) -> Decimal:
+    """What is held for ``job``; ValidationError if it does not cover ``amount``."""
+    held = job_held_amount(job=job)
+    if amount > held:
+        raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
+    return held
 
 
 def job_held_amount(*, job: Job) -> Decimal:
