@@ -54,58 +54,28 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, int]:
     return wall, market.sim_time, market.pk
 
 
-def offline_inputs(market_id: int) -> dict[str, object]:
-    """The live market's jobs and parameters as the offline runner's arguments."""
-    from marketplace import adapters
-    from marketplace.models import Job, JobWork, Market
-    from simulator.runner import MarketParams
-    from simulator.workload import TraceJob
+def offline_run(market_id: int) -> tuple[float, object, dict[int, tuple[float, object]]]:
+    """(wall s, RunResult, live job id -> (finish time, charged)) of the offline replay
+    of the live market's jobs (``marketplace.adapters.offline_replay``)."""
+    from marketplace.adapters import offline_replay
+    from marketplace.models import Job, Market
 
     market = Market.objects.get(pk=market_id)
-    tree_map = adapters.queue_tree(market)
-    types = adapters.resource_types(market)
-    col = {t.pk: j for j, t in enumerate(types)}
-    jobs = list(Job.objects.filter(market=market).select_related("tenant").order_by("pk"))
-    work: dict[int, dict[int, JobWork]] = {}
-    for w in JobWork.objects.filter(job__market=market):
-        work.setdefault(w.job_id, {})[col[w.resource_type_id]] = w
-    m = len(types)
-    trace = [
-        TraceJob(job.pk, job.sim_submit_time, job.tenant.name, "",
-                 tuple(work[job.pk][j].tasks if j in work[job.pk] else 0 for j in range(m)),
-                 tuple(work[job.pk][j].task_duration if j in work[job.pk] else 1.0 for j in range(m)))
-        for job in jobs
-    ]
-    by_id = {job.pk: job for job in jobs}
-    params = MarketParams(
-        alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds,
-        mechanism=market.mechanism, fairshare=market.fairshare_policy, dispatch=market.dispatch_mode, t_wait=market.t_wait,
-        budget=lambda j: float(by_id[j.job_id].budget),
-        weights=lambda j: [work[j.job_id][k].weight if k in work[j.job_id] else 0.0 for k in range(m)],
-        utility=lambda j: by_id[j.job_id].utility, seed=market.pk,
-    )
-    leaf = {job.tenant.name: tree_map.leaf_position(job.queue_id) for job in jobs}
-    live = {job.pk: (job.sim_finish_time, job.charged) for job in jobs}
-    return {"jobs": trace, "tree": tree_map.tree, "leaf": leaf, "capacity": [t.capacity for t in types], "params": params, "live": live}
-
-
-def offline_run(inputs: dict[str, object]) -> tuple[float, object]:
-    from simulator.runner import run
-
+    live = {pk: (t, c) for pk, t, c in Job.objects.filter(market=market).values_list("id", "sim_finish_time", "charged")}
     t0 = time.perf_counter()
-    result = run(inputs["jobs"], tree=inputs["tree"], leaf_of_user=inputs["leaf"], capacity=inputs["capacity"],  # type: ignore[arg-type]
-                 params=inputs["params"])  # type: ignore[arg-type]
-    return time.perf_counter() - t0, result
+    result = offline_replay(market, live)
+    return time.perf_counter() - t0, result, live
 
 
-def agreement(inputs: dict[str, object], result: object) -> str:
+def agreement(live: dict[int, tuple[float, object]], result: object) -> str:
     from decimal import Decimal
 
-    live: dict[int, tuple[float, Decimal]] = inputs["live"]  # type: ignore[assignment]
+    from marketplace.services.ledger import money
+
     finish = {f.job_id: f.finish_time for f in result.finished}  # type: ignore[attr-defined]
     paid: dict[int, Decimal] = {}
     for c in result.charges:  # type: ignore[attr-defined]
-        paid[c.job_id] = paid.get(c.job_id, Decimal("0")) + Decimal(repr(c.amount)).quantize(Decimal("0.0001"))
+        paid[c.job_id] = paid.get(c.job_id, Decimal("0")) + money(c.amount)
     same_time = sum(1 for job, (t, _) in live.items() if t is not None and finish.get(job) == t)
     same_money = sum(1 for job, (_, charged) in live.items() if paid.get(job, Decimal("0")) == charged)
     return f"{same_time}/{len(live)} completion times and {same_money}/{len(live)} charges identical"
@@ -131,11 +101,10 @@ def main() -> None:
     for _ in range(args.repeat):
         wall, sim, market_id = live_run(args.hours, args.start_hour)
         live_speed.append(sim / wall)
-        inputs = offline_inputs(market_id)
-        off_wall, result = offline_run(inputs)
+        off_wall, result, live = offline_run(market_id)
         span = result.end_time - result.start_time  # type: ignore[attr-defined]
         offline_speed.append(span / off_wall)
-        note = agreement(inputs, result)
+        note = agreement(live, result)
     live_med, off_med = statistics.median(live_speed), statistics.median(offline_speed)
     print(f"FB-2009 hours {args.start_hour:g}-{args.start_hour + args.hours:g}, demo market (40 map + 20 reduce slots), "
           f"median of {args.repeat}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -13,6 +14,8 @@ from scheduler.fairshare import QueueTree
 from scheduler.plan import Plan
 from simulator.market import Bid, MarketConfig
 from simulator.records import JobSpec
+from simulator.runner import MarketParams, RunResult, run
+from simulator.workload import TraceJob
 
 
 @dataclass(frozen=True)
@@ -138,3 +141,28 @@ def latest_plan(market_id: int) -> tuple[int, Plan] | None:
 def plan_of(data: bytes | memoryview) -> Plan:
     """The Plan stored in ``AllocationSnapshot.plan`` (PostgreSQL returns a memoryview)."""
     return Plan.from_bytes(bytes(data))
+
+
+def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
+    """Replay a live market's jobs through the offline runner (``simulator.runner.run``):
+    the same bids (budget, per-type weights, utility), submit times, leaf queues,
+    capacities, stage names and parameters, and the live engine's dispatcher seed
+    (``market.pk``). Job ids are the live primary keys, so the two runs can be
+    compared job by job (the live and offline loops are the same engine).
+    """
+    from django.conf import settings
+
+    ids = sorted(job_ids)
+    tree_map = queue_tree(market)
+    types = resource_types(market)
+    specs = job_specs(ids, types, tree_map, now=-math.inf)  # the bids as placed, at their own submit times
+    by_id = {spec.job_id: (spec, bid) for spec, bid in specs}
+    jobs = [TraceJob(spec.job_id, spec.submit_time, str(spec.leaf), "", spec.tasks, spec.task_duration) for spec, _ in specs]
+    params = MarketParams(
+        alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds, mechanism=market.mechanism,
+        fairshare=market.fairshare_policy, dispatch=market.dispatch_mode, t_wait=market.t_wait,
+        budget=lambda j: by_id[j.job_id][1].budget, weights=lambda j: by_id[j.job_id][1].weights,
+        utility=lambda j: by_id[j.job_id][1].utility, sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, seed=market.pk,
+    )
+    leaves = {str(k): k for k in range(len(tree_map.leaf_queue_ids))}
+    return run(jobs, tree=tree_map.tree, leaf_of_user=leaves, capacity=[t.capacity for t in types], params=params)

@@ -17,16 +17,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.conf import settings
 
-from marketplace.adapters import queue_tree, resource_types
+from marketplace.adapters import offline_replay, resource_types
 from marketplace.management.commands.replay_trace import _advance_to
-from marketplace.models import AllocationSnapshot, Job, JobWork, Market, PriceSample, Tenant
+from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, Tenant
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import market_configure, resource_capacity_set
-from marketplace.services.ledger import account_deposit, ledger_reconcile
-from simulator.runner import MarketParams, RunResult, run
+from marketplace.services.ledger import account_deposit, ledger_reconcile, money
+from simulator.runner import RunResult
 from simulator.workload import TraceJob, load_swim
 from tests.factories import TenantFactory, leaf
 
@@ -113,38 +112,13 @@ def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], se
 
 
 def _replay_offline(market: Market, tenants: list[Tenant], replayed: list[Replayed]) -> RunResult:
-    """The same jobs through ``simulator.runner.run``: live pks as ids, the live
-    submit times, bids read back from the database, the market row's parameters."""
+    """The same jobs through ``simulator.runner.run`` (``adapters.offline_replay``): live pks
+    as ids, the live submit times, bids read back from the database, the market row's parameters."""
     market.refresh_from_db()
-    tree_map = queue_tree(market)
-    types = resource_types(market)
-    col = {t.pk: j for j, t in enumerate(types)}
-    weights: dict[int, list[float]] = {r.job.pk: [0.0] * len(types) for r in replayed}
-    for job_id, rt_id, w in JobWork.objects.filter(job_id__in=weights).values_list("job_id", "resource_type_id", "weight"):
-        weights[job_id][col[rt_id]] = w
-    by_id = {r.job.pk: r.job for r in replayed}
-    offline = [
-        TraceJob(job_id=r.job.pk, submit_time=r.job.sim_submit_time, user=r.job.tenant.name, group="g0",
-                 tasks=r.trace.tasks, task_duration=r.trace.task_duration)
-        for r in replayed
-    ]
-    params = MarketParams(
-        alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds, mechanism=market.mechanism,
-        utility=lambda j: by_id[j.job_id].utility, budget=lambda j: float(by_id[j.job_id].budget),
-        weights=lambda j: weights[j.job_id], fairshare=market.fairshare_policy, t_wait=market.t_wait,
-        dispatch=market.dispatch_mode, sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, seed=market.pk,
-    )
-    return run(
-        offline, tree=tree_map.tree, leaf_of_user={t.name: tree_map.leaf_position(t.default_queue_id) for t in tenants},
-        capacity=[t.capacity for t in types], params=params,
-    )
+    return offline_replay(market, [r.job.pk for r in replayed])
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _quantised(amount: float) -> Decimal:
-    return Decimal(repr(float(amount))).quantize(QUANTUM)
 
 
 def _timeline(replayed: list[Replayed], result: RunResult) -> str:
@@ -152,7 +126,7 @@ def _timeline(replayed: list[Replayed], result: RunResult) -> str:
     off = {f.job_id: f for f in result.finished}
     paid: dict[int, Decimal] = {}
     for c in result.charges:
-        paid[c.job_id] = paid.get(c.job_id, Decimal(0)) + _quantised(c.amount)
+        paid[c.job_id] = paid.get(c.job_id, Decimal(0)) + money(c.amount)
     lines, marked = [], False
     for r in sorted(replayed, key=lambda r: (r.job.sim_submit_time, r.job.pk)):
         j, f = r.job, off.get(r.job.pk)
@@ -177,7 +151,7 @@ def _assert_same(market: Market, tenants: list[Tenant], replayed: list[Replayed]
     assert {j.pk: j.sim_start_time for j in jobs} == {k: f.start_time for k, f in off.items()}, timeline
     paid = {j.pk: Decimal(0) for j in jobs}
     for c in result.charges:
-        paid[c.job_id] += _quantised(c.amount)
+        paid[c.job_id] += money(c.amount)
     assert {j.pk: j.charged for j in jobs} == paid, timeline
     for tenant in tenants:
         assert ledger_reconcile(account=tenant.account) == []
