@@ -185,6 +185,7 @@ class MarketEngine:
         self._books: dict[int, _Books] = {}
         self._shares = ShareIntegrals(cluster.m)
         self._booked: list[Reservation] = []
+        self._booked_price: dict[int, float] = {}  # job id -> its fixed price
         self.plan_id: int | None = None  # the stored Plan in force (live market)
 
     @classmethod
@@ -218,8 +219,10 @@ class MarketEngine:
         if len(bid.weights) != self.m:
             raise ValueError(f"job {spec.job_id}: weights need {self.m} entries")
         self.cluster.submit(spec)
-        rule = budget_payment(bid.budget, bid.min_utility)
-        self._books[spec.job_id] = _Books(bid, rule, max(spec.submit_time, self.now), self._shares.add(self.now))
+        price = self._booked_price.get(spec.job_id)
+        rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
+        arrival = max(spec.submit_time, self.now)
+        self._books[spec.job_id] = _Books(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -230,6 +233,15 @@ class MarketEngine:
         """
         self.cluster.cancel(job_id)
         self._forget(job_id)
+        self._unbook({job_id})
+
+    def _unbook(self, job_ids: set[int]) -> None:
+        """Drop the bookings of departed or cancelled jobs (an early finish frees its units)."""
+        if job_ids:
+            self._booked = [r for r in self._booked if r.job_id not in job_ids]
+            for job in job_ids:
+                self._booked_price.pop(job, None)
+            self.cluster.drop_reservations(job_ids)
 
     def _forget(self, job_id: int) -> None:
         """Drop a departed or cancelled job's records."""
@@ -252,11 +264,21 @@ class MarketEngine:
     def book(self, reservation: Reservation, price: float) -> None:
         """Hold a reservation at a price fixed now (the plug for ERA, deadline
         bookings and Cura): it joins every Plan the engine applies, and the
-        price is charged at acceptance."""
+        job's payment rule is ``fixed(price)`` from now on, whatever later
+        Plans say (paper 001 Sec. 2.3.1: the payment is fixed at reservation
+        time). The price is paid by whoever booked it, at acceptance (the live
+        market through its ledger), so the engine reports no charge for it.
+        The job may be submitted before or after the booking.
+        """
         self._booked.append(reservation)
+        self._booked_price[reservation.job_id] = float(price)
         books = self._books.get(reservation.job_id)
         if books is not None:
-            books.rule = PaymentRule.fixed(price)
+            books.rule, books.accepted = PaymentRule.fixed(price), True
+
+    def booked(self) -> tuple[Reservation, ...]:
+        """The reservations booked and not yet departed."""
+        return tuple(self._booked)
 
     def knows(self, job_id: int) -> bool:
         """True for a job the engine holds (arrived or announced, not departed)."""
@@ -289,6 +311,8 @@ class MarketEngine:
                 b = self._books[spec.job_id]
                 rows.append((spec.job_id, spec.leaf, b.bid, job.demand(), b.sub_budget))
         for spec, bid in extra:
+            if spec.job_id in reserved:
+                continue
             rows.append((spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None))
         if warm is not None:
             newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
@@ -349,8 +373,8 @@ class MarketEngine:
         charges = []
         for job_id, rule in plan.payments.items():
             books = self._books.get(job_id)
-            if books is None:
-                continue
+            if books is None or job_id in self._booked_price:
+                continue  # gone, or booked: its fixed price stands
             books.rule = rule
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
@@ -373,7 +397,8 @@ class MarketEngine:
             if amount > 0:
                 charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
             self._forget(done.job_id)
-        self._booked = [r for r in self._booked if r.job_id in self._books]
+        if self._booked:
+            self._unbook({d.job_id for d in report.finished})
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
             report.started_tasks, report.finished_tasks, report.first_starts,
@@ -429,6 +454,7 @@ class MarketEngine:
             "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait)],
             "books": books,
             "booked": [r.to_list() for r in self._booked],
+            "booked_prices": [[job, price] for job, price in self._booked_price.items()],
             "plan_id": self.plan_id,
             "cluster": self.cluster.to_state(),
         }
@@ -455,6 +481,7 @@ class MarketEngine:
                 None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
             )
         engine._booked = [Reservation.from_list(row) for row in state["booked"]]
+        engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}
         engine.plan_id = state["plan_id"]
         return engine
 
