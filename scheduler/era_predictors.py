@@ -175,6 +175,15 @@ def _as_arrays(requests: Sequence[PastRequest]) -> tuple[NDArray[np.int64], ...]
     return w, d, a, dl
 
 
+def _fold(horizon: int, slots: NDArray[np.int64], period: int | None) -> tuple[int, NDArray[np.int64], float]:
+    """With a period, slots of past requests fold onto one cycle (slot mod period):
+    demand seen at 09:00 on any past day predicts 09:00 of every coming day.
+    Returns (curve horizon, folded slots, quantity scale = 1 / cycles covered)."""
+    if not period:
+        return horizon, slots, 1.0
+    return int(period), slots % int(period), 1.0 / max(1, -(-horizon // int(period)))
+
+
 def _window_index(a: NDArray[np.int64], dl: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(job index, slot) of every slot of every window [A_j, D_j), flattened job by job."""
     lengths = dl - a
@@ -192,7 +201,10 @@ class SpreadingPredictor(DemandCurves):
     Args:
         requests: past requests (slots in [0, horizon)).
         horizon: slots covered (default: the latest deadline).
-        floor, period: as :class:`DemandCurves`.
+        floor: as :class:`DemandCurves`.
+        period: slots per cycle: the requests' slots fold onto one cycle
+            (slot mod period), quantities divided by the cycles the horizon
+            covers (an average cycle), and the curves repeat. None: no folding.
     """
 
     def __init__(self, requests: Sequence[PastRequest], horizon: int | None = None, *,
@@ -202,7 +214,8 @@ class SpreadingPredictor(DemandCurves):
         job, slot = _window_index(a, dl)
         spread = (w * d / (dl - a)).astype(np.float64)
         unit = np.array([r.unit_value for r in requests], dtype=np.float64)
-        super().__init__(h, slot, unit[job], spread[job], floor=floor, period=period)
+        h, slot, scale = _fold(h, slot, period)
+        super().__init__(h, slot, unit[job], spread[job] * scale, floor=floor, period=period)
 
 
 @dataclass(frozen=True)
@@ -290,4 +303,5 @@ class LPPredictor(DemandCurves):
         self.solution = solve_allocation_lp(requests, capacity, h)
         unit = np.array([r.unit_value for r in requests], dtype=np.float64)
         s = self.solution
-        super().__init__(h, s.slot, unit[s.job] if s.job.size else np.zeros(0), s.units, floor=floor, period=period)
+        folded, slots, scale = _fold(h, s.slot, period)
+        super().__init__(folded, slots, unit[s.job] if s.job.size else np.zeros(0), s.units * scale, floor=floor, period=period)

@@ -134,3 +134,11 @@ def test_constant_price_and_empty_history() -> None:
         PastRequest(1, 5, 0, 3, 1.0)
     with pytest.raises(ValueError):
         PastRequest(1, 1, 0, 3, math.nan)
+
+
+def test_a_periodic_history_folds_onto_one_average_cycle() -> None:
+    # the same request on day 0 and day 1 (period 4 slots): one cycle with the demand of one day
+    days = [PastRequest(2, 1, 1, 2, 10.0), PastRequest(2, 1, 5, 6, 10.0)]
+    pred = SpreadingPredictor(days, 8, period=4)
+    np.testing.assert_allclose(pred.totals, [0.0, 2.0, 0.0, 0.0])
+    assert float(pred.inverse_demand(9, 1.0)) == 5.0 and float(pred.inverse_demand(10, 0.0)) == 0.0
