@@ -5,6 +5,7 @@ from marketplace.models.allocation import AllocationSnapshot, FairnessSample, Ma
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 
 __all__ = [
     "Account",
@@ -18,6 +19,9 @@ __all__ = [
     "MarketSample",
     "PriceSample",
     "Queue",
+    "Reservation",
+    "ReservationQuote",
+    "ReservationSettings",
     "ResourceType",
     "ShareSample",
     "Tenant",

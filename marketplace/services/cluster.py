@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from marketplace import adapters
+from marketplace import adapters, reservation_adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
 from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
@@ -63,6 +63,8 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     new = [pk for pk in active if not engine.knows(pk)]
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
+    for booking, price in reservation_adapters.engine_bookings(new, context.types):
+        engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
