@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views
+from marketplace import views, views_reservations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -17,6 +17,11 @@ urlpatterns = [
     path("account/", views.account, name="account"),
     path("account/ledger.csv", views.ledger_csv, name="ledger-csv"),
     path("market/settings/", views.market_settings, name="market-settings"),
+    path("reservations/", views_reservations.reservation_list, name="reservation-list"),
+    path("reservations/new/", views_reservations.reservation_new, name="reservation-new"),
+    path("reservations/quotes/<int:pk>/", views_reservations.reservation_quote_view, name="reservation-quote"),
+    path("reservations/quotes/<int:pk>/<str:action>/", views_reservations.reservation_quote_action, name="reservation-quote-action"),
+    path("reservations/market/", views_reservations.reservation_market, name="reservation-market"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]
