@@ -20,7 +20,7 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
     offerings).
 
     Args:
-        offers: [start s, price] pairs (infeasible starts are absent).
+        offers: [start s, price] pairs (price None: no room; drawn as a gap).
         start: the quoted (cheapest) start, s.
         alternatives: [start s, price] of the next cheapest starts.
     """
@@ -29,7 +29,7 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
     traces: list[dict[str, Any]] = []
     if offers:
         traces.append({
-            "type": "scatter", "mode": "lines+markers", "name": "Price of this start", "marker": {"size": 4},
+            "type": "scatter", "mode": "lines+markers", "name": "Price of this start", "marker": {"size": 4}, "connectgaps": False,
             "x": [_x(t, unit) for t in times], "y": [_finite(p) for _, p in offers],
             "hovertemplate": "start %{x:.2f} " + unit[0] + "<br>price %{y:.4f}<extra></extra>",
         })

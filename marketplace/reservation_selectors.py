@@ -25,10 +25,20 @@ def tenant_reservations(*, tenant: Tenant) -> QuerySet[Reservation]:
 
 
 def quote_alternatives(*, quote: ReservationQuote, count: int = 3) -> list[tuple[float, float]]:
-    """The next ``count`` cheapest starts after the quoted one: (start s, price), cheapest
-    first, earliest on ties (as Capacity Blocks lists offerings)."""
-    offers = sorted((round(float(p), 4), float(t)) for t, p in quote.offers if float(t) != quote.start)  # money has 4 decimals
-    return [(t, p) for p, t in offers[:count]]
+    """The next ``count`` cheapest offerings after the quoted one: (start s, price),
+    cheapest first, earliest on ties, each starting at least a duration away from the
+    quoted start and from each other (distinct blocks, as EC2 Capacity Blocks lists
+    offerings, rather than the same block shifted by a slot)."""
+    offers = sorted((round(float(p), 4), float(t)) for t, p in quote.offers if p is not None)  # money has 4 decimals
+    taken = [float(quote.start)]
+    out: list[tuple[float, float]] = []
+    for p, t in offers:
+        if len(out) == count:
+            break
+        if all(abs(t - x) >= quote.duration for x in taken):
+            taken.append(t)
+            out.append((t, p))
+    return out
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class ReservationQuote(models.Model):
     value = models.DecimalField(null=True, blank=True, help_text="V: the most the tenant would pay (never used to set the price).", **MONEY)
     start = models.FloatField(help_text="The cheapest start (simulated seconds).")
     price = models.DecimalField(help_text="Price of the whole reservation at that start.", **MONEY)
-    offers = models.JSONField(default=list, help_text="[start s, price] of every feasible start, by start.")
+    offers = models.JSONField(default=list, help_text="[start s, price] of every start, by start (price null: no room).")
     book_version = models.BigIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
     expires_at = models.DateTimeField()

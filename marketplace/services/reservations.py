@@ -137,7 +137,7 @@ def _price_quote(*, market: Market, tenant: Tenant, rt: ResourceType, s: Reserva
     if offer is None:
         return None
     slot = s.slot_seconds
-    offers = [[(origin + win.arrival + k) * slot, float(p)] for k, p in enumerate(totals.tolist()) if np.isfinite(p)]
+    offers = [[(origin + win.arrival + k) * slot, float(p) if np.isfinite(p) else None] for k, p in enumerate(totals.tolist())]
     return ReservationQuote.objects.create(
         market=market, tenant=tenant, resource_type=rt, units=win.units, duration=win.duration * slot,
         arrival=(origin + win.arrival) * slot, deadline=(origin + win.deadline) * slot, value=value,

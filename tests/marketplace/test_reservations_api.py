@@ -27,7 +27,7 @@ def test_quote_then_accept(alice_api):
     assert quote.status_code == 201, quote.data
     q = quote.data
     assert (q["start"], q["price"], q["status"]) == (0.0, "0.4000", "open")
-    assert [a[0] for a in q["alternatives"]] == [60.0, 120.0, 180.0]  # equal prices: the earliest next
+    assert [a[0] for a in q["alternatives"]] == [600.0, 1200.0, 1800.0]  # equal prices: the earliest distinct blocks
     accepted = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/")
     assert accepted.status_code == 201, accepted.data
     assert (accepted.data["start"], accepted.data["end"], accepted.data["price"]) == (0.0, 600.0, "0.4000")
