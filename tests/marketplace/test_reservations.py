@@ -160,8 +160,8 @@ def test_prices_rise_where_capacity_is_promised_once_there_is_history(market, al
     before = reservation_quote(tenant=alice, resource_type="map", units=2, duration=60, arrival=0, deadline=600)
     reservation_accept(quote=reservation_quote(tenant=alice, resource_type="map", units=6, duration=300, arrival=0, deadline=300))
     after = reservation_quote(tenant=alice, resource_type="map", units=2, duration=60, arrival=0, deadline=600)
-    first = {t: p for t, p in before.offers}
-    second = {t: p for t, p in after.offers}
+    first = dict(before.offers)
+    second = dict(after.offers)
     # slot 0: units at q = 9, 8 cost 0.4 each; with 6 of 10 promised, q = 3, 2 cost 0.8 and 1.0
     assert (first[0.0], second[0.0]) == (pytest.approx(0.8), pytest.approx(1.8))
     assert after.start >= 300.0  # the cheapest start moved past the promised slots
