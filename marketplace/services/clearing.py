@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
+from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
@@ -106,17 +107,20 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
     clearing began). The caller holds the market row and records ``cleared_version`` and
     ``clearings``. Returns the snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
     d = plan.diagnostics
-    record = AllocationSnapshot.objects.create(
-        market=market, state_version=market.state_version, sim_time=market.sim_time, mechanism=d.mechanism,
-        plan=plan.to_bytes(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
-        max_kkt_residual=d.max_kkt_residual, total_ms=(time.perf_counter() - t0) * 1000.0,  # load + solve + encode
-    )
-    PriceSample.objects.bulk_create(
-        PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
-    )
-    if record.pk % PRUNE_EVERY == 0:
+    total_ms = (time.perf_counter() - t0) * 1000.0  # load + solve + encode
+    [snapshot_id] = rows.insert_rows(AllocationSnapshot, _SNAPSHOT_FIELDS, [(
+        market.pk, market.state_version, market.sim_time, d.mechanism, plan.to_bytes(), d.max_kkt_residual, d.rounds,
+        d.converged, plan.n, solve_ms, total_ms, timezone.now(),
+    )], returning_pk=True)  # fmt: skip
+    rows.insert_rows(PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
+                     [(snapshot_id, t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
+    if snapshot_id % PRUNE_EVERY == 0:
         _prune(market.pk)
-    return record.pk
+    return snapshot_id
+
+
+_SNAPSHOT_FIELDS = ("market", "state_version", "sim_time", "mechanism", "plan", "max_kkt_residual", "rounds",
+                    "converged", "n_jobs", "solve_ms", "total_ms", "created_at")
 
 
 def _prune(market_id: int) -> None:

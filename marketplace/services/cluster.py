@@ -18,11 +18,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
+from marketplace.services import rows
 from marketplace.services.clearing import plan_store
 from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
@@ -80,22 +81,16 @@ def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -
 
 
 def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
-    """Task counts of the jobs that changed, and the first start of jobs that started."""
-    if report.progress:
-        table = JobWork._meta.db_table
-        rows = [
-            (pending[j], running[j], done[j], job_id, t.pk)
-            for job_id, (pending, running, done) in report.progress.items()
-            for j, t in enumerate(types)
-        ]
-        # One prepared statement for all rows (bulk_update's CASE WHEN costs more
-        # to build than to run at this size); rows a job has no work for match nothing.
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET pending = %s, running = %s, done = %s WHERE job_id = %s AND resource_type_id = %s", rows,
-            )
-    for job_id, start in report.first_starts.items():
-        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(status=Job.Status.RUNNING, sim_start_time=start)
+    """Task counts of the jobs that changed, and the first start of jobs that started
+    (one prepared statement each: rows a job has no work for match nothing)."""
+    rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
+        (pending[j], running[j], done[j], job_id, t.pk)
+        for job_id, (pending, running, done) in report.progress.items()
+        for j, t in enumerate(types)
+    ))  # fmt: skip
+    rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
+        (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items()
+    ))  # fmt: skip
 
 
 def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
@@ -104,14 +99,16 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
         return 0
-    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).select_related("tenant__account").order_by("pk")}
+    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).only("id", "status", "charged", "tenant_id").order_by("pk")}
+    charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
         if job is not None and job.status in Job.ACTIVE:
             job_charge(job=job, amount=money(c.amount), memo=f"fixed price of job {job.pk}")
-            Job.objects.filter(pk=job.pk).update(charged=job.charged)
+            charged.append((job.charged, job.pk))
+    rows.update_rows(Job, ("charged",), ("id",), charged)
     finished = {f.job_id: f for f in report.departures}
-    now, count = timezone.now(), 0
+    now, done_rows = timezone.now(), []
     for job_id in report.settled:
         job = jobs.get(job_id)
         if job is None or job.status not in Job.ACTIVE:
@@ -121,12 +118,9 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
             job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else ""
         )
         done = finished[job_id]
-        Job.objects.filter(pk=job_id).update(
-            status=Job.Status.FINISHED, charged=job.charged,
-            sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
-        )
-        count += 1
-    return count
+        done_rows.append((Job.Status.FINISHED, job.charged, done.start_time, done.finish_time, now, job_id))
+    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at"), ("id",), done_rows)
+    return len(done_rows)
 
 
 def _finite(x: float) -> float | None:
@@ -139,33 +133,33 @@ def _store_samples(market: Market, report: StepReport, context: EngineContext, a
     types, leaf_ids = context.types, context.tree_map.leaf_queue_ids
     for s in report.samples:
         for j, t in enumerate(types):
-            overall.append(MarketSample(
-                market=market, sim_time=s.time, resource_type=t, benefit=float(s.benefit[j]), loss=float(s.loss[j]),
-                utilisation=float(s.utilisation[j]), active_jobs=active,
-            ))
+            overall.append((market.pk, s.time, t.pk, float(s.benefit[j]), float(s.loss[j]), float(s.utilisation[j]), active))
             for leaf, queue_id in enumerate(leaf_ids):
-                fair.append(FairnessSample(
-                    market=market, sim_time=s.time, queue_id=queue_id, resource_type=t,
-                    usage=float(s.usage[leaf, j]), share=float(s.share[leaf, j]), demand=float(s.demand[leaf, j]),
-                    entitled=float(s.entitled[leaf, j]), rho=_finite(s.rho[leaf, j]), running=float(s.running[leaf, j]),
+                fair.append((
+                    market.pk, s.time, queue_id, t.pk, float(s.usage[leaf, j]), float(s.share[leaf, j]),
+                    float(s.demand[leaf, j]), float(s.entitled[leaf, j]), _finite(s.rho[leaf, j]), float(s.running[leaf, j]),
                 ))
-    FairnessSample.objects.bulk_create(fair, batch_size=500)
-    MarketSample.objects.bulk_create(overall, batch_size=500)
+    rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, fair)
+    rows.insert_rows(MarketSample, _MARKET_FIELDS, overall)
+
+
+_FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
+_MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
 def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> None:
     """Share history, downsampled: each job's shares at every fairness sample it was
     present for, and its last shares at its departure."""
     finish = {f.job_id: f.finish_time for f in report.departures}
-    rows = []
+    out = []
     for s in report.samples:
         for job_id, (arrival, share) in shares.items():
             if arrival <= s.time < finish.get(job_id, math.inf):
-                rows.append(ShareSample(market=market, job_id=job_id, sim_time=s.time, shares=share.tolist()))  # type: ignore[attr-defined]
+                out.append((market.pk, job_id, s.time, share.tolist()))  # type: ignore[attr-defined]
     for job_id, t in finish.items():
         if job_id in shares:
-            rows.append(ShareSample(market=market, job_id=job_id, sim_time=t, shares=shares[job_id][1].tolist()))  # type: ignore[attr-defined]
-    ShareSample.objects.bulk_create(rows, batch_size=500)
+            out.append((market.pk, job_id, t, shares[job_id][1].tolist()))  # type: ignore[attr-defined]
+    rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), out)
 
 
 def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> list[Charge]:
