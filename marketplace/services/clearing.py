@@ -23,7 +23,7 @@ from django.db.models import F, Subquery
 from django.utils import timezone
 
 from marketplace import adapters
-from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
+from marketplace.models import AllocationSnapshot, Market, PriceSample, ResourceType
 from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
@@ -90,7 +90,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     marks = engine_marks(market=market)
     extra, gone = [], []
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
-        active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
+        active_ids = rows.active_job_ids(market_id=market_id)
         new = [pk for pk in active_ids if not engine.knows(pk)]
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
         gone = [job for job in engine.known_jobs() if job not in active_ids]

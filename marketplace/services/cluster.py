@@ -36,6 +36,7 @@ from marketplace.services.market import (
     engine_marks,
     engine_store,
 )
+from marketplace.services.rows import active_job_ids
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
 from simulator.market import Charge, MarketEngine, StepReport
@@ -60,7 +61,7 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
         engine.configure(config)
     if market.state_version == marks.state_version:
         return  # no bid or cancellation since this copy was synced
-    active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
+    active = active_job_ids(market_id=market.pk)
     gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
     for job_id in gone:
         engine.cancel(job_id)  # its running tasks are killed now
@@ -239,7 +240,7 @@ def cluster_advance(
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
-            market.save(update_fields=fields)
+            rows.update_rows(Market, fields, ("id",), [(*(getattr(market, f) for f in fields), market.pk)])
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise

@@ -1,4 +1,4 @@
-"""Plain-value writes for the live clock's hot path: rows in, SQL out, no model instances.
+"""Plain-value writes (and one read) for the live clock's hot path: rows in, SQL out, no model instances.
 
 On the clock's path a tick writes a few rows of several tables, thousands of times
 per replayed hour. ``QuerySet.bulk_create`` builds a model instance per row and
@@ -18,6 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from django.db import connection, models
+
+from marketplace.models import Job
 
 _MONEY_PLACES: dict[int, Decimal] = {}
 
@@ -99,3 +101,14 @@ def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[
     if prepared:
         with connection.cursor() as cursor:
             cursor.executemany(sql, prepared)
+
+
+def active_job_ids(*, market_id: int) -> set[int]:
+    """Ids of the market's queued and running jobs (read by every tick that follows a bid)."""
+    status = column(Job, "status")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {table(Job)} WHERE {column(Job, 'market')} = %s AND {status} IN (%s, %s)",
+            [market_id, *Job.ACTIVE],
+        )
+        return {int(r[0]) for r in cursor.fetchall()}
