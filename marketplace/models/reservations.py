@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from marketplace.models.accounts import MONEY, Tenant
 from marketplace.models.jobs import Job
@@ -91,6 +92,14 @@ class ReservationQuote(models.Model):
 
     def __str__(self) -> str:
         return f"quote {self.pk}: {self.units} x {self.duration:g}s at {self.start:g} for {self.price}"
+
+    @property
+    def shown_status(self) -> str:
+        """The status a tenant sees: an open quote past its expiry reads "expired" (it is
+        re-priced if accepted)."""
+        if self.status == self.Status.OPEN and self.expires_at <= timezone.now():
+            return "expired"
+        return str(self.status)
 
 
 class Reservation(models.Model):
