@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from decimal import Decimal
 
@@ -10,9 +11,19 @@ import pytest
 
 from marketplace.models import Queue, Reservation, Tenant
 from marketplace.services.setup import market_create, tenant_create
-from tests.browser.test_bid_flow import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, chromium_path  # noqa: F401 (fixture)
+from tests.browser.test_bid_flow import CHROMIUM, CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    if not CHROMIUM.exists():  # the rule of test_bid_flow.py: skip locally, fail on CI
+        reason = f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run browser tests"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (CI is set, so this is a failure)")
+        pytest.skip(reason)
+    return str(CHROMIUM)
 
 
 @pytest.fixture
