@@ -335,11 +335,22 @@ class MarketEngine:
             weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
             utility=tuple(r[2].utility for r in rows),
             demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
-            capacity=self.cluster.capacity.astype(np.float64),
+            capacity=self._auction_capacity(),
             alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
             warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
             min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
         )
+
+    def _auction_capacity(self) -> NDArray[np.float64]:
+        """(m,) units the auction sells now: the capacity less the units of bookings in
+        force (paper 001: reserved units are taken out for their window), at least 1 per
+        type (the implied price divides by it)."""
+        capacity = self.cluster.capacity.astype(np.float64)
+        now = self.now
+        for r in self._booked:
+            if r.start <= now < r.end and r.resource < capacity.shape[0]:
+                capacity[r.resource] -= r.units
+        return np.maximum(capacity, 1.0)
 
     def clear(self) -> tuple[Plan, list[Charge]]:
         """Clear the market now with its mechanism and apply the Plan (offline loop)."""

@@ -159,3 +159,12 @@ def test_bookings_survive_a_save_and_restore() -> None:
     a, b = run(kept), run(restored)
     assert a == b and a[17][1] <= 800.0
     assert np.isfinite(list(a.values())).all()
+
+
+def test_the_auction_sees_the_capacity_less_the_units_reserved_now() -> None:
+    e = engine(10)
+    e.submit(JobSpec(5, 0, (40,), (10.0,), 0.0), Bid(10.0, (1.0,)))
+    e.book(Reservation(17, 0, 6, 0.0, 100.0), 3.0)
+    assert e.snapshot().capacity.tolist() == [4.0]
+    e.step(150.0)
+    assert e.snapshot().capacity.tolist() == [10.0]  # the window closed
