@@ -127,6 +127,23 @@ def engine_bookings(job_ids: Iterable[int], types: list[ResourceType]) -> list[t
     ]
 
 
+def engine_bookings_missing(market: Market, engine: Any, types: list[ResourceType]) -> list[tuple[plan.Reservation, float]]:
+    """Bookings of the market's active jobs that the engine does not hold yet (new jobs, and
+    reservations added to a known job), as :func:`engine_bookings` gives them.
+
+    The fixed price an engine keeps per job is the sum of its bookings' prices."""
+    held = {(r.job_id, r.resource) for r in engine.booked()}
+    index = {t.pk: j for j, t in enumerate(types)}
+    rows = Reservation.objects.filter(market=market, job__status__in=Job.ACTIVE).values_list(
+        "job_id", "resource_type_id", "units", "start", "end", "price",
+    )
+    out = []
+    for job, rt, units, start, end, price in rows:
+        if rt in index and (job, index[rt]) not in held and engine.knows(job):
+            out.append((plan.Reservation(job, index[rt], units, float(start), float(end)), float(price)))
+    return out
+
+
 def reserved_job_ids(job_ids: Iterable[int]) -> set[int]:
     """Which of these jobs hold a reservation (they never join the auction)."""
     return set(Reservation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", flat=True))

@@ -107,7 +107,8 @@ class Reservation(models.Model):
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="reservations")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="reservations")
-    job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="reservation")
+    job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="reservations",
+                            help_text="The job the units are held for (one reservation per resource type).")
     resource_type = models.ForeignKey(ResourceType, on_delete=models.PROTECT)
     units = models.PositiveIntegerField()
     start = models.FloatField()
@@ -128,6 +129,7 @@ class Reservation(models.Model):
             models.CheckConstraint(condition=Q(price__gte=0), name="reservation_price_non_negative"),
         )
         indexes = (models.Index(fields=["market", "resource_type", "end"]),)
+        constraints += (models.UniqueConstraint(fields=["job", "resource_type"], name="reservation_one_per_job_and_type"),)
 
     def __str__(self) -> str:
         return f"reservation {self.pk}: {self.units} {self.resource_type.name} in [{self.start:g}, {self.end:g})"

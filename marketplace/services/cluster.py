@@ -70,7 +70,7 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     new = [pk for pk in active if not engine.knows(pk)]
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
-    for booking, price in reservation_adapters.engine_bookings(new, context.types):
+    for booking, price in reservation_adapters.engine_bookings_missing(market, engine, context.types):
         engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
 
 

@@ -273,21 +273,27 @@ def reservation_request(*, tenant: Tenant, resource_type: object, units: object,
 def reservation_book(
     *, tenant: Tenant, resource_type: ResourceType, units: int, start: float, end: float, price: Decimal,
     arrival: float | None = None, deadline: float | None = None, value: Decimal | None = None,
-    quote: ReservationQuote | None = None, name: str = "", source: str = "era", user: object = None,
+    quote: ReservationQuote | None = None, name: str = "", source: str = "era", user: object = None, job: Job | None = None,
     _locked: tuple[Market, ReservationSettings] | None = None,
 ) -> Reservation:
-    """Book ``units`` of ``resource_type`` in [start, end) at ``price`` for a new job.
+    """Book ``units`` of ``resource_type`` in [start, end) at ``price`` for a job.
 
-    The job has ``units`` tasks of ``end - start`` seconds on the type and
-    arrives at ``arrival`` (default ``start``; it may run early on idle units,
-    Rayon, paper 001 Sec. 4); the market's Plan holds the units for it in the
-    window. Its price is held and charged now (a fixed payment rule); the
-    promised capacity is checked again under the market lock, so capacity is
-    never over-promised.
+    Without ``job`` a new job is made: ``units`` tasks of ``end - start``
+    seconds on the type, arriving at ``arrival`` (default ``start``; it may run
+    early on idle units, Rayon, paper 001 Sec. 4). With ``job`` (an active job
+    of the tenant, e.g. one a deadline quote sized, paper 003) the units are
+    held for that job; one reservation per job and resource type. Either way
+    the market's Plan holds the units for the job in the window (the engine
+    books it at the next tick; a booked job leaves the auction and pays only
+    its fixed prices), the price is held and charged now through the ledger,
+    and the promised capacity is checked again under the market lock, so
+    capacity is never over-promised.
 
     Raises:
         ValidationError: {"units": ...} no room in those slots; {"start": ...}
-            a window in the past or empty; {"budget": ...} not enough funds.
+            a window in the past or empty; {"job": ...} a job that is not the
+            tenant's, not active or already holds this type; {"budget": ...}
+            not enough funds.
     """
     market, s = _locked or (
         Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id),
@@ -301,12 +307,23 @@ def reservation_book(
     if lo < 0 or hi > mech.horizon or np.any(mech.promised[lo:hi] + units > mech.capacity):
         raise ValidationError({"units": f"{units} {resource_type.name} units are no longer free in [{start:g}, {end:g})."})
     amount = Decimal(price).quantize(MIN_HOLD)
-    job = Job.objects.create(
-        market=market, tenant=tenant, queue_id=tenant.default_queue_id, name=(name or f"reservation {units} x {resource_type.name}")[:120],
-        budget=max(amount, MIN_HOLD), sim_submit_time=max(start if arrival is None else arrival, market.sim_time),
-    )
-    JobWork.objects.create(job=job, resource_type=resource_type, tasks=units, task_duration=end - start, pending=units)
-    job_hold(tenant_id=tenant.pk, job=job, amount=job.budget, user=user)
+    if job is None:
+        job = Job.objects.create(
+            market=market, tenant=tenant, queue_id=tenant.default_queue_id,
+            name=(name or f"reservation {units} x {resource_type.name}")[:120],
+            budget=max(amount, MIN_HOLD), sim_submit_time=max(start if arrival is None else arrival, market.sim_time),
+        )
+        JobWork.objects.create(job=job, resource_type=resource_type, tasks=units, task_duration=end - start, pending=units)
+        hold = job.budget
+    else:
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.tenant_id != tenant.pk or job.status not in Job.ACTIVE:
+            raise ValidationError({"job": "Only an active job of yours can hold a reservation."})
+        if Reservation.objects.filter(job=job, resource_type=resource_type).exists():
+            raise ValidationError({"job": f"This job already holds a reservation of {resource_type.name}."})
+        hold = amount
+    if hold > 0:
+        job_hold(tenant_id=tenant.pk, job=job, amount=hold, user=user)
     job_charge(job=job, amount=amount, memo=f"reservation price of job {job.pk} (fixed at acceptance)")
     job.save(update_fields=["charged"])
     reservation = Reservation.objects.create(

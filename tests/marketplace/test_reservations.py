@@ -190,3 +190,29 @@ def test_the_guarantee_holds_in_the_live_market_across_a_worker_restart(market, 
     assert job.sim_start_time >= 600.0 - 1e-9 and job.sim_finish_time <= 1200.0 + 1e-9
     assert job.charged == reservation.price
     assert ledger_reconcile(account=alice.account) == [] and ledger_reconcile(account=bob.account) == []
+
+
+def test_booking_an_existing_job_moves_it_from_the_auction_to_its_reservation(market, alice, bob, django_capture_on_commit_callbacks):
+    # given: alice's bid (auction job, budget 50) and a booking of 3 map units for it in [600, 1200) at 2
+    with django_capture_on_commit_callbacks(execute=True):
+        job = bid_submit(tenant=alice, budget="50", work=[WorkItem("map", 3, 300.0)])
+    market.refresh_from_db()
+    rt = ResourceType.objects.get(market=market, name="map")
+    with pytest.raises(ValidationError) as err:
+        reservation_book(tenant=bob, resource_type=rt, units=3, start=600.0, end=1200.0, price=Decimal("2"), job=job)
+    assert "job" in err.value.message_dict
+    with django_capture_on_commit_callbacks(execute=True):
+        reservation_book(tenant=alice, resource_type=rt, units=3, start=600.0, end=1200.0, price=Decimal("2"), job=job)
+    with pytest.raises(ValidationError) as err:
+        reservation_book(tenant=alice, resource_type=rt, units=1, start=1200.0, end=1800.0, price=Decimal("1"), job=job)
+    assert "job" in err.value.message_dict
+    # when the clock runs: the idle cluster lets it run ahead of its window (Rayon); it pays only the reservation's price
+    with django_capture_on_commit_callbacks(execute=True):
+        for t in (300.0, 1300.0):
+            cluster_advance(market_id=market.pk, until=t)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FINISHED and job.sim_finish_time <= 1200.0
+    assert job.charged == Decimal("2")
+    alice.account.refresh_from_db()
+    assert (alice.account.available, alice.account.held) == (Decimal("998"), Decimal("0"))
+    assert ledger_reconcile(account=alice.account) == []
