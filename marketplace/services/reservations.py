@@ -257,6 +257,10 @@ def reservation_request(*, tenant: Tenant, resource_type: object, units: object,
     if value is None or value == "":
         raise ValidationError({"value": "A one-shot request needs the value V: the most you would pay."})
     with transaction.atomic():
+        # priced and booked under the market lock (the lock order of the bookings): no other booking
+        # can move the promised capacity in between, so the decision is the mechanism's, never a stale quote's
+        Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
+        ReservationSettings.objects.select_for_update().get(pk=ra.era_settings(tenant.market_id).pk)
         quote = reservation_quote(tenant=tenant, resource_type=resource_type, units=units, duration=duration,
                                   arrival=arrival, deadline=deadline, value=value)
         assert quote.value is not None
