@@ -356,8 +356,13 @@ class MarketEngine:
 
     def clear(self) -> tuple[Plan, list[Charge]]:
         """Clear the market now with its mechanism and apply the Plan (offline loop)."""
-        plan = MECHANISMS.build(self.config.mechanism).clear(self.snapshot())
+        plan = self.with_bookings(MECHANISMS.build(self.config.mechanism).clear(self.snapshot()))
         return plan, self.apply_plan(plan)
+
+    def with_bookings(self, plan: Plan) -> Plan:
+        """``plan`` listing the engine's bookings among its reservations (every admitted
+        reservation is in the Plan; ``apply_plan`` adds them anyway, without duplicates)."""
+        return _with_reservations(plan, tuple(self._booked)) if self._booked else plan
 
     def apply_plan(self, plan: Plan, plan_id: int | None = None) -> list[Charge]:
         """Make ``plan`` the one in force (its shares, reservations and payment
@@ -505,4 +510,5 @@ class MarketEngine:
 
 
 def _with_reservations(plan: Plan, booked: tuple[Reservation, ...]) -> Plan:
-    return replace(plan, reservations=tuple(plan.reservations) + booked)
+    """``plan`` with ``booked`` added to its reservations, each reservation once."""
+    return replace(plan, reservations=tuple(dict.fromkeys(tuple(plan.reservations) + booked)))

@@ -178,6 +178,7 @@ def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> 
         solve_ms = (time.perf_counter() - ts) * 1000.0
     else:
         plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
     plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
     market.cleared_version = market.state_version
     market.clearings += 1

@@ -168,3 +168,14 @@ def test_the_auction_sees_the_capacity_less_the_units_reserved_now() -> None:
     assert e.snapshot().capacity.tolist() == [4.0]
     e.step(150.0)
     assert e.snapshot().capacity.tolist() == [10.0]  # the window closed
+
+
+def test_a_clearing_lists_every_booking_in_its_plan_once() -> None:
+    e = engine(10)
+    e.submit(JobSpec(5, 0, (40,), (10.0,), 0.0), Bid(10.0, (1.0,)))
+    booking = Reservation(17, 0, 6, 0.0, 100.0)
+    e.book(booking, 3.0)
+    plan, _ = e.clear()
+    assert plan.reservations == (booking,)
+    e.apply_plan(plan)  # applying it again adds nothing twice
+    assert e.cluster.reservations_of(0) == [booking]
