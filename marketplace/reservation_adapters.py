@@ -129,18 +129,20 @@ def engine_bookings(job_ids: Iterable[int], types: list[ResourceType]) -> list[t
 
 def engine_bookings_missing(market: Market, engine: Any, types: list[ResourceType]) -> list[tuple[plan.Reservation, float]]:
     """Bookings of the market's active jobs that the engine does not hold yet (new jobs, and
-    reservations added to a known job), as :func:`engine_bookings` gives them.
-
-    The fixed price an engine keeps per job is the sum of its bookings' prices."""
+    reservations added to a known job), each with its job's whole fixed price (the sum of
+    the prices of the job's reservations; ``MarketEngine.book``)."""
     held = {(r.job_id, r.resource) for r in engine.booked()}
     index = {t.pk: j for j, t in enumerate(types)}
-    rows = Reservation.objects.filter(market=market, job__status__in=Job.ACTIVE).values_list(
+    rows = list(Reservation.objects.filter(market=market, job__status__in=Job.ACTIVE).values_list(
         "job_id", "resource_type_id", "units", "start", "end", "price",
-    )
+    ))
+    total: dict[int, float] = {}
+    for job, *_, price in rows:
+        total[job] = total.get(job, 0.0) + float(price)
     out = []
-    for job, rt, units, start, end, price in rows:
+    for job, rt, units, start, end, _ in rows:
         if rt in index and (job, index[rt]) not in held and engine.knows(job):
-            out.append((plan.Reservation(job, index[rt], units, float(start), float(end)), float(price)))
+            out.append((plan.Reservation(job, index[rt], units, float(start), float(end)), total[job]))
     return out
 
 

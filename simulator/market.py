@@ -273,15 +273,15 @@ class MarketEngine:
         Plans say (paper 001 Sec. 2.3.1: the payment is fixed at reservation
         time). The price is paid by whoever booked it, at acceptance (the live
         market through its ledger), so the engine reports no charge for it.
-        The job may be submitted before or after the booking; a job with
-        several bookings (one per resource type) pays their sum.
+        The job may be submitted before or after the booking. ``price`` is the
+        job's whole fixed price: a job with several reservations (one per
+        resource type) is booked once per reservation with that same total.
         """
         self._booked.append(reservation)
-        total = self._booked_price.get(reservation.job_id, 0.0) + float(price)
-        self._booked_price[reservation.job_id] = total
+        self._booked_price[reservation.job_id] = float(price)
         books = self._books.get(reservation.job_id)
         if books is not None:
-            books.rule, books.accepted = PaymentRule.fixed(total), True
+            books.rule, books.accepted = PaymentRule.fixed(price), True
 
     def booked(self) -> tuple[Reservation, ...]:
         """The reservations booked and not yet departed."""
