@@ -9,7 +9,8 @@ continuous optimum.
 
 The search is a depth-first branch and bound over the dimensions, started with
 the rounded-up continuous optimum as the incumbent (so the answer is never worse
-than rounding up). A partial vector is pruned by the Cauchy-Schwarz bound
+than rounding up); of equal payments it keeps the one with fewer units. A
+partial vector is pruned by the Cauchy-Schwarz bound
 
     (B + sum_rest b_k r_k)(L + sum_rest l_k / r_k) >= (sqrt(B L) + sum_rest sqrt(b_k l_k))^2
 
@@ -136,13 +137,15 @@ class _Search:
             r, t = d.slots[pos], d.times[pos]
             b2, l2 = B + d.b * r, L + t
             bound = (math.sqrt(b2 * (L + d.l / r)) + self.rest[i + 1]) ** 2
-            if bound >= self.best * (1 - 1e-12):
+            if bound > self.best * (1 + 1e-12):
                 if r >= r_turn:
                     break  # past the bound's minimum: it only grows from here
                 continue
             if last:
                 value = b2 * l2
-                if value < self.best * (1 - 1e-12):
+                better = value < self.best * (1 - 1e-12)
+                tie = not better and value <= self.best * (1 + 1e-12) and sum(chosen) + r < sum(self.best_slots)
+                if better or tie:  # a tie goes to fewer units (paper 003, Thm. 1: save resources)
                     self.best, self.best_slots = value, [*chosen, r]
             else:
                 self.run(i + 1, b2, l2, [*chosen, r])

@@ -19,7 +19,8 @@ def brute_force(
     l_: FloatArray, D: float, b: FloatArray, a: NDArray[np.int64], theta: float, tasks: list[int] | None = None,
 ) -> tuple[float, tuple[int, ...] | None]:
     """Every whole vector in the box [1, a] (0 where there is no work): the least payment
-    among those meeting D, computed from the definitions alone."""
+    among those meeting D, computed from the definitions alone, and of equal payments
+    the vector with the fewest units."""
     R = l_.shape[0]
     ranges = [range(1, int(a[k]) + 1) if l_[k] > 0 else range(0, 1) for k in range(R)]
     best, arg = math.inf, None
@@ -31,7 +32,7 @@ def brute_force(
         t *= theta
         if t <= D * (1 + 1e-12):
             p = float(np.dot(b, r)) * t / R
-            if p < best:
+            if p < best * (1 - 1e-12) or (p <= best * (1 + 1e-12) and arg is not None and sum(r) < sum(arg)):
                 best, arg = p, r
     return best, arg
 
@@ -53,7 +54,7 @@ def test_matches_brute_force_on_small_instances(waves: bool) -> None:
         fastest = theta * sum(l_[k] * waves_at_a[k] for k in range(R) if l_[k] > 0)
         D = fastest * float(rng.uniform(0.9, 4.0))
         x = min_payment_slots(l_, D, b, a, theta=theta, tasks=tasks)
-        oracle, _ = brute_force(l_, D, b, a, theta, tasks)
+        oracle, arg = brute_force(l_, D, b, a, theta, tasks)
         if math.isinf(oracle):
             useful = a if tasks is None else np.minimum(a, tasks)  # more slots than tasks never help
             assert not x.feasible and np.array_equal(x.slots, np.where(l_ > 0, useful, 0))
@@ -61,6 +62,7 @@ def test_matches_brute_force_on_small_instances(waves: bool) -> None:
         checked += 1
         assert x.feasible, f"case {case}"
         assert x.payment == pytest.approx(oracle, rel=1e-9), f"case {case}"
+        assert int(x.slots.sum()) == sum(arg or ()), f"case {case}: of equal payments, the fewest units"
         assert x.exec_time <= D * (1 + 1e-12)
         assert np.all(x.slots <= a)
         assert x.payment <= x.rounded_up_payment * (1 + 1e-12)  # never worse than rounding up
