@@ -154,3 +154,64 @@ def test_implied_prices_are_the_bids_money_per_slot_second_of_their_work(market,
     assert source == "implied auction prices"
     assert prices == pytest.approx(expected)
     assert plan.diagnostics.prices * np.array([10, 5]) == pytest.approx(spent)  # the Plan's prices, per slot
+
+
+# --- the REST API
+
+
+def _api(client, path: str, body: dict | str):
+    import json
+
+    raw = body if isinstance(body, str) else json.dumps(body)
+    return client.post(path, raw, content_type="application/json")
+
+
+API_WORK = [{"resource_type": "map", "tasks": 20, "task_duration": 30}, {"resource_type": "reduce", "tasks": 4, "task_duration": 60}]
+
+
+def test_api_quote_then_book(alice_api, alice, market):
+    resp = _api(alice_api, "/api/deadline/quote/", {"work": API_WORK, "deadline": 400, "alpha_err": 0.8, "beta_err": 1.2})
+    assert resp.status_code == 200, resp.content
+    q = resp.json()
+    assert q["feasible"] and q["planned_deadline"] == pytest.approx(320.0)
+    assert [r["resource_type"] for r in q["resources"]] == ["map", "reduce"]
+    assert q["exec_time"] <= 320.0 and q["guarantee"][1] <= 400.0 + 1e-9 and len(q["curve"]) > 5
+    assert not Job.objects.exists()  # a quote writes nothing
+    body = {"work": API_WORK, "deadline": 400, "alpha_err": 0.8, "beta_err": 1.2, "max_payment": q["payment"], "name": "nightly"}
+    resp = _api(alice_api, "/api/deadline/book/", body)
+    assert resp.status_code == 201, resp.content
+    job = Job.objects.get(pk=resp.json()["job"])
+    assert str(job.charged) == q["payment"] == resp.json()["payment"]
+    assert DeadlineBooking.objects.get(job=job).slots == [r["slots"] for r in q["resources"]]
+
+
+API_ERRORS = {
+    "past deadline": ({"deadline": -5}, "deadline"),
+    "nan deadline": ('{"work": %s, "deadline": NaN}', "deadline"),
+    "no work": ({"work": [{"resource_type": "map", "tasks": 0, "task_duration": 3}]}, "work"),
+    "empty work": ({"work": []}, "work"),
+    "range without 1": ({"alpha_err": 1.5, "beta_err": 2}, "alpha_err"),
+    "negative range": ({"alpha_err": -0.5}, "alpha_err"),
+}
+
+
+@pytest.mark.parametrize(("change", "field"), API_ERRORS.values(), ids=API_ERRORS.keys())
+def test_api_errors_are_field_errors(alice_api, market, change, field):
+    import json
+
+    for path in ("/api/deadline/quote/", "/api/deadline/book/"):
+        body = change % json.dumps(API_WORK) if isinstance(change, str) else {"work": API_WORK, "deadline": 400} | change
+        resp = _api(alice_api, path, body)
+        assert resp.status_code == 400, resp.content
+        assert field in resp.json(), resp.json()
+    assert not Job.objects.exists()
+
+
+def test_api_needs_a_tenant(client, db, market):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    staff = APIClient()
+    staff.force_authenticate(get_user_model().objects.create_user("ops", password="x-123456"))
+    assert _api(staff, "/api/deadline/quote/", {"work": API_WORK, "deadline": 400}).status_code == 403
+    assert _api(APIClient(), "/api/deadline/quote/", {"work": API_WORK, "deadline": 400}).status_code in (401, 403)
