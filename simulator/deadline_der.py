@@ -1,0 +1,201 @@
+"""Paper 003's experiment (Sec. 5) in simulation: deadline extension ratios under competition.
+
+Set-up, after Sec. 5.1:
+
+* a fixed cluster of ``nodes`` machines (the paper: 10 physical nodes of 8
+  cores); each node offers ``cores`` units on each of the R = 3 execution
+  dimensions (one per matrix operation: multiply, QR solve, power), at unit
+  prices 1, 2, 3 (the paper's users' prices);
+* a task (a user request) is 3-15 subtasks, each a matrix operation drawn
+  from Table 1 (loads in core-seconds); a task's workload vector sums its
+  subtasks' loads per operation, and its phases run one after another
+  (``theta = 1``);
+* estimates err by about 30 %: each subtask's estimate is its real load times
+  U[alpha_err, beta_err] (default [0.7, 1.3], so ``0.7 <= l'/l <= 1.3`` holds
+  for every dimension, Definition 2);
+* the deadline is U[T1/8, T1], ``T1`` the estimated time on one core;
+* 1 to 40 tasks are submitted together at t = 0; the scheduler serves them
+  first come, first served (the paper: "the ones arriving earlier would be
+  treated with higher service level"): a task gets paper 003's Algorithm 1
+  on the nodes' current availability (the cheapest node that meets its
+  planning deadline), planned with D (``planning = 1``) or D' = alpha_err D.
+  A task no node can serve in time takes the whole availability of the node
+  that finishes it soonest (Alg. 1's infeasible case) if that node offers at
+  least ``min_units`` on every dimension, and otherwise waits for the next
+  completion and is planned again with what remains of its deadline. A task
+  holds its vector on its node until it really finishes (pay-by-reserve).
+
+The measure is the deadline extension ratio ``DER = finish time / D`` (Sec. 5.2),
+with ``D`` counted from the submission at t = 0, and Jain's index over the DERs
+of one case (Eq. 24). Modelling choices beyond the paper (the waiting rule,
+``min_units``, per-subtask errors) are named above; a real cluster's
+interference between VMs is not modelled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.deadline import min_payment
+
+FloatArray = NDArray[np.float64]
+
+# Paper 003, Table 1: loads of the matrix operations on one core, seconds.
+TABLE_1: dict[str, tuple[float, ...]] = {
+    "multiply": (1.08, 13.7, 31.0, 40.2, 118.0, 242.0),
+    "qr_solve": (1.39, 6.1, 10.5, 14.1, 27.9, 51.0),
+    "power": (3.65, 4.2, 55.0, 67.2, 457.7, 1206.0),
+}
+OPERATIONS = tuple(TABLE_1)
+PRICES = (1.0, 2.0, 3.0)  # the paper's prices of the three operations
+
+
+@dataclass(frozen=True)
+class MatrixTask:
+    """One user request: real and estimated work per operation (core-seconds), deadline (s)."""
+
+    real: FloatArray
+    estimate: FloatArray
+    deadline: float
+
+
+def paper_tasks(m: int, rng: np.random.Generator, *, alpha_err: float = 0.7, beta_err: float = 1.3) -> list[MatrixTask]:
+    """``m`` tasks as in Sec. 5.1 (module docstring), in submission order."""
+    tasks = []
+    for _ in range(m):
+        real, est = np.zeros(len(OPERATIONS)), np.zeros(len(OPERATIONS))
+        for _ in range(int(rng.integers(3, 16))):
+            k = int(rng.integers(len(OPERATIONS)))
+            load = TABLE_1[OPERATIONS[k]][int(rng.integers(len(TABLE_1[OPERATIONS[k]])))]
+            real[k] += load
+            est[k] += load * float(rng.uniform(alpha_err, beta_err))
+        t1 = float(est.sum())
+        tasks.append(MatrixTask(real, est, float(rng.uniform(t1 / 8, t1))))
+    return tasks
+
+
+def jain_index(x: FloatArray) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` in (0, 1] (paper 003, Eq. 24)."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.sum() ** 2 / (x.size * np.sum(x * x))) if x.size and np.any(x) else 1.0
+
+
+def run_case(
+    tasks: list[MatrixTask], *, planning: float, nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
+) -> FloatArray:
+    """Serve ``tasks`` (all submitted at t = 0) on the cluster; the (m,) DERs.
+
+    Args:
+        planning: the factor on each deadline the scheduler plans with (1 for D,
+            alpha_err for D' = alpha_err D, paper 003 Eq. 22).
+        nodes, cores: the cluster (units per node on every dimension).
+        min_units: least units per dimension a task accepts in Alg. 1's infeasible case.
+    """
+    R = len(OPERATIONS)
+    free = np.full((nodes, R), float(cores))
+    prices = np.tile(np.array(PRICES), (nodes, 1))
+    waiting = list(range(len(tasks)))
+    running: list[tuple[float, int, int, tuple[float, ...]]] = []  # (finish, task, node, vector)
+    finish = np.full(len(tasks), math.inf)
+    now = 0.0
+    while waiting:
+        still = []
+        for i in waiting:
+            start = _try_start(tasks[i], planning, now, free, prices, min_units, idle=not running)
+            if start is None:
+                still.append(i)
+                continue
+            node, r = start
+            t_real = float(np.sum(tasks[i].real[tasks[i].real > 0] / r[tasks[i].real > 0]))
+            finish[i] = now + t_real
+            free[node] -= r
+            heapq.heappush(running, (finish[i], i, node, tuple(r.tolist())))
+        waiting = still
+        if waiting:
+            if not running:
+                raise RuntimeError("a task can never start: min_units exceeds a node's capacity")
+            now, _, node, held = heapq.heappop(running)
+            free[node] += np.array(held)
+            while running and running[0][0] <= now:  # release everything finishing at this instant
+                _, _, node2, held2 = heapq.heappop(running)
+                free[node2] += np.array(held2)
+    return np.array([finish[i] / t.deadline for i, t in enumerate(tasks)])
+
+
+def _try_start(
+    task: MatrixTask, planning: float, now: float, free: FloatArray, prices: FloatArray, min_units: float, *, idle: bool,
+) -> tuple[int, FloatArray] | None:
+    """(node, vector) if the task starts now, else None (module docstring's rule)."""
+    work = task.estimate > 0
+    room = planning * task.deadline - now
+    usable = np.all(free[:, work] >= min_units, axis=1)
+    if room > 0 and usable.any():
+        x = min_payment(task.estimate, room, prices[usable], free[usable], theta=1.0)
+        node = int(np.flatnonzero(usable)[x.node])
+        if x.feasible:
+            return node, x.resources
+        return node, np.where(work, free[node], 0.0)  # Alg. 1's infeasible case: r = a on the closest node
+    if usable.any() and (room <= 0 or idle):
+        times = [float(np.sum(task.estimate[work] / free[p, work])) if usable[p] else math.inf for p in range(free.shape[0])]
+        node = int(np.argmin(times))
+        return node, np.where(work, free[node], 0.0)
+    return None
+
+
+@dataclass(frozen=True)
+class DERResult:
+    """Per level of competition m (tasks submitted together) and planning rule.
+
+    Attributes:
+        levels: (L,) the m values.
+        low, mean, high: {"D": (L,), "D'": (L,)} lowest, mean and highest DER.
+        jain: {"D": (L,), "D'": (L,)} Jain's index over the case's DERs.
+        at_max: {"D": (m_max,), "D'": (m_max,)} every DER of the largest level.
+    """
+
+    levels: NDArray[np.int64]
+    low: dict[str, FloatArray]
+    mean: dict[str, FloatArray]
+    high: dict[str, FloatArray]
+    jain: dict[str, FloatArray]
+    at_max: dict[str, FloatArray]
+
+
+def der_experiment(
+    levels: range | list[int] = range(1, 41), *, seed: int = 0, alpha_err: float = 0.7, beta_err: float = 1.3,
+    nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
+) -> DERResult:
+    """Paper 003, Sec. 5.2 (Figs. 4-6): for each m, one case of m tasks (seeded), served
+    once planning with D and once with D' = alpha_err D (the same tasks)."""
+    rules = {"D": 1.0, "D'": alpha_err}
+    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain")}
+    at_max: dict[str, FloatArray] = {}
+    for m in levels:
+        tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err)
+        for rule, factor in rules.items():
+            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units)
+            out["low"][rule].append(float(der.min()))
+            out["mean"][rule].append(float(der.mean()))
+            out["high"][rule].append(float(der.max()))
+            out["jain"][rule].append(jain_index(der))
+            if m == max(levels):
+                at_max[rule] = der
+    arr = {k: {r: np.array(v) for r, v in d.items()} for k, d in out.items()}
+    return DERResult(np.array(list(levels), dtype=np.int64), arr["low"], arr["mean"], arr["high"], arr["jain"], at_max)
+
+
+def der_shares(der: FloatArray) -> dict[str, float]:
+    """The paper's Fig. 5 reading: fractions of tasks with DER in [0.95, 1.0], above 1,
+    and in (1, 1.05]."""
+    der = np.asarray(der)
+    n = max(der.size, 1)
+    return {
+        "within_0.95_1.0": float(np.sum((der >= 0.95) & (der <= 1.0)) / n),
+        "late": float(np.sum(der > 1.0) / n),
+        "late_within_1.05": float(np.sum((der > 1.0) & (der <= 1.05)) / n),
+    }

@@ -1,0 +1,57 @@
+"""Paper 003's experiment core (Sec. 5): tasks, the FCFS cluster, DER and Jain's index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.deadline_der import TABLE_1, der_experiment, der_shares, jain_index, paper_tasks, run_case
+
+
+def test_jain_index() -> None:
+    assert jain_index(np.array([0.7, 0.7, 0.7])) == pytest.approx(1.0)
+    assert jain_index(np.array([1.0, 0.0, 0.0, 0.0])) == pytest.approx(0.25)
+    x = np.random.default_rng(0).uniform(0.5, 2.0, 50)
+    assert 1 / 50 <= jain_index(x) <= 1.0
+
+
+def test_tasks_follow_the_papers_set_up() -> None:
+    rng = np.random.default_rng(1)
+    loads = {v for values in TABLE_1.values() for v in values}
+    for t in paper_tasks(200, rng):
+        ratio = t.estimate[t.real > 0] / t.real[t.real > 0]
+        assert np.all((ratio >= 0.7 - 1e-12) & (ratio <= 1.3 + 1e-12))  # Definition 2 with alpha 0.7, beta 1.3
+        t1 = t.estimate.sum()
+        assert t1 / 8 <= t.deadline <= t1
+        assert t.real.sum() >= 3 * min(loads)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_stricter_deadline_meets_every_deadline_under_sufficient_supply(seed: int) -> None:
+    # Theorem 4 + Eq. 22: with capacity to spare, planning with D' = alpha D keeps every
+    # DER in [alpha / beta, 1]; planning with D lets some run late.
+    # (for tasks a whole node can finish by D', Lemma 1's condition; the others cannot be helped)
+    tasks = paper_tasks(8, np.random.default_rng(seed))
+    fits = np.array([t.estimate.sum() / 8.0 <= 0.7 * t.deadline for t in tasks])
+    strict = run_case(tasks, planning=0.7, nodes=10, cores=8.0)[fits]
+    assert np.all(strict <= 1.0 + 1e-9) and np.all(strict >= 0.7 / 1.3 - 1e-9)
+    nominal = run_case(tasks, planning=1.0, nodes=10, cores=8.0)[fits]
+    assert np.all(nominal >= 1 / 1.3 - 1e-9) and np.all(nominal <= 1 / 0.7 + 1e-9)
+    assert fits.sum() >= 4
+
+
+def test_competition_stretches_the_tail_and_lowers_fairness() -> None:
+    r = der_experiment(levels=[5, 40], seed=3)
+    for rule in ("D", "D'"):
+        assert r.high[rule][1] >= r.high[rule][0]
+        assert r.jain[rule][1] <= r.jain[rule][0] + 1e-12
+        assert r.at_max[rule].shape == (40,)
+    assert r.mean["D'"][0] < r.mean["D"][0]  # the stricter plan finishes earlier
+    shares = der_shares(r.at_max["D"])
+    assert 0 <= shares["late_within_1.05"] <= shares["late"] <= 1
+
+
+def test_the_experiment_is_deterministic() -> None:
+    a, b = der_experiment(levels=[3, 7], seed=5), der_experiment(levels=[3, 7], seed=5)
+    for rule in ("D", "D'"):
+        assert np.array_equal(a.mean[rule], b.mean[rule]) and np.array_equal(a.at_max[rule], b.at_max[rule])
