@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,14 +169,17 @@ class DERResult:
 
 def der_experiment(
     levels: range | list[int] = range(1, 41), *, seed: int = 0, alpha_err: float = 0.7, beta_err: float = 1.3,
-    nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
+    nodes: int = 10, cores: float = 8.0, min_units: float = 1.0, progress: Callable[[float, str], None] | None = None,
 ) -> DERResult:
     """Paper 003, Sec. 5.2 (Figs. 4-6): for each m, one case of m tasks (seeded), served
-    once planning with D and once with D' = alpha_err D (the same tasks)."""
+    once planning with D and once with D' = alpha_err D (the same tasks). ``progress``
+    is called with (fraction done, message) before each level."""
     rules = {"D": 1.0, "D'": alpha_err}
     out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain")}
     at_max: dict[str, FloatArray] = {}
-    for m in levels:
+    for step, m in enumerate(levels):
+        if progress is not None:
+            progress(step / len(levels), f"{m} tasks submitted together")
         tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err)
         for rule, factor in rules.items():
             der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units)

@@ -55,3 +55,15 @@ def test_the_experiment_is_deterministic() -> None:
     a, b = der_experiment(levels=[3, 7], seed=5), der_experiment(levels=[3, 7], seed=5)
     for rule in ("D", "D'"):
         assert np.array_equal(a.mean[rule], b.mean[rule]) and np.array_equal(a.at_max[rule], b.at_max[rule])
+
+
+def test_registered_experiment_runs_and_reports_beside_the_paper() -> None:
+    from simulator import experiments
+
+    result = experiments.run("paper003_der", {"max_tasks": 6, "seed": 1})
+    assert [f["layout"]["title"]["text"][:6] for f in result["figures"]] == ["Fig. 4", "Fig. 4", "Fig. 5", "Fig. 6"]
+    beside, per_level = result["tables"]
+    assert beside["columns"] == ["measure", "ours", "paper"] and len(per_level["rows"]) == 6
+    assert "paper: 20 %" in result["summary"]
+    with pytest.raises(TypeError):
+        experiments.run("paper003_der", {"max_tasks": "many"})
