@@ -107,7 +107,8 @@ def run_case(
     while waiting:
         still = []
         for i in waiting:
-            start = _try_start(tasks[i], planning, now, free, prices, min_units, idle=not running)
+            nxt = (running[0][0], running[0][2], np.array(running[0][3])) if running else None
+            start = _try_start(tasks[i], planning, now, free, prices, min_units, nxt)
             if start is None:
                 still.append(i)
                 continue
@@ -129,23 +130,42 @@ def run_case(
 
 
 def _try_start(
-    task: MatrixTask, planning: float, now: float, free: FloatArray, prices: FloatArray, min_units: float, *, idle: bool,
+    task: MatrixTask, planning: float, now: float, free: FloatArray, prices: FloatArray, min_units: float,
+    next_release: tuple[float, int, FloatArray] | None,
 ) -> tuple[int, FloatArray] | None:
-    """(node, vector) if the task starts now, else None (module docstring's rule)."""
+    """(node, vector) if the task starts now, else None (it waits; module docstring's rule).
+
+    Alg. 1 at the planning deadline on the nodes offering ``min_units`` of every
+    dimension; when no node meets it, the whole availability of the node that
+    finishes the task soonest, unless waiting for the next completion
+    (``next_release``: time, node, vector released) would finish it sooner.
+    """
     work = task.estimate > 0
-    room = planning * task.deadline - now
     usable = np.all(free[:, work] >= min_units, axis=1)
+    room = planning * task.deadline - now
     if room > 0 and usable.any():
         x = min_payment(task.estimate, room, prices[usable], free[usable], theta=1.0)
-        node = int(np.flatnonzero(usable)[x.node])
         if x.feasible:
-            return node, x.resources
-        return node, np.where(work, free[node], 0.0)  # Alg. 1's infeasible case: r = a on the closest node
-    if usable.any() and (room <= 0 or idle):
-        times = [float(np.sum(task.estimate[work] / free[p, work])) if usable[p] else math.inf for p in range(free.shape[0])]
-        node = int(np.argmin(times))
-        return node, np.where(work, free[node], 0.0)
-    return None
+            return int(np.flatnonzero(usable)[x.node]), x.resources
+    node, t_now = _fastest(task, free, usable)
+    if next_release is not None:
+        t1, released_on, vector = next_release
+        after = free.copy()
+        after[released_on] += vector
+        _, t_after = _fastest(task, after, np.all(after[:, work] >= min_units, axis=1))
+        if t1 + t_after < now + t_now:
+            return None
+    return None if node < 0 else (node, np.where(work, free[node], 0.0))
+
+
+def _fastest(task: MatrixTask, free: FloatArray, usable: NDArray[np.bool_]) -> tuple[int, float]:
+    """(node, seconds) of the usable node that runs the task soonest on all it has; (-1, inf) if none."""
+    work = task.estimate > 0
+    if not usable.any():
+        return -1, math.inf
+    times = np.where(usable, np.sum(task.estimate[work] / np.where(free[:, work] > 0, free[:, work], np.nan), axis=1), np.inf)
+    node = int(np.nanargmin(times))
+    return node, float(times[node])
 
 
 @dataclass(frozen=True)
@@ -157,6 +177,9 @@ class DERResult:
         low, mean, high: {"D": (L,), "D'": (L,)} lowest, mean and highest DER.
         jain: {"D": (L,), "D'": (L,)} Jain's index over the case's DERs.
         at_max: {"D": (m_max,), "D'": (m_max,)} every DER of the largest level.
+        alone_infeasible: tasks (over all levels) that even a whole empty node
+            cannot finish by D' (Lemma 1 fails: ``sum l' / cores > alpha_err D``).
+        total_tasks: tasks over all levels.
     """
 
     levels: NDArray[np.int64]
@@ -165,6 +188,8 @@ class DERResult:
     high: dict[str, FloatArray]
     jain: dict[str, FloatArray]
     at_max: dict[str, FloatArray]
+    alone_infeasible: int = 0
+    total_tasks: int = 0
 
 
 def der_experiment(
@@ -177,10 +202,12 @@ def der_experiment(
     rules = {"D": 1.0, "D'": alpha_err}
     out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain")}
     at_max: dict[str, FloatArray] = {}
+    alone = 0
     for step, m in enumerate(levels):
         if progress is not None:
             progress(step / len(levels), f"{m} tasks submitted together")
         tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err)
+        alone += sum(float(t.estimate.sum()) / cores > alpha_err * t.deadline for t in tasks)
         for rule, factor in rules.items():
             der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units)
             out["low"][rule].append(float(der.min()))
@@ -190,7 +217,8 @@ def der_experiment(
             if m == max(levels):
                 at_max[rule] = der
     arr = {k: {r: np.array(v) for r, v in d.items()} for k, d in out.items()}
-    return DERResult(np.array(list(levels), dtype=np.int64), arr["low"], arr["mean"], arr["high"], arr["jain"], at_max)
+    lv = np.array(list(levels), dtype=np.int64)
+    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, int(alone), int(lv.sum()))
 
 
 def der_shares(der: FloatArray) -> dict[str, float]:

@@ -62,6 +62,7 @@ def _beside_the_paper(r: DERResult, alpha: float) -> list[list[object]]:
         [f"D: % late (DER > 1) at m = {m_max}", pct(at_max["D"]["late"]), 20.0],
         [f"D: % late but within 1.05 at m = {m_max}", pct(at_max["D"]["late_within_1.05"]), 17.5],
         [f"D': % late at m = {m_max}", pct(at_max["D'"]["late"]), "a few (worst cases)"],
+        ["tasks no whole empty node can finish by D' (Lemma 1 fails)", f"{r.alone_infeasible} of {r.total_tasks}", "not reported"],
         ["Jain's index, lowest for m <= 30 (D / D')",
          f"{finite(float(r.jain['D'][calm].min()), 4)} / {finite(float(r.jain[STRICT][calm].min()), 4)}" if calm.any() else None,
          "above 0.99 (both)"],

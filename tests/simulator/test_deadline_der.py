@@ -67,3 +67,17 @@ def test_registered_experiment_runs_and_reports_beside_the_paper() -> None:
     assert "paper: 20 %" in result["summary"]
     with pytest.raises(TypeError):
         experiments.run("paper003_der", {"max_tasks": "many"})
+
+
+def test_a_task_that_cannot_make_it_waits_when_waiting_finishes_it_sooner() -> None:
+    from simulator.deadline_der import MatrixTask
+
+    # One node of 8 units. A takes 7 units for 10 s; B then needs 8 units to make its deadline.
+    # On the 1 unit left B would take 80 s; waiting for A's 8 units it finishes at 10 + 10 s.
+    a = MatrixTask(np.array([70.0, 0.0, 0.0]), np.array([70.0, 0.0, 0.0]), 10.0)
+    b = MatrixTask(np.array([80.0, 0.0, 0.0]), np.array([80.0, 0.0, 0.0]), 10.0)
+    der = run_case([a, b], planning=1.0, nodes=1, cores=8.0)
+    assert der == pytest.approx([1.0, 2.0])
+    # With a longer deadline B fits beside A at once (Alg. 1 on the leftover unit).
+    c = MatrixTask(np.array([8.0, 0.0, 0.0]), np.array([8.0, 0.0, 0.0]), 10.0)
+    assert run_case([a, c], planning=1.0, nodes=1, cores=8.0) == pytest.approx([1.0, 1.0])  # 0.8 unit for exactly D
