@@ -207,13 +207,14 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
     return peak
 
 
-def candidate_nodes(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Node]:
-    """Paper 003's candidate nodes: one per resource pool. Until VM pools (Cura, paper 004)
-    exist the market is one pool: capacity minus the units promised in [start, end)."""
-    prices, _ = unit_prices(market=market, types=types)
+def candidate_nodes(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[list[Node], str]:
+    """Paper 003's candidate nodes (one per resource pool) and the prices' source. Until VM
+    pools (Cura, paper 004) exist the market is one pool: capacity minus the units promised
+    in [start, end)."""
+    prices, source = unit_prices(market=market, types=types)
     capacity = np.array([t.capacity for t in types], dtype=np.int64)
     free = np.maximum(capacity - reserved_units(market=market, types=types, start=start, end=end), 0)
-    return [Node(market.name, prices, free.astype(np.float64))]
+    return [Node(market.name, prices, free.astype(np.float64))], source
 
 
 # --- the quote ----------------------------------------------------------------------------------
@@ -269,7 +270,7 @@ def deadline_quote(
     start = market.sim_time
     D = D_abs - start
     planned = a_err * D
-    nodes = candidate_nodes(market=market, types=types, start=start, end=D_abs)
+    nodes, source = candidate_nodes(market=market, types=types, start=start, end=D_abs)
     booked = _solve(tasks, durations, planned, nodes)
     nominal = _solve(tasks, durations, D, nodes)
     fastest = _solve(tasks, durations, 1e-9, nodes)  # infeasible on purpose: the whole availability's time
@@ -277,7 +278,7 @@ def deadline_quote(
     quote = DeadlineQuote(
         start=start, deadline=D_abs, relative_deadline=D, planned_deadline=planned, alpha_err=a_err, beta_err=b_err,
         types=[t.name for t in types], tasks=tasks, workload=[n * d for n, d in zip(tasks, durations, strict=True)],
-        node=node.name, unit_prices=node.prices.tolist(), price_source=unit_prices(market=market, types=types)[1],
+        node=node.name, unit_prices=node.prices.tolist(), price_source=source,
         available=[int(x) for x in node.available], feasible=booked.feasible, slots=[int(x) for x in booked.slots],
         exec_time=booked.exec_time, payment=booked.payment, continuous=booked.continuous.resources.tolist(),
         continuous_exec_time=booked.continuous.exec_time, continuous_payment=booked.continuous.payment,

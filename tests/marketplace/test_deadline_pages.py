@@ -84,3 +84,15 @@ def test_an_impossible_deadline_is_explained_in_the_quote(alice_client, market):
     assert not resp.context["quote"].feasible
     html = resp.content.decode()
     assert "this deadline cannot be met" in html and "takes 120 s" in html and "Book for" not in html
+
+
+def test_job_detail_shows_the_booking(alice_client, market):
+    quoted = alice_client.post("/deadline/", FORM | {"quote": ""}).context["quote"]
+    alice_client.post("/deadline/", FORM | {"book": "", "max_payment": str(quoted.price)})
+    job = Job.objects.get()
+    html = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Deadline booking" in html and " / ".join(str(x) for x in quoted.slots) in html
+    other = alice_client.post("/bid/", {"budget": "5", "utility": "linear", "map_tasks": "1", "map_duration": "1", "map_weight": "1",
+                                        "reduce_tasks": "0", "reduce_duration": "1", "reduce_weight": "1"})
+    assert other.status_code == 302
+    assert "Deadline booking" not in alice_client.get(other["Location"]).content.decode()
