@@ -25,7 +25,7 @@ class DeadlineBooking(models.Model):
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="deadline_bookings")
     sim_deadline = models.FloatField(help_text="The tenant's deadline D, simulated seconds on the market clock.")
     sim_start = models.FloatField()
-    sim_end = models.FloatField(help_text="Start plus the planned execution time of the whole-slot vector.")
+    sim_end = models.FloatField(help_text="End of the reservations: the deadline (it covers the guaranteed interval).")
     alpha_err = models.FloatField(default=1.0, help_text="Lower bound of estimate / real work (paper 003, Definition 2).")
     beta_err = models.FloatField(default=1.0, help_text="Upper bound of estimate / real work.")
     planned_deadline = models.FloatField(help_text="D' = alpha_err * (D - start), seconds (paper 003, Eq. 22).")

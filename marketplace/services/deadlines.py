@@ -19,7 +19,7 @@ Algorithm 1 on the market's data:
 Booking (:func:`deadline_book`) re-quotes under the market lock, creates the
 job, charges the fixed price through the ledger (hold, then charge: the price
 is due at acceptance) and books one reservation per resource type,
-``(job, type, slots, [now, now + T'))``, into the market engine with
+``(job, type, slots, [now, D))``, into the market engine with
 ``MarketEngine.book`` (``PaymentRule.fixed``): the reservation joins every Plan
 the engine applies. **Merge seam:** the ERA reservation market (issue 9) has
 its own booking service in ``services/reservations.py``; route
@@ -207,13 +207,30 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
     return peak
 
 
+def busy_units(*, market: Market, types: Sequence[ResourceType]) -> NDArray[np.int64]:
+    """Units of each type running tasks of active jobs without a deadline booking, as of the
+    last clock tick. Running tasks are never pre-empted, so these units are not free now."""
+    column = {t.pk: j for j, t in enumerate(types)}
+    busy = np.zeros(len(types), dtype=np.int64)
+    rows = JobWork.objects.filter(
+        job__market=market, job__status__in=Job.ACTIVE, job__deadline_booking__isnull=True, running__gt=0,
+    ).values_list("resource_type_id", "running")
+    for type_id, running in rows:
+        if type_id in column:
+            busy[column[type_id]] += running
+    return busy
+
+
 def candidate_nodes(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[list[Node], str]:
     """Paper 003's candidate nodes (one per resource pool) and the prices' source. Until VM
-    pools (Cura, paper 004) exist the market is one pool: capacity minus the units promised
-    in [start, end)."""
+    pools (Cura, paper 004) exist the market is one pool: its capacity minus the units
+    promised to bookings in [start, end) and minus the units shared tasks run on now (so a
+    booking starts at once and its execution time holds; the slots those tasks free later
+    go to the shared stage)."""
     prices, source = unit_prices(market=market, types=types)
     capacity = np.array([t.capacity for t in types], dtype=np.int64)
-    free = np.maximum(capacity - reserved_units(market=market, types=types, start=start, end=end), 0)
+    taken = reserved_units(market=market, types=types, start=start, end=end) + busy_units(market=market, types=types)
+    free = np.maximum(capacity - taken, 0)
     return [Node(market.name, prices, free.astype(np.float64))], source
 
 
@@ -315,8 +332,9 @@ def deadline_book(
     *, tenant: Tenant, work: Sequence[WorkItem], deadline: object, alpha_err: object = 1.0, beta_err: object = 1.0,
     max_payment: Decimal | None = None, name: str = "", user: object = None,
 ) -> tuple[Job, DeadlineQuote]:
-    """Book the quote: a job holding one reservation per resource type for the planned
-    execution time, from now, paid at a fixed price through the ledger.
+    """Book the quote: a job holding one reservation per resource type from now to its
+    deadline (the planned execution time and the guarantee interval after it), paid at a
+    fixed price through the ledger.
 
     The quote is recomputed under the market lock (prices and promised capacity
     may have moved since the tenant saw it); ``max_payment`` refuses a price
@@ -353,7 +371,11 @@ def deadline_book(
         raise ValidationError({"payment": exc.message_dict.get("budget", exc.messages)}) from None
     job_charge(job=job, amount=price, memo=f"deadline booking of job {job.pk}: fixed price")
     Job.objects.filter(pk=job.pk).update(charged=job.charged)
-    start, end = quote.start, quote.start + quote.exec_time
+    # The window runs to the deadline, not just T': it holds the whole guaranteed interval
+    # [T'/beta, T'/alpha] (<= D), and the units may come free late (running shared tasks are
+    # not pre-empted). Units are withheld only while the job has unfinished tasks, and other
+    # quotes count them only while it is active, so the longer window costs nobody else.
+    start, end = quote.start, quote.deadline
     DeadlineBooking.objects.create(
         job=job, market=market, sim_deadline=quote.deadline, sim_start=start, sim_end=end, alpha_err=quote.alpha_err,
         beta_err=quote.beta_err, planned_deadline=quote.planned_deadline, exec_time=quote.exec_time,

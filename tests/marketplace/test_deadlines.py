@@ -91,7 +91,7 @@ def test_booking_charges_the_fixed_price_and_the_job_meets_its_deadline(market, 
     assert alice.account.available == Decimal("1000") - q.price and alice.account.held == 0
     assert ledger_reconcile(account=alice.account) == []
     booking = DeadlineBooking.objects.get(job=job)
-    assert booking.slots == q.slots and booking.sim_end == pytest.approx(q.exec_time)
+    assert booking.slots == q.slots and booking.sim_end == pytest.approx(400.0)
     # and the engine holds one reservation per type with work, for the planned time
     m = Market.objects.get(pk=market.pk)
     engine = engine_load(market=m, context=engine_context(m))
@@ -106,6 +106,26 @@ def test_booking_charges_the_fixed_price_and_the_job_meets_its_deadline(market, 
     assert job.charged == q.price  # no second charge at completion
     alice.account.refresh_from_db()
     assert alice.account.held == 0 and ledger_reconcile(account=alice.account) == []
+
+
+def test_a_booking_beside_running_shared_work_starts_at_once_and_meets_its_deadline(
+    market, alice, bob, django_capture_on_commit_callbacks,
+):
+    # given bob's shared job running 8 of the 10 map slots for 100 s
+    with django_capture_on_commit_callbacks(execute=True):
+        bid_submit(tenant=bob, budget="50", work=[WorkItem("map", 8, 100.0)])
+    cluster_advance(market_id=market.pk, until=1.0)
+    # then a quote offers only the 2 free map slots (running tasks are never pre-empted)
+    q = deadline_quote(market=market, work=WORK, deadline=600.0)
+    assert q.available == [2, 5] and q.feasible
+    # and the booking, made now, finishes by its deadline
+    with django_capture_on_commit_callbacks(execute=True):
+        job, q = deadline_book(tenant=alice, work=WORK, deadline=600.0)
+    with django_capture_on_commit_callbacks(execute=True):
+        cluster_advance(market_id=market.pk, until=2000.0)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FINISHED and job.sim_finish_time <= 600.0
+    assert job.sim_finish_time - 1.0 == pytest.approx(q.exec_time)
 
 
 def test_booked_slots_are_not_offered_again(market, alice, bob):
