@@ -49,7 +49,7 @@ from marketplace.services.market import ENGINE_FIELDS, engine_context, engine_lo
 from scheduler.deadline import check_error_range
 from scheduler.deadline_slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
-from simulator.market import Bid
+from simulator.market import Bid, MarketEngine
 from simulator.records import JobSpec
 
 THETA = 1.0  # map, then reduce: the phases never overlap (paper 003, Eq. 1)
@@ -397,7 +397,9 @@ def _book_reservations(market: Market, job: Job, quote: DeadlineQuote, reservati
     dispatches the job through them even before the clearing this booking triggers.
     """
     context = engine_context(market)
-    engine = engine_load(market=market, context=context)
+    # A copy: the loaded engine may be this process's cached one, which must not change unless
+    # this transaction commits (engine_store remembers the copy only on commit).
+    engine = MarketEngine.from_state(context.tree_map.tree, engine_load(market=market, context=context).to_state())
     spec = JobSpec(
         job_id=job.pk, leaf=context.tree_map.leaf_position(job.queue_id), tasks=tuple(quote.tasks),
         task_duration=tuple(w / n if n else 1.0 for w, n in zip(quote.workload, quote.tasks, strict=True)),

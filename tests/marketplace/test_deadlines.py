@@ -235,3 +235,22 @@ def test_api_needs_a_tenant(client, db, market):
     staff.force_authenticate(get_user_model().objects.create_user("ops", password="x-123456"))
     assert _api(staff, "/api/deadline/quote/", {"work": API_WORK, "deadline": 400}).status_code == 403
     assert _api(APIClient(), "/api/deadline/quote/", {"work": API_WORK, "deadline": 400}).status_code in (401, 403)
+
+
+def test_a_rolled_back_booking_leaves_the_cached_engine_untouched(market, alice, monkeypatch, django_capture_on_commit_callbacks):
+    from marketplace.services import deadlines
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cluster_advance(market_id=market.pk, until=1.0)  # this process now caches the stored engine
+    m = Market.objects.get(pk=market.pk)
+    before = engine_load(market=m, context=engine_context(m)).known_jobs()
+
+    def fail(*, market):  # the last write of the booking fails: the transaction rolls back
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(deadlines, "market_changed", fail)
+    with pytest.raises(RuntimeError):
+        deadline_book(tenant=alice, work=WORK, deadline=400.0)
+    m = Market.objects.get(pk=market.pk)
+    assert engine_load(market=m, context=engine_context(m)).known_jobs() == before
+    assert not Job.objects.exists()
