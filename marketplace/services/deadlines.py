@@ -120,6 +120,12 @@ class DeadlineQuote:
         return max(money(self.payment), MONEY_QUANTUM)
 
     @property
+    def rounded_up_meets(self) -> bool:
+        """Whether rounding the divisible optimum up in every type meets D' (with whole task
+        waves it may not: ``ceil(n / r)`` waves can take longer than ``n / r``)."""
+        return math.isfinite(self.rounded_up_payment)
+
+    @property
     def rounding_cost(self) -> float:
         return self.payment - self.continuous_payment
 

@@ -96,3 +96,16 @@ def test_job_detail_shows_the_booking(alice_client, market):
                                         "reduce_tasks": "0", "reduce_duration": "1", "reduce_weight": "1"})
     assert other.status_code == 302
     assert "Deadline booking" not in alice_client.get(other["Location"]).content.decode()
+
+
+def test_rounding_up_that_misses_the_deadline_is_said_so(alice_client, market):
+    # 20 map tasks of 30 s and 4 reduce tasks of 60 s by D' = 0.8 x 220 s: the divisible optimum
+    # rounded up (6 map slots: 4 waves, 120 s; 4 reduce slots: 60 s) overshoots 176 s, while
+    # 7 map slots (3 waves) fit
+    resp = alice_client.post("/deadline/", FORM | {"deadline": "220", "quote": ""})
+    q = resp.context["quote"]
+    assert q.feasible and not q.rounded_up_meets and q.exec_time <= 176.0
+    html = resp.content.decode()
+    assert "misses the deadline (whole task waves)" in html and "would cost" not in html
+    ok = alice_client.post("/deadline/", FORM | {"deadline": "7000", "quote": ""})
+    assert ok.context["quote"].rounded_up_meets and "would cost" in ok.content.decode()
