@@ -177,6 +177,7 @@ class DERResult:
         low, mean, high: {"D": (L,), "D'": (L,)} lowest, mean and highest DER.
         jain: {"D": (L,), "D'": (L,)} Jain's index over the case's DERs.
         at_max: {"D": (m_max,), "D'": (m_max,)} every DER of the largest level.
+        late: {"D": (L,), "D'": (L,)} number of tasks with DER > 1 per level.
         alone_infeasible: tasks (over all levels) that even a whole empty node
             cannot finish by D' (Lemma 1 fails: ``sum l' / cores > alpha_err D``).
         total_tasks: tasks over all levels.
@@ -188,6 +189,7 @@ class DERResult:
     high: dict[str, FloatArray]
     jain: dict[str, FloatArray]
     at_max: dict[str, FloatArray]
+    late: dict[str, FloatArray] | None = None
     alone_infeasible: int = 0
     total_tasks: int = 0
 
@@ -200,7 +202,7 @@ def der_experiment(
     once planning with D and once with D' = alpha_err D (the same tasks). ``progress``
     is called with (fraction done, message) before each level."""
     rules = {"D": 1.0, "D'": alpha_err}
-    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain")}
+    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain", "late")}
     at_max: dict[str, FloatArray] = {}
     alone = 0
     for step, m in enumerate(levels):
@@ -214,11 +216,12 @@ def der_experiment(
             out["mean"][rule].append(float(der.mean()))
             out["high"][rule].append(float(der.max()))
             out["jain"][rule].append(jain_index(der))
+            out["late"][rule].append(float(np.sum(der > 1.0 + 1e-9)))
             if m == max(levels):
                 at_max[rule] = der
     arr = {k: {r: np.array(v) for r, v in d.items()} for k, d in out.items()}
     lv = np.array(list(levels), dtype=np.int64)
-    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, int(alone), int(lv.sum()))
+    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, arr["late"], int(alone), int(lv.sum()))
 
 
 def der_shares(der: FloatArray) -> dict[str, float]:
