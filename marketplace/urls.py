@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views, views_lab, views_reservations
+from marketplace import deadline_pages, views, views_lab, views_reservations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -28,6 +28,7 @@ urlpatterns = [
     path("reservations/quotes/<int:pk>/", views_reservations.reservation_quote_view, name="reservation-quote"),
     path("reservations/quotes/<int:pk>/<str:action>/", views_reservations.reservation_quote_action, name="reservation-quote-action"),
     path("reservations/market/", views_reservations.reservation_market, name="reservation-market"),
+    path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

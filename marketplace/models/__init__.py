@@ -2,6 +2,7 @@
 
 from marketplace.models.accounts import Account, LedgerEntry, Tenant
 from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.models.deadlines import DeadlineBooking
 from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
@@ -12,6 +13,7 @@ __all__ = [
     "Account",
     "AllocationSnapshot",
     "ConfigChange",
+    "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",
     "Job",

@@ -82,7 +82,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     already in what was read or moved ``state_version`` since the row was read,
     and then the version check in :func:`market_clear` drops this result.
     """
-    market = Market.objects.defer("engine_state").get(pk=market_id)
+    market = rows.get_row(Market, market_id, exclude=("engine_state",))
     if market.cleared_version >= market.state_version:
         return market, None, []
     context = engine_context(market)

@@ -102,7 +102,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
         return 0
-    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).only("id", "status", "charged", "tenant_id").order_by("pk")}
+    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id"))}
     charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
@@ -202,7 +202,7 @@ def cluster_advance(
         ValueError: ``until`` lies before the market's current simulated time.
     """
     with transaction.atomic():
-        market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
+        market = rows.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
         if target < market.sim_time:
             raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")
