@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.models import Job, Market, Reservation, ReservationQuote, ReservationSettings, ResourceType
+from marketplace.models import DeadlineBooking, Job, Market, Reservation, ReservationQuote, ReservationSettings, ResourceType
 from scheduler import plan
 from scheduler.era import BasicEcon
 from scheduler.era_predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
@@ -89,14 +89,22 @@ def predictor_of(market: Market, resource_type: ResourceType, s: ReservationSett
 
 
 def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int) -> np.ndarray:
-    """(horizon,) units promised in each slot from ``origin`` on, by reservations of
-    active jobs (a finished or cancelled job's units are free again)."""
+    """(horizon,) units promised in each slot from ``origin`` on, by the reservations and
+    the deadline bookings of active jobs (a finished or cancelled job's units are free again)."""
     slot, horizon = s.slot_seconds, int(s.horizon_slots)
     promised = np.zeros(horizon, dtype=np.int64)
     rows = Reservation.objects.filter(
         market=market, resource_type=resource_type, end__gt=origin * slot, job__status__in=Job.ACTIVE,
     ).values_list("units", "start", "end")
-    for units, start, end in rows:
+    windows = [(int(units), float(start), float(end)) for units, start, end in rows]
+    # deadline bookings (paper 003) hold units too: one per resource type, in resource-type order
+    column = list(ResourceType.objects.filter(market=market).values_list("id", flat=True)).index(resource_type.pk)
+    for start, end, slots in DeadlineBooking.objects.filter(
+        market=market, job__status__in=Job.ACTIVE, sim_end__gt=origin * slot,
+    ).values_list("sim_start", "sim_end", "slots"):
+        if column < len(slots) and slots[column] > 0:
+            windows.append((int(slots[column]), float(start), float(end)))
+    for units, start, end in windows:
         lo = max(slot_floor(start, slot) - origin, 0)
         hi = min(slot_ceil(end, slot) - origin, horizon)
         if lo < hi:

@@ -216,3 +216,23 @@ def test_booking_an_existing_job_moves_it_from_the_auction_to_its_reservation(ma
     alice.account.refresh_from_db()
     assert (alice.account.available, alice.account.held) == (Decimal("998"), Decimal("0"))
     assert ledger_reconcile(account=alice.account) == []
+
+
+def test_era_and_deadline_bookings_see_each_others_units(market, alice, bob, django_capture_on_commit_callbacks):
+    from marketplace.models import DeadlineBooking
+    from marketplace.services.deadlines import deadline_quote
+
+    rt = ResourceType.objects.get(market=market, name="map")
+    # given: an ERA reservation of 7 of the 10 map units in [0, 600)
+    reservation_book(tenant=alice, resource_type=rt, units=7, start=0.0, end=600.0, price=Decimal("1"))
+    # then: a deadline quote in that window sees only 3 map units
+    q = deadline_quote(market=market, work=[WorkItem("map", 6, 60.0)], deadline=600.0)
+    assert q.available[0] == 3
+    # and a deadline booking's units count in ERA's promised capacity
+    from marketplace.services.deadlines import deadline_book
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job, _ = deadline_book(tenant=bob, work=[WorkItem("map", 3, 60.0)], deadline=600.0)
+    slots = DeadlineBooking.objects.get(job=job).slots
+    mech, _ = ra.era_mechanism(market, rt)
+    assert mech.promised[:10].tolist() == [7 + slots[0]] * 10
