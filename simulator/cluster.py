@@ -269,6 +269,17 @@ class Cluster:
         to the shared stage before the next Plan arrives)."""
         self._reservations = tuple(r for r in self._reservations if r.job_id not in job_ids)
 
+    def expire_reservations(self) -> None:
+        """Forget the reservations whose window has closed; a job left with none runs on
+        through the shared stage (late, best effort) instead of waiting for units no
+        stage would give it (its window closed with work left: a capacity cut, or work
+        longer than booked)."""
+        now = self.now
+        kept = tuple(r for r in self._reservations if r.end > now)
+        if len(kept) != len(self._reservations):
+            self._reservations = kept
+            plan_apply.mark_reserved(self, frozenset(r.job_id for r in kept))
+
     def running_batches(self, j: int) -> list[tuple[float, int, int, bool]]:
         """``(finish time, units, job id, shared)`` of every running batch of type j
         (the reservation look-ahead, ``simulator.lookahead``)."""

@@ -422,6 +422,9 @@ class MarketEngine:
             self._forget(done.job_id)
         if self._booked:
             self._unbook({d.job_id for d in report.finished})
+            if any(r.end <= self.now for r in self._booked):  # windows closed with work left
+                self._booked = [r for r in self._booked if r.end > self.now]  # the fixed prices stand
+                self.cluster.expire_reservations()
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
             report.started_tasks, report.finished_tasks, report.first_starts,

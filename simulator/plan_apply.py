@@ -67,7 +67,7 @@ def set_plan(cluster: Cluster, plan: Plan) -> None:
     had_reservations = bool(cluster._reservations)  # only jobs they name can be marked reserved
     cluster._reservations = tuple(sorted(plan.reservations, key=lambda r: (r.start, r.job_id, r.resource)))
     if had_reservations or cluster._reservations:
-        _mark_reserved(cluster, plan.reserved_jobs())
+        mark_reserved(cluster, plan.reserved_jobs())
         _wake_at_windows(cluster)
 
 
@@ -86,7 +86,8 @@ def _set_share_matrix(cluster: Cluster, job_ids: list[int], shares: NDArray[np.f
     jobs = cluster._jobs
     cluster.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
 
-def _mark_reserved(cluster: Cluster, reserved: frozenset[int]) -> None:
+def mark_reserved(cluster: Cluster, reserved: frozenset[int]) -> None:
+    """Jobs in ``reserved`` run only through their reservations; the others through the shared stage."""
     changed = False
     for job in cluster._jobs.values():
         flag = job.job_id in reserved

@@ -179,3 +179,16 @@ def test_a_clearing_lists_every_booking_in_its_plan_once() -> None:
     assert plan.reservations == (booking,)
     e.apply_plan(plan)  # applying it again adds nothing twice
     assert e.cluster.reservations_of(0) == [booking]
+
+
+def test_a_job_left_with_work_when_its_window_closes_runs_on_through_the_shared_stage() -> None:
+    # job 17 booked 8 units in [0, 100) for 8 tasks of 100 s, but the capacity is cut to 4:
+    # half its tasks are left when the window closes; it runs them late instead of waiting forever
+    e = engine(10)
+    e.submit(JobSpec(17, 1, (8,), (100.0,), 0.0), Bid(10.0, (1.0,)))
+    e.book(Reservation(17, 0, 8, 0.0, 100.0), 5.0)
+    e.clear()
+    e.set_capacity([4])
+    done = run(e)
+    assert done[17] == (0.0, 200.0)
+    assert e.booked() == ()
