@@ -350,6 +350,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
         "nav": "settings", "form": form, "t_task": t_task, "guidance": selectors.twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": _page(request, selectors.config_history(market=market)),
+        "convergence": selectors.clearing_convergence(market=market),
         "admin_queues": reverse("admin:marketplace_queue_changelist"),
         "admin_types": reverse("admin:marketplace_resourcetype_changelist"),
     }, market=market)
