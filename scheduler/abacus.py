@@ -251,6 +251,8 @@ def _newton_log_step(b: FloatArray, target: FloatArray, shares: FloatArray, rest
     best response is the same step with h = -1: exact for alpha = 0 and near
     it for log utilities, but 1 / (2 s_ij) times too short for linear ones at
     alpha = 1 (h = -2 s_ij), which made small shares crawl (~1,400 rounds).
+    h is clipped to [-1, -_MIN_SLOPE]: a step is never shorter than Algorithm
+    2's (log utilities keep exactly its step, whose rounds were already few).
     Entries where b or the target is 0 keep Algorithm 2's step (0 here; the
     move is linear there, see :func:`_damped_move`). Steps are clipped to
     [-_MAX_DOWN, _MAX_UP]: h is ~0 where s_ij ~ 0 and alpha ~ 1.
@@ -262,7 +264,7 @@ def _newton_log_step(b: FloatArray, target: FloatArray, shares: FloatArray, rest
     g = np.log(np.where(both & (x > 0), x, 1.0) / safe_b)
     lin_h = mk.alpha * (rest - shares) - 1.0
     h = np.where(mk.is_log[:, None], -mk.alpha * shares - 1.0, lin_h)
-    h = np.minimum(h, -_MIN_SLOPE)
+    h = np.clip(h, -1.0, -_MIN_SLOPE)
     inv_h = np.where(both, 1.0 / h, 0.0)
     weight = b * inv_h
     denominator = weight.sum(axis=1, keepdims=True)

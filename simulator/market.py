@@ -135,6 +135,9 @@ class StepReport:
         started_tasks, finished_tasks: task starts and completions.
         first_starts: job id -> simulated time its first task started, for
             jobs that started during the step.
+        achieved_utility: job id -> utility of its average shares at departure,
+            for departed SLO jobs (paper 000, Sec. 6: what ``settle`` compared
+            with the SLO).
     """
 
     now: float
@@ -146,6 +149,7 @@ class StepReport:
     started_tasks: int
     finished_tasks: int
     first_starts: dict[int, float] = field(default_factory=dict)
+    achieved_utility: dict[int, float] = field(default_factory=dict)
 
 
 # A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
@@ -367,8 +371,9 @@ class MarketEngine:
         """
         report = self.cluster.advance(until, stop_on_departure=stop_on_departure)
         charges, settled = [], []
+        achieved: dict[int, float] = {}
         for done in report.finished:
-            amount = self._settle(done)
+            amount = self._settle(done, achieved)
             settled.append(done.job_id)
             if amount > 0:
                 charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
@@ -376,15 +381,15 @@ class MarketEngine:
         self._booked = [r for r in self._booked if r.job_id in self._books]
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks, report.first_starts,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved,
         )
 
-    def _settle(self, done: JobFinished) -> float:
+    def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:
         b = self._books[done.job_id]
-        achieved = None
+        utility = None
         if b.rule.kind == "if_slo_met":
-            achieved = self.achieved_utility(done.job_id, done.finish_time)
-        return settle(b.rule, completed=True, achieved_utility=achieved)
+            utility = achieved[done.job_id] = self.achieved_utility(done.job_id, done.finish_time)
+        return settle(b.rule, completed=True, achieved_utility=utility)
 
     def achieved_utility(self, job_id: int, at: float) -> float:
         """Utility of the job's time-averaged shares from arrival to ``at``
