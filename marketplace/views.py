@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import charts, selectors
+from marketplace import charts, selectors, selectors_abacus
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.services.bids import bid_submit, job_cancel
@@ -199,7 +199,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
         try:
             job = bid_submit(
                 tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
-                name=form.cleaned_data["name"], user=request.user,
+                name=form.cleaned_data["name"], user=request.user, min_utility=form.cleaned_data.get("min_utility"),
             )
         except ValidationError as exc:
             form.add_service_errors(exc)
@@ -250,6 +250,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
         "figure": figure, "ledger": selectors.job_ledger(job=job),
         "active": job.status in Job.ACTIVE,
+        "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
 
 

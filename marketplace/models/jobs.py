@@ -40,6 +40,12 @@ class Job(models.Model):
     utility = models.CharField(max_length=10, choices=Utility.choices, default=Utility.LINEAR)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     external_id = models.CharField(max_length=60, blank=True, help_text="Trace job id for replayed jobs.")
+    min_utility = models.FloatField(
+        null=True, blank=True, help_text="SLO: the minimum utility (paper 000, Sec. 6); the budget is paid only if it is met.",
+    )
+    achieved_utility = models.FloatField(
+        null=True, blank=True, help_text="Utility of the job's average shares at completion (SLO jobs; paper 000, Sec. 5-6).",
+    )
     sim_submit_time = models.FloatField()
     sim_start_time = models.FloatField(null=True, blank=True)
     sim_finish_time = models.FloatField(null=True, blank=True)

@@ -102,6 +102,7 @@ def bid_submit(
     queue: Queue | None = None,
     external_id: str = "",
     user: object = None,
+    min_utility: float | None = None,
 ) -> Job:
     """Place a bid: create the job, hold its budget, and trigger a clearing after commit.
 
@@ -111,6 +112,8 @@ def bid_submit(
     amount = parse_budget(budget)
     if utility not in Job.Utility.values:
         raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
+    if min_utility is not None and not math.isfinite(float(min_utility)):
+        raise ValidationError({"min_utility": "The SLO must be a finite number (or left empty)."})
     # Lock order: market, then the account (inside job_hold).
     market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
     context = engine_context(market)
@@ -119,6 +122,7 @@ def bid_submit(
     job = Job.objects.create(
         market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
+        min_utility=None if min_utility is None else float(min_utility),
     )
     works = JobWork.objects.bulk_create(
         JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)

@@ -119,6 +119,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         Job.objects.filter(pk=job_id).update(
             status=Job.Status.FINISHED, charged=job.charged,
             sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
+            achieved_utility=_finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None,
         )
         count += 1
     return count

@@ -1,0 +1,81 @@
+"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status of jobs.
+
+Selectors read; nothing here writes. The Plan is the latest stored clearing
+(``adapters.latest_plan``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from marketplace import adapters
+from marketplace.models import Job, JobWork, Market
+from scheduler.utility import utility_of
+
+
+@dataclass(frozen=True)
+class SloStatus:
+    """A job's SLO as its tenant sees it (paper 000, Sec. 6).
+
+    Attributes:
+        min_utility: the SLO (utility units), or None.
+        in_pool: True/False while the job is in the latest Plan (in the prolific
+            pool, or left out and running on idle units only); None otherwise.
+        predicted: utility of the job's shares in the latest Plan (what it
+            reaches if that allocation holds), or None (not in the Plan, or -inf).
+        achieved: utility of its average shares at completion, or None.
+        met: whether the SLO was met at completion, or None (not finished / no SLO).
+    """
+
+    min_utility: float | None
+    in_pool: bool | None
+    predicted: float | None
+    achieved: float | None
+    met: bool | None
+
+    @property
+    def predicted_meets(self) -> bool | None:
+        if self.min_utility is None or self.predicted is None:
+            return None
+        return self.predicted >= self.min_utility - 1e-9 * max(1.0, abs(self.min_utility))
+
+
+def _weights(job_ids: list[int], type_ids: list[int]) -> dict[int, list[float]]:
+    col = {t: k for k, t in enumerate(type_ids)}
+    out = {j: [0.0] * len(type_ids) for j in job_ids}
+    for job_id, rt, w in JobWork.objects.filter(job_id__in=job_ids).values_list("job_id", "resource_type_id", "weight"):
+        if rt in col:
+            out[job_id][col[rt]] = float(w)
+    return out
+
+
+def slo_status(*, market: Market, jobs: Iterable[Job]) -> dict[int, SloStatus]:
+    """job id -> :class:`SloStatus` for ``jobs`` (one Plan read, one weights query)."""
+    jobs = list(jobs)
+    latest = adapters.latest_plan(market.pk)
+    rows: dict[int, int] = {}
+    outside: set[int] = set()
+    if latest is not None:
+        plan = latest[1]
+        rows = {int(j): k for k, j in enumerate(plan.job_ids.tolist())}
+        outside = set(plan.diagnostics.outside_pool)
+    in_plan = [j.pk for j in jobs if j.pk in rows and j.status in Job.ACTIVE]
+    types = [t.pk for t in adapters.resource_types(market)]
+    weights = _weights(in_plan, types) if in_plan else {}
+    out = {}
+    for job in jobs:
+        predicted = in_pool = None
+        if job.pk in weights and latest is not None:
+            share = latest[1].shares[rows[job.pk]]
+            u = float(utility_of(np.array([share]), np.array([weights[job.pk]]), job.utility)[0])
+            predicted = u if math.isfinite(u) else None
+            in_pool = job.pk not in outside
+        met = None
+        if job.min_utility is not None and job.achieved_utility is not None:
+            met = job.achieved_utility >= job.min_utility - 1e-9 * max(1.0, abs(job.min_utility))
+        out[job.pk] = SloStatus(job.min_utility, in_pool, predicted, job.achieved_utility, met)
+    return out
