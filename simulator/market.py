@@ -138,6 +138,8 @@ class StepReport:
         achieved_utility: job id -> utility of its average shares at departure,
             for departed SLO jobs (paper 000, Sec. 6: what ``settle`` compared
             with the SLO).
+        average_shares: job id -> (m,) its average job resource at departure
+            (paper 000, Sec. 5, Def. 1), for every departed job.
     """
 
     now: float
@@ -150,6 +152,7 @@ class StepReport:
     finished_tasks: int
     first_starts: dict[int, float] = field(default_factory=dict)
     achieved_utility: dict[int, float] = field(default_factory=dict)
+    average_shares: dict[int, NDArray[np.float64]] = field(default_factory=dict)
 
 
 # A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
@@ -372,7 +375,9 @@ class MarketEngine:
         report = self.cluster.advance(until, stop_on_departure=stop_on_departure)
         charges, settled = [], []
         achieved: dict[int, float] = {}
+        averages: dict[int, NDArray[np.float64]] = {}
         for done in report.finished:
+            averages[done.job_id] = self.average_share(done.job_id, done.finish_time)
             amount = self._settle(done, achieved)
             settled.append(done.job_id)
             if amount > 0:
@@ -381,7 +386,7 @@ class MarketEngine:
         self._booked = [r for r in self._booked if r.job_id in self._books]
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks, report.first_starts, achieved,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages,
         )
 
     def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:
@@ -391,14 +396,21 @@ class MarketEngine:
             utility = achieved[done.job_id] = self.achieved_utility(done.job_id, done.finish_time)
         return settle(b.rule, completed=True, achieved_utility=utility)
 
-    def achieved_utility(self, job_id: int, at: float) -> float:
-        """Utility of the job's time-averaged shares from arrival to ``at``
-        (paper 000, Sec. 5: the "average job resource")."""
+    def average_share(self, job_id: int, at: float) -> NDArray[np.float64]:
+        """(m,) the job's time-averaged shares from arrival to ``at`` (paper 000,
+        Sec. 5, Def. 1: the "average job resource")."""
         b = self._books[job_id]
         share = self._shares.share(b.row)
         area = self._shares.area(b.row) + (0.0 if share is None else share * (at - self._shares.mark(b.row)))
         span = at - b.arrival
-        avg = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
+        avg: NDArray[np.float64] = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
+        return avg
+
+    def achieved_utility(self, job_id: int, at: float) -> float:
+        """Utility of the job's time-averaged shares from arrival to ``at``
+        (paper 000, Sec. 5: the "average job resource")."""
+        b = self._books[job_id]
+        avg = self.average_share(job_id, at)
         weights = np.array([b.bid.weights], dtype=np.float64)
         return float(utility_of(np.array([avg]), weights, [b.bid.utility])[0])
 
