@@ -1,4 +1,4 @@
-"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status of jobs.
+"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status, utility fits.
 
 Selectors read; nothing here writes. The Plan is the latest stored clearing
 (``adapters.latest_plan``).
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from marketplace import adapters
-from marketplace.models import Job, JobWork, Market
+from marketplace.models import AdoptedUtility, Job, JobWork, Market, Tenant
 from scheduler.utility import utility_of
+from scheduler.utility_fit import UtilityFit, fit_utility
 
 
 @dataclass(frozen=True)
@@ -78,4 +79,60 @@ def slo_status(*, market: Market, jobs: Iterable[Job]) -> dict[int, SloStatus]:
         if job.min_utility is not None and job.achieved_utility is not None:
             met = job.achieved_utility >= job.min_utility - 1e-9 * max(1.0, abs(job.min_utility))
         out[job.pk] = SloStatus(job.min_utility, in_pool, predicted, job.achieved_utility, met)
+    return out
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """A tenant's job class and its utility fit (paper 000, Sec. 5).
+
+    Attributes:
+        job_class: the class (jobs of one tenant with this class are repeats).
+        utility: the kind fitted ("linear" or "log": the kind most of its jobs bid).
+        types: resource type names, the column order of the arrays below.
+        jobs: k, completed jobs with a measured response time and average shares.
+        needed: m, the fewest jobs a fit needs.
+        fit: the fit, or None while k < m.
+        adopted: the tenant's adopted weights for the class (name -> w), or None.
+        points: (average shares, measured utility 1/s) per job, for the chart.
+    """
+
+    job_class: str
+    utility: str
+    types: list[str]
+    jobs: int
+    needed: int
+    fit: UtilityFit | None
+    adopted: dict[str, float] | None
+    points: list[tuple[list[float], float]]
+
+
+def class_training_data(*, tenant: Tenant, job_class: str, types: list[str]) -> tuple[str, list[tuple[list[float], float]]]:
+    """(utility kind, [(average shares in ``types`` order, 1 / response time)]) of the
+    tenant's finished jobs of ``job_class`` (Sec. 5: inverse response time for batch jobs)."""
+    rows = Job.objects.filter(tenant=tenant, job_class=job_class, status=Job.Status.FINISHED,
+                              average_shares__isnull=False, sim_finish_time__isnull=False)
+    points, kinds = [], []
+    for job in rows.only("utility", "average_shares", "sim_submit_time", "sim_finish_time"):
+        response = (job.sim_finish_time or 0.0) - job.sim_submit_time
+        if response > 0:
+            points.append(([float(job.average_shares.get(t, 0.0)) for t in types], 1.0 / response))
+            kinds.append(job.utility)
+    kind = max(set(kinds), key=kinds.count) if kinds else Job.Utility.LINEAR
+    return kind, points
+
+
+def utility_fits(*, tenant: Tenant) -> list[ClassFit]:
+    """One :class:`ClassFit` per job class of the tenant with a finished job, newest class first."""
+    types = [t.name for t in adapters.resource_types(tenant.market_id)]
+    adopted = {a.job_class: a.weights for a in AdoptedUtility.objects.filter(tenant=tenant)}
+    classes = (Job.objects.filter(tenant=tenant, status=Job.Status.FINISHED).exclude(job_class="")
+               .values_list("job_class", flat=True).distinct())
+    out = []
+    for job_class in sorted(set(classes)):
+        kind, points = class_training_data(tenant=tenant, job_class=job_class, types=types)
+        fit = None
+        if len(points) >= len(types) and points:
+            fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)
+        out.append(ClassFit(job_class, kind, types, len(points), len(types), fit, adopted.get(job_class), points))
     return out

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views
+from marketplace import views, views_abacus
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -17,6 +17,8 @@ urlpatterns = [
     path("account/", views.account, name="account"),
     path("account/ledger.csv", views.ledger_csv, name="ledger-csv"),
     path("market/settings/", views.market_settings, name="market-settings"),
+    path("utility/", views_abacus.utility_fits, name="utility-fits"),
+    path("utility/adopt/", views_abacus.utility_fit_adopt_view, name="utility-fit-adopt"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

@@ -200,6 +200,8 @@ def bid_new(request: HttpRequest) -> HttpResponse:
             job = bid_submit(
                 tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
                 name=form.cleaned_data["name"], user=request.user, min_utility=form.cleaned_data.get("min_utility"),
+                job_class=form.cleaned_data.get("job_class") or "",
+                use_adopted_utility=bool(form.cleaned_data.get("use_adopted_utility")),
             )
         except ValidationError as exc:
             form.add_service_errors(exc)

@@ -25,6 +25,11 @@ class BidSerializer(serializers.Serializer):
     budget = serializers.DecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
+    job_class = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
+                                      help_text="Job class (default: the name); utility weights are learnt per class.")
+    use_adopted_utility = serializers.BooleanField(
+        required=False, default=False, help_text="Bid with the weights adopted for the job class (paper 000, Sec. 5).",
+    )
     min_utility = serializers.FloatField(
         required=False, allow_null=True, default=None,
         help_text="SLO: minimum utility of the job's average shares; the budget is paid only if it is met (paper 000, Sec. 6).",
@@ -53,7 +58,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = (
             "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
             "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
-            "min_utility", "achieved_utility", "slo",
+            "job_class", "min_utility", "achieved_utility", "slo",
         )
 
     def get_slo(self, job: Job) -> dict[str, object] | None:

@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import views
+from marketplace.api import abacus, views
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -18,6 +18,8 @@ urlpatterns = [
     path("account/", views.AccountView.as_view(), name="api-account"),
     path("account/ledger/", views.LedgerView.as_view(), name="api-ledger"),
     path("auth/token/", obtain_auth_token, name="api-token"),
+    path("utility-fits/", abacus.UtilityFitsView.as_view(), name="api-utility-fits"),
+    path("utility-fits/adopt/", abacus.UtilityAdoptView.as_view(), name="api-utility-adopt"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

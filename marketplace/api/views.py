@@ -88,7 +88,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
         try:
             job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user,
-                             min_utility=d.get("min_utility"))
+                             min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),
+                             use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
         ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}

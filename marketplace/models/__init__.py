@@ -5,9 +5,11 @@ from marketplace.models.allocation import AllocationSnapshot, FairnessSample, Ma
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.utility import AdoptedUtility
 
 __all__ = [
     "Account",
+    "AdoptedUtility",
     "AllocationSnapshot",
     "ConfigChange",
     "FairnessSample",

@@ -125,6 +125,14 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     return count
 
 
+def _store_average_shares(report: StepReport, types: Sequence[ResourceType]) -> None:
+    """Each departed job's average job resource (paper 000, Sec. 5, Def. 1), for utility learning."""
+    for job_id, avg in report.average_shares.items():
+        Job.objects.filter(pk=job_id, status=Job.Status.FINISHED).update(
+            average_shares={t.name: float(a) for t, a in zip(types, avg.tolist(), strict=True)},
+        )
+
+
 def _finite(x: float) -> float | None:
     """rho is infinite for a leaf that used resources it was never entitled to; stored as null (JSON has no inf)."""
     return float(x) if math.isfinite(x) else None
@@ -190,6 +198,7 @@ def cluster_advance(
             report = engine.step(target, stop_on_departure=stop_on_departure)
             _apply_progress(report, context.types)
             departures = _apply_money(report, acceptance)
+            _store_average_shares(report, context.types)
             active = len(engine.cluster.active_jobs())
             _store_samples(market, report, context, active)
             _store_shares(market, report, shares)
