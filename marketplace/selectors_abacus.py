@@ -1,4 +1,5 @@
-"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status, utility fits.
+"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status, utility fits,
+and the price preview (a dry run on a copy of the engine).
 
 Selectors read; nothing here writes. The Plan is the latest stored clearing
 (``adapters.latest_plan``).
@@ -9,13 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from django.core.exceptions import ValidationError
 
 from marketplace import adapters
 from marketplace.models import AdoptedUtility, Job, JobWork, Market, Tenant
+from marketplace.services.bids import WorkItem
+from marketplace.services.market import engine_context
 from scheduler.utility import utility_of
 from scheduler.utility_fit import UtilityFit, fit_utility
+from simulator.market import Bid, MarketEngine
+from simulator.preview import PreviewPoint, preview_budgets, price_preview
+from simulator.records import JobSpec
 
 
 @dataclass(frozen=True)
@@ -136,3 +144,91 @@ def utility_fits(*, tenant: Tenant) -> list[ClassFit]:
             fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)
         out.append(ClassFit(job_class, kind, types, len(points), len(types), fit, adopted.get(job_class), points))
     return out
+
+
+PREVIEW_JOB_ID = 2**53  # the previewed bid's id on the copy: above any real primary key
+PREVIEW_NOTE = (
+    "An estimate: the market's own auction run on a copy of the market as it stands now, with your bid added. "
+    "It assumes nobody else arrives, cancels or changes the settings, and that tasks take their declared time; "
+    "every later bid or departure changes the shares and the finish time. Nothing is placed or held."
+)
+
+
+def engine_copy(*, market: Market) -> MarketEngine:
+    """A private copy of the market's engine, synced with the active jobs and the newest
+    Plan like a tick does (``services.cluster._sync``), built from the stored state: reads only.
+    Stepping or clearing it changes nothing stored and no other copy."""
+    context = engine_context(market)
+    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
+    config = adapters.market_config(market)
+    if state.get("signature") == context.signature:
+        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+        if engine.config != config:
+            engine.configure(config)
+    else:
+        engine = MarketEngine.create([t.capacity for t in context.types], context.tree_map.tree, config, seed=market.pk,
+                                     sample_interval=math.inf, now=market.sim_time)
+    engine.set_capacity([t.capacity for t in context.types])
+    active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
+    for job_id in [j for j in engine.known_jobs() if j not in active]:
+        engine.cancel(job_id)
+    new = [pk for pk in active if not engine.knows(pk)]
+    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
+        engine.submit(spec, bid)
+    latest = adapters.latest_plan(market.pk)
+    if latest is not None and latest[0] != engine.plan_id:
+        engine.apply_plan(latest[1], plan_id=latest[0])
+    return engine
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A price preview for a bid (``simulator.preview``), ready for a page or the API."""
+
+    types: list[str]
+    entered: float
+    points: list[PreviewPoint]
+    note: str = PREVIEW_NOTE
+
+    @property
+    def at_entered(self) -> PreviewPoint:
+        return next(p for p in self.points if p.budget == self.entered)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
+                 "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
+                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool} for p in self.points]
+
+
+def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
+                min_utility: float | None = None, queue_id: int | None = None) -> Preview:
+    """Share per resource type and estimated finish time the bid would get now, at its
+    budget and at 1/8 .. 8 times it (``simulator.preview.price_preview``); writes nothing.
+
+    Raises:
+        ValidationError: field errors of the work (as ``bid_submit``) or the budget.
+    """
+    market = tenant.market
+    context = engine_context(market)
+    by_name = {t.name: t for t in context.types}
+    unknown = sorted({w.resource_type for w in work} - set(by_name))
+    if unknown:
+        raise ValidationError({"work": f"Unknown resource type(s): {', '.join(unknown)}."})
+    if not any(w.tasks > 0 for w in work):
+        raise ValidationError({"work": "A bid needs at least one task."})
+    items = {w.resource_type: w for w in work}
+    engine = engine_copy(market=market)
+    leaf = context.tree_map.leaf_position(queue_id or tenant.default_queue_id)
+    spec = JobSpec(
+        job_id=PREVIEW_JOB_ID, leaf=leaf, submit_time=engine.now,
+        tasks=tuple(items[t.name].tasks if t.name in items else 0 for t in context.types),
+        task_duration=tuple(items[t.name].task_duration if t.name in items else 1.0 for t in context.types),
+    )
+    bid = Bid(float(budget), tuple(items[t.name].weight if t.name in items else 0.0 for t in context.types), utility,
+              min_utility)
+    entered = float(budget)
+    try:
+        points = price_preview(engine, spec, bid, preview_budgets(entered))
+    except ValueError as exc:
+        raise ValidationError({"budget": str(exc)}) from None
+    return Preview([t.name for t in context.types], entered, points)

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import charts, selectors, selectors_abacus
+from marketplace import bid_preview, charts, selectors, selectors_abacus
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.services.bids import bid_submit, job_cancel
@@ -195,7 +195,10 @@ def _dashboard_figures(market: Market, tenant: Tenant | None) -> dict[str, chart
 def bid_new(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     form = BidForm(request.POST or None, resource_types=selectors.resource_types_of(market=tenant.market))
-    if request.method == "POST" and form.is_valid():
+    preview = None
+    if request.method == "POST" and request.POST.get("action") == "preview":
+        preview = bid_preview.preview_for_form(form, tenant)  # a dry run: nothing placed or held
+    elif request.method == "POST" and form.is_valid():
         try:
             job = bid_submit(
                 tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
@@ -210,7 +213,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
             return redirect("job-detail", pk=job.pk)
     return _render(request, "marketplace/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
-        "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""),
+        "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
 
 

@@ -12,7 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors_abacus
+from marketplace.api.serializers import BidSerializer
 from marketplace.api.views import NumberTolerantJSONParser, _service_errors, _tenant
+from marketplace.services.bids import WorkItem, adopted_work
 from marketplace.services.utility import utility_fit_adopt
 
 
@@ -57,3 +59,39 @@ class UtilityAdoptView(APIView):
             raise _service_errors(exc) from None
         return Response({"job_class": adopted.job_class, "utility": adopted.utility, "weights": adopted.weights,
                          "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
+
+
+def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
+    at = preview.at_entered
+    return {
+        "estimate": True, "note": preview.note, "budget": preview.entered,
+        "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
+        "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
+        "curve": preview.rows(),
+    }
+
+
+class BidPreviewView(APIView):
+    """Dry run of a bid: the share per resource type and the estimated finish time (simulated
+    seconds from now) its budget would buy in the market as it stands, and the same at 1/8 .. 8
+    times the budget. Computed by the market's auction on a copy of the current state; nothing
+    is placed, held or stored. Body: as ``POST /api/jobs/``."""
+
+    parser_classes = (NumberTolerantJSONParser,)
+
+    @extend_schema(request=BidSerializer, responses=None)
+    def post(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        bid = BidSerializer(data=request.data)
+        bid.is_valid(raise_exception=True)
+        d = bid.validated_data
+        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        utility = d["utility"]
+        try:
+            if d.get("use_adopted_utility"):
+                work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
+            preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+                                                   min_utility=d.get("min_utility"))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(_preview_json(preview))

@@ -20,6 +20,7 @@ urlpatterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("utility-fits/", abacus.UtilityFitsView.as_view(), name="api-utility-fits"),
     path("utility-fits/adopt/", abacus.UtilityAdoptView.as_view(), name="api-utility-adopt"),
+    path("bids/preview/", abacus.BidPreviewView.as_view(), name="api-bid-preview"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
