@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views, views_abacus
+from marketplace import views, views_abacus, views_lab
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -19,6 +19,12 @@ urlpatterns = [
     path("market/settings/", views.market_settings, name="market-settings"),
     path("utility/", views_abacus.utility_fits, name="utility-fits"),
     path("utility/adopt/", views_abacus.utility_fit_adopt_view, name="utility-fit-adopt"),
+    path("lab/", views_lab.lab_index, name="lab"),
+    path("lab/runs/<int:pk>/", views_lab.lab_run, name="lab-run"),
+    path("lab/runs/<int:pk>/status.json", views_lab.lab_run_status, name="lab-run-status"),
+    path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
+    path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
+    path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

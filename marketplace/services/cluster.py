@@ -6,12 +6,15 @@ in one transaction under the market row lock: load the engine, tell it about
 new and cancelled jobs, capacities and parameters, apply the newest stored
 Plan, step, and store progress, departures, the charges the Plan's payment
 rules decided (through the ledger), and the samples. A departure is a market
-change: the version rises and a clearing is enqueued after commit.
+change cleared inside the tick on the tick's own engine (the version rises and
+the Plan is stored as that version's clearing), so a tick of any length
+dispatches as the offline runner does; bids are cleared by the clearing task.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +23,7 @@ from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
+from marketplace.services.clearing import plan_store
 from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
     ENGINE_FIELDS,
@@ -30,8 +34,9 @@ from marketplace.services.market import (
     engine_load,
     engine_marks,
     engine_store,
-    enqueue_clearing,
 )
+from scheduler.plan import empty_plan
+from scheduler.registry import MECHANISMS
 from simulator.market import Charge, MarketEngine, StepReport
 
 
@@ -172,13 +177,37 @@ def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[fl
     ShareSample.objects.bulk_create(rows, batch_size=500)
 
 
+def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> list[Charge]:
+    """Clear the market on the tick's own engine (after a departure, as the offline
+    runner does, or for changes no clearing has seen yet), store the Plan as the
+    clearing of ``market.state_version`` and put it in force. Returns the charges due
+    at acceptance (fixed prices)."""
+    t0 = time.perf_counter()
+    if engine.cluster.active_jobs():
+        snap = engine.snapshot()
+        ts = time.perf_counter()
+        plan = MECHANISMS.build(engine.config.mechanism).clear(snap)
+        solve_ms = (time.perf_counter() - ts) * 1000.0
+    else:
+        plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
+    market.cleared_version = market.state_version
+    market.clearings += 1
+    return engine.apply_plan(plan, plan_id=plan_id)
+
+
 def cluster_advance(
-    *, market_id: int, until: float | None = None, seconds: float | None = None, stop_on_departure: bool = False
+    *, market_id: int, until: float | None = None, seconds: float | None = None, stop_when_idle: bool = False
 ) -> TickResult:
     """Advance the live market to simulated time ``until`` (or by ``seconds``).
 
-    With ``stop_on_departure`` the tick ends at the first job completion, so the
-    next tick dispatches by a clearing that has seen the departure.
+    Changes no clearing has seen yet are cleared first, and every departure on the
+    way is a market change cleared inside the tick, on the tick's engine, before any freed slot is handed out (paper 000, Sec. 4: the
+    auction re-runs on every arrival and departure): the version rises, the Plan is
+    stored and applied, and the tick goes on. So a tick of any length dispatches as
+    the offline runner does, and no clearing task is enqueued for a departure. With
+    ``stop_when_idle`` the tick ends at a departure that leaves no active job (a
+    drain's last tick ends where the work did).
 
     Raises:
         ValueError: ``until`` lies before the market's current simulated time.
@@ -191,30 +220,46 @@ def cluster_advance(
         context = engine_context(market)
         engine = engine_load(market=market, context=context)
         marks = engine_marks(market=market)
+        fields = ["sim_time", *ENGINE_FIELDS]
+        clearings_before = market.clearings
+        departures = started = finished_tasks = 0
         try:
             _sync(engine, market, context, marks)
             acceptance = _apply_latest_plan(engine, market, marks)
-            shares = engine.current_shares()
-            report = engine.step(target, stop_on_departure=stop_on_departure)
-            _apply_progress(report, context.types)
-            departures = _apply_money(report, acceptance)
-            _store_average_shares(report, context.types)
-            active = len(engine.cluster.active_jobs())
-            _store_samples(market, report, context, active)
-            _store_shares(market, report, shares)
-            market.sim_time = report.now
-            fields = ["sim_time", *ENGINE_FIELDS]
-            if departures:  # a market change (services.market.market_changed), in the same UPDATE
-                market.state_version += 1
-                fields.append("state_version")
+            if market.cleared_version < market.state_version:
+                # bids or cancellations no clearing has seen (deferred, or the clearing
+                # worker is slow or down): never hand out slots by a stale Plan
+                acceptance += _clear_now(engine, market, context)
+            while True:
+                shares = engine.current_shares()
+                report = engine.step(target, stop_on_departure=True)
+                _apply_progress(report, context.types)
+                departed = _apply_money(report, acceptance)
+                _store_average_shares(report, context.types)
+                active = len(engine.cluster.active_jobs())
+                _store_samples(market, report, context, active)
+                _store_shares(market, report, shares)
+                market.sim_time = report.now
+                departures += departed
+                started += report.started_tasks
+                finished_tasks += report.finished_tasks
+                acceptance = []
+                if not report.departures:
+                    break
+                market.state_version += 1  # a market change (services.market.market_changed), cleared here
+                acceptance = _clear_now(engine, market, context)
+                if report.now >= target or (stop_when_idle and not active):
+                    break
+            if acceptance:  # fixed prices of the last clearing's Plan
+                _apply_money(StepReport.idle(market.sim_time), acceptance)
+            if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
+                fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
             market.save(update_fields=fields)
-            if departures:
-                enqueue_clearing(market_id=market.pk)
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise
-    return TickResult(report.now, report.started_tasks, report.finished_tasks, departures, active)
+    return TickResult(market.sim_time, started, finished_tasks, departures, active)
 
 
 def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:

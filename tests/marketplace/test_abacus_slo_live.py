@@ -28,7 +28,7 @@ def _map_job(tenant: Tenant, budget: str, slo: float | None, name: str) -> Job:
 def _run_to_completion(market: Market) -> None:
     for _ in range(20):
         market_clear(market_id=market.pk)
-        cluster_advance(market_id=market.pk, seconds=3600, stop_on_departure=True)
+        cluster_advance(market_id=market.pk, seconds=3600)
         if not Job.objects.filter(market=market, status__in=Job.ACTIVE).exists():
             return
     raise AssertionError("jobs did not finish")

@@ -25,7 +25,7 @@ def test_a_completed_job_stores_its_average_job_resource(market: Market, alice: 
     job = bid_submit(tenant=alice, budget="10", name="etl", work=WORK)
     for _ in range(10):
         market_clear(market_id=market.pk)
-        cluster_advance(market_id=market.pk, seconds=600, stop_on_departure=True)
+        cluster_advance(market_id=market.pk, seconds=600)
     job.refresh_from_db()
     assert job.status == Job.Status.FINISHED and job.job_class == "etl"
     # alone in its queue: share 1 on a type while it has work there, 0 after

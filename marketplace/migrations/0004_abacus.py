@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0002_engine_plan'),
+        ('marketplace', '0003_experiments'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
