@@ -141,12 +141,22 @@ def _check_iteration(tol: float, max_rounds: int) -> None:
 
 
 def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int) -> FloatArray:
-    """Sum (n, m) values over each group, broadcast back to (n, m)."""
+    """Sum (n, m) values over each group, broadcast back to (n, m) (a read-only view
+    for a single group: one column sum instead of a gather)."""
+    if n_groups == 1:
+        return np.broadcast_to(values.sum(axis=0, keepdims=True), values.shape)
     m = values.shape[1]
     totals = np.empty((n_groups, m), dtype=np.float64)
     for j in range(m):
         totals[:, j] = np.bincount(market_index, weights=values[:, j], minlength=n_groups)
     return totals[market_index]
+
+
+def _row_sum(values: FloatArray) -> FloatArray:
+    """(n, 1) row sums of (n, m) values as a matrix-vector product: numpy's reduction
+    over a short last axis costs several times more per element than BLAS."""
+    out: FloatArray = (values @ np.ones(values.shape[1]))[:, None]
+    return out
 
 
 def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -> FloatArray:
@@ -194,13 +204,18 @@ def _shares_and_rest(sub_budgets: FloatArray, mk: _Market) -> tuple[FloatArray, 
     total = _group_sum(power, mk.group_index, mk.n_groups)
     if mk.rival_power is not None:
         total = total + mk.rival_power
-    safe_total = np.where(total > 0, total, 1.0)
-    equal_active = mk.active / np.maximum(mk.n_active, 1.0)
-    equal_demand = mk.demand / np.maximum(mk.n_demand, 1.0)
-    equal = np.where(mk.n_active > 0, equal_active, equal_demand)
-    shares = np.where(total > 0, power / safe_total, equal)
+    positive = total > 0
+    if positive.all():
+        safe_total = total
+        shares = power / total
+    else:
+        safe_total = np.where(positive, total, 1.0)
+        equal_active = mk.active / np.maximum(mk.n_active, 1.0)
+        equal_demand = mk.demand / np.maximum(mk.n_demand, 1.0)
+        equal = np.where(mk.n_active > 0, equal_active, equal_demand)
+        shares = np.where(positive, power / safe_total, equal)
     rest = 1.0 - shares
-    dominant = (shares > 0.5) & (total > 0)
+    dominant = (shares > 0.5) & positive
     if dominant.any():
         others = _group_sum(np.where(dominant, 0.0, power), mk.group_index, mk.n_groups)
         if mk.rival_power is not None:
@@ -216,28 +231,47 @@ def _best_response(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
 
 def _best_response_from(shares: FloatArray, rest: FloatArray, mk: _Market) -> FloatArray:
     """:func:`_best_response` from the shares and 1 - shares at the current b."""
-    x = marginal(shares, rest, mk.weights, mk.is_log)
-    total = x.sum(axis=1, keepdims=True)
-    scaled = mk.budgets[:, None] * x / np.where(total > 0, total, 1.0)
-    return np.where(total > 0, scaled, mk.fallback)
+    return _best_response_of(_marginal(shares, rest, mk), mk)
 
 
-def _relative_change(step: FloatArray, sub_budgets: FloatArray,
-                     budgets: FloatArray) -> FloatArray:
-    """(n,) max_j |step_ij| / max(b_ij, NEGLIGIBLE * b_i).
+def _marginal(shares: FloatArray, rest: FloatArray, mk: _Market) -> FloatArray:
+    """x_ij (``scheduler.utility.marginal``), without the select when all jobs share a kind."""
+    if not mk.is_log.any():
+        x: FloatArray = mk.weights * shares * rest
+        return x
+    if mk.is_log.all():
+        x = mk.weights * rest
+        return x
+    return marginal(shares, rest, mk.weights, mk.is_log)
+
+
+def _best_response_of(x: FloatArray, mk: _Market) -> FloatArray:
+    """b_i x_ij / sum_l x_il, or the fallback split for rows with no x > 0."""
+    total = _row_sum(x)
+    positive = total > 0
+    if positive.all():
+        out: FloatArray = x * (mk.budgets[:, None] / total)
+        return out
+    scaled = x * (mk.budgets[:, None] / np.where(positive, total, 1.0))
+    return np.where(positive, scaled, mk.fallback)
+
+
+def _largest_change(step: FloatArray, sub_budgets: FloatArray, budgets: FloatArray) -> float:
+    """max over i, j of |step_ij| / max(b_ij, NEGLIGIBLE * b_i) (Algorithm 1's test).
 
     An entry where both b_ij and b_ij + step_ij are below NEGLIGIBLE * b_i (the
     money resolution) has not moved: a corner entry falling geometrically
     toward 0 is settled once it is negligible, as in :func:`kkt_residual`.
     """
+    if step.size == 0:
+        return 0.0
     floor = np.maximum(NEGLIGIBLE * budgets, _TINY)[:, None]
     scale = np.maximum(sub_budgets, floor)
     settled = (sub_budgets < floor) & (sub_budgets + step < floor)
-    change: FloatArray = np.max(np.where(settled, 0.0, np.abs(step) / scale), axis=1, initial=0.0)
-    return change
+    return float(np.max(np.where(settled, 0.0, np.abs(step) / scale)))
 
 
-def _newton_log_step(b: FloatArray, target: FloatArray, shares: FloatArray, rest: FloatArray,
+def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: FloatArray, rest: FloatArray,
                      mk: _Market) -> FloatArray:
     """(n, m) Newton step in y = log b_ij on job i's KKT condition, rivals frozen.
 
@@ -259,20 +293,23 @@ def _newton_log_step(b: FloatArray, target: FloatArray, shares: FloatArray, rest
     """
     both = (b > 0) & (target > 0) & mk.active
     safe_b = np.where(both, b, 1.0)
-    best_response = np.log(np.where(both, target, 1.0) / safe_b)
-    x = np.where(mk.is_log[:, None], mk.weights * rest, mk.weights * shares * rest)
     g = np.log(np.where(both & (x > 0), x, 1.0) / safe_b)
-    lin_h = mk.alpha * (rest - shares) - 1.0
-    h = np.where(mk.is_log[:, None], -mk.alpha * shares - 1.0, lin_h)
-    h = np.clip(h, -1.0, -_MIN_SLOPE)
-    inv_h = np.where(both, 1.0 / h, 0.0)
+    if not mk.is_log.any():
+        h = mk.alpha * (rest - shares) - 1.0
+    elif mk.is_log.all():
+        h = -mk.alpha * shares - 1.0
+    else:
+        h = np.where(mk.is_log[:, None], -mk.alpha * shares - 1.0, mk.alpha * (rest - shares) - 1.0)
+    inv_h = np.where(both, 1.0 / np.clip(h, -1.0, -_MIN_SLOPE), 0.0)
     weight = b * inv_h
-    denominator = weight.sum(axis=1, keepdims=True)
-    lam = (weight * g).sum(axis=1, keepdims=True) / np.where(denominator < 0, denominator, -1.0)
-    step = np.where(both, (lam - g) * inv_h, 0.0)
+    denominator = _row_sum(weight)
+    lam = _row_sum(weight * g) / np.where(denominator < 0, denominator, -1.0)
+    step = (lam - g) * inv_h  # 0 where not both (inv_h = 0; g, lam finite)
     # a row with one usable entry has nothing to trade off: Algorithm 2's step
-    single = both.sum(axis=1, keepdims=True) < 2
-    step = np.where(single, np.where(both, best_response, 0.0), step)
+    single = _row_sum(both.astype(np.float64))[:, 0] < 2
+    if single.any():
+        best_response = np.log(np.where(both, target, 1.0) / safe_b)
+        step = np.where(single[:, None], np.where(both, best_response, 0.0), step)
     return np.clip(step, -_MAX_DOWN, _MAX_UP)
 
 
@@ -283,7 +320,7 @@ def _adapt_damping(theta: FloatArray, step: FloatArray, previous: FloatArray,
     Directions are compared weighted by b_ij: entries falling toward 0 (a
     corner) keep stepping down and would hide a swing of the others.
     """
-    reversed_ = (np.einsum("ij,ij,ij->i", step, previous, b) < 0)
+    reversed_ = _row_sum((step * previous) * b)[:, 0] < 0
     shrunk = np.maximum(theta * 0.5, _MIN_DAMPING)
     return np.where(reversed_, shrunk, np.minimum(theta * _DAMPING_REGROWTH, 1.0))
 
@@ -296,7 +333,7 @@ def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta:
     t = theta[:, None]
     both = (b > 0) & (target > 0)
     moved = np.where(both, b * np.exp(t * log_step), b + t * (target - b))
-    total = moved.sum(axis=1, keepdims=True)
+    total = _row_sum(moved)
     return np.where(total > 0, moved * (budgets[:, None] / np.where(total > 0, total, 1.0)), moved)
 
 
@@ -314,11 +351,11 @@ def _iterate(mk: _Market, start: FloatArray, tol: float,
     previous = np.zeros_like(b)
     for rounds in range(1, max_rounds + 1):
         shares, rest = _shares_and_rest(b, mk)
-        target = _best_response_from(shares, rest, mk)
-        change = _relative_change(target - b, b, mk.budgets)
-        if change.max(initial=0.0) < tol:
+        x = _marginal(shares, rest, mk)
+        target = _best_response_of(x, mk)
+        if _largest_change(target - b, b, mk.budgets) < tol:
             return b, rounds, True
-        step = _newton_log_step(b, target, shares, rest, mk)
+        step = _newton_log_step(b, target, x, shares, rest, mk)
         theta = _adapt_damping(theta, step, previous, b)
         b = _damped_move(b, target, step, theta, mk.budgets)
         # Underflow guard: a competitor on a contested resource must keep b > 0,
