@@ -35,7 +35,7 @@ def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights:
             {"type": "scatter", "mode": "lines", "name": "fit = measured", "x": [0, top], "y": [0, top],
              "line": {"dash": "dot", "color": "#9ca3af"}, "hoverinfo": "skip"},
         ]
-    layout = _layout(title, "Fitted utility (1 / simulated s)", "Measured utility, 1 / response time (1 / simulated s)",
+    layout = _layout(title, "Fitted utility (1 / simulated s)", "Measured: 1 / response time (1 / sim. s)",
                      hovermode="closest", height=300)
     return _figure(traces, layout)
 

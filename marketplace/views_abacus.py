@@ -41,8 +41,9 @@ def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
 def utility_fits(request: HttpRequest) -> HttpResponse:
     """The tenant's job classes with their fitted utility weights (paper 000, Sec. 5)."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    rows = _fit_rows(tenant)
     return _render(request, "marketplace/abacus/utility_fits.html", {
-        "nav": "utility", "tenant": tenant, "rows": _fit_rows(tenant),
+        "nav": "utility", "tenant": tenant, "rows": rows, "waiting": [r["c"] for r in rows if r["c"].fit is None],
     }, market=tenant.market)
 
 
