@@ -114,6 +114,9 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
     PriceSample.objects.bulk_create(
         PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
     )
+    if not d.converged:  # every clearing (task or tick) is stored here: the market's log says so, never silently
+        log.warning("auction did not converge in %d rounds (market %s, clearing %s, %d jobs, max KKT residual %.3g)",
+                    d.rounds, market.pk, record.pk, plan.n, d.max_kkt_residual)
     if record.pk % PRUNE_EVERY == 0:
         _prune(market.pk)
     return record.pk
@@ -151,8 +154,6 @@ def market_clear(*, market_id: int) -> ClearingResult:
             plan = MECHANISMS.build(market.mechanism).clear(snap)
             solve_ms = (time.perf_counter() - ts) * 1000.0
             d = plan.diagnostics
-            if not d.converged:
-                log.warning("auction did not converge in %d rounds (market %s, %d jobs)", d.rounds, market_id, snap.n)
             with transaction.atomic():
                 # The version check and the bookkeeping in one conditional UPDATE (it also
                 # takes the row lock and frees the lease); no row: the state moved during
