@@ -387,7 +387,8 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
                          max_rounds: int) -> FloatArray:
     """Algorithm 1 line 1 (equal split), or the previous clearing's sub-budgets.
 
-    Warm rows are masked to the job's support and rescaled to its budget; a
+    Warm rows are masked to the job's support and rescaled to its budget (rows
+    left with less than NEGLIGIBLE of it start as new ones); a
     contested entry at 0 (uncontested before) is re-seeded with the equal split,
     as a linear bidder at b = 0 has x = 0 and would never return. New rows (NaN
     or bidding nothing) start from their best response to the warm rows: rounds
@@ -406,7 +407,9 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
     warm = np.where(start > 0, warm, 0.0)
     warm = np.where(mk.contested & (warm <= 0), start, warm)
     total = warm.sum(axis=1)
-    usable = ~new_rows & (total > 0)
+    # a row left with only negligible money (its old bids were on types it no longer
+    # demands) starts afresh: rescaling ~1e-308 to the budget would overflow
+    usable = ~new_rows & (total > NEGLIGIBLE * mk.budgets)
     start[usable] = warm[usable] * (mk.budgets[usable] / total[usable])[:, None]
     if usable.any() and not usable.all():
         newcomers = _newcomers_market(mk, ~usable, start)

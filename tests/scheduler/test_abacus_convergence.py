@@ -129,3 +129,15 @@ def test_policy_reports_non_convergence_in_plan() -> None:
     assert capped.diagnostics.max_kkt_residual > 1e-3
     full = AbacusPolicy().clear(snap)
     assert full.diagnostics.converged and full.diagnostics.max_kkt_residual < 1e-4
+
+
+@pytest.mark.parametrize("kind", ["linear", "log"])
+def test_warm_row_left_with_negligible_money_starts_afresh(kind: str) -> None:
+    """Job 0 bid all on type 0, keeping type 1 at ~1e-310; type 0's work is done. Rescaling
+    that remnant to the budget overflowed to inf/NaN (found by the Fig. 9c experiment)."""
+    demand = np.array([[False, True], [True, True]])
+    warm = [[10.0, 1e-310], [5.0, 5.0]]
+    hot = auction([10.0, 10.0], [[1.0, 1.0], [1.0, 1.0]], utility=kind, alpha=0.5, demand=demand, warm_start=warm)
+    cold = auction([10.0, 10.0], [[1.0, 1.0], [1.0, 1.0]], utility=kind, alpha=0.5, demand=demand)
+    assert hot.converged and np.all(np.isfinite(hot.sub_budgets))
+    np.testing.assert_allclose(hot.shares, cold.shares, atol=1e-6)
