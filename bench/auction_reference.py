@@ -69,7 +69,7 @@ def auction_reference(budgets: list[float], weights: Matrix, *, utility: str, al
         for i in range(n):
             x = [weights[i][j] * rest[i][j] if is_log else weights[i][j] * s[i][j] * rest[i][j] for j in range(m)]
             xsum = sum(x)
-            target = [budgets[i] * x[j] / xsum for j in range(m)] if xsum > 0 else fallback[i][:]
+            target = [x[j] / xsum * budgets[i] for j in range(m)] if xsum > 0 else fallback[i][:]
             floor = max(NEGLIGIBLE * budgets[i], _TINY)
             for j in range(m):
                 if not (b[i][j] < floor and target[j] < floor):
@@ -84,7 +84,7 @@ def auction_reference(budgets: list[float], weights: Matrix, *, utility: str, al
             moved = [b[i][j] * math.exp(theta[i] * steps[i][j]) if b[i][j] > 0 and targets[i][j] > 0
                      else b[i][j] + theta[i] * (targets[i][j] - b[i][j]) for j in range(m)]
             total = sum(moved)
-            row = [v * (budgets[i] / total) for v in moved] if total > 0 else moved
+            row = [v / total * budgets[i] for v in moved] if total > 0 else moved
             b[i] = [max(v, _TINY) if contested[i][j] else v for j, v in enumerate(row)]
         previous = steps
     return _shares_and_rest(b, weights, alpha)[0], b, max_rounds, False
@@ -98,11 +98,11 @@ def _newton(b: list[float], target: list[float], x: list[float], s: list[float],
     g, inv_h = [0.0] * m, [0.0] * m
     for j in range(m):
         if both[j]:
-            g[j] = math.log((x[j] if x[j] > 0 else 1.0) / b[j])
+            g[j] = math.log(x[j] if x[j] > 0 else 1.0) - math.log(b[j])
             h = -alpha * s[j] - 1.0 if is_log else alpha * (rest[j] - s[j]) - 1.0
             inv_h[j] = 1.0 / min(max(h, -1.0), -_MIN_SLOPE)
     if sum(both) < 2:
-        step = [math.log(target[j] / b[j]) if both[j] else 0.0 for j in range(m)]
+        step = [math.log(target[j]) - math.log(b[j]) if both[j] else 0.0 for j in range(m)]
     else:
         denominator = sum(b[j] * inv_h[j] for j in range(m))
         lam = sum(b[j] * inv_h[j] * g[j] for j in range(m)) / (denominator if denominator < 0 else -1.0)

@@ -250,9 +250,9 @@ def _best_response_of(x: FloatArray, mk: _Market) -> FloatArray:
     total = _row_sum(x)
     positive = total > 0
     if positive.all():
-        out: FloatArray = x * (mk.budgets[:, None] / total)
+        out: FloatArray = x / total * mk.budgets[:, None]  # divide first: x <= total, no overflow
         return out
-    scaled = x * (mk.budgets[:, None] / np.where(positive, total, 1.0))
+    scaled = x / np.where(positive, total, 1.0) * mk.budgets[:, None]
     return np.where(positive, scaled, mk.fallback)
 
 
@@ -293,7 +293,8 @@ def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: F
     """
     both = (b > 0) & (target > 0) & mk.active
     safe_b = np.where(both, b, 1.0)
-    g = np.log(np.where(both & (x > 0), x, 1.0) / safe_b)
+    log_b = np.log(safe_b)  # logs apart: x / b overflows for a subnormal b
+    g = np.log(np.where(both & (x > 0), x, 1.0)) - log_b
     if not mk.is_log.any():
         h = mk.alpha * (rest - shares) - 1.0
     elif mk.is_log.all():
@@ -308,7 +309,7 @@ def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: F
     # a row with one usable entry has nothing to trade off: Algorithm 2's step
     single = _row_sum(both.astype(np.float64))[:, 0] < 2
     if single.any():
-        best_response = np.log(np.where(both, target, 1.0) / safe_b)
+        best_response = np.log(np.where(both, target, 1.0)) - log_b
         step = np.where(single[:, None], np.where(both, best_response, 0.0), step)
     return np.clip(step, -_MAX_DOWN, _MAX_UP)
 
@@ -334,7 +335,8 @@ def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta:
     both = (b > 0) & (target > 0)
     moved = np.where(both, b * np.exp(t * log_step), b + t * (target - b))
     total = _row_sum(moved)
-    return np.where(total > 0, moved * (budgets[:, None] / np.where(total > 0, total, 1.0)), moved)
+    # divide first: a row whose money sits in a subnormal entry would overflow budget / total
+    return np.where(total > 0, moved / np.where(total > 0, total, 1.0) * budgets[:, None], moved)
 
 
 def _iterate(mk: _Market, start: FloatArray, tol: float,
@@ -410,7 +412,7 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
     # a row left with only negligible money (its old bids were on types it no longer
     # demands) starts afresh: rescaling ~1e-308 to the budget would overflow
     usable = ~new_rows & (total > NEGLIGIBLE * mk.budgets)
-    start[usable] = warm[usable] * (mk.budgets[usable] / total[usable])[:, None]
+    start[usable] = warm[usable] / total[usable][:, None] * mk.budgets[usable][:, None]
     if usable.any() and not usable.all():
         newcomers = _newcomers_market(mk, ~usable, start)
         start[~usable], _, _ = _iterate(newcomers, start[~usable], tol, max_rounds)

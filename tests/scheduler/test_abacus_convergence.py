@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.abacus import AbacusPolicy, auction, kkt_residual, utility_of
 from scheduler.types import MarketSnapshot
@@ -141,3 +143,20 @@ def test_warm_row_left_with_negligible_money_starts_afresh(kind: str) -> None:
     cold = auction([10.0, 10.0], [[1.0, 1.0], [1.0, 1.0]], utility=kind, alpha=0.5, demand=demand)
     assert hot.converged and np.all(np.isfinite(hot.sub_budgets))
     np.testing.assert_allclose(hot.shares, cold.shares, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 8), m=st.integers(1, 4), seed=st.integers(0, 10_000),
+       kind=st.sampled_from(["linear", "log"]), alpha=st.sampled_from([0.0, 0.5, 1.0]))
+def test_any_warm_start_gives_a_finite_allocation(n: int, m: int, seed: int, kind: str, alpha: float) -> None:
+    """Warm starts from earlier clearings: tiny remnants, zeros, NaN rows (new jobs), changed demand."""
+    rng = np.random.default_rng(seed)
+    budgets = 10 ** rng.uniform(-2, 6, n)
+    weights = rng.uniform(0.0, 2.0, (n, m))
+    demand = rng.random((n, m)) < 0.8
+    warm = rng.choice([0.0, 1e-310, 1e-200, 1.0, 50.0], size=(n, m))
+    warm[rng.random(n) < 0.2] = np.nan
+    result = auction(budgets, weights, utility=kind, alpha=alpha, demand=demand, warm_start=warm)
+    assert np.all(np.isfinite(result.shares)) and np.all(np.isfinite(result.sub_budgets))
+    rows = demand.any(axis=1)
+    np.testing.assert_allclose(result.sub_budgets.sum(axis=1)[rows], budgets[rows], rtol=1e-9)
