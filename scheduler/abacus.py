@@ -311,7 +311,8 @@ def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: F
     if single.any():
         best_response = np.log(np.where(both, target, 1.0)) - log_b
         step = np.where(single[:, None], np.where(both, best_response, 0.0), step)
-    return np.clip(step, -_MAX_DOWN, _MAX_UP)
+    clipped: FloatArray = np.clip(step, -_MAX_DOWN, _MAX_UP)
+    return clipped
 
 
 def _adapt_damping(theta: FloatArray, step: FloatArray, previous: FloatArray,
