@@ -51,6 +51,7 @@ bench: setup
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_clearing.py --postgres --jobs 10 100 1000
 	$(BIN)/python bench/bench_auction.py
+	$(BIN)/python bench/bench_abacus_convergence.py
 	$(BIN)/python bench/bench_fairshare.py
 	$(BIN)/python bench/bench_simulator.py --hours 24
 	$(BIN)/python bench/bench_fifo_simpy.py

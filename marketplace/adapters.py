@@ -67,11 +67,11 @@ def market_config(market: Market) -> MarketConfig:
     )
 
 
-JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time")  # what a job's spec reads of a Job
+JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time", "min_utility")  # what a job's spec reads of a Job
 
-# job id -> (queue id, budget, utility, simulated submit time, {resource type id: (tasks, s per task, weight)}).
+# job id -> (queue id, budget, utility, simulated submit time, {resource type id: (tasks, s per task, weight)}, SLO).
 # A bid never changes after it is placed, so this process keeps what it read (or wrote).
-_BIDS: OrderedDict[int, tuple[int, float, str, float, dict[int, tuple[int, float, float]]]] = OrderedDict()
+_BIDS: OrderedDict[int, tuple[int, float, str, float, dict[int, tuple[int, float, float]], float | None]] = OrderedDict()
 _BIDS_MAX = 50_000
 _BIDS_LOCK = threading.Lock()
 
@@ -80,7 +80,8 @@ def remember_bid(job: Job, works: Iterable[JobWork]) -> None:
     """Keep a bid just written (call after commit), so the clearing and the tick need not read it back."""
     by_type = {w.resource_type_id: (int(w.tasks), float(w.task_duration), float(w.weight)) for w in works}
     with _BIDS_LOCK:
-        _BIDS[job.pk] = (job.queue_id, float(job.budget), job.utility, float(job.sim_submit_time), by_type)
+        slo = None if job.min_utility is None else float(job.min_utility)
+        _BIDS[job.pk] = (job.queue_id, float(job.budget), job.utility, float(job.sim_submit_time), by_type, slo)
         while len(_BIDS) > _BIDS_MAX:
             _BIDS.popitem(last=False)
 
@@ -118,7 +119,7 @@ def job_specs(job_ids: Iterable[int], types: list[ResourceType], tree_map: TreeM
     out = []
     for pk in ids:
         with _BIDS_LOCK:
-            queue_id, budget, utility, submitted, by_type = _BIDS[pk]
+            queue_id, budget, utility, submitted, by_type, slo = _BIDS[pk]
         spec = JobSpec(
             job_id=pk,
             leaf=tree_map.leaf_position(queue_id),
@@ -126,7 +127,7 @@ def job_specs(job_ids: Iterable[int], types: list[ResourceType], tree_map: TreeM
             task_duration=tuple(by_type[t.pk][1] if t.pk in by_type else 1.0 for t in types),
             submit_time=max(submitted, now),
         )
-        out.append((spec, Bid(budget, tuple(by_type[t.pk][2] if t.pk in by_type else 0.0 for t in types), utility)))
+        out.append((spec, Bid(budget, tuple(by_type[t.pk][2] if t.pk in by_type else 0.0 for t in types), utility, slo)))
     return out
 
 

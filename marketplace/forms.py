@@ -65,6 +65,21 @@ class BidForm(forms.Form):
         choices=Job.Utility.choices, initial=Job.Utility.LINEAR, widget=forms.RadioSelect, label="Utility function",
         help_text="How the job values its share s_j of each resource type, weighted by w_j.",
     )
+    job_class = forms.CharField(
+        max_length=120, required=False, label="Job class (optional)",
+        widget=forms.TextInput(attrs={"placeholder": "defaults to the job name", "autocomplete": "off"}),
+        help_text="Repeats of one kind of job share a class; their utility weights are learnt from completed ones.",
+    )
+    use_adopted_utility = forms.BooleanField(
+        required=False, label="Use my adopted utility for this class",
+        help_text="Bid with the weights and utility kind adopted on the Utility fits page instead of those entered below.",
+    )
+    min_utility = forms.FloatField(
+        required=False, label="SLO: minimum utility (optional)",
+        widget=forms.NumberInput(attrs={"step": "any", "autocomplete": "off"}),
+        help_text="If set, the budget is charged only when the utility of the job's average shares reaches it; "
+                  "the job may wait outside the prolific pool on idle units (paper 000, Sec. 6).",
+    )
 
     def __init__(self, *args: object, resource_types: Iterable[ResourceType], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

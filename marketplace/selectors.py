@@ -387,6 +387,23 @@ def queue_tree_rows(*, market: Market) -> list[dict[str, Any]]:
     return rows
 
 
+def clearing_convergence(*, market: Market, last: int = 200) -> dict[str, Any]:
+    """Convergence of the market's newest ``last`` clearings (paper 000, Alg. 1 capped at
+    ``max_rounds``; SPEC 3.1: non-convergence is reported, never silent).
+
+    Returns ``{"checked", "unconverged", "max_rounds", "median_rounds", "worst"}``;
+    ``worst`` lists up to 5 unconverged clearings (id, sim_time s, rounds, jobs, KKT residual).
+    """
+    rows = list(AllocationSnapshot.objects.filter(market=market).order_by("-id")
+                .values("id", "sim_time", "rounds", "converged", "n_jobs", "max_kkt_residual")[:last])
+    rounds = sorted(r["rounds"] for r in rows)
+    bad = [r for r in rows if not r["converged"]]
+    return {
+        "checked": len(rows), "unconverged": len(bad), "max_rounds": market.auction_max_rounds,
+        "median_rounds": rounds[len(rounds) // 2] if rounds else None, "worst": bad[:5],
+    }
+
+
 # --- Experiment runs (simulator.experiments) ------------------------------------------------------
 
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_lab, views_reservations
+from marketplace import deadline_pages, views, views_abacus, views_lab, views_reservations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -17,6 +17,8 @@ urlpatterns = [
     path("account/", views.account, name="account"),
     path("account/ledger.csv", views.ledger_csv, name="ledger-csv"),
     path("market/settings/", views.market_settings, name="market-settings"),
+    path("utility/", views_abacus.utility_fits, name="utility-fits"),
+    path("utility/adopt/", views_abacus.utility_fit_adopt_view, name="utility-fit-adopt"),
     path("lab/", views_lab.lab_index, name="lab"),
     path("lab/runs/<int:pk>/", views_lab.lab_run, name="lab-run"),
     path("lab/runs/<int:pk>/status.json", views_lab.lab_run_status, name="lab-run-status"),

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import charts, selectors
+from marketplace import bid_preview, charts, selectors, selectors_abacus
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.services.bids import bid_submit, job_cancel
@@ -195,11 +195,16 @@ def _dashboard_figures(market: Market, tenant: Tenant | None) -> dict[str, chart
 def bid_new(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     form = BidForm(request.POST or None, resource_types=selectors.resource_types_of(market=tenant.market))
-    if request.method == "POST" and form.is_valid():
+    preview = None
+    if request.method == "POST" and request.POST.get("action") == "preview":
+        preview = bid_preview.preview_for_form(form, tenant)  # a dry run: nothing placed or held
+    elif request.method == "POST" and form.is_valid():
         try:
             job = bid_submit(
                 tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
-                name=form.cleaned_data["name"], user=request.user,
+                name=form.cleaned_data["name"], user=request.user, min_utility=form.cleaned_data.get("min_utility"),
+                job_class=form.cleaned_data.get("job_class") or "",
+                use_adopted_utility=bool(form.cleaned_data.get("use_adopted_utility")),
             )
         except ValidationError as exc:
             form.add_service_errors(exc)
@@ -208,7 +213,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
             return redirect("job-detail", pk=job.pk)
     return _render(request, "marketplace/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
-        "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""),
+        "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
 
 
@@ -250,6 +255,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
         "figure": figure, "ledger": selectors.job_ledger(job=job),
         "active": job.status in Job.ACTIVE,
+        "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
 
 
@@ -350,6 +356,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
         "nav": "settings", "form": form, "t_task": t_task, "guidance": selectors.twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": _page(request, selectors.config_history(market=market)),
+        "convergence": selectors.clearing_convergence(market=market),
         "admin_queues": reverse("admin:marketplace_queue_changelist"),
         "admin_types": reverse("admin:marketplace_resourcetype_changelist"),
     }, market=market)

@@ -173,6 +173,8 @@ class Diagnostics:
             bid on j divided by capacity C_j (money per unit-slot).
         max_kkt_residual: largest KKT residual of the auction's fixed point
             (paper 000, Lemma 2); 0 for one-shot mechanisms.
+        outside_pool: ids of jobs left out of the SLO prolific pool (paper
+            000, Sec. 6): they bid nothing and get only idle units.
     """
 
     mechanism: str
@@ -180,6 +182,7 @@ class Diagnostics:
     converged: bool
     prices: NDArray[np.float64]
     max_kkt_residual: float = 0.0
+    outside_pool: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,7 @@ class Plan:
             "diagnostics": {
                 "mechanism": d.mechanism, "rounds": d.rounds, "converged": d.converged,
                 "prices": d.prices.tolist(), "max_kkt_residual": d.max_kkt_residual,
+                "outside_pool": list(d.outside_pool),
             },
         }
 
@@ -304,6 +308,7 @@ class Plan:
             diagnostics=Diagnostics(
                 mechanism=str(d["mechanism"]), rounds=int(d["rounds"]), converged=bool(d["converged"]),
                 prices=prices, max_kkt_residual=float(d["max_kkt_residual"]),
+                outside_pool=tuple(int(j) for j in d.get("outside_pool", ())),
             ),
         )
 

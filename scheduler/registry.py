@@ -30,7 +30,8 @@ from typing import Any, Generic, TypeVar, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.abacus import AbacusPolicy, implied_prices
+from scheduler.abacus import implied_prices
+from scheduler.abacus_slo import AbacusNoPoolPolicy, AbacusSloPolicy
 from scheduler.base import Mechanism
 from scheduler.dispatch import DispatchMode, ShareDispatcher
 from scheduler.fairshare import POLICIES as FAIRSHARE_POLICIES
@@ -141,7 +142,8 @@ for _mode in get_args(DispatchMode):
 
 # --- mechanisms within a queue (paper 000) ----------------------------------------------------
 
-MECHANISMS.register("abacus", "Abacus budget auction (paper 000)")(AbacusPolicy)
+MECHANISMS.register("abacus", "Abacus budget auction (paper 000)")(AbacusSloPolicy)
+MECHANISMS.register("abacus_no_pool", "Abacus without the SLO prolific pool (paper 000, comparison)")(AbacusNoPoolPolicy)
 
 
 def _demand_split(snapshot: MarketSnapshot) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:

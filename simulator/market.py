@@ -135,6 +135,11 @@ class StepReport:
         started_tasks, finished_tasks: task starts and completions.
         first_starts: job id -> simulated time its first task started, for
             jobs that started during the step.
+        achieved_utility: job id -> utility of its average shares at departure,
+            for departed SLO jobs (paper 000, Sec. 6: what ``settle`` compared
+            with the SLO).
+        average_shares: job id -> (m,) its average job resource at departure
+            (paper 000, Sec. 5, Def. 1), for every departed job.
     """
 
     now: float
@@ -146,6 +151,8 @@ class StepReport:
     started_tasks: int
     finished_tasks: int
     first_starts: dict[int, float] = field(default_factory=dict)
+    achieved_utility: dict[int, float] = field(default_factory=dict)
+    average_shares: dict[int, NDArray[np.float64]] = field(default_factory=dict)
 
     @classmethod
     def idle(cls, now: float) -> StepReport:
@@ -414,8 +421,11 @@ class MarketEngine:
         """
         report = self.cluster.advance(until, stop_on_departure=stop_on_departure)
         charges, settled = [], []
+        achieved: dict[int, float] = {}
+        averages: dict[int, NDArray[np.float64]] = {}
         for done in report.finished:
-            amount = self._settle(done)
+            averages[done.job_id] = self.average_share(done.job_id, done.finish_time)
+            amount = self._settle(done, achieved)
             settled.append(done.job_id)
             if amount > 0:
                 charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
@@ -427,24 +437,31 @@ class MarketEngine:
                 self.cluster.expire_reservations()
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks, report.first_starts,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages,
         )
 
-    def _settle(self, done: JobFinished) -> float:
+    def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:
         b = self._books[done.job_id]
-        achieved = None
+        utility = None
         if b.rule.kind == "if_slo_met":
-            achieved = self.achieved_utility(done.job_id, done.finish_time)
-        return settle(b.rule, completed=True, achieved_utility=achieved)
+            utility = achieved[done.job_id] = self.achieved_utility(done.job_id, done.finish_time)
+        return settle(b.rule, completed=True, achieved_utility=utility)
+
+    def average_share(self, job_id: int, at: float) -> NDArray[np.float64]:
+        """(m,) the job's time-averaged shares from arrival to ``at`` (paper 000,
+        Sec. 5, Def. 1: the "average job resource")."""
+        b = self._books[job_id]
+        share = self._shares.share(b.row)
+        area = self._shares.area(b.row) + (0.0 if share is None else share * (at - self._shares.mark(b.row)))
+        span = at - b.arrival
+        avg: NDArray[np.float64] = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
+        return avg
 
     def achieved_utility(self, job_id: int, at: float) -> float:
         """Utility of the job's time-averaged shares from arrival to ``at``
         (paper 000, Sec. 5: the "average job resource")."""
         b = self._books[job_id]
-        share = self._shares.share(b.row)
-        area = self._shares.area(b.row) + (0.0 if share is None else share * (at - self._shares.mark(b.row)))
-        span = at - b.arrival
-        avg = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
+        avg = self.average_share(job_id, at)
         weights = np.array([b.bid.weights], dtype=np.float64)
         return float(utility_of(np.array([avg]), weights, [b.bid.utility])[0])
 

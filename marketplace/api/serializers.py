@@ -25,6 +25,15 @@ class BidSerializer(serializers.Serializer):
     budget = serializers.DecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
+    job_class = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
+                                      help_text="Job class (default: the name); utility weights are learnt per class.")
+    use_adopted_utility = serializers.BooleanField(
+        required=False, default=False, help_text="Bid with the weights adopted for the job class (paper 000, Sec. 5).",
+    )
+    min_utility = serializers.FloatField(
+        required=False, allow_null=True, default=None,
+        help_text="SLO: minimum utility of the job's average shares; the budget is paid only if it is met (paper 000, Sec. 6).",
+    )
 
 
 class JobWorkSerializer(serializers.ModelSerializer):
@@ -40,13 +49,24 @@ class JobSerializer(serializers.ModelSerializer):
     work = JobWorkSerializer(many=True, read_only=True)
     shares = serializers.SerializerMethodField(help_text="Within-queue allocation probability per resource type at the latest clearing.")
     held = serializers.SerializerMethodField(help_text="Amount still held for this job.")
+    slo = serializers.SerializerMethodField(
+        help_text="SLO jobs: in_pool (prolific pool at the latest clearing), predicted utility, achieved utility, met.",
+    )
 
     class Meta:
         model = Job
         fields = (
             "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
             "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
+            "job_class", "min_utility", "achieved_utility", "slo",
         )
+
+    def get_slo(self, job: Job) -> dict[str, object] | None:
+        status = self.context.get("slo", {}).get(job.pk)
+        if status is None or status.min_utility is None:
+            return None
+        return {"in_pool": status.in_pool, "predicted_utility": status.predicted, "achieved_utility": status.achieved,
+                "met": status.met}
 
     def get_shares(self, job: Job) -> dict[str, float]:
         return self.context.get("shares", {}).get(job.pk, {})

@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import deadlines, reservations, views
+from marketplace.api import abacus, deadlines, reservations, views
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -20,6 +20,9 @@ urlpatterns = [
     path("deadline/quote/", deadlines.DeadlineQuoteView.as_view(), name="api-deadline-quote"),
     path("deadline/book/", deadlines.DeadlineBookView.as_view(), name="api-deadline-book"),
     path("auth/token/", obtain_auth_token, name="api-token"),
+    path("utility-fits/", abacus.UtilityFitsView.as_view(), name="api-utility-fits"),
+    path("utility-fits/adopt/", abacus.UtilityAdoptView.as_view(), name="api-utility-adopt"),
+    path("bids/preview/", abacus.BidPreviewView.as_view(), name="api-bid-preview"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace import selectors
+from marketplace import selectors, selectors_abacus
 from marketplace.api import serializers as s
 from marketplace.models import Job, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
@@ -65,13 +65,19 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         ids = [j.pk for j in page]
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=ids)}
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=ids), "slo": self._slo(page)}
         return self.get_paginated_response(s.JobSerializer(page, many=True, context=ctx).data)
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk]), "slo": self._slo([job])}
         return Response(s.JobSerializer(job, context=ctx).data)
+
+    def _slo(self, jobs: list[Job]) -> dict[int, object]:
+        slo_jobs = [j for j in jobs if j.min_utility is not None]
+        if not slo_jobs:
+            return {}
+        return dict(selectors_abacus.slo_status(market=_tenant(self.request).market, jobs=slo_jobs))
 
     @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer})
     def create(self, request: Request) -> Response:
@@ -81,7 +87,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         d = bid.validated_data
         work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
         try:
-            job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user)
+            job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user,
+                             min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),
+                             use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
         ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}

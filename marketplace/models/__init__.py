@@ -8,9 +8,11 @@ from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
 from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
+from marketplace.models.utility import AdoptedUtility
 
 __all__ = [
     "Account",
+    "AdoptedUtility",
     "AllocationSnapshot",
     "ConfigChange",
     "DeadlineBooking",

@@ -40,6 +40,19 @@ class Job(models.Model):
     utility = models.CharField(max_length=10, choices=Utility.choices, default=Utility.LINEAR)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     external_id = models.CharField(max_length=60, blank=True, help_text="Trace job id for replayed jobs.")
+    job_class = models.CharField(
+        max_length=120, blank=True, db_index=True,
+        help_text="Jobs of one tenant and class are repeats: their utility is learnt together (paper 000, Sec. 5). Default: the name.",
+    )
+    average_shares = models.JSONField(
+        null=True, blank=True, help_text="Average job resource at completion: resource type name -> time-averaged share (Sec. 5, Def. 1).",
+    )
+    min_utility = models.FloatField(
+        null=True, blank=True, help_text="SLO: the minimum utility (paper 000, Sec. 6); the budget is paid only if it is met.",
+    )
+    achieved_utility = models.FloatField(
+        null=True, blank=True, help_text="Utility of the job's average shares at completion (SLO jobs; paper 000, Sec. 5-6).",
+    )
     sim_submit_time = models.FloatField()
     sim_start_time = models.FloatField(null=True, blank=True)
     sim_finish_time = models.FloatField(null=True, blank=True)

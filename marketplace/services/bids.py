@@ -8,14 +8,14 @@ the clearing is enqueued (``services.market.market_changed``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace import adapters
-from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
+from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, ResourceType, Tenant
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
 from marketplace.services.market import engine_context, market_changed
@@ -103,6 +103,9 @@ def bid_submit(
     queue: Queue | None = None,
     external_id: str = "",
     user: object = None,
+    min_utility: float | None = None,
+    job_class: str = "",
+    use_adopted_utility: bool = False,
 ) -> Job:
     """Place a bid: create the job, hold its budget, and trigger a clearing after commit.
 
@@ -112,6 +115,11 @@ def bid_submit(
     amount = parse_budget(budget)
     if utility not in Job.Utility.values:
         raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
+    if min_utility is not None and not math.isfinite(float(min_utility)):
+        raise ValidationError({"min_utility": "The SLO must be a finite number (or left empty)."})
+    job_class = (job_class or name).strip()[:120]
+    if use_adopted_utility:
+        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
     # Lock order: market, then the account (inside job_hold).
     market = rows.get_row(Market, tenant.market_id, exclude=("engine_state",), for_update=True)
     context = engine_context(market)
@@ -120,6 +128,7 @@ def bid_submit(
     job = Job.objects.create(
         market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
+        min_utility=None if min_utility is None else float(min_utility), job_class=job_class,
     )
     works = JobWork.objects.bulk_create(
         JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
@@ -129,6 +138,20 @@ def bid_submit(
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     market_changed(market=market)
     return job
+
+
+def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tuple[list[WorkItem], str]:
+    """The work with the weights (and utility kind) the tenant adopted for ``job_class``
+    (paper 000, Sec. 5): types the fit does not name get weight 0.
+
+    Raises:
+        ValidationError: {"use_adopted_utility": ...} when no fit was adopted for the class.
+    """
+    adopted = AdoptedUtility.objects.filter(tenant=tenant, job_class=job_class).first()
+    if adopted is None:
+        raise ValidationError({"use_adopted_utility": f"No adopted utility for job class {job_class!r}: adopt a fit first."})
+    weights = {str(k): float(v) for k, v in adopted.weights.items()}
+    return [replace(it, weight=weights.get(it.resource_type, 0.0)) for it in work], adopted.utility
 
 
 @transaction.atomic

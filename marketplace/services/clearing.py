@@ -115,6 +115,9 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
     )], returning_pk=True)  # fmt: skip
     rows.insert_rows(PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
                      [(snapshot_id, t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
+    if not d.converged:  # every clearing (task or tick) is stored here: the market's log says so, never silently
+        log.warning("auction did not converge in %d rounds (market %s, clearing %s, %d jobs, max KKT residual %.3g)",
+                    d.rounds, market.pk, snapshot_id, plan.n, d.max_kkt_residual)
     if snapshot_id % PRUNE_EVERY == 0:
         _prune(market.pk)
     return snapshot_id
@@ -156,8 +159,6 @@ def market_clear(*, market_id: int) -> ClearingResult:
             plan = MECHANISMS.build(market.mechanism).clear(snap)
             solve_ms = (time.perf_counter() - ts) * 1000.0
             d = plan.diagnostics
-            if not d.converged:
-                log.warning("auction did not converge in %d rounds (market %s, %d jobs)", d.rounds, market_id, snap.n)
             with transaction.atomic():
                 # The version check and the bookkeeping in one conditional UPDATE (it also
                 # takes the row lock and frees the lease); no row: the state moved during

@@ -121,9 +121,19 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
             job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else ""
         )
         done = finished[job_id]
-        done_rows.append((Job.Status.FINISHED, job.charged, done.start_time, done.finish_time, now, job_id))
-    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at"), ("id",), done_rows)
+        achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
+        done_rows.append((Job.Status.FINISHED, job.charged, done.start_time, done.finish_time, now, achieved, job_id))
+    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility"), ("id",),
+                     done_rows)  # fmt: skip
     return len(done_rows)
+
+
+def _store_average_shares(report: StepReport, types: Sequence[ResourceType]) -> None:
+    """Each departed job's average job resource (paper 000, Sec. 5, Def. 1), for utility learning."""
+    rows.update_rows(Job, ("average_shares",), ("id", "status"), (
+        ({t.name: float(a) for t, a in zip(types, avg.tolist(), strict=True)}, job_id, Job.Status.FINISHED)
+        for job_id, avg in report.average_shares.items()
+    ))  # fmt: skip
 
 
 def _finite(x: float) -> float | None:
@@ -224,6 +234,7 @@ def cluster_advance(
                 report = engine.step(target, stop_on_departure=True)
                 _apply_progress(report, context.types)
                 departed = _apply_money(report, acceptance)
+                _store_average_shares(report, context.types)
                 active = len(engine.cluster.active_jobs())
                 _store_samples(market, report, context, active)
                 _store_shares(market, report, shares)

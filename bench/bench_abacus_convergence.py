@@ -1,0 +1,60 @@
+"""Rounds of the Abacus auction across alpha, both utilities (issue 10, item 4).
+
+Paper 000's set-up (Sec. 7.1.1: 32 users, 4 resource types, budgets U[50, 200],
+weights U[0.5, 2]), default tol 1e-6 and cap 1000 rounds, seeds 0..seeds-1; then
+a harder mix: budgets log-uniform on [1e-2, 1e6] in one market with 30 % zero
+weights, for n = 2, 8, 32, 200. Prints converged runs, median and largest rounds.
+
+    .venv/bin/python bench/bench_abacus_convergence.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scheduler.abacus import auction
+
+ALPHAS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 1.0)
+
+
+def _paper(seed: int, n: int = 32, m: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(50, 200, n), rng.uniform(0.5, 2, (n, m))
+
+
+def _mixed(seed: int, n: int, m: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    weights = rng.uniform(0.0, 2.0, (n, m))
+    weights[rng.random((n, m)) < 0.3] = 0.0
+    return 10 ** rng.uniform(-2, 6, n), weights
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    args = parser.parse_args(argv)
+    print(f"{'set-up':>14} {'utility':>7} {'alpha':>5}  {'converged':>9} {'median':>6} {'max':>5}")
+    setups = [("paper n=32", lambda s: _paper(s))] + [(f"mixed n={n}", lambda s, n=n: _mixed(s, n)) for n in (2, 8, 32, 200)]
+    for label, make in setups:
+        for kind in ("linear", "log"):
+            for alpha in ALPHAS:
+                rounds, ok = [], 0
+                for seed in range(args.seeds):
+                    budgets, weights = make(seed)
+                    r = auction(budgets, weights, utility=kind, alpha=alpha)
+                    rounds.append(r.rounds)
+                    ok += r.converged
+                print(f"{label:>14} {kind:>7} {alpha:>5}  {ok:>4}/{args.seeds:<4} {statistics.median(rounds):>6} {max(rounds):>5}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

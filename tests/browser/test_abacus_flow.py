@@ -1,0 +1,63 @@
+"""A new tenant's Abacus flow in a real browser (issue 10): preview the price of a bid,
+place it with an SLO, see its pool status on the job page, and open the utility fits.
+
+Same pattern and skip/fail rule as ``test_bid_flow.py`` (Debian's Chromium through playwright).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from marketplace.models import Job
+from tests.browser.test_bid_flow import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, chromium_path, tenant  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_preview_then_bid_with_an_slo(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{live_server.url}/login/")
+            page.get_by_label("Username").fill("alice")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            nav = page.get_by_role("navigation", name="Main")
+
+            # Preview: an estimate with a chart and a table; nothing placed.
+            nav.get_by_role("link", name="Submit bid").click()
+            page.get_by_label("Job name").fill("etl")
+            page.get_by_label("Budget").fill("80")
+            page.get_by_label("map tasks").fill("20")
+            page.get_by_label("reduce tasks").fill("2")
+            page.get_by_label("SLO: minimum utility").fill("0.5")
+            page.get_by_role("button", name="Preview price (estimate)").click()
+            expect(page.locator("#price-preview")).to_contain_text("an estimate")
+            expect(page.locator("#chart-preview.js-plotly-plot .main-svg").first).to_be_visible()
+            expect(page.locator("#preview-table tbody tr")).to_have_count(7)
+            expect(page.locator("#preview-finish")).to_contain_text("simulated s")
+            page.screenshot(path=str(tmp_path / "preview.png"), full_page=True)
+            assert page.locator("#id_budget").input_value() == "80"  # the form keeps its values
+
+            # Place it: the job page shows the SLO and the pool.
+            page.get_by_role("button", name="Place bid").click()
+            expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
+            expect(page.locator("#slo")).to_contain_text("Service level objective")
+            expect(page.locator("#slo")).to_contain_text("0.5")
+
+            # The utility fits page opens (no completed jobs yet).
+            nav.get_by_role("link", name="Utility fits").click()
+            expect(page.locator("h1")).to_have_text("Utility learnt from your jobs")
+            assert errors == [], errors
+        finally:
+            browser.close()
+    assert Job.objects.filter(name="etl").count() == 1  # the preview placed nothing

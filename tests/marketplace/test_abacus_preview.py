@@ -1,0 +1,77 @@
+"""Price preview before bidding (issue 10, item 3): the API dry run and the bid form's
+preview compute with the real auction on a copy of the market and write nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market, Tenant
+from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.services.clearing import market_clear
+from marketplace.services.cluster import cluster_advance
+
+BID = {"budget": "40", "utility": "linear", "work": [
+    {"resource_type": "map", "tasks": 10, "task_duration": 60.0, "weight": 2.0},
+    {"resource_type": "reduce", "tasks": 2, "task_duration": 30.0, "weight": 1.0}]}
+
+
+@pytest.fixture
+def busy(market: Market, alice: Tenant) -> Market:
+    bid_submit(tenant=alice, budget="100", name="rival", work=[WorkItem("map", 40, 60.0, 1.0), WorkItem("reduce", 4, 60.0, 1.0)])
+    market_clear(market_id=market.pk)
+    cluster_advance(market_id=market.pk, seconds=120)
+    market.refresh_from_db()
+    return market
+
+
+def _stored(market: Market) -> tuple[object, ...]:
+    m = Market.objects.get(pk=market.pk)
+    return (Job.objects.count(), LedgerEntry.objects.count(), AllocationSnapshot.objects.count(), m.state_version,
+            m.engine_version, m.sim_time, m.engine_state)
+
+
+def test_api_preview_is_a_dry_run_that_matches_placing_the_bid(busy: Market, alice: Tenant, alice_api: APIClient) -> None:
+    before = _stored(busy)
+    resp = alice_api.post("/api/bids/preview/", BID, format="json")
+    assert resp.status_code == 200, resp.json()
+    body = resp.json()
+    assert _stored(busy) == before  # nothing written
+    assert body["estimate"] is True and "estimate" in body["note"]
+    assert [r["budget"] for r in body["curve"]] == [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0]
+    maps = [r["shares"]["map"] for r in body["curve"]]
+    assert maps == sorted(maps) and 0 < body["shares"]["map"] < 1
+    assert body["finish_s"] is not None and body["finish_s"] > 0
+    # placing the same bid and clearing gives the previewed shares
+    resp = alice_api.post("/api/jobs/", BID, format="json")
+    assert resp.status_code == 201
+    market_clear(market_id=busy.pk)
+    placed = alice_api.get(f"/api/jobs/{resp.json()['id']}/").json()["shares"]
+    np.testing.assert_allclose([placed["map"], placed["reduce"]], [body["shares"]["map"], body["shares"]["reduce"]], atol=1e-4)
+
+
+def test_api_preview_field_errors(alice_api: APIClient, market: Market) -> None:
+    resp = alice_api.post("/api/bids/preview/", {**BID, "budget": "-1"}, format="json")
+    assert resp.status_code == 400 and "budget" in resp.json()
+    resp = alice_api.post("/api/bids/preview/", {**BID, "work": [{"resource_type": "gpu", "tasks": 1, "task_duration": 1.0}]},
+                          format="json")
+    assert resp.status_code == 400 and "work" in resp.json()
+
+
+def test_form_preview_shows_the_estimate_and_places_nothing(busy: Market, alice: Tenant) -> None:
+    client = Client()
+    client.force_login(alice.user)
+    form = {"name": "etl", "budget": "40", "utility": "linear", "map_tasks": "10", "map_duration": "60", "map_weight": "2",
+            "reduce_tasks": "2", "reduce_duration": "30", "reduce_weight": "1", "action": "preview"}
+    before = _stored(busy)
+    resp = client.post(reverse("bid-new"), form)
+    body = resp.content.decode()
+    assert resp.status_code == 200 and _stored(busy) == before
+    assert "Price preview — an estimate" in body and 'id="preview-table"' in body and "preview-figure" in body
+    assert resp.context["preview"]["at"]["budget"] == 40.0
+    # the same form without "action" places the bid
+    resp = client.post(reverse("bid-new"), {k: v for k, v in form.items() if k != "action"})
+    assert resp.status_code == 302 and Job.objects.filter(name="etl").exists()

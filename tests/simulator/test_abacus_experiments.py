@@ -1,0 +1,72 @@
+"""Paper 000's experiments on the Table 1 workload (issue 10, item 6), on small parameters.
+
+Each test checks a property the paper states, on our simulator: these are the
+claims the closing note compares; a change of the engine that breaks one shows
+up here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simulator import experiments
+from simulator.experiments._abacus_table1 import TABLE1, alone_s, simulate, table1_jobs, true_bid
+
+
+def test_table1_workload_has_the_papers_rates() -> None:
+    """Poisson arrivals for 30 minutes at 2, 1.5 and 1.1 per minute: about 60, 45 and 33 jobs."""
+    counts = np.zeros(3)
+    for seed in range(20):
+        for j in table1_jobs(TABLE1, seed=seed):
+            counts[j.user] += 1
+            assert 0 <= j.submit < 1800
+    np.testing.assert_allclose(counts / 20, [60, 45, 33], rtol=0.1)
+
+
+def test_every_job_finishes_no_faster_than_alone() -> None:
+    jobs = table1_jobs(TABLE1, seed=3)
+    out = simulate(jobs, true_bid(TABLE1))
+    assert len(out) == len(jobs)
+    assert all(o.response_s >= alone_s(o.job) - 1e-6 for o in out)
+    assert all(0 <= s <= 1 for o in out for s in (*o.average_shares, *o.served_shares))
+
+
+def test_fig9a_budget_buys_user3_efficiency_at_the_others_cost() -> None:
+    r = experiments.run("abacus_fig9a", {"budgets": [50, 800], "seeds": [0]})
+    low, high = r["tables"][0]["rows"]
+    assert high[3] > low[3]  # user 3 gains
+    assert high[1] < low[1] and high[2] < low[2]  # users 1 and 2 lose
+
+
+def test_fig9c_alpha_spreads_the_users_apart() -> None:
+    r = experiments.run("abacus_fig9c", {"alphas": [0, 1], "seeds": [0]})
+    (a0, *_), (a1, *_) = r["tables"][0]["rows"]
+    spread0, spread1 = r["tables"][0]["rows"][0][4], r["tables"][0]["rows"][1][4]
+    assert (a0, a1) == (0, 1) and spread1 > spread0
+
+
+def test_fig10_fifo_and_abacus_finish_one_users_jobs_together() -> None:
+    """One user: nothing to share, so Abacus and FIFO finish at about the same time."""
+    r = experiments.run("abacus_fig10", {"users": [1], "seeds": [0]})
+    [row] = r["tables"][0]["rows"]
+    assert abs(row[3]) < 2.0
+
+
+def test_fig11_fit_spread_shrinks_with_more_jobs() -> None:
+    r = experiments.run("abacus_fig11", {"ratios": [1, 6, 16], "seeds": [0], "ks": [3, 30], "draws": 10, "k_scatter": 3})
+    small, large = r["tables"][0]["rows"]
+    assert large[4] < small[4]
+
+
+def test_slo_pool_meets_at_least_as_many_slos_under_load() -> None:
+    r = experiments.run("abacus_slo_pool", {"loads": [1.0], "seeds": [0]})
+    [row] = r["tables"][0]["rows"]
+    assert row[1] >= row[2]
+    assert not math.isnan(row[3])
+
+
+def test_the_experiments_are_registered() -> None:
+    names = set(experiments.load_all())
+    assert {"abacus_fig9a", "abacus_fig9b", "abacus_fig9c", "abacus_fig10", "abacus_fig11", "abacus_slo_pool"} <= names
