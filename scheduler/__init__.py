@@ -9,6 +9,7 @@ Modules:
     abacus     -- Abacus budget auction (paper 000)
     fairness   -- the queue tree and the fairness metrics (paper 002, Eqs. 1-5)
     fairshare  -- MLRF / LTRF / H-LTRF long-term fair share (paper 002)
+    unit_tasks -- the paper's discrete unit-task model (unit_task_schedule, Table 1, Fig. 2)
     fifo       -- FIFO across queues (the baseline)
     selection, running -- tie-breaking choice of a leaf; running-task bookkeeping
     dispatch   -- turning shares into unit-by-unit task placement

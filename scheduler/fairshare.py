@@ -51,9 +51,11 @@ from scheduler.fairness import (
 from scheduler.fifo import FifoAllocator
 from scheduler.running import RunningTasks, from_json_float, json_float
 from scheduler.selection import argmin_first, mean_of
+from scheduler.unit_tasks import UNIT_TASK_POLICIES, allocate_rounds, unit_task_schedule
 
 __all__ = [
     "POLICIES",
+    "UNIT_TASK_POLICIES",
     "FairShareAllocator",
     "FifoAllocator",
     "QueueTree",
@@ -65,6 +67,7 @@ __all__ = [
     "sharing_loss",
     "twait_for_tasks",
     "twait_guidance",
+    "unit_task_schedule",
 ]
 
 POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
@@ -383,66 +386,3 @@ class FairShareAllocator:
             alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), int(units[0]) if units else 1)
         return alloc
 
-
-def _run_step(
-    alloc: FairShareAllocator, pending: NDArray[np.int64], capacity: int, t: float, first_key: int
-) -> list[int]:
-    """Hand out up to ``capacity`` unit tasks at time t; decrements ``pending``; returns keys."""
-    keys: list[int] = []
-    for key in range(first_key, first_key + capacity):
-        leaf = alloc.pick_leaf(pending > 0, t)
-        if leaf < 0:
-            break
-        alloc.record_start(key, leaf, t, expected_duration=1.0)
-        pending[leaf] -= 1
-        keys.append(key)
-    return keys
-
-
-def allocate_rounds(
-    tree: QueueTree,
-    capacity: int,
-    new_demands: NDArray[np.int64],
-    *,
-    policy: str = "hltrf",
-    t_wait: float = 0.0,
-) -> NDArray[np.int64]:
-    """Discrete-time driver for unit tasks lasting one time unit (paper 002, Table 1; Sec. 5.2.1).
-
-    At each step t: the tasks started at t-1 finish, each leaf's pending
-    demand grows by ``new_demands[t]`` (unserved demand carries over), then
-    ``capacity`` units are handed out one by one through
-    :meth:`FairShareAllocator.pick_leaf` / :meth:`~FairShareAllocator.record_start`
-    (expected duration 1).
-
-    Args:
-        tree: queue hierarchy with L leaves.
-        capacity: units available at every step (>= 0).
-        new_demands: (T, L) int >= 0, new unit tasks arriving per step and leaf.
-        policy, t_wait: as for :class:`FairShareAllocator` (t_wait in steps).
-
-    Returns:
-        (T, L) int64 units allocated per step and leaf.
-
-    Raises:
-        ValueError: bad shape, negative demand or capacity, unknown policy.
-    """
-    demands = np.asarray(new_demands)
-    if demands.ndim != 2 or demands.shape[1] != len(tree.leaves):
-        raise ValueError(f"new_demands must have shape (T, {len(tree.leaves)})")
-    if capacity < 0 or (demands < 0).any() or (demands != np.round(demands)).any():
-        raise ValueError("capacity and new_demands must be non-negative integers")
-    alloc = FairShareAllocator(tree, policy=policy, t_wait=t_wait)
-    pending = np.zeros(demands.shape[1], dtype=np.int64)
-    out = np.zeros(demands.shape, dtype=np.int64)
-    keys: list[int] = []
-    next_key = 0
-    for t in range(demands.shape[0]):
-        for key in keys:
-            alloc.record_finish(key, float(t))
-        before = pending + demands[t].astype(np.int64)
-        pending = before.copy()
-        keys = _run_step(alloc, pending, int(capacity), float(t), next_key)
-        next_key += len(keys)
-        out[t] = before - pending
-    return out
