@@ -4,6 +4,8 @@ A :class:`FairShareAllocator` decides which leaf queue of a
 :class:`~scheduler.fairness.QueueTree` gets the next free unit of ONE
 resource type:
 
+* ``"static"`` -- static partitioning: each leaf at most its whole-unit share
+  of the capacity, nothing lent (the paper's non-shared baseline, Fig. 7);
 * ``"mlrf"``  -- memoryless: smallest *current* units / fair fraction (the
   YARN/Mesos baseline; paper 002, Sec. 5.1, Table 1a);
 * ``"ltrf"``  -- smallest *accumulated* usage / fair fraction over all leaves
@@ -23,6 +25,10 @@ Deliberate deviations from the paper:
   Alg. 2 (lines 17-18) only the lowest-usage demanding leaf can be starved;
 * a task's expected duration counts toward usage as soon as it starts, so
   several units handed out at one instant spread (how Table 1 works).
+
+Every policy honours the queues' minimum and maximum shares (Sec. 6.2.3) and
+one of the named history modes (``forever``, ``rounds`` of length L,
+exponential ``decay`` with a half-life; :mod:`scheduler.fairshare_limits`).
 
 The queue tree and the fairness metrics (Eqs. 1-5) live in
 :mod:`scheduler.fairness` and are re-exported here, so the whole API can be
@@ -48,12 +54,14 @@ from scheduler.fairness import (
     twait_for_tasks,
     twait_guidance,
 )
+from scheduler.fairshare_limits import HISTORY_MODES, check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fifo import FifoAllocator
 from scheduler.running import RunningTasks, from_json_float, json_float
 from scheduler.selection import argmin_first, mean_of
 from scheduler.unit_tasks import UNIT_TASK_POLICIES, allocate_rounds, unit_task_schedule
 
 __all__ = [
+    "HISTORY_MODES",
     "POLICIES",
     "UNIT_TASK_POLICIES",
     "FairShareAllocator",
@@ -70,7 +78,7 @@ __all__ = [
     "unit_task_schedule",
 ]
 
-POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
+POLICIES: tuple[str, ...] = ("static", "mlrf", "ltrf", "hltrf")
 
 class FairShareAllocator:
     """Which leaf queue gets the next free unit of one resource type.
@@ -87,13 +95,25 @@ class FairShareAllocator:
         t_wait: H-LTRF starvation threshold T_wait >= 0 (may be ``math.inf``).
         initial_q: root quantum Q_0 > 0, the assumed duration of a task of
             unknown length before any task has finished (Sec. 6.2.1).
+        history: how much of the past usage counts, one of
+            :data:`~scheduler.fairshare_limits.HISTORY_MODES` ("forever",
+            "rounds", "decay"; Sec. 6.2.2).
+        history_length: the round length L or the decay half-life, seconds
+            (finite, > 0; unused by "forever").
+
+    ``capacity`` (units of this type, default inf) is set by the owner: static
+    quotas and the tree's min / max shares are fractions of it.
     """
 
     def __init__(
-        self, tree: QueueTree, *, policy: str = "hltrf", t_wait: float = 0.0, initial_q: float = 1.0
+        self, tree: QueueTree, *, policy: str = "hltrf", t_wait: float = 0.0, initial_q: float = 1.0,
+        history: str = "forever", history_length: float = math.inf,
     ) -> None:
         if not (math.isfinite(initial_q) and initial_q > 0):
             raise ValueError("initial_q must be finite and > 0")
+        check_history(history, history_length)
+        self.history, self.history_length = history, float(history_length)
+        self.capacity = math.inf
         self.tree = tree
         self.policy = policy
         self.t_wait = t_wait
@@ -137,7 +157,39 @@ class FairShareAllocator:
     def _advance(self, now: float) -> None:
         if math.isnan(now) or now < self._clock:
             raise ValueError(f"time went backwards: {now} < {self._clock}")
+        if self.history == "rounds":  # windows [kL, (k+1)L): a new one forgets the last
+            start = math.floor(now / self.history_length) * self.history_length
+            if start > self._round_start:
+                self._finished[:] = 0.0
+                self._round_start = start
+        elif self.history == "decay" and now > self._clock > -math.inf:
+            self._finished *= 2.0 ** (-(now - self._clock) / self.history_length)
         self._clock = float(now)
+
+    @property
+    def work_conserving(self) -> bool:
+        """False under static partitioning or share limits: a demanding leaf may
+        then be refused a free unit (``pick_leaf`` returns -1, see :meth:`room`)."""
+        return self._policy != "static" and not self.tree.has_limits
+
+    def room(self, leaf: int) -> int:
+        """More units leaf position ``leaf`` may take now: its static quota and the
+        maximum shares on its path (paper 002, Sec. 6.2.3); large if unlimited."""
+        running = self.running()
+        out = room(self.tree, running, self.capacity, leaf)
+        if self._policy == "static":
+            out = min(out, int(static_quota(self.tree, self.capacity)[leaf] - running[leaf]))
+        return max(out, 0)
+
+    def _limit(self, mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Demanding leaves the limits let in: not at a maximum share (or static
+        quota); only those below a minimum share if there are any (Sec. 6.2.3)."""
+        running = self.running()
+        allowed, needy = limit_masks(self.tree, running, self.capacity)
+        if self._policy == "static":
+            allowed &= running < static_quota(self.tree, self.capacity)
+        mask = mask & allowed
+        return mask & needy if (mask & needy).any() else mask
 
     def _mask(self, demanding: NDArray[np.bool_]) -> NDArray[np.bool_]:
         mask = np.asarray(demanding, dtype=bool)
@@ -186,7 +238,9 @@ class FairShareAllocator:
         """
         mask = self._mask(demanding)
         self.update_demand(mask, now)
-        if self._policy == "mlrf":
+        if not self.work_conserving:
+            mask = self._limit(mask)
+        if self._policy in ("mlrf", "static"):
             return argmin_first(self.running() / self._frac, mask)
         usage = self.usage(now)
         lowest = argmin_first(usage / self._frac, mask)
@@ -251,7 +305,10 @@ class FairShareAllocator:
             raise KeyError(task_key)
         self._advance(now)
         leaf, start, units = self._tasks.pop(task_key)
-        self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
+        if self.history == "decay":
+            self._finished[leaf] += units * float(decayed_integral(now - start, self.history_length))
+        else:
+            self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
         self._q_sum[leaf] += units * (now - start)
         self._q_count[leaf] += int(units)
         self._update_quantum_path(leaf)
@@ -303,8 +360,11 @@ class FairShareAllocator:
             t = self._tasks
             leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
             est = np.where(np.isnan(exp), self._quantum()[self._leaf_nodes][leaf], exp)
-            before_round = np.maximum(self._round_start - start, 0.0)
-            held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
+            if self.history == "decay":  # the past decayed, the rest of the estimate in full
+                held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
+            else:
+                before_round = np.maximum(self._round_start - start, 0.0)
+                held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
             out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
         return out
 
@@ -341,6 +401,8 @@ class FairShareAllocator:
             "policy": self._policy,
             "t_wait": json_float(self._t_wait),
             "initial_q": self.initial_q,
+            "history": [self.history, json_float(self.history_length)],
+            "capacity": json_float(self.capacity),
             "clock": json_float(self._clock),
             "round_start": json_float(self._round_start),
             "finished": [float(x) for x in self._finished],
@@ -368,7 +430,10 @@ class FairShareAllocator:
             policy=state["policy"],
             t_wait=from_json_float(state["t_wait"], math.inf),
             initial_q=float(state["initial_q"]),
+            history=state.get("history", ["forever"])[0],
+            history_length=from_json_float(state.get("history", [None, "inf"])[1], math.inf),
         )
+        alloc.capacity = from_json_float(state.get("capacity", "inf"), math.inf)
         n_leaves = len(tree.leaves)
         fields = ("finished", "q_sum", "q_count", "last_alloc", "since")
         if any(len(state[f]) != n_leaves for f in fields):

@@ -56,6 +56,8 @@ class Cluster:
         policy: fair-share policy between leaves, a name in
             ``scheduler.registry.FAIRSHARE`` ("fifo", "mlrf", "ltrf", "hltrf").
         t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
+        history, history_length: how much past usage counts ("forever",
+            "rounds" of L seconds, "decay" with a half-life; paper 002 Sec. 6.2.2).
         dispatch: a name in ``scheduler.registry.DISPATCH``: "stride"
             (deterministic), "lottery" (paper 000's random draw) or "fifo"
             for choosing the job inside a leaf.
@@ -81,6 +83,8 @@ class Cluster:
         *,
         policy: str = "hltrf",
         t_wait: float = 0.0,
+        history: str = "forever",
+        history_length: float = math.inf,
         dispatch: str = "stride",
         staged: bool = True,
         seed: int = 0,
@@ -97,13 +101,17 @@ class Cluster:
         self.capacity = as_capacity(capacity)
         self.now = float(now)
         self.policy, self.t_wait = policy, float(t_wait)
+        self.history, self.history_length = history, float(history_length)
         self.dispatch, self.staged, self.seed = dispatch, bool(staged), int(seed)
         self.sample_interval = float(sample_interval)
         self.known_durations = bool(known_durations)
         n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
         self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
         self._share = self._share_matrix()
-        self._allocators = [build_allocator(policy, tree, t_wait=t_wait) for _ in range(m)]
+        self._allocators = [
+            build_allocator(policy, tree, t_wait=t_wait, history=history, history_length=history_length) for _ in range(m)
+        ]
+        self.tell_capacity()
         self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
@@ -205,10 +213,20 @@ class Cluster:
         """Choose jobs inside leaves by another rule (``simulator.reconfigure``). Raises UnknownName."""
         reconfigure.set_dispatch(self, dispatch)
 
-    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
-        """Switch the fair-share policy and/or ``T_wait``, keeping accumulated usage
-        (``simulator.reconfigure``). Raises ValueError on an unknown policy or a bad ``t_wait``."""
-        reconfigure.set_policy(self, policy=policy, t_wait=t_wait)
+    def set_policy(
+        self, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+        history_length: float | None = None,
+    ) -> None:
+        """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping
+        accumulated usage where it can (``simulator.reconfigure``). Raises ValueError
+        on an unknown policy or history mode, or a bad ``t_wait`` / length."""
+        reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
+
+    def tell_capacity(self) -> None:
+        """Give each allocator its type's capacity (static quotas and share limits
+        are fractions of it; paper 002, Sec. 6.2.3)."""
+        for allocator, cap in zip(self._allocators, self.capacity.tolist(), strict=True):
+            allocator.capacity = float(cap)
 
     # ------------------------------------------------------------- queries
 
