@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views
+from marketplace import views, views_fairshare
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -17,6 +17,8 @@ urlpatterns = [
     path("account/", views.account, name="account"),
     path("account/ledger.csv", views.ledger_csv, name="ledger-csv"),
     path("market/settings/", views.market_settings, name="market-settings"),
+    path("fairshare/", views_fairshare.fairshare_page, name="fairshare"),
+    path("market/settings/twait-explorer.json", views_fairshare.twait_explorer_data, name="twait-explorer"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]
