@@ -151,6 +151,11 @@ class StepReport:
     finished_tasks: int
     first_starts: dict[int, float] = field(default_factory=dict)
 
+    @classmethod
+    def idle(cls, now: float) -> StepReport:
+        """A report of nothing happening at ``now``."""
+        return cls(now, [], [], [], [], {}, 0, 0)
+
 
 # A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
 _Row = tuple[int, int, Bid, Sequence[bool], NDArray[np.float64] | None]

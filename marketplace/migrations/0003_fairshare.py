@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0002_engine_plan'),
+        ('marketplace', '0003_experiments'),
     ]
 
     operations = [

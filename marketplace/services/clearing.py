@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
+from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
@@ -39,7 +40,8 @@ PRUNE_EVERY = 8  # prune after every clearing whose id is a multiple of this
 class ClearingResult:
     """What a clearing stored (or why it stored nothing)."""
 
-    status: str  # "cleared", "busy" (another clearing holds the lease), "stale" (gave up after MAX_ATTEMPTS)
+    status: str  # "cleared", "current" (this version is cleared already), "busy" (another clearing
+    # holds the lease), "stale" (gave up after MAX_ATTEMPTS)
     snapshot_id: int | None = None
     state_version: int | None = None
     n_jobs: int = 0
@@ -73,14 +75,16 @@ def _release_lease(market_id: int) -> None:
         cursor.execute(f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = NULL WHERE id = %s", [market_id])
 
 
-def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceType]]:
-    """The market row and the snapshot to clear.
+def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[ResourceType]]:
+    """The market row and the snapshot to clear (None: this version is cleared already).
 
     Read without a lock or a transaction: whatever commits meanwhile either is
     already in what was read or moved ``state_version`` since the row was read,
     and then the version check in :func:`market_clear` drops this result.
     """
     market = Market.objects.defer("engine_state").get(pk=market_id)
+    if market.cleared_version >= market.state_version:
+        return market, None, []
     context = engine_context(market)
     engine = engine_load(market=market, context=context)
     marks = engine_marks(market=market)
@@ -97,19 +101,26 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceTy
     return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
 
 
-def _store(market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
+def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
+    """Store ``plan`` as the clearing of ``market.state_version`` at ``market.sim_time``:
+    one ``AllocationSnapshot`` row and its unit prices (``t0``: ``perf_counter`` when the
+    clearing began). The caller holds the market row and records ``cleared_version`` and
+    ``clearings``. Returns the snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
     d = plan.diagnostics
-    record = AllocationSnapshot.objects.create(
-        market=market, state_version=market.state_version, sim_time=market.sim_time, mechanism=d.mechanism,
-        plan=plan.to_bytes(), rounds=d.rounds, converged=d.converged, n_jobs=plan.n, solve_ms=solve_ms,
-        max_kkt_residual=d.max_kkt_residual, total_ms=(time.perf_counter() - t0) * 1000.0,  # load + solve + encode
-    )
-    PriceSample.objects.bulk_create(
-        PriceSample(snapshot=record, resource_type=t, sim_time=market.sim_time, price=float(d.prices[j])) for j, t in enumerate(types)
-    )
-    if record.pk % PRUNE_EVERY == 0:
+    total_ms = (time.perf_counter() - t0) * 1000.0  # load + solve + encode
+    [snapshot_id] = rows.insert_rows(AllocationSnapshot, _SNAPSHOT_FIELDS, [(
+        market.pk, market.state_version, market.sim_time, d.mechanism, plan.to_bytes(), d.max_kkt_residual, d.rounds,
+        d.converged, plan.n, solve_ms, total_ms, timezone.now(),
+    )], returning_pk=True)  # fmt: skip
+    rows.insert_rows(PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
+                     [(snapshot_id, t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
+    if snapshot_id % PRUNE_EVERY == 0:
         _prune(market.pk)
-    return record.pk
+    return snapshot_id
+
+
+_SNAPSHOT_FIELDS = ("market", "state_version", "sim_time", "mechanism", "plan", "max_kkt_residual", "rounds",
+                    "converged", "n_jobs", "solve_ms", "total_ms", "created_at")
 
 
 def _prune(market_id: int) -> None:
@@ -138,6 +149,8 @@ def market_clear(*, market_id: int) -> ClearingResult:
         for _ in range(MAX_ATTEMPTS):
             t0 = time.perf_counter()
             market, snap, types = _read_state(market_id)
+            if snap is None:  # a tick (or another clearing) has cleared this version: nothing to do
+                return ClearingResult("current", state_version=market.state_version)
             ts = time.perf_counter()
             plan = MECHANISMS.build(market.mechanism).clear(snap)
             solve_ms = (time.perf_counter() - ts) * 1000.0
@@ -153,7 +166,7 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 )
                 if not current:
                     continue
-                snapshot_id = _store(market, plan, types, solve_ms, t0)
+                snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0)
             released = True  # the update above freed the lease
             return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:

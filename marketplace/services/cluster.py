@@ -6,20 +6,25 @@ in one transaction under the market row lock: load the engine, tell it about
 new and cancelled jobs, capacities and parameters, apply the newest stored
 Plan, step, and store progress, departures, the charges the Plan's payment
 rules decided (through the ledger), and the samples. A departure is a market
-change: the version rises and a clearing is enqueued after commit.
+change cleared inside the tick on the tick's own engine (the version rises and
+the Plan is stored as that version's clearing), so a tick of any length
+dispatches as the offline runner does; bids are cleared by the clearing task.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from marketplace import adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
+from marketplace.services import rows
+from marketplace.services.clearing import plan_store
 from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
     ENGINE_FIELDS,
@@ -30,8 +35,9 @@ from marketplace.services.market import (
     engine_load,
     engine_marks,
     engine_store,
-    enqueue_clearing,
 )
+from scheduler.plan import empty_plan
+from scheduler.registry import MECHANISMS
 from simulator.market import Charge, MarketEngine, StepReport
 
 
@@ -75,22 +81,16 @@ def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -
 
 
 def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
-    """Task counts of the jobs that changed, and the first start of jobs that started."""
-    if report.progress:
-        table = JobWork._meta.db_table
-        rows = [
-            (pending[j], running[j], done[j], job_id, t.pk)
-            for job_id, (pending, running, done) in report.progress.items()
-            for j, t in enumerate(types)
-        ]
-        # One prepared statement for all rows (bulk_update's CASE WHEN costs more
-        # to build than to run at this size); rows a job has no work for match nothing.
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET pending = %s, running = %s, done = %s WHERE job_id = %s AND resource_type_id = %s", rows,
-            )
-    for job_id, start in report.first_starts.items():
-        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(status=Job.Status.RUNNING, sim_start_time=start)
+    """Task counts of the jobs that changed, and the first start of jobs that started
+    (one prepared statement each: rows a job has no work for match nothing)."""
+    rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
+        (pending[j], running[j], done[j], job_id, t.pk)
+        for job_id, (pending, running, done) in report.progress.items()
+        for j, t in enumerate(types)
+    ))  # fmt: skip
+    rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
+        (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items()
+    ))  # fmt: skip
 
 
 def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
@@ -99,14 +99,16 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
         return 0
-    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).select_related("tenant__account").order_by("pk")}
+    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).only("id", "status", "charged", "tenant_id").order_by("pk")}
+    charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
         if job is not None and job.status in Job.ACTIVE:
             job_charge(job=job, amount=money(c.amount), memo=f"fixed price of job {job.pk}")
-            Job.objects.filter(pk=job.pk).update(charged=job.charged)
+            charged.append((job.charged, job.pk))
+    rows.update_rows(Job, ("charged",), ("id",), charged)
     finished = {f.job_id: f for f in report.departures}
-    now, count = timezone.now(), 0
+    now, done_rows = timezone.now(), []
     for job_id in report.settled:
         job = jobs.get(job_id)
         if job is None or job.status not in Job.ACTIVE:
@@ -116,12 +118,9 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
             job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else ""
         )
         done = finished[job_id]
-        Job.objects.filter(pk=job_id).update(
-            status=Job.Status.FINISHED, charged=job.charged,
-            sim_start_time=done.start_time, sim_finish_time=done.finish_time, finished_at=now,
-        )
-        count += 1
-    return count
+        done_rows.append((Job.Status.FINISHED, job.charged, done.start_time, done.finish_time, now, job_id))
+    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at"), ("id",), done_rows)
+    return len(done_rows)
 
 
 def _finite(x: float) -> float | None:
@@ -134,42 +133,66 @@ def _store_samples(market: Market, report: StepReport, context: EngineContext, a
     types, leaf_ids = context.types, context.tree_map.leaf_queue_ids
     for s in report.samples:
         for j, t in enumerate(types):
-            overall.append(MarketSample(
-                market=market, sim_time=s.time, resource_type=t, benefit=float(s.benefit[j]), loss=float(s.loss[j]),
-                utilisation=float(s.utilisation[j]), active_jobs=active,
-            ))
+            overall.append((market.pk, s.time, t.pk, float(s.benefit[j]), float(s.loss[j]), float(s.utilisation[j]), active))
             for leaf, queue_id in enumerate(leaf_ids):
-                fair.append(FairnessSample(
-                    market=market, sim_time=s.time, queue_id=queue_id, resource_type=t,
-                    usage=float(s.usage[leaf, j]), share=float(s.share[leaf, j]), demand=float(s.demand[leaf, j]),
-                    entitled=float(s.entitled[leaf, j]), rho=_finite(s.rho[leaf, j]), running=float(s.running[leaf, j]),
+                fair.append((
+                    market.pk, s.time, queue_id, t.pk, float(s.usage[leaf, j]), float(s.share[leaf, j]),
+                    float(s.demand[leaf, j]), float(s.entitled[leaf, j]), _finite(s.rho[leaf, j]), float(s.running[leaf, j]),
                 ))
-    FairnessSample.objects.bulk_create(fair, batch_size=500)
-    MarketSample.objects.bulk_create(overall, batch_size=500)
+    rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, fair)
+    rows.insert_rows(MarketSample, _MARKET_FIELDS, overall)
+
+
+_FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
+_MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
 def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> None:
     """Share history, downsampled: each job's shares at every fairness sample it was
     present for, and its last shares at its departure."""
     finish = {f.job_id: f.finish_time for f in report.departures}
-    rows = []
+    out = []
     for s in report.samples:
         for job_id, (arrival, share) in shares.items():
             if arrival <= s.time < finish.get(job_id, math.inf):
-                rows.append(ShareSample(market=market, job_id=job_id, sim_time=s.time, shares=share.tolist()))  # type: ignore[attr-defined]
+                out.append((market.pk, job_id, s.time, share.tolist()))  # type: ignore[attr-defined]
     for job_id, t in finish.items():
         if job_id in shares:
-            rows.append(ShareSample(market=market, job_id=job_id, sim_time=t, shares=shares[job_id][1].tolist()))  # type: ignore[attr-defined]
-    ShareSample.objects.bulk_create(rows, batch_size=500)
+            out.append((market.pk, job_id, t, shares[job_id][1].tolist()))  # type: ignore[attr-defined]
+    rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), out)
+
+
+def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> list[Charge]:
+    """Clear the market on the tick's own engine (after a departure, as the offline
+    runner does, or for changes no clearing has seen yet), store the Plan as the
+    clearing of ``market.state_version`` and put it in force. Returns the charges due
+    at acceptance (fixed prices)."""
+    t0 = time.perf_counter()
+    if engine.cluster.active_jobs():
+        snap = engine.snapshot()
+        ts = time.perf_counter()
+        plan = MECHANISMS.build(engine.config.mechanism).clear(snap)
+        solve_ms = (time.perf_counter() - ts) * 1000.0
+    else:
+        plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
+    market.cleared_version = market.state_version
+    market.clearings += 1
+    return engine.apply_plan(plan, plan_id=plan_id)
 
 
 def cluster_advance(
-    *, market_id: int, until: float | None = None, seconds: float | None = None, stop_on_departure: bool = False
+    *, market_id: int, until: float | None = None, seconds: float | None = None, stop_when_idle: bool = False
 ) -> TickResult:
     """Advance the live market to simulated time ``until`` (or by ``seconds``).
 
-    With ``stop_on_departure`` the tick ends at the first job completion, so the
-    next tick dispatches by a clearing that has seen the departure.
+    Changes no clearing has seen yet are cleared first, and every departure on the
+    way is a market change cleared inside the tick, on the tick's engine, before any freed slot is handed out (paper 000, Sec. 4: the
+    auction re-runs on every arrival and departure): the version rises, the Plan is
+    stored and applied, and the tick goes on. So a tick of any length dispatches as
+    the offline runner does, and no clearing task is enqueued for a departure. With
+    ``stop_when_idle`` the tick ends at a departure that leaves no active job (a
+    drain's last tick ends where the work did).
 
     Raises:
         ValueError: ``until`` lies before the market's current simulated time.
@@ -182,29 +205,45 @@ def cluster_advance(
         context = engine_context(market)
         engine = engine_load(market=market, context=context)
         marks = engine_marks(market=market)
+        fields = ["sim_time", *ENGINE_FIELDS]
+        clearings_before = market.clearings
+        departures = started = finished_tasks = 0
         try:
             _sync(engine, market, context, marks)
             acceptance = _apply_latest_plan(engine, market, marks)
-            shares = engine.current_shares()
-            report = engine.step(target, stop_on_departure=stop_on_departure)
-            _apply_progress(report, context.types)
-            departures = _apply_money(report, acceptance)
-            active = len(engine.cluster.active_jobs())
-            _store_samples(market, report, context, active)
-            _store_shares(market, report, shares)
-            market.sim_time = report.now
-            fields = ["sim_time", *ENGINE_FIELDS]
-            if departures:  # a market change (services.market.market_changed), in the same UPDATE
-                market.state_version += 1
-                fields.append("state_version")
+            if market.cleared_version < market.state_version:
+                # bids or cancellations no clearing has seen (deferred, or the clearing
+                # worker is slow or down): never hand out slots by a stale Plan
+                acceptance += _clear_now(engine, market, context)
+            while True:
+                shares = engine.current_shares()
+                report = engine.step(target, stop_on_departure=True)
+                _apply_progress(report, context.types)
+                departed = _apply_money(report, acceptance)
+                active = len(engine.cluster.active_jobs())
+                _store_samples(market, report, context, active)
+                _store_shares(market, report, shares)
+                market.sim_time = report.now
+                departures += departed
+                started += report.started_tasks
+                finished_tasks += report.finished_tasks
+                acceptance = []
+                if not report.departures:
+                    break
+                market.state_version += 1  # a market change (services.market.market_changed), cleared here
+                acceptance = _clear_now(engine, market, context)
+                if report.now >= target or (stop_when_idle and not active):
+                    break
+            if acceptance:  # fixed prices of the last clearing's Plan
+                _apply_money(StepReport.idle(market.sim_time), acceptance)
+            if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
+                fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
             market.save(update_fields=fields)
-            if departures:
-                enqueue_clearing(market_id=market.pk)
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise
-    return TickResult(report.now, report.started_tasks, report.finished_tasks, departures, active)
+    return TickResult(market.sim_time, started, finished_tasks, departures, active)
 
 
 def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:

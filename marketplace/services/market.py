@@ -14,9 +14,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import secrets
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -43,9 +46,29 @@ def market_changed(*, market: Market) -> None:
     enqueue_clearing(market_id=market.pk)
 
 
+_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("clearings_deferred", default=False)
+
+
+@contextlib.contextmanager
+def clearings_deferred() -> Iterator[None]:
+    """Within the block, market changes enqueue no clearing: the caller's next clock
+    tick clears them (``cluster_advance`` clears a market whose ``state_version`` is
+    ahead of its ``cleared_version`` before it hands out any slot). For batch drivers
+    that tick after every change, such as ``replay_trace --drain``: one transaction
+    per event instead of two."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
 def enqueue_clearing(*, market_id: int) -> None:
     """Enqueue ``clear_market_task`` once the current transaction commits (at
-    once outside one). Eager Celery runs it right then, in this process."""
+    once outside one). Eager Celery runs it right then, in this process. Nothing
+    inside :func:`clearings_deferred`."""
+    if _deferred.get():
+        return
     from marketplace.celery import app
 
     task = app.tasks[CLEAR_TASK]

@@ -15,6 +15,7 @@ from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.ledger import ledger_reconcile
+from marketplace.services.market import clearings_deferred
 
 TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 
@@ -33,10 +34,10 @@ def test_job_runs_to_completion_and_is_charged(market, alice, django_capture_on_
     version = Market.objects.get(pk=market.pk).state_version
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         tick = cluster_advance(market_id=market.pk, until=100.0)
-    # then it finished at 10 + 20 s, was charged its budget, and the departure re-cleared the market
+    # then it finished at 10 + 20 s, was charged its budget, and the tick itself re-cleared
+    # the market at the departure (no clearing task is enqueued for it)
     job.refresh_from_db()
-    # one clearing enqueued after commit (the other callback keeps this process's engine copy)
-    assert tick.finished_jobs == 1 and sum("enqueue_clearing" in cb.__qualname__ for cb in callbacks) == 1
+    assert tick.finished_jobs == 1 and not any("enqueue_clearing" in cb.__qualname__ for cb in callbacks)
     assert job.status == Job.Status.FINISHED
     assert job.sim_finish_time == pytest.approx(30.0) and job.response_time == pytest.approx(30.0)
     assert job.charged == Decimal("80")
@@ -101,3 +102,24 @@ def test_replay_drain_summary(market, alice, bob):
     assert Job.objects.filter(status__in=Job.ACTIVE).count() == 0
     for tenant in market.tenants.all():
         assert ledger_reconcile(account=tenant.account) == []
+
+
+def test_a_tick_clears_changes_no_clearing_has_seen_before_handing_out_slots(market, alice, django_capture_on_commit_callbacks):
+    # given a bid placed while clearings are deferred (as the drain does), so no clearing task runs
+    with clearings_deferred(), django_capture_on_commit_callbacks(execute=True) as callbacks:
+        job = bid_submit(tenant=alice, budget="40", work=[WorkItem("map", 2, 10.0)])
+    assert not any("enqueue_clearing" in cb.__qualname__ for cb in callbacks)
+    market.refresh_from_db()
+    assert market.cleared_version < market.state_version
+    snapshots = AllocationSnapshot.objects.filter(market=market).count()
+    # when the clock ticks
+    cluster_advance(market_id=market.pk, until=5.0)
+    # then the tick cleared the bid first (at the bid's time, with the job in the Plan) and ran its tasks
+    market.refresh_from_db()
+    assert market.cleared_version == market.state_version
+    cleared = AllocationSnapshot.objects.filter(market=market).order_by("id")[snapshots:]
+    assert [(c.sim_time, c.n_jobs) for c in cleared] == [(0.0, 1)]
+    assert JobWork.objects.get(job=job).running == 2
+    # and a clearing task arriving late for that version does nothing
+    assert market_clear(market_id=market.pk).status == "current"
+    assert AllocationSnapshot.objects.filter(market=market).count() == snapshots + 1

@@ -11,6 +11,7 @@ loop does (clear after every departure and after each arrival).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +26,7 @@ from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import market_configure, resource_capacity_set
 from marketplace.services.ledger import account_deposit, ledger_reconcile, money
+from marketplace.services.market import clearings_deferred
 from simulator.runner import RunResult
 from simulator.workload import TraceJob, load_swim
 from tests.factories import TenantFactory, leaf
@@ -74,17 +76,36 @@ def _slice(*, start_hour: float, hours: float, seed: int) -> list[TraceJob]:
 # ------------------------------------------------------------------------------- live
 
 
-def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], seed: int) -> list[Replayed]:
+def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], seed: int, *, deferred: bool = False) -> list[Replayed]:
     """Submit the trace as bids on the market clock, then drain, as ``replay_trace
-    --drain`` does (its own ``_advance_to``: ticks that stop at each departure,
-    whose clearing runs when the tick commits, and no tick at all when the clock
-    is already at the bid's time); the first job arrives at 0."""
+    --drain`` does (its own ``_advance_to``: one tick to the bid's time, which clears
+    each departure on the way, and no tick at all when the clock is already at the
+    bid's time); the first job arrives at 0. ``deferred``: bids enqueue no clearing and
+    the next tick clears them, as the drain does; else each bid's eager clearing runs
+    at commit, as in production."""
     assert Market.objects.get(pk=market.pk).sim_time == 0.0
     types = resource_types(market)
     rng = np.random.default_rng(seed)
     owner = {f"u{k}": (tenants[k], UTILITY_BY_TENANT[k]) for k in range(len(tenants))}
     t0 = jobs[0].submit_time
     out = []
+    scope = clearings_deferred() if deferred else contextlib.nullcontext()
+    with scope:
+        _submit_all(market, jobs, owner, types, rng, t0, out)
+        ids = [r.job.pk for r in out]
+        for _ in range(MAX_TICKS):
+            if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
+                break
+            now = Market.objects.get(pk=market.pk).sim_time
+            cluster_advance(market_id=market.pk, until=now + 3600.0, stop_when_idle=True)
+        else:
+            raise AssertionError("the live market did not drain")
+    jobs_now = Job.objects.in_bulk(ids)
+    return [Replayed(r.trace, jobs_now[r.job.pk]) for r in out]
+
+
+def _submit_all(market: Market, jobs: list[TraceJob], owner: dict, types: list, rng: np.random.Generator, t0: float,
+                out: list[Replayed]) -> None:
     for tj in jobs:
         tenant, utility = owner[tj.user]
         budget = Decimal(f"{rng.uniform(20.0, 120.0):.2f}")
@@ -96,16 +117,6 @@ def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], se
         _advance_to(market.pk, tj.submit_time - t0)
         job = bid_submit(tenant=tenant, budget=budget, work=work, utility=utility, external_id=str(tj.job_id))
         out.append(Replayed(tj, job))
-    ids = [r.job.pk for r in out]
-    for _ in range(MAX_TICKS):
-        if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
-            break
-        now = Market.objects.get(pk=market.pk).sim_time
-        cluster_advance(market_id=market.pk, until=now + 3600.0, stop_on_departure=True)
-    else:
-        raise AssertionError("the live market did not drain")
-    jobs_now = Job.objects.in_bulk(ids)
-    return [Replayed(r.trace, jobs_now[r.job.pk]) for r in out]
 
 
 # ---------------------------------------------------------------------------- offline
@@ -173,13 +184,14 @@ def _assert_same(market: Market, tenants: list[Tenant], replayed: list[Replayed]
 
 
 @pytest.mark.django_db(transaction=True)  # real commits, so on_commit enqueues clearings as in production
-def test_live_and_offline_agree_on_a_trace_slice(market, alice, bob):
+@pytest.mark.parametrize("deferred", [False, True], ids=["clearing-per-bid", "drain-deferred"])
+def test_live_and_offline_agree_on_a_trace_slice(market, alice, bob, deferred):
     # given half an hour of FB-2009 for three tenants in three leaves, on 4 map and 2 reduce slots
     tenants = _tenants(market, alice, bob)
     _prepare(market)
     jobs = _slice(start_hour=0.0, hours=0.5, seed=3)
     # when it is replayed live (services, database, eager clearings), then offline
-    replayed = _replay_live(market, tenants, jobs, seed=11)
+    replayed = _replay_live(market, tenants, jobs, seed=11, deferred=deferred)
     result = _replay_offline(market, tenants, replayed)
     # then every job finishes at the same time and pays the same on both sides
     assert len(replayed) == len(jobs) >= 30
@@ -211,7 +223,8 @@ def test_live_and_offline_agree_per_configuration(market, alice, bob, mechanism,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_live_and_offline_agree_on_arrivals_at_the_same_instant(market, alice, bob):
+@pytest.mark.parametrize("deferred", [False, True], ids=["clearing-per-bid", "drain-deferred"])
+def test_live_and_offline_agree_on_arrivals_at_the_same_instant(market, alice, bob, deferred):
     # given the busy minutes, with trace job 19 (72 maps, alice) moved onto the arrival of job 17 (154 maps, carol)
     tenants = _tenants(market, alice, bob)
     _prepare(market)
@@ -219,7 +232,7 @@ def test_live_and_offline_agree_on_arrivals_at_the_same_instant(market, alice, b
     at = next(j.submit_time for j in jobs if j.job_id == 17)
     jobs = sorted((replace(j, submit_time=at) if j.job_id == 19 else j for j in jobs), key=lambda j: (j.submit_time, j.job_id))
     # when replayed live and offline
-    replayed = _replay_live(market, tenants, jobs, seed=5)
+    replayed = _replay_live(market, tenants, jobs, seed=5, deferred=deferred)
     result = _replay_offline(market, tenants, replayed)
     # then both sides agree: the replay does not tick between the two bids (a zero-length tick
     # would hand every free map slot to job 17 before job 19 exists; offline clears both first)

@@ -2,7 +2,10 @@
 
 Each trace job becomes a bid (``services.bids.bid_submit``) at its submit time
 on the market clock; the cluster clock (``services.cluster.cluster_advance``)
-runs between arrivals. Every arrival and departure enqueues ``clear_market``.
+runs between arrivals. Every arrival and departure is cleared: live, a bid
+enqueues ``clear_market_task``; drained (``--drain``), the tick that follows the
+bid clears it (``services.market.clearings_deferred``); a tick clears each
+departure itself.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from django.core.management.base import BaseCommand, CommandError
 from marketplace import adapters
 from marketplace.models import Job, Market, Queue, Tenant
 from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import market_configure
+from marketplace.services.market import clearings_deferred
 from marketplace.services.setup import tenant_create
 from simulator.workload import TraceJob, load_swf, load_swim
 
@@ -128,33 +133,41 @@ def _submit(bid: tuple[TraceJob, Tenant, dict]) -> int | None:
         return None
 
 
-def _advance_to(market_id: int, until: float) -> None:
-    """Advance to ``until``, stopping at each departure so that it is cleared before the next tick.
+def _advance_to(market_id: int, until: float, now: float | None = None) -> float:
+    """Clear what the last bid changed, then advance to ``until``; return the simulated
+    time reached. One tick does both (it clears pending changes first and each
+    departure on the way), so under ``clearings_deferred`` a drained bid costs one
+    transaction for the bid and one for the tick.
 
-    Already there (a second bid at the same instant): no tick, so that both bids are
-    cleared before any slot is handed out, as the offline runner does.
+    Already there (another bid at the same instant): no tick, only a clearing, so that
+    each bid is cleared before any slot is handed out, as the offline runner does
+    (``market_clear`` returns at once when a clearing has seen the bid already).
+    ``now``, the clock as the caller last saw it, saves reading it (only this process
+    moves it).
     """
-    if Market.objects.filter(pk=market_id).values_list("sim_time", flat=True).get() >= until:
-        return  # one cheap read: the drain calls this once per bid
-    for _ in range(MAX_TICKS):
-        if cluster_advance(market_id=market_id, until=until, stop_on_departure=True).sim_time >= until:
-            return
+    if now is None:
+        now = Market.objects.filter(pk=market_id).values_list("sim_time", flat=True).get()
+    if now >= until:
+        market_clear(market_id=market_id)
+        return now
+    return cluster_advance(market_id=market_id, until=until).sim_time
 
 
 def _drain(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
     ids, rejected = [], 0
-    for bid in bids:
-        _advance_to(market.pk, offset + bid[0].submit_time)
-        job_id = _submit(bid)
-        if job_id is None:
-            rejected += 1
-        else:
-            ids.append(job_id)
-    for _ in range(MAX_TICKS):
-        if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
-            break
-        now = Market.objects.get(pk=market.pk).sim_time
-        cluster_advance(market_id=market.pk, until=now + 3600.0, stop_on_departure=True)
+    now = None
+    with clearings_deferred():  # each bid is cleared by the tick that follows it
+        for bid in bids:
+            now = _advance_to(market.pk, offset + bid[0].submit_time, now)
+            job_id = _submit(bid)
+            if job_id is None:
+                rejected += 1
+            else:
+                ids.append(job_id)
+        for _ in range(MAX_TICKS):
+            now = cluster_advance(market_id=market.pk, until=(now or 0.0) + 3600.0, stop_when_idle=True).sim_time
+            if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
+                break
     return ids, rejected
 
 
