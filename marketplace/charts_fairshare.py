@@ -18,6 +18,6 @@ def twait_explorer_figure(explorer: dict[str, Any]) -> dict[str, Any]:
     layout = _layout(
         "Starved queue B: units per slot after the new demands (simulated)",
         "Simulated seconds since the new demands arrive", "Units allocated to B (of 12)",
-        yaxis={"rangemode": "tozero"},
+        yaxis={"rangemode": "tozero"}, height=380,
     )
     return _figure(traces, layout)
