@@ -56,6 +56,7 @@ from scheduler.fairness import (
 )
 from scheduler.fairshare_limits import HISTORY_MODES, check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fifo import FifoAllocator
+from scheduler.quantum import AppQuanta
 from scheduler.running import RunningTasks, from_json_float, json_float
 from scheduler.selection import argmin_first, mean_of
 from scheduler.unit_tasks import UNIT_TASK_POLICIES, allocate_rounds, unit_task_schedule
@@ -121,8 +122,7 @@ class FairShareAllocator:
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
-        self._q_sum = np.zeros(n_leaves)  # durations of finished tasks, all rounds
-        self._q_count = np.zeros(n_leaves, dtype=np.int64)
+        self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
         self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
         self._tasks = RunningTasks()
@@ -268,15 +268,17 @@ class FairShareAllocator:
         return tuple(np.asarray(k, dtype=np.int64) for k in self.tree.children)
 
     def record_start(
-        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1, app: int | None = None
     ) -> None:
         """``units`` units were given to leaf position ``leaf`` at ``now`` for the
         batch of tasks ``task_key`` (one task by default).
 
         ``expected_duration`` (>= 0, finite) counts toward usage at once;
-        None = unknown, estimated by the leaf's adaptive quantum Q (Sec. 6.2.1).
+        None = unknown, estimated by the adaptive quantum Q (Sec. 6.2.1) of its
+        application ``app`` (>= 0, e.g. the job id; its leaf's Q until one of
+        its tasks finished) or, without ``app``, of its leaf.
         Raises ValueError on a duplicate key, a bad leaf, duration or unit
-        count, or time going backwards.
+        count, an application seen in another leaf, or time going backwards.
         """
         if task_key in self._tasks.slot:
             raise ValueError(f"task {task_key} is already running")
@@ -287,8 +289,12 @@ class FairShareAllocator:
         exp = math.nan if expected_duration is None else float(expected_duration)
         if expected_duration is not None and not (math.isfinite(exp) and exp >= 0):
             raise ValueError("expected_duration must be finite and >= 0")
+        if app is not None and app < 0:
+            raise ValueError("application keys must be >= 0")
         self._advance(now)
-        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units))
+        key = AppQuanta.key(app, int(leaf))
+        self._apps.start(key, int(leaf))
+        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units), key)
         self._last_alloc[leaf] = now
 
     def record_more(self, task_key: int, units: int = 1) -> None:
@@ -304,20 +310,20 @@ class FairShareAllocator:
         if task_key not in self._tasks.slot:
             raise KeyError(task_key)
         self._advance(now)
-        leaf, start, units = self._tasks.pop(task_key)
+        leaf, start, units, app = self._tasks.pop(task_key)
         if self.history == "decay":
             self._finished[leaf] += units * float(decayed_integral(now - start, self.history_length))
         else:
             self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
-        self._q_sum[leaf] += units * (now - start)
-        self._q_count[leaf] += int(units)
+        self._apps.finish(app, now - start, int(units))
         self._update_quantum_path(leaf)
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
 
-        Bottom-up: a leaf's Q is the mean duration of its finished tasks; a
-        group's Q is the mean Q of its children that have finished tasks
+        Bottom-up: an application's Q is the mean duration of its finished
+        tasks, a leaf's Q the mean of its applications' Q
+        (:mod:`scheduler.quantum`); a group's Q is the mean Q of its children that have finished tasks
         below them. Top-down: a node with no finished task below it inherits
         its parent's Q, the root falling back to ``initial_q``. Q persists
         across rounds (it estimates durations, not history).
@@ -340,7 +346,7 @@ class FairShareAllocator:
         node = int(self._leaf_nodes[leaf])
         if math.isnan(self._q_own[node]):
             self._q_source = None  # a subtree gained its first finished task
-        self._q_own[node] = self._q_sum[leaf] / self._q_count[leaf]
+        self._q_own[node] = self._apps.leaf_q(leaf)
         parent = self.tree.parent[node]
         while parent >= 0:
             vals = [q for q in self._q_own[self._children[parent]].tolist() if not math.isnan(q)]
@@ -359,7 +365,11 @@ class FairShareAllocator:
         if n:
             t = self._tasks
             leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
-            est = np.where(np.isnan(exp), self._quantum()[self._leaf_nodes][leaf], exp)
+            unknown = np.isnan(exp)
+            est = exp
+            if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
+                leaf_q = self._quantum()[self._leaf_nodes][leaf]
+                est = np.where(unknown, self._apps.estimates(t.app[:n], leaf_q) if self._apps.apps else leaf_q, exp)
             if self.history == "decay":  # the past decayed, the rest of the estimate in full
                 held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
             else:
@@ -406,12 +416,11 @@ class FairShareAllocator:
             "clock": json_float(self._clock),
             "round_start": json_float(self._round_start),
             "finished": [float(x) for x in self._finished],
-            "q_sum": [float(x) for x in self._q_sum],
-            "q_count": [int(x) for x in self._q_count],
+            "quanta": self._apps.to_state(),
             "last_alloc": [json_float(float(x)) for x in self._last_alloc],
             "since": [json_float(float(x)) for x in self._since],
             "running": [
-                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i])]
+                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i]), int(t.app[i])]
                 for i in range(n)
             ],
         }
@@ -435,19 +444,22 @@ class FairShareAllocator:
         )
         alloc.capacity = from_json_float(state.get("capacity", "inf"), math.inf)
         n_leaves = len(tree.leaves)
-        fields = ("finished", "q_sum", "q_count", "last_alloc", "since")
+        fields = ("finished", "last_alloc", "since")
         if any(len(state[f]) != n_leaves for f in fields):
             raise ValueError("state arrays do not match the number of leaves")
         alloc._clock = from_json_float(state["clock"], -math.inf)
         alloc._round_start = from_json_float(state["round_start"], -math.inf)
         alloc._finished = np.asarray(state["finished"], dtype=np.float64)
-        alloc._q_sum = np.asarray(state["q_sum"], dtype=np.float64)
-        alloc._q_count = np.asarray(state["q_count"], dtype=np.int64)
-        for leaf in np.flatnonzero(alloc._q_count):
+        alloc._apps = AppQuanta.from_state(n_leaves, state)
+        for leaf in np.flatnonzero(alloc._apps.leaf_n):
             alloc._update_quantum_path(int(leaf))
         alloc._last_alloc = np.array([from_json_float(x, -math.inf) for x in state["last_alloc"]])
         alloc._since = np.array([from_json_float(x, math.nan) for x in state["since"]])
-        for key, leaf, start, exp, *units in state["running"]:
-            alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), int(units[0]) if units else 1)
+        for key, leaf, start, exp, *rest in state["running"]:
+            units = int(rest[0]) if rest else 1
+            app = int(rest[1]) if len(rest) > 1 else AppQuanta.key(None, int(leaf))
+            alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), units, app)
+            if "quanta" not in state:  # an older state: its running tasks belong to the leaf's pseudo-application
+                alloc._apps.start(app, int(leaf))
         return alloc
 

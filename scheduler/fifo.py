@@ -58,7 +58,9 @@ class FifoAllocator:
                 best, rank = leaf, h
         return best
 
-    def record_start(self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1) -> None:
+    def record_start(
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1, app: int | None = None
+    ) -> None:
         """Nothing to record."""
 
     def record_more(self, task_key: int, units: int = 1) -> None:

@@ -446,7 +446,7 @@ class Cluster:
             if shared:
                 self._batches[(job.job_id, j)] = payload
                 expected = duration if self.known_durations else None
-                self._allocators[j].record_start(key, job.leaf, self.now, expected, units)
+                self._allocators[j].record_start(key, job.leaf, self.now, expected, units, app=job.job_id if job.job_id >= 0 else None)
         self._touch(job)
         assert self._report is not None
         self._report.started += units

@@ -85,4 +85,4 @@ def _replay_running(c: Cluster) -> None:
             running.append((t_end - duration, key, job_id, j, units, duration))
     for start, key, job_id, j, units, duration in sorted(running):
         expected = duration if c.known_durations else None
-        c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units)
+        c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units, app=job_id if job_id >= 0 else None)
