@@ -6,6 +6,8 @@ ledger is read-only here (corrections are new entries, made by services).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -88,8 +90,23 @@ class MarketAdmin(admin.ModelAdmin):
             _report(request, exc)
 
 
+_QUEUE_NUMBERS = ("weight", "min_share", "max_share")
+
+
+class QueueAdminForm(forms.ModelForm):
+    """Weight and share limits as text boxes (a number box blanks 1e309 into "This field is
+    required"); the server says what is wrong, ``queue_save`` checks the rest."""
+
+    class Meta:
+        model = Queue
+        fields = ("market", "name", "parent", "weight", "min_share", "max_share")
+        widgets: ClassVar[dict[str, Any]] = {f: forms.TextInput(attrs={"inputmode": "decimal"}) for f in _QUEUE_NUMBERS}
+        error_messages: ClassVar[dict[str, Any]] = {f: {"invalid": "Enter a finite number."} for f in _QUEUE_NUMBERS}
+
+
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
+    form = QueueAdminForm
     list_display = ("path", "weight", "min_share", "max_share", "parent", "market")
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]

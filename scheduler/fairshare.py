@@ -368,8 +368,10 @@ class FairShareAllocator:
             unknown = np.isnan(exp)
             est = exp
             if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
-                leaf_q = self._quantum()[self._leaf_nodes][leaf]
-                est = np.where(unknown, self._apps.estimates(t.app[:n], leaf_q) if self._apps.apps else leaf_q, exp)
+                est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
+                if self._apps.named:  # without named applications a leaf's Q is its only one's
+                    idx = np.flatnonzero(unknown)
+                    est[idx] = self._apps.estimates(t.app[:n][idx], est[idx])
             if self.history == "decay":  # the past decayed, the rest of the estimate in full
                 held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
             else:

@@ -34,6 +34,7 @@ class AppQuanta:
         self.apps: dict[int, list[float]] = {}  # app -> [leaf, duration sum, task count, running batches]
         self.leaf_sum = np.zeros(n_leaves)  # sum over the leaf's applications of their Q
         self.leaf_n = np.zeros(n_leaves, dtype=np.int64)  # applications with a finished task
+        self._named = 0  # entries with key >= 0
 
     @staticmethod
     def key(app: int | None, leaf: int) -> int:
@@ -43,7 +44,10 @@ class AppQuanta:
     def start(self, app: int, leaf: int) -> None:
         """A batch of ``app`` (in ``leaf``) started. Raises ValueError if the
         application is already known in another leaf."""
-        entry = self.apps.setdefault(app, [float(leaf), 0.0, 0.0, 0.0])
+        entry = self.apps.get(app)
+        if entry is None:
+            entry = self.apps[app] = [float(leaf), 0.0, 0.0, 0.0]
+            self._named += app >= 0
         if int(entry[0]) != leaf:
             raise ValueError(f"application {app} runs in leaf {int(entry[0])}, not {leaf}")
         entry[3] += 1
@@ -63,7 +67,13 @@ class AppQuanta:
         entry[3] -= 1
         if entry[3] <= 0 and app >= 0:
             del self.apps[app]  # its Q stays in the leaf's mean
+            self._named -= 1
         return leaf
+
+    @property
+    def named(self) -> bool:
+        """True while some named application (key >= 0) is known."""
+        return self._named > 0
 
     def app_q(self, app: int) -> float:
         """Q of ``app`` from its finished tasks, NaN if none finished yet."""
@@ -95,6 +105,7 @@ class AppQuanta:
         if "quanta" in state:
             q = state["quanta"]
             out.apps = {int(k): [float(leaf), float(s), float(c), float(r)] for k, leaf, s, c, r in q["apps"]}
+            out._named = sum(1 for k in out.apps if k >= 0)
             out.leaf_sum = np.asarray(q["leaf_sum"], dtype=np.float64)
             out.leaf_n = np.asarray(q["leaf_n"], dtype=np.int64)
         else:

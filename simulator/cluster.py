@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from scheduler.fairshare import QueueTree
 from scheduler.plan import Plan, Reservation
-from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
+from scheduler.registry import DISPATCH, FAIRSHARE
 from simulator import cluster_state, plan_apply, reconfigure
 from simulator.accounting import LeafLedger
 from simulator.engine import ARRIVE, FINISH, EventQueue
@@ -108,10 +108,7 @@ class Cluster:
         n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
         self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
         self._share = self._share_matrix()
-        self._allocators = [
-            build_allocator(policy, tree, t_wait=t_wait, history=history, history_length=history_length) for _ in range(m)
-        ]
-        self.tell_capacity()
+        self._allocators = reconfigure.fresh_allocators(self)
         self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
@@ -213,20 +210,11 @@ class Cluster:
         """Choose jobs inside leaves by another rule (``simulator.reconfigure``). Raises UnknownName."""
         reconfigure.set_dispatch(self, dispatch)
 
-    def set_policy(
-        self, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
-        history_length: float | None = None,
-    ) -> None:
-        """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping
-        accumulated usage where it can (``simulator.reconfigure``). Raises ValueError
-        on an unknown policy or history mode, or a bad ``t_wait`` / length."""
+    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+                   history_length: float | None = None) -> None:
+        """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping usage where it
+        can (``simulator.reconfigure``). Raises ValueError on a bad name, ``t_wait`` or length."""
         reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
-
-    def tell_capacity(self) -> None:
-        """Give each allocator its type's capacity (static quotas and share limits
-        are fractions of it; paper 002, Sec. 6.2.3)."""
-        for allocator, cap in zip(self._allocators, self.capacity.tolist(), strict=True):
-            allocator.capacity = float(cap)
 
     # ------------------------------------------------------------- queries
 
@@ -446,7 +434,8 @@ class Cluster:
             if shared:
                 self._batches[(job.job_id, j)] = payload
                 expected = duration if self.known_durations else None
-                self._allocators[j].record_start(key, job.leaf, self.now, expected, units, app=job.job_id if job.job_id >= 0 else None)
+                app = job.job_id if job.job_id >= 0 else None  # the job is the application (Sec. 6.2.1)
+                self._allocators[j].record_start(key, job.leaf, self.now, expected, units, app=app)
         self._touch(job)
         assert self._report is not None
         self._report.started += units

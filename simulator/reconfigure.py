@@ -31,7 +31,7 @@ def set_capacity(c: Cluster, capacity: Sequence[int]) -> None:
         c._integrate_to(c.now)  # the fair shares S_i change
         c.capacity = cap
         c._share = c._share_matrix()
-        c.tell_capacity()
+        tell_capacity(c)
 
 def set_dispatch(c: Cluster, dispatch: str) -> None:
     """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
@@ -65,15 +65,31 @@ def set_policy(
     if type(fresh) is not type(c._allocators[0]) or (new_history, new_length) != (c.history, c.history_length):
         # FIFO keeps no history: switching to or from it starts the allocators
         # afresh, told only about the batches running now.
-        c._allocators = [build_allocator(new_policy, c.tree, **options) for _ in range(c.m)]
-        c.history, c.history_length = new_history, new_length
-        c.tell_capacity()
+        c.policy, c.t_wait, c.history, c.history_length = new_policy, new_t_wait, new_history, new_length
+        c._allocators = fresh_allocators(c)
         _replay_running(c)
     else:
         for allocator in c._allocators:
             allocator.policy = new_policy
             allocator.t_wait = new_t_wait
     c.policy, c.t_wait = new_policy, new_t_wait
+
+def fresh_allocators(c: Cluster) -> list[Any]:
+    """One new allocator per resource type with the cluster's policy, ``T_wait`` and history,
+    each told its type's capacity. Raises UnknownName or ValueError on a bad setting."""
+    options: dict[str, Any] = {"t_wait": c.t_wait, "history": c.history, "history_length": c.history_length}
+    allocators = [build_allocator(c.policy, c.tree, **options) for _ in range(c.m)]
+    for allocator, cap in zip(allocators, c.capacity.tolist(), strict=True):
+        allocator.capacity = float(cap)
+    return allocators
+
+
+def tell_capacity(c: Cluster) -> None:
+    """Give each allocator its type's capacity (static quotas and share limits are
+    fractions of it; paper 002, Sec. 6.2.3)."""
+    for allocator, cap in zip(c._allocators, c.capacity.tolist(), strict=True):
+        allocator.capacity = float(cap)
+
 
 def _replay_running(c: Cluster) -> None:
     """Record the running shared batches in fresh allocators, oldest first."""

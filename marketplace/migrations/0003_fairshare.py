@@ -37,6 +37,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='queue',
-            constraint=models.CheckConstraint(condition=models.Q(('min_share__gte', 0), ('min_share__lte', models.F('max_share')), ('max_share__lte', 1)), name='queue_share_limits'),
+            constraint=models.CheckConstraint(condition=models.Q(('min_share__gte', 0), ('min_share__lte', models.F('max_share')), ('max_share__lte', 1)), name='queue_share_limits', violation_error_message='Shares are fractions of the cluster: 0 <= minimum share <= maximum share <= 1.'),
         ),
     ]

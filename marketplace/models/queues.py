@@ -52,7 +52,8 @@ class Queue(models.Model):
         constraints = (
             models.CheckConstraint(condition=Q(weight__gt=0), name="queue_weight_positive"),
             models.CheckConstraint(
-                condition=Q(min_share__gte=0) & Q(min_share__lte=models.F("max_share")) & Q(max_share__lte=1), name="queue_share_limits"
+                condition=Q(min_share__gte=0) & Q(min_share__lte=models.F("max_share")) & Q(max_share__lte=1), name="queue_share_limits",
+                violation_error_message="Shares are fractions of the cluster: 0 <= minimum share <= maximum share <= 1.",
             ),
             models.UniqueConstraint(fields=["market", "parent", "name"], name="queue_unique_name_per_parent"),
         )

@@ -145,3 +145,14 @@ def test_market_configure_refuses_bad_history_length(market) -> None:  # type: i
     with pytest.raises(ValidationError) as exc:
         market_configure(market=market, fairshare_history_length=0)
     assert "positive" in exc.value.message_dict["fairshare_history_length"][0]
+
+
+def test_admin_queue_form_explains_an_overflowing_weight(staff_client, market) -> None:  # type: ignore[no-untyped-def]
+    queue = leaf(market, "root.orga.analytics")
+    url = reverse("admin:marketplace_queue_change", args=[queue.pk])
+    form = {"market": market.pk, "name": queue.name, "parent": queue.parent_id, "weight": "1e309", "min_share": "0", "max_share": "1"}
+    resp = staff_client.post(url, form)
+    assert resp.status_code == 200 and "Enter a finite number." in resp.content.decode()
+    resp = staff_client.post(url, form | {"weight": "2", "min_share": "0.7", "max_share": "0.5"})
+    assert "minimum share" in resp.content.decode()
+    assert not ConfigChange.objects.exists()
