@@ -167,8 +167,8 @@ def _result(
             f"MLRF {mlrf[4]} of {mlrf[5]}, LTRF {ltrf[4]} of {ltrf[5]}."
         )
     columns = [
-        "policy", "final Ω", "mean Ω after warm-up", "worst Ω after warm-up", "queues with rho < 1 (end)", "queues that demanded",
-        "min rho (end)", "mean wait (sim h)", "p95 wait (sim h)", "mean utilisation", "jobs finished",
+        "policy", "final Ω", "mean Ω after warm-up", "worst Ω after warm-up", "queues rho<1", "queues demanding",
+        "min rho", "mean wait (h)", "p95 wait (h)", "utilisation", "jobs done",
     ]
     return {
         "figures": [
@@ -180,7 +180,9 @@ def _result(
                    x_title="queue", y_title="mean wait to first task start (simulated h)", barmode="group"),
         ],
         "tables": [
-            table("Per policy", columns, rows, note="Ω and rho over the slice window; waits over all jobs of the slice (drained)."),
+            table("Per policy", columns, rows, note=(
+                "Ω, rho and utilisation over the slice window (rho and queue counts at its end, the warm-up is its first quarter); "
+                "waits in simulated hours over all jobs of the slice, which is drained.")),
             table("Fairness degree rho per queue at the end of the window", ["policy", *names], per_queue),
         ],
         "summary": summary,
