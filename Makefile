@@ -55,6 +55,8 @@ bench: setup
 	$(BIN)/python bench/bench_simulator.py --hours 24
 	$(BIN)/python bench/bench_fifo_simpy.py
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
+	$(BIN)/python bench/bench_deadline.py
+	$(BIN)/python -m bench.bench_era
 	$(BIN)/python bench/bench_fairshare_policies.py
 
 clean:

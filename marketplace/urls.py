@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views, views_fairshare, views_lab
+from marketplace import deadline_pages, views, views_fairshare, views_lab, views_reservations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -23,6 +23,12 @@ urlpatterns = [
     path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
     path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
     path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
+    path("reservations/", views_reservations.reservation_list, name="reservation-list"),
+    path("reservations/new/", views_reservations.reservation_new, name="reservation-new"),
+    path("reservations/quotes/<int:pk>/", views_reservations.reservation_quote_view, name="reservation-quote"),
+    path("reservations/quotes/<int:pk>/<str:action>/", views_reservations.reservation_quote_action, name="reservation-quote-action"),
+    path("reservations/market/", views_reservations.reservation_market, name="reservation-market"),
+    path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
     path("fairshare/", views_fairshare.fairshare_page, name="fairshare"),
     path("market/settings/twait-explorer.json", views_fairshare.twait_explorer_data, name="twait-explorer"),
     path("admin/", admin.site.urls),

@@ -2,15 +2,18 @@
 
 from marketplace.models.accounts import Account, LedgerEntry, Tenant
 from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.models.deadlines import DeadlineBooking
 from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 
 __all__ = [
     "Account",
     "AllocationSnapshot",
     "ConfigChange",
+    "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",
     "Job",
@@ -20,6 +23,9 @@ __all__ = [
     "MarketSample",
     "PriceSample",
     "Queue",
+    "Reservation",
+    "ReservationQuote",
+    "ReservationSettings",
     "ResourceType",
     "ShareSample",
     "Tenant",

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, Queue, ResourceType, Tenant
+from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
 from marketplace.services.market import engine_context, market_changed
 
@@ -112,7 +113,7 @@ def bid_submit(
     if utility not in Job.Utility.values:
         raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
     # Lock order: market, then the account (inside job_hold).
-    market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
+    market = rows.get_row(Market, tenant.market_id, exclude=("engine_state",), for_update=True)
     context = engine_context(market)
     queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
     chosen = _validate_work(context.types, work)

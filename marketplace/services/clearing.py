@@ -22,8 +22,8 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
-from marketplace import adapters
-from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, ResourceType
+from marketplace import adapters, reservation_adapters
+from marketplace.models import AllocationSnapshot, Market, PriceSample, ResourceType
 from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
@@ -82,7 +82,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     already in what was read or moved ``state_version`` since the row was read,
     and then the version check in :func:`market_clear` drops this result.
     """
-    market = Market.objects.defer("engine_state").get(pk=market_id)
+    market = rows.get_row(Market, market_id, exclude=("engine_state",))
     if market.cleared_version >= market.state_version:
         return market, None, []
     context = engine_context(market)
@@ -90,8 +90,9 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     marks = engine_marks(market=market)
     extra, gone = [], []
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
-        active_ids = set(Job.objects.filter(market_id=market_id, status__in=Job.ACTIVE).values_list("id", flat=True))
+        active_ids = rows.active_job_ids(market_id=market_id)
         new = [pk for pk in active_ids if not engine.knows(pk)]
+        new = sorted(set(new) - reservation_adapters.reserved_job_ids(new))  # reserved jobs never join the auction
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
         gone = [job for job in engine.known_jobs() if job not in active_ids]
     newer = None

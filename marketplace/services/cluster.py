@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from marketplace import adapters
+from marketplace import adapters, reservation_adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
 from marketplace.services import rows
 from marketplace.services.clearing import plan_store
@@ -36,6 +36,7 @@ from marketplace.services.market import (
     engine_marks,
     engine_store,
 )
+from marketplace.services.rows import active_job_ids
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
 from simulator.market import Charge, MarketEngine, StepReport
@@ -60,7 +61,7 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
         engine.configure(config)
     if market.state_version == marks.state_version:
         return  # no bid or cancellation since this copy was synced
-    active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
+    active = active_job_ids(market_id=market.pk)
     gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
     for job_id in gone:
         engine.cancel(job_id)  # its running tasks are killed now
@@ -69,6 +70,8 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     new = [pk for pk in active if not engine.knows(pk)]
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
+    for booking, price in reservation_adapters.engine_bookings_missing(market, engine, context.types):
+        engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
@@ -99,7 +102,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
         return 0
-    jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).only("id", "status", "charged", "tenant_id").order_by("pk")}
+    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id"))}
     charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
@@ -175,6 +178,7 @@ def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> 
         solve_ms = (time.perf_counter() - ts) * 1000.0
     else:
         plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
     plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
     market.cleared_version = market.state_version
     market.clearings += 1
@@ -198,7 +202,7 @@ def cluster_advance(
         ValueError: ``until`` lies before the market's current simulated time.
     """
     with transaction.atomic():
-        market = Market.objects.select_for_update().defer("engine_state").get(pk=market_id)
+        market = rows.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
         if target < market.sim_time:
             raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")
@@ -239,7 +243,7 @@ def cluster_advance(
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
-            market.save(update_fields=fields)
+            rows.update_rows(Market, fields, ("id",), [(*(getattr(market, f) for f in fields), market.pk)])
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise

@@ -28,6 +28,7 @@ from django.db.models import F
 
 from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, ResourceType
+from marketplace.services import rows
 from simulator.market import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def market_changed(*, market: Market) -> None:
     transaction; the version is saved here.
     """
     market.state_version += 1
-    market.save(update_fields=["state_version"])
+    rows.update_rows(Market, ("state_version",), ("id",), [(market.state_version, market.pk)])
     enqueue_clearing(market_id=market.pk)
 
 

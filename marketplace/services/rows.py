@@ -1,4 +1,4 @@
-"""Plain-value writes for the live clock's hot path: rows in, SQL out, no model instances.
+"""Plain-value writes (and one read) for the live clock's hot path: rows in, SQL out, no model instances.
 
 On the clock's path a tick writes a few rows of several tables, thousands of times
 per replayed hour. ``QuerySet.bulk_create`` builds a model instance per row and
@@ -19,7 +19,23 @@ from typing import Any
 
 from django.db import connection, models
 
+from marketplace.models import Job
+
 _MONEY_PLACES: dict[int, Decimal] = {}
+_NATIVE = frozenset({int, float, str, bool, type(None)})  # every driver binds these as they are
+
+
+def _prep(field: models.Field[Any, Any], value: Any) -> Any:
+    """``value`` as the database takes it: the field's own ``get_db_prep_save``, except
+    for plain ints, floats, strings, booleans and None into fields that store them as
+    they are (the ORM would pass those unchanged too)."""
+    if type(value) in _NATIVE and not isinstance(field, _CONVERTING):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
+_CONVERTING = (models.JSONField, models.DecimalField, models.DateTimeField, models.DateField, models.TimeField,
+               models.UUIDField, models.BinaryField, models.DurationField)
 
 
 @lru_cache(maxsize=64)
@@ -46,12 +62,12 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
     names = tuple(names)
     if returning_pk:
         sql, fields = _statement(model, names, True, len(rows))
-        params = [f.get_db_prep_save(v, connection) for row in rows for f, v in zip(fields, row, strict=True)]
+        params = [_prep(f, v) for row in rows for f, v in zip(fields, row, strict=True)]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return [int(r[0]) for r in cursor.fetchall()]
     sql, fields = _statement(model, names, False, 1)
-    prepared = [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)] for row in rows]
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
     with connection.cursor() as cursor:
         cursor.executemany(sql, prepared)
     return []
@@ -95,7 +111,74 @@ def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[
     the new values of ``names`` followed by the values of ``keys`` that select the row
     (a row that matches nothing changes nothing)."""
     sql, fields = _update_statement(model, tuple(names), tuple(keys))
-    prepared = [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)] for row in rows]
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
     if prepared:
         with connection.cursor() as cursor:
             cursor.executemany(sql, prepared)
+
+
+def active_job_ids(*, market_id: int) -> set[int]:
+    """Ids of the market's queued and running jobs (read by every tick that follows a bid)."""
+    status = column(Job, "status")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {table(Job)} WHERE {column(Job, 'market')} = %s AND {status} IN (%s, %s)",
+            [market_id, *Job.ACTIVE],
+        )
+        return {int(r[0]) for r in cursor.fetchall()}
+
+
+@lru_cache(maxsize=32)
+def _select_statement(
+    model: type[models.Model], exclude: tuple[str, ...], lock: bool, only: tuple[str, ...] = (), n_ids: int = 1
+) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if f.name not in exclude and (not only or f.attname in only or f.name in only)]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    suffix = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
+    where = "= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})"
+    pk = connection.ops.quote_name(meta.pk.column)  # type: ignore[union-attr]
+    sql = f"SELECT {columns} FROM {connection.ops.quote_name(meta.db_table)} WHERE {pk} {where}{suffix}"
+    converters = []
+    for f in fields:
+        col = f.get_col(meta.db_table)
+        converters.append((col, tuple(connection.ops.get_db_converters(col) + col.get_db_converters(connection))))
+    return sql, tuple(f.attname for f in fields), tuple(converters)
+
+
+def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
+    values = []
+    for value, (col, funcs) in zip(row, converters, strict=True):
+        for func in funcs:
+            value = func(value, col, connection)
+        values.append(value)
+    return model.from_db(connection.alias, list(names), values)
+
+
+def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[str]) -> list[Any]:
+    """``model.objects.filter(pk__in=ids).only(*only)`` from one statement built once per
+    (model, columns, number of ids), values through the ORM's converters; rows in no
+    particular order."""
+    if not ids:
+        return []
+    sql, names, converters = _select_statement(model, (), False, tuple(only), len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(ids))
+        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+
+
+def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:
+    """``model.objects[.select_for_update()].defer(*exclude).get(pk=pk)`` from one statement
+    built once: each value through the same converters the ORM applies; with
+    ``for_update`` the row is locked (SQLite: by the transaction's ``BEGIN IMMEDIATE``).
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    sql, names, converters = _select_statement(model, tuple(exclude), for_update)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+    return _instance(model, names, converters, row)

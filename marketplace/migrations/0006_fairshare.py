@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0003_experiments'),
+        ('marketplace', '0005_reservations'),
     ]
 
     operations = [

@@ -1,0 +1,61 @@
+"""services.rows stores and reads exactly what the ORM would (the clock's hot path uses it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+
+from marketplace.models import Job, LedgerEntry, Market, ShareSample
+from marketplace.services import rows
+from marketplace.services.bids import WorkItem, bid_submit
+
+
+def _fields(obj: object, model: type, skip: tuple[str, ...] = ()) -> dict[str, object]:
+    return {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields if f.name not in skip}  # type: ignore[attr-defined]
+
+
+@pytest.mark.django_db
+def test_get_row_and_get_many_equal_the_orm_value_for_value(market, alice):
+    job = bid_submit(tenant=alice, budget="12.3456", work=[WorkItem("map", 3, 5.5)])
+    with transaction.atomic():
+        ours = rows.get_row(Market, market.pk, exclude=("engine_state",), for_update=True)
+    theirs = Market.objects.defer("engine_state").get(pk=market.pk)
+    assert _fields(ours, Market, ("engine_state",)) == _fields(theirs, Market, ("engine_state",))
+    assert ours.get_deferred_fields() == {"engine_state"} and not ours._state.adding
+    [light] = rows.get_many(Job, [job.pk], only=("id", "status", "charged", "tenant_id", "budget", "submitted_at"))
+    full = Job.objects.get(pk=job.pk)
+    for name in ("id", "status", "charged", "tenant_id", "budget", "submitted_at"):
+        assert getattr(light, name) == getattr(full, name)
+        assert type(getattr(light, name)) is type(getattr(full, name))
+    assert light.budget == Decimal("12.3456")
+    with pytest.raises(Market.DoesNotExist):
+        rows.get_row(Market, 10**9)
+
+
+@pytest.mark.django_db
+def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
+    job = bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 1, 1.0)])
+    when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    [pk] = rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), [(market.pk, job.pk, 1.5, [0.25, 1.0])],
+                            returning_pk=True)
+    assert ShareSample.objects.get(pk=pk).shares == [0.25, 1.0]
+    account = alice.account
+    [entry_pk] = rows.insert_rows(LedgerEntry, ("account", "kind", "amount", "available_delta", "held_delta", "available_after",
+                                                "held_after", "job", "memo", "created_by", "created_at"),
+                                  [(account.pk, "deposit", Decimal("0.0001"), Decimal("0.0001"), Decimal("0"), Decimal("99999999.9999"),
+                                    Decimal("0"), None, "ünïcode", None, when)], returning_pk=True)
+    entry = LedgerEntry.objects.get(pk=entry_pk)
+    assert (entry.amount, entry.available_after, entry.memo, entry.created_at, entry.job_id) == (
+        Decimal("0.0001"), Decimal("99999999.9999"), "ünïcode", when, None)
+    rows.update_rows(Job, ("status", "charged", "sim_start_time"), ("id",), [(Job.Status.RUNNING, Decimal("1.5"), 7.25, job.pk)])
+    job.refresh_from_db()
+    assert (job.status, job.charged, job.sim_start_time) == ("running", Decimal("1.5"), 7.25)
+    # a row whose keys match nothing changes nothing
+    rows.update_rows(Job, ("status",), ("id", "status"), [(Job.Status.FINISHED, job.pk, Job.Status.QUEUED)])
+    job.refresh_from_db()
+    assert job.status == "running"
+    assert rows.active_job_ids(market_id=market.pk) == {job.pk}
+    assert rows.to_decimal(0.1 + 0.2, 4) == Decimal("0.3000")
