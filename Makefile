@@ -58,6 +58,7 @@ bench: setup
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
 	$(BIN)/python bench/bench_deadline.py
 	$(BIN)/python -m bench.bench_era
+	$(BIN)/python bench/bench_fairshare_policies.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

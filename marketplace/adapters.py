@@ -37,19 +37,25 @@ def queue_tree(market: Market | int) -> TreeMap:
         ValueError: no queues, or the hierarchy is not a single rooted tree.
     """
     market_id = market if isinstance(market, int) else market.pk
-    rows = list(Queue.objects.filter(market_id=market_id).order_by("id").values_list("id", "name", "parent_id", "weight"))
-    if not rows:
+    full = list(
+        Queue.objects.filter(market_id=market_id).order_by("id").values_list("id", "name", "parent_id", "weight", "min_share", "max_share")
+    )
+    if not full:
         raise ValueError(f"market {market_id} has no queues")
+    rows = [r[:4] for r in full]
     index = {pk: i for i, (pk, *_rest) in enumerate(rows)}
     paths = dotted_paths((pk, name, parent) for pk, name, parent, _ in rows)
+    limited = any(lo > 0 or hi < 1 for *_rest, lo, hi in full)
     tree = QueueTree(
         names=tuple(paths[pk] for pk, *_rest in rows),
         parent=tuple(index[parent] if parent else -1 for _, _, parent, _ in rows),
         weight=tuple(float(w) for *_rest, w in rows),
+        min_share=tuple(float(r[4]) for r in full) if limited else (),
+        max_share=tuple(float(r[5]) for r in full) if limited else (),
     )
     tree.validate()
     leaf_ids = tuple(rows[i][0] for i in tree.leaves)
-    signature = ";".join(f"{pk}:{parent}:{weight}" for pk, _, parent, weight in rows)
+    signature = ";".join(f"{pk}:{parent}:{weight}:{lo}:{hi}" for pk, _, parent, weight, lo, hi in full)
     return TreeMap(tree=tree, leaf_queue_ids=leaf_ids, signature=signature)
 
 
@@ -64,6 +70,7 @@ def market_config(market: Market) -> MarketConfig:
     return MarketConfig(
         mechanism=market.mechanism, fairshare=market.fairshare_policy, dispatch=market.dispatch_mode,
         alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds, t_wait=market.t_wait,
+        history=market.fairshare_history, history_length=market.fairshare_history_length,
     )
 
 
@@ -162,6 +169,7 @@ def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
     params = MarketParams(
         alpha=market.alpha, tol=market.auction_tolerance, max_rounds=market.auction_max_rounds, mechanism=market.mechanism,
         fairshare=market.fairshare_policy, dispatch=market.dispatch_mode, t_wait=market.t_wait,
+        history=market.fairshare_history, history_length=market.fairshare_history_length,
         budget=lambda j: by_id[j.job_id][1].budget, weights=lambda j: by_id[j.job_id][1].weights,
         utility=lambda j: by_id[j.job_id][1].utility, sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, seed=market.pk,
     )

@@ -6,6 +6,9 @@ ledger is read-only here (corrections are new entries, made by services).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
@@ -25,7 +28,7 @@ from marketplace.models import (
     ResourceType,
     Tenant,
 )
-from marketplace.services.config import market_configure, queue_save, resource_capacity_set
+from marketplace.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
 
 
 def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-def]
@@ -33,7 +36,10 @@ def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-d
     messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
 
 
-_TUNABLE = ["alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "mechanism", "fairshare_policy", "dispatch_mode"]
+_TUNABLE = [
+    "alpha", "t_wait", "auction_tolerance", "auction_max_rounds", "clock_speed", "mechanism", "fairshare_policy", "dispatch_mode",
+    "fairshare_history", "fairshare_history_length",
+]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -47,8 +53,34 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class MarketAdminForm(forms.ModelForm):
+    """T_wait as text: a number input blanks what the browser cannot parse (1e309) into
+    "This field is required"; here the service explains, and "off" means no timeout."""
+
+    t_wait = forms.CharField(
+        label="T_wait", max_length=40, error_messages={"required": T_WAIT_REQUIRED},
+        help_text="Seconds (0 = LTRF), or 'off' for no starvation timeout (the naive hierarchy)."
+    )
+
+    class Meta:
+        model = Market
+        fields = ("name", *_TUNABLE)
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and self.instance.t_wait == float("inf"):
+            self.initial["t_wait"] = "off"
+
+    def clean_t_wait(self) -> float:
+        try:
+            return parse_t_wait(self.cleaned_data["t_wait"])
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["t_wait"]) from None
+
+
 @admin.register(Market)
 class MarketAdmin(admin.ModelAdmin):
+    form = MarketAdminForm
     list_display = (
         "name", "mechanism", "alpha", "t_wait", "fairshare_policy", "dispatch_mode",
         "clock_speed", "sim_time", "state_version", "clearings",
@@ -72,9 +104,24 @@ class MarketAdmin(admin.ModelAdmin):
             _report(request, exc)
 
 
+_QUEUE_NUMBERS = ("weight", "min_share", "max_share")
+
+
+class QueueAdminForm(forms.ModelForm):
+    """Weight and share limits as text boxes (a number box blanks 1e309 into "This field is
+    required"); the server says what is wrong, ``queue_save`` checks the rest."""
+
+    class Meta:
+        model = Queue
+        fields = ("market", "name", "parent", "weight", "min_share", "max_share")
+        widgets: ClassVar[dict[str, Any]] = {f: forms.TextInput(attrs={"inputmode": "decimal"}) for f in _QUEUE_NUMBERS}
+        error_messages: ClassVar[dict[str, Any]] = {f: {"invalid": "Enter a finite number."} for f in _QUEUE_NUMBERS}
+
+
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
-    list_display = ("path", "weight", "parent", "market")
+    form = QueueAdminForm
+    list_display = ("path", "weight", "min_share", "max_share", "parent", "market")
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         try:

@@ -16,7 +16,8 @@ from django.core.exceptions import ValidationError
 
 from marketplace.models import Job, Market, ResourceType
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
-from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
+from marketplace.services.config import T_WAIT_REQUIRED, parse_t_wait
+from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, history_choices
 
 
 def apply_service_errors(form: forms.Form, exc: ValidationError, field_map: dict[str, str] | None = None) -> None:
@@ -147,25 +148,47 @@ class MarketSettingsForm(forms.Form):
         label="alpha", min_value=0.0, max_value=1.0, widget=forms.NumberInput(attrs={"step": "any", "min": 0, "max": 1}),
         help_text="Auction exponent: 0 = equal shares, 1 = proportional to money (paper 000, Sec. 3).",
     )
-    t_wait = forms.FloatField(
-        label="T_wait (simulated s)", min_value=0.0, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
-        help_text="Starvation timeout of H-LTRF: 0 = LTRF, very large = naive hierarchy (paper 002, Sec. 5.2).",
+    # A text box, not <input type=number>: browsers blank out what they cannot parse
+    # (1e309), which then read as "This field is required"; the server explains instead.
+    t_wait = forms.CharField(
+        label="T_wait (simulated s)", max_length=40, error_messages={"required": T_WAIT_REQUIRED},
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+        help_text="Starvation timeout of H-LTRF in seconds: 0 = LTRF; 'off' = no timeout, the naive hierarchy (paper 002, Sec. 5.2).",
     )
     mechanism = forms.ChoiceField(label="Mechanism within a queue", choices=MECHANISMS.choices)
     fairshare_policy = forms.ChoiceField(label="Fair-share policy across queues", choices=FAIRSHARE.choices)
     dispatch_mode = forms.ChoiceField(label="Dispatch inside a queue", choices=DISPATCH.choices)
+    fairshare_history = forms.ChoiceField(label="Fair-share history", choices=history_choices, required=False)
+    fairshare_history_length = forms.FloatField(
+        label="Round length L / half-life (simulated s)", validators=[_positive], required=False,
+        error_messages={"invalid": "Enter a finite number of seconds."},
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+        help_text="Rounds: usage restarts from zero every L seconds. Decay: usage halves every half-life (paper 002, Sec. 6.2.2).",
+    )
     clock_speed = forms.FloatField(
         label="Clock speed", validators=[_positive], max_value=1e6, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
         help_text="Simulated seconds per wall-clock second of the live cluster.",
     )
     reason = forms.CharField(label="Reason (for the audit trail)", max_length=200, required=False)
 
-    FIELDS = ("alpha", "t_wait", "mechanism", "fairshare_policy", "dispatch_mode", "clock_speed")
+    FIELDS = (
+        "alpha", "t_wait", "mechanism", "fairshare_policy", "dispatch_mode", "fairshare_history", "fairshare_history_length",
+        "clock_speed",
+    )
 
     @classmethod
     def initial_for(cls, market: Market) -> dict[str, object]:
-        return {f: getattr(market, f) for f in cls.FIELDS}
+        initial = {f: getattr(market, f) for f in cls.FIELDS}
+        if market.t_wait == float("inf"):
+            initial["t_wait"] = "off"
+        return initial
+
+    def clean_t_wait(self) -> float:
+        try:
+            return parse_t_wait(self.cleaned_data["t_wait"])
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["t_wait"]) from None
 
     def changes(self) -> dict[str, object]:
         """The knob values to pass to ``market_configure`` (call after ``is_valid()``)."""
-        return {f: self.cleaned_data[f] for f in self.FIELDS}
+        return {f: self.cleaned_data[f] for f in self.FIELDS if self.cleaned_data[f] not in (None, "")}

@@ -127,9 +127,11 @@ def market_overview(*, market: Market) -> dict[str, object]:
         "cleared_version": market.cleared_version,
         "clearings": market.clearings,
         "alpha": market.alpha,
-        "t_wait": market.t_wait,
+        "t_wait": "off" if market.t_wait == float("inf") else market.t_wait,
         "mechanism": market.mechanism,
         "fairshare_policy": market.fairshare_policy,
+        "fairshare_history": market.fairshare_history,
+        "fairshare_history_length": market.fairshare_history_length,
         "dispatch_mode": market.dispatch_mode,
         "clock_speed": market.clock_speed,
         "jobs": {s: counts.get(s, 0) for s in Job.Status.values},
@@ -348,7 +350,10 @@ def twait_guidance_rows(*, t_task: float | None, t_wait: float) -> list[dict[str
     rows = []
     for tw in sorted({*T_WAIT_CANDIDATES, t_wait}):
         n = twait_guidance(t_task, tw)
-        text = "no limit (LTRF)" if n == float("inf") else f"{n:.0f}" if n >= 10 else f"{n:.1f}" if n >= 1 else f"{n:.2f}"
+        if n == float("inf") or tw == float("inf"):
+            text = "no limit (LTRF)" if n == float("inf") else "none (naive hierarchy)"
+        else:
+            text = f"{n:.0f}" if n >= 10 else f"{n:.1f}" if n >= 1 else f"{n:.2f}"
         rows.append({"t_wait": tw, "tasks": n, "text": text, "current": tw == t_wait})
     return rows
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_abacus, views_lab, views_reservations
+from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_reservations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -31,6 +31,8 @@ urlpatterns = [
     path("reservations/quotes/<int:pk>/<str:action>/", views_reservations.reservation_quote_action, name="reservation-quote-action"),
     path("reservations/market/", views_reservations.reservation_market, name="reservation-market"),
     path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
+    path("fairshare/", views_fairshare.fairshare_page, name="fairshare"),
+    path("market/settings/twait-explorer.json", views_fairshare.twait_explorer_data, name="twait-explorer"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

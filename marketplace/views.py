@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import bid_preview, charts, selectors, selectors_abacus
+from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.services.bids import bid_submit, job_cancel
@@ -254,7 +254,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
         "figure": figure, "ledger": selectors.job_ledger(job=job),
-        "active": job.status in Job.ACTIVE,
+        "active": job.status in Job.ACTIVE, "waiting": selectors_fairshare.job_waiting(job=job),
         "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
 

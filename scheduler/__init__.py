@@ -9,7 +9,10 @@ Modules:
     abacus     -- Abacus budget auction (paper 000)
     fairness   -- the queue tree and the fairness metrics (paper 002, Eqs. 1-5)
     fairshare  -- MLRF / LTRF / H-LTRF long-term fair share (paper 002)
+    unit_tasks -- the paper's discrete unit-task model (unit_task_schedule, Table 1, Fig. 2)
     fifo       -- FIFO across queues (the baseline)
     selection, running -- tie-breaking choice of a leaf; running-task bookkeeping
+    quantum    -- adaptive time quantum per application and leaf (paper 002, Sec. 6.2.1)
+    fairshare_limits -- history modes (rounds, decay), min / max shares, static quotas
     dispatch   -- turning shares into unit-by-unit task placement
 """

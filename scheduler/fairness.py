@@ -63,6 +63,9 @@ class QueueTree:
         names: (N,) unique node names.
         parent: (N,) parent index per node, -1 for the single root.
         weight: (N,) weight per node, > 0, relative among siblings.
+        min_share, max_share: (N,) per node, the minimum and maximum fraction
+            of the cluster (0 <= min <= max <= 1; Sec. 6.2.3), or empty for
+            none (0 and 1); see :meth:`with_limits`.
 
     Leaves (nodes without children) are the queues that receive units; their
     "leaf position" is the index into :attr:`leaves` (ascending node index).
@@ -72,12 +75,15 @@ class QueueTree:
     names: tuple[str, ...]
     parent: tuple[int, ...]
     weight: tuple[float, ...]
+    min_share: tuple[float, ...] = ()
+    max_share: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "names", tuple(self.names))
-        object.__setattr__(self, "parent", tuple(self.parent))
-        object.__setattr__(self, "weight", tuple(self.weight))
+        for name in ("names", "parent", "weight", "min_share", "max_share"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         self.validate()
+        object.__setattr__(self, "min_share", tuple(float(x) for x in self.min_share))
+        object.__setattr__(self, "max_share", tuple(float(x) for x in self.max_share))
         object.__setattr__(self, "parent", tuple(int(p) for p in self.parent))
         object.__setattr__(self, "weight", tuple(float(w) for w in self.weight))
 
@@ -146,7 +152,50 @@ class QueueTree:
             raise ValueError("queue tree must have exactly one root")
         if any(not (math.isfinite(float(w)) and float(w) > 0) for w in self.weight):
             raise ValueError("weights must be finite and > 0")
+        for field in ("min_share", "max_share"):
+            values = getattr(self, field)
+            if values and (len(values) != n or any(not 0.0 <= float(x) <= 1.0 for x in values)):
+                raise ValueError(f"{field} must be empty or hold one fraction in [0, 1] per node")
+        if any(lo > hi for lo, hi in zip(self.min_fraction, self.max_fraction, strict=True)):
+            raise ValueError("a queue's minimum share exceeds its maximum share")
         _depths([int(p) for p in self.parent])
+
+    def with_limits(self, min_share: Mapping[str, float] | None = None, max_share: Mapping[str, float] | None = None) -> QueueTree:
+        """This tree with per-queue share limits, fractions of the cluster keyed by
+        node name (paper 002, Sec. 6.2.3); unnamed nodes get 0 and 1.
+        Raises KeyError for an unknown name, ValueError for a bad fraction or min > max."""
+        lo, hi = list(self.min_fraction), list(self.max_fraction)
+        for values, out in ((min_share or {}, lo), (max_share or {}, hi)):
+            for name, x in values.items():
+                out[self.index(name)] = float(x)
+        return QueueTree(self.names, self.parent, self.weight, tuple(lo), tuple(hi))
+
+    @property
+    def min_fraction(self) -> tuple[float, ...]:
+        """(N,) minimum share per node as a fraction of the cluster (0 if unset)."""
+        return tuple(self.min_share) if self.min_share else (0.0,) * len(self.names)
+
+    @property
+    def max_fraction(self) -> tuple[float, ...]:
+        """(N,) maximum share per node as a fraction of the cluster (1 if unset)."""
+        return tuple(self.max_share) if self.max_share else (1.0,) * len(self.names)
+
+    @cached_property
+    def has_limits(self) -> bool:
+        """True if some queue has a minimum share > 0 or a maximum share < 1."""
+        return any(x > 0 for x in self.min_fraction) or any(x < 1 for x in self.max_fraction)
+
+    @cached_property
+    def leaf_paths(self) -> tuple[tuple[int, ...], ...]:
+        """(L,) node indices from each leaf up to the root, the leaf first."""
+        out = []
+        for leaf in self.leaves:
+            path, node = [], leaf
+            while node >= 0:
+                path.append(node)
+                node = self.parent[node]
+            out.append(tuple(path))
+        return tuple(out)
 
     @cached_property
     def root(self) -> int:

@@ -4,6 +4,8 @@ A :class:`FairShareAllocator` decides which leaf queue of a
 :class:`~scheduler.fairness.QueueTree` gets the next free unit of ONE
 resource type:
 
+* ``"static"`` -- static partitioning: each leaf at most its whole-unit share
+  of the capacity, nothing lent (the paper's non-shared baseline, Fig. 7);
 * ``"mlrf"``  -- memoryless: smallest *current* units / fair fraction (the
   YARN/Mesos baseline; paper 002, Sec. 5.1, Table 1a);
 * ``"ltrf"``  -- smallest *accumulated* usage / fair fraction over all leaves
@@ -23,6 +25,10 @@ Deliberate deviations from the paper:
   Alg. 2 (lines 17-18) only the lowest-usage demanding leaf can be starved;
 * a task's expected duration counts toward usage as soon as it starts, so
   several units handed out at one instant spread (how Table 1 works).
+
+Every policy honours the queues' minimum and maximum shares (Sec. 6.2.3) and
+one of the named history modes (``forever``, ``rounds`` of length L,
+exponential ``decay`` with a half-life; :mod:`scheduler.fairshare_limits`).
 
 The queue tree and the fairness metrics (Eqs. 1-5) live in
 :mod:`scheduler.fairness` and are re-exported here, so the whole API can be
@@ -48,12 +54,17 @@ from scheduler.fairness import (
     twait_for_tasks,
     twait_guidance,
 )
+from scheduler.fairshare_limits import HISTORY_MODES, check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fifo import FifoAllocator
+from scheduler.quantum import AppQuanta
 from scheduler.running import RunningTasks, from_json_float, json_float
 from scheduler.selection import argmin_first, mean_of
+from scheduler.unit_tasks import UNIT_TASK_POLICIES, allocate_rounds, unit_task_schedule
 
 __all__ = [
+    "HISTORY_MODES",
     "POLICIES",
+    "UNIT_TASK_POLICIES",
     "FairShareAllocator",
     "FifoAllocator",
     "QueueTree",
@@ -65,9 +76,10 @@ __all__ = [
     "sharing_loss",
     "twait_for_tasks",
     "twait_guidance",
+    "unit_task_schedule",
 ]
 
-POLICIES: tuple[str, ...] = ("mlrf", "ltrf", "hltrf")
+POLICIES: tuple[str, ...] = ("static", "mlrf", "ltrf", "hltrf")
 
 class FairShareAllocator:
     """Which leaf queue gets the next free unit of one resource type.
@@ -84,13 +96,25 @@ class FairShareAllocator:
         t_wait: H-LTRF starvation threshold T_wait >= 0 (may be ``math.inf``).
         initial_q: root quantum Q_0 > 0, the assumed duration of a task of
             unknown length before any task has finished (Sec. 6.2.1).
+        history: how much of the past usage counts, one of
+            :data:`~scheduler.fairshare_limits.HISTORY_MODES` ("forever",
+            "rounds", "decay"; Sec. 6.2.2).
+        history_length: the round length L or the decay half-life, seconds
+            (finite, > 0; unused by "forever").
+
+    ``capacity`` (units of this type, default inf) is set by the owner: static
+    quotas and the tree's min / max shares are fractions of it.
     """
 
     def __init__(
-        self, tree: QueueTree, *, policy: str = "hltrf", t_wait: float = 0.0, initial_q: float = 1.0
+        self, tree: QueueTree, *, policy: str = "hltrf", t_wait: float = 0.0, initial_q: float = 1.0,
+        history: str = "forever", history_length: float = math.inf,
     ) -> None:
         if not (math.isfinite(initial_q) and initial_q > 0):
             raise ValueError("initial_q must be finite and > 0")
+        check_history(history, history_length)
+        self.history, self.history_length = history, float(history_length)
+        self.capacity = math.inf
         self.tree = tree
         self.policy = policy
         self.t_wait = t_wait
@@ -98,8 +122,7 @@ class FairShareAllocator:
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
-        self._q_sum = np.zeros(n_leaves)  # durations of finished tasks, all rounds
-        self._q_count = np.zeros(n_leaves, dtype=np.int64)
+        self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
         self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
         self._tasks = RunningTasks()
@@ -134,7 +157,39 @@ class FairShareAllocator:
     def _advance(self, now: float) -> None:
         if math.isnan(now) or now < self._clock:
             raise ValueError(f"time went backwards: {now} < {self._clock}")
+        if self.history == "rounds":  # windows [kL, (k+1)L): a new one forgets the last
+            start = math.floor(now / self.history_length) * self.history_length
+            if start > self._round_start:
+                self._finished[:] = 0.0
+                self._round_start = start
+        elif self.history == "decay" and now > self._clock > -math.inf:
+            self._finished *= 2.0 ** (-(now - self._clock) / self.history_length)
         self._clock = float(now)
+
+    @property
+    def work_conserving(self) -> bool:
+        """False under static partitioning or share limits: a demanding leaf may
+        then be refused a free unit (``pick_leaf`` returns -1, see :meth:`room`)."""
+        return self._policy != "static" and not self.tree.has_limits
+
+    def room(self, leaf: int) -> int:
+        """More units leaf position ``leaf`` may take now: its static quota and the
+        maximum shares on its path (paper 002, Sec. 6.2.3); large if unlimited."""
+        running = self.running()
+        out = room(self.tree, running, self.capacity, leaf)
+        if self._policy == "static":
+            out = min(out, int(static_quota(self.tree, self.capacity)[leaf] - running[leaf]))
+        return max(out, 0)
+
+    def _limit(self, mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Demanding leaves the limits let in: not at a maximum share (or static
+        quota); only those below a minimum share if there are any (Sec. 6.2.3)."""
+        running = self.running()
+        allowed, needy = limit_masks(self.tree, running, self.capacity)
+        if self._policy == "static":
+            allowed &= running < static_quota(self.tree, self.capacity)
+        mask = mask & allowed
+        return mask & needy if (mask & needy).any() else mask
 
     def _mask(self, demanding: NDArray[np.bool_]) -> NDArray[np.bool_]:
         mask = np.asarray(demanding, dtype=bool)
@@ -183,7 +238,9 @@ class FairShareAllocator:
         """
         mask = self._mask(demanding)
         self.update_demand(mask, now)
-        if self._policy == "mlrf":
+        if not self.work_conserving:
+            mask = self._limit(mask)
+        if self._policy in ("mlrf", "static"):
             return argmin_first(self.running() / self._frac, mask)
         usage = self.usage(now)
         lowest = argmin_first(usage / self._frac, mask)
@@ -211,15 +268,17 @@ class FairShareAllocator:
         return tuple(np.asarray(k, dtype=np.int64) for k in self.tree.children)
 
     def record_start(
-        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1, app: int | None = None
     ) -> None:
         """``units`` units were given to leaf position ``leaf`` at ``now`` for the
         batch of tasks ``task_key`` (one task by default).
 
         ``expected_duration`` (>= 0, finite) counts toward usage at once;
-        None = unknown, estimated by the leaf's adaptive quantum Q (Sec. 6.2.1).
+        None = unknown, estimated by the adaptive quantum Q (Sec. 6.2.1) of its
+        application ``app`` (>= 0, e.g. the job id; its leaf's Q until one of
+        its tasks finished) or, without ``app``, of its leaf.
         Raises ValueError on a duplicate key, a bad leaf, duration or unit
-        count, or time going backwards.
+        count, an application seen in another leaf, or time going backwards.
         """
         if task_key in self._tasks.slot:
             raise ValueError(f"task {task_key} is already running")
@@ -230,8 +289,12 @@ class FairShareAllocator:
         exp = math.nan if expected_duration is None else float(expected_duration)
         if expected_duration is not None and not (math.isfinite(exp) and exp >= 0):
             raise ValueError("expected_duration must be finite and >= 0")
+        if app is not None and app < 0:
+            raise ValueError("application keys must be >= 0")
         self._advance(now)
-        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units))
+        key = AppQuanta.key(app, int(leaf))
+        self._apps.start(key, int(leaf))
+        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units), key)
         self._last_alloc[leaf] = now
 
     def record_more(self, task_key: int, units: int = 1) -> None:
@@ -247,17 +310,20 @@ class FairShareAllocator:
         if task_key not in self._tasks.slot:
             raise KeyError(task_key)
         self._advance(now)
-        leaf, start, units = self._tasks.pop(task_key)
-        self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
-        self._q_sum[leaf] += units * (now - start)
-        self._q_count[leaf] += int(units)
+        leaf, start, units, app = self._tasks.pop(task_key)
+        if self.history == "decay":
+            self._finished[leaf] += units * float(decayed_integral(now - start, self.history_length))
+        else:
+            self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
+        self._apps.finish(app, now - start, int(units))
         self._update_quantum_path(leaf)
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
 
-        Bottom-up: a leaf's Q is the mean duration of its finished tasks; a
-        group's Q is the mean Q of its children that have finished tasks
+        Bottom-up: an application's Q is the mean duration of its finished
+        tasks, a leaf's Q the mean of its applications' Q
+        (:mod:`scheduler.quantum`); a group's Q is the mean Q of its children that have finished tasks
         below them. Top-down: a node with no finished task below it inherits
         its parent's Q, the root falling back to ``initial_q``. Q persists
         across rounds (it estimates durations, not history).
@@ -280,7 +346,7 @@ class FairShareAllocator:
         node = int(self._leaf_nodes[leaf])
         if math.isnan(self._q_own[node]):
             self._q_source = None  # a subtree gained its first finished task
-        self._q_own[node] = self._q_sum[leaf] / self._q_count[leaf]
+        self._q_own[node] = self._apps.leaf_q(leaf)
         parent = self.tree.parent[node]
         while parent >= 0:
             vals = [q for q in self._q_own[self._children[parent]].tolist() if not math.isnan(q)]
@@ -299,9 +365,18 @@ class FairShareAllocator:
         if n:
             t = self._tasks
             leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
-            est = np.where(np.isnan(exp), self._quantum()[self._leaf_nodes][leaf], exp)
-            before_round = np.maximum(self._round_start - start, 0.0)
-            held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
+            unknown = np.isnan(exp)
+            est = exp
+            if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
+                est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
+                if self._apps.named:  # without named applications a leaf's Q is its only one's
+                    idx = np.flatnonzero(unknown)
+                    est[idx] = self._apps.estimates(t.app[:n][idx], est[idx])
+            if self.history == "decay":  # the past decayed, the rest of the estimate in full
+                held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
+            else:
+                before_round = np.maximum(self._round_start - start, 0.0)
+                held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
             out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
         return out
 
@@ -338,15 +413,16 @@ class FairShareAllocator:
             "policy": self._policy,
             "t_wait": json_float(self._t_wait),
             "initial_q": self.initial_q,
+            "history": [self.history, json_float(self.history_length)],
+            "capacity": json_float(self.capacity),
             "clock": json_float(self._clock),
             "round_start": json_float(self._round_start),
             "finished": [float(x) for x in self._finished],
-            "q_sum": [float(x) for x in self._q_sum],
-            "q_count": [int(x) for x in self._q_count],
+            "quanta": self._apps.to_state(),
             "last_alloc": [json_float(float(x)) for x in self._last_alloc],
             "since": [json_float(float(x)) for x in self._since],
             "running": [
-                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i])]
+                [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i]), int(t.app[i])]
                 for i in range(n)
             ],
         }
@@ -365,84 +441,27 @@ class FairShareAllocator:
             policy=state["policy"],
             t_wait=from_json_float(state["t_wait"], math.inf),
             initial_q=float(state["initial_q"]),
+            history=state.get("history", ["forever"])[0],
+            history_length=from_json_float(state.get("history", [None, "inf"])[1], math.inf),
         )
+        alloc.capacity = from_json_float(state.get("capacity", "inf"), math.inf)
         n_leaves = len(tree.leaves)
-        fields = ("finished", "q_sum", "q_count", "last_alloc", "since")
+        fields = ("finished", "last_alloc", "since")
         if any(len(state[f]) != n_leaves for f in fields):
             raise ValueError("state arrays do not match the number of leaves")
         alloc._clock = from_json_float(state["clock"], -math.inf)
         alloc._round_start = from_json_float(state["round_start"], -math.inf)
         alloc._finished = np.asarray(state["finished"], dtype=np.float64)
-        alloc._q_sum = np.asarray(state["q_sum"], dtype=np.float64)
-        alloc._q_count = np.asarray(state["q_count"], dtype=np.int64)
-        for leaf in np.flatnonzero(alloc._q_count):
+        alloc._apps = AppQuanta.from_state(n_leaves, state)
+        for leaf in np.flatnonzero(alloc._apps.leaf_n):
             alloc._update_quantum_path(int(leaf))
         alloc._last_alloc = np.array([from_json_float(x, -math.inf) for x in state["last_alloc"]])
         alloc._since = np.array([from_json_float(x, math.nan) for x in state["since"]])
-        for key, leaf, start, exp, *units in state["running"]:
-            alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), int(units[0]) if units else 1)
+        for key, leaf, start, exp, *rest in state["running"]:
+            units = int(rest[0]) if rest else 1
+            app = int(rest[1]) if len(rest) > 1 else AppQuanta.key(None, int(leaf))
+            alloc._tasks.add(int(key), int(leaf), float(start), from_json_float(exp, math.nan), units, app)
+            if "quanta" not in state:  # an older state: its running tasks belong to the leaf's pseudo-application
+                alloc._apps.start(app, int(leaf))
         return alloc
 
-
-def _run_step(
-    alloc: FairShareAllocator, pending: NDArray[np.int64], capacity: int, t: float, first_key: int
-) -> list[int]:
-    """Hand out up to ``capacity`` unit tasks at time t; decrements ``pending``; returns keys."""
-    keys: list[int] = []
-    for key in range(first_key, first_key + capacity):
-        leaf = alloc.pick_leaf(pending > 0, t)
-        if leaf < 0:
-            break
-        alloc.record_start(key, leaf, t, expected_duration=1.0)
-        pending[leaf] -= 1
-        keys.append(key)
-    return keys
-
-
-def allocate_rounds(
-    tree: QueueTree,
-    capacity: int,
-    new_demands: NDArray[np.int64],
-    *,
-    policy: str = "hltrf",
-    t_wait: float = 0.0,
-) -> NDArray[np.int64]:
-    """Discrete-time driver for unit tasks lasting one time unit (paper 002, Table 1; Sec. 5.2.1).
-
-    At each step t: the tasks started at t-1 finish, each leaf's pending
-    demand grows by ``new_demands[t]`` (unserved demand carries over), then
-    ``capacity`` units are handed out one by one through
-    :meth:`FairShareAllocator.pick_leaf` / :meth:`~FairShareAllocator.record_start`
-    (expected duration 1).
-
-    Args:
-        tree: queue hierarchy with L leaves.
-        capacity: units available at every step (>= 0).
-        new_demands: (T, L) int >= 0, new unit tasks arriving per step and leaf.
-        policy, t_wait: as for :class:`FairShareAllocator` (t_wait in steps).
-
-    Returns:
-        (T, L) int64 units allocated per step and leaf.
-
-    Raises:
-        ValueError: bad shape, negative demand or capacity, unknown policy.
-    """
-    demands = np.asarray(new_demands)
-    if demands.ndim != 2 or demands.shape[1] != len(tree.leaves):
-        raise ValueError(f"new_demands must have shape (T, {len(tree.leaves)})")
-    if capacity < 0 or (demands < 0).any() or (demands != np.round(demands)).any():
-        raise ValueError("capacity and new_demands must be non-negative integers")
-    alloc = FairShareAllocator(tree, policy=policy, t_wait=t_wait)
-    pending = np.zeros(demands.shape[1], dtype=np.int64)
-    out = np.zeros(demands.shape, dtype=np.int64)
-    keys: list[int] = []
-    next_key = 0
-    for t in range(demands.shape[0]):
-        for key in keys:
-            alloc.record_finish(key, float(t))
-        before = pending + demands[t].astype(np.int64)
-        pending = before.copy()
-        keys = _run_step(alloc, pending, int(capacity), float(t), next_key)
-        next_key += len(keys)
-        out[t] = before - pending
-    return out

@@ -26,11 +26,15 @@ class FifoAllocator:
     tracks_demand = False  # update_demand is a no-op: callers may skip it
     policy = "fifo"
 
-    def __init__(self, tree: QueueTree, *, t_wait: float = 0.0) -> None:
+    work_conserving = True
+
+    def __init__(self, tree: QueueTree, *, t_wait: float = 0.0, history: str = "forever", history_length: float = math.inf) -> None:
         if math.isnan(t_wait) or t_wait < 0:
             raise ValueError("t_wait must be >= 0")
         self.tree = tree
-        self.t_wait = t_wait  # unused: kept so a market can switch policies freely
+        # unused (FIFO keeps no history): kept so a market can switch policies freely
+        self.t_wait, self.history, self.history_length = t_wait, history, history_length
+        self.capacity = math.inf
 
     def update_demand(self, demanding: NDArray[np.bool_], now: float) -> None:
         """No starvation clocks under FIFO."""
@@ -54,7 +58,9 @@ class FifoAllocator:
                 best, rank = leaf, h
         return best
 
-    def record_start(self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1) -> None:
+    def record_start(
+        self, task_key: int, leaf: int, now: float, expected_duration: float | None = None, units: int = 1, app: int | None = None
+    ) -> None:
         """Nothing to record."""
 
     def record_more(self, task_key: int, units: int = 1) -> None:

@@ -4,7 +4,7 @@ A market names three stages (SPEC 2, "Each stage's policy is chosen per market
 by a name from one registry per stage"):
 
 * :data:`FAIRSHARE` -- the fair-share policy across queues, which picks the
-  leaf queue that gets a free unit: ``fifo``, ``mlrf``, ``ltrf``, ``hltrf``
+  leaf queue that gets a free unit: ``fifo``, ``static``, ``mlrf``, ``ltrf``, ``hltrf``
   (paper 002, Sec. 5; ``scheduler.fairshare``). Factories take
   ``(tree, t_wait=...)`` and return an allocator for ONE resource type.
 * :data:`MECHANISMS` -- the mechanism within a queue, which clears a snapshot
@@ -22,6 +22,7 @@ entered, never at clearing time. A new mechanism is a module plus a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -34,8 +35,8 @@ from scheduler.abacus import implied_prices
 from scheduler.abacus_slo import AbacusNoPoolPolicy, AbacusSloPolicy
 from scheduler.base import Mechanism
 from scheduler.dispatch import DispatchMode, ShareDispatcher
+from scheduler.fairshare import HISTORY_MODES, FairShareAllocator, FifoAllocator, QueueTree
 from scheduler.fairshare import POLICIES as FAIRSHARE_POLICIES
-from scheduler.fairshare import FairShareAllocator, FifoAllocator, QueueTree
 from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 
@@ -116,6 +117,7 @@ DISPATCH: Registry[ShareDispatcher] = Registry("dispatch mode")
 # --- fair share across queues (paper 002) ---------------------------------------------------
 
 _FAIRSHARE_LABELS = {
+    "static": "Static partitioning (each queue its own share, nothing lent)",
     "mlrf": "MLRF (memoryless, current allocation)",
     "ltrf": "LTRF (long-term, flat)",
     "hltrf": "H-LTRF (long-term, hierarchical, starvation timeout)",
@@ -125,9 +127,21 @@ for _policy in FAIRSHARE_POLICIES:
     FAIRSHARE.register(_policy, _FAIRSHARE_LABELS[_policy])(partial(FairShareAllocator, policy=_policy))
 
 
-def build_allocator(name: str, tree: QueueTree, *, t_wait: float) -> Any:
-    """A fresh allocator of fair-share policy ``name`` for one resource type. Raises UnknownName."""
-    return FAIRSHARE.build(name, tree=tree, t_wait=t_wait)
+def build_allocator(
+    name: str, tree: QueueTree, *, t_wait: float, history: str = "forever", history_length: float = math.inf
+) -> Any:
+    """A fresh allocator of fair-share policy ``name`` for one resource type, remembering
+    usage by the named ``history`` mode (``HISTORY``). Raises UnknownName, ValueError."""
+    return FAIRSHARE.build(name, tree=tree, t_wait=t_wait, history=history, history_length=history_length)
+
+
+# How much of the past accumulated usage remembers (paper 002, Sec. 6.2.2; Slurm / Kueue half-life).
+_HISTORY_LABELS = {
+    "forever": "Forever (all history since the market opened)",
+    "rounds": "Rounds (windows of length L; each starts from zero)",
+    "decay": "Exponential decay (usage halves every half-life)",
+}
+HISTORY_LABELS: tuple[tuple[str, str], ...] = tuple((m, _HISTORY_LABELS[m]) for m in HISTORY_MODES)
 
 
 # --- dispatch inside a leaf queue -------------------------------------------------------------
@@ -251,3 +265,8 @@ def fairshare_choices() -> list[tuple[str, str]]:
 def dispatch_choices() -> list[tuple[str, str]]:
     """``DISPATCH.choices()``."""
     return DISPATCH.choices()
+
+
+def history_choices() -> list[tuple[str, str]]:
+    """``(mode, label)`` of the history modes of accumulated usage."""
+    return list(HISTORY_LABELS)

@@ -24,33 +24,35 @@ class RunningTasks:
         self.start = np.zeros(16)
         self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
         self.units = np.zeros(16)
+        self.app = np.zeros(16, dtype=np.int64)  # application key (scheduler.quantum)
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def add(self, key: int, leaf: int, start: float, expected: float, units: int) -> None:
+    def add(self, key: int, leaf: int, start: float, expected: float, units: int, app: int = -1) -> None:
         n = len(self.keys)
         if n == self.leaf.size:
-            self.leaf = np.resize(self.leaf, 2 * n)
+            self.leaf, self.app = np.resize(self.leaf, 2 * n), np.resize(self.app, 2 * n)
             self.start, self.expected, self.units = (np.resize(a, 2 * n) for a in (self.start, self.expected, self.units))
         self.slot[key] = n
         self.keys.append(key)
-        self.leaf[n], self.start[n], self.expected[n], self.units[n] = leaf, start, expected, units
+        self.leaf[n], self.start[n], self.expected[n], self.units[n], self.app[n] = leaf, start, expected, units, app
 
-    def pop(self, key: int) -> tuple[int, float, float]:
-        """Remove ``key``; returns (leaf, start, units). Raises KeyError if not running."""
+    def pop(self, key: int) -> tuple[int, float, float, int]:
+        """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
-        leaf, start, units = int(self.leaf[i]), float(self.start[i]), float(self.units[i])
+        leaf, start, units, app = int(self.leaf[i]), float(self.start[i]), float(self.units[i]), int(self.app[i])
         last = len(self.keys) - 1
         if i != last:
             moved = self.keys[last]
             self.keys[i] = moved
             self.slot[moved] = i
             self.leaf[i] = self.leaf[last]
+            self.app[i] = self.app[last]
             for a in (self.start, self.expected, self.units):
                 a[i] = a[last]
         self.keys.pop()
-        return leaf, start, units
+        return leaf, start, units, app
 
 
 def json_float(x: float) -> float | str | None:

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from scheduler.fairshare import QueueTree
 from scheduler.plan import Plan, Reservation
-from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
+from scheduler.registry import DISPATCH, FAIRSHARE
 from simulator import cluster_state, plan_apply, reconfigure
 from simulator.accounting import LeafLedger
 from simulator.engine import ARRIVE, FINISH, WAKE, EventQueue
@@ -56,6 +56,8 @@ class Cluster:
         policy: fair-share policy between leaves, a name in
             ``scheduler.registry.FAIRSHARE`` ("fifo", "mlrf", "ltrf", "hltrf").
         t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
+        history, history_length: how much past usage counts ("forever",
+            "rounds" of L seconds, "decay" with a half-life; paper 002 Sec. 6.2.2).
         dispatch: a name in ``scheduler.registry.DISPATCH``: "stride"
             (deterministic), "lottery" (paper 000's random draw) or "fifo"
             for choosing the job inside a leaf.
@@ -81,6 +83,8 @@ class Cluster:
         *,
         policy: str = "hltrf",
         t_wait: float = 0.0,
+        history: str = "forever",
+        history_length: float = math.inf,
         dispatch: str = "stride",
         staged: bool = True,
         seed: int = 0,
@@ -97,13 +101,14 @@ class Cluster:
         self.capacity = as_capacity(capacity)
         self.now = float(now)
         self.policy, self.t_wait = policy, float(t_wait)
+        self.history, self.history_length = history, float(history_length)
         self.dispatch, self.staged, self.seed = dispatch, bool(staged), int(seed)
         self.sample_interval = float(sample_interval)
         self.known_durations = bool(known_durations)
         n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
         self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
         self._share = self._share_matrix()
-        self._allocators = [build_allocator(policy, tree, t_wait=t_wait) for _ in range(m)]
+        self._allocators = reconfigure.fresh_allocators(self)
         self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
         self._events = EventQueue()
         self._jobs: dict[int, JobState] = {}
@@ -205,10 +210,11 @@ class Cluster:
         """Choose jobs inside leaves by another rule (``simulator.reconfigure``). Raises UnknownName."""
         reconfigure.set_dispatch(self, dispatch)
 
-    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None) -> None:
-        """Switch the fair-share policy and/or ``T_wait``, keeping accumulated usage
-        (``simulator.reconfigure``). Raises ValueError on an unknown policy or a bad ``t_wait``."""
-        reconfigure.set_policy(self, policy=policy, t_wait=t_wait)
+    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+                   history_length: float | None = None) -> None:
+        """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping usage where it
+        can (``simulator.reconfigure``). Raises ValueError on a bad name, ``t_wait`` or length."""
+        reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
 
     # ------------------------------------------------------------- queries
 
@@ -457,7 +463,8 @@ class Cluster:
             if shared:
                 self._batches[(job.job_id, j)] = payload
                 expected = duration if self.known_durations else None
-                self._allocators[j].record_start(key, job.leaf, self.now, expected, units)
+                app = job.job_id if job.job_id >= 0 else None  # the job is the application (Sec. 6.2.1)
+                self._allocators[j].record_start(key, job.leaf, self.now, expected, units, app=app)
         self._touch(job)
         assert self._report is not None
         self._report.started += units

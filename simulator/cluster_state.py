@@ -29,6 +29,7 @@ def dump(c: Cluster) -> dict[str, Any]:
         "config": {
             "policy": c.policy,
             "t_wait": inf_to_none(c.t_wait),
+            "history": [c.history, inf_to_none(c.history_length)],
             "dispatch": c.dispatch,
             "staged": c.staged,
             "seed": c.seed,
@@ -58,7 +59,9 @@ def config_of(tree: QueueTree, state: dict[str, Any]) -> dict[str, Any]:
     if len(state["placement"]["leaf_jobs"]) != len(tree.leaves):
         raise ValueError("the tree's leaves do not match the saved state")
     cfg = state["config"]
+    history, length = cfg.get("history", ["forever", None])
     return {
+        "history": history, "history_length": none_to_inf(length),
         "policy": cfg["policy"], "t_wait": none_to_inf(cfg["t_wait"]), "dispatch": cfg["dispatch"], "staged": cfg["staged"],
         "seed": cfg["seed"], "sample_interval": none_to_inf(cfg["sample_interval"]), "known_durations": cfg["known_durations"],
     }

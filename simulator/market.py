@@ -83,6 +83,8 @@ class MarketConfig:
         alpha, tol, max_rounds: the auction's exponent, relative tolerance and
             round cap (paper 000, Sec. 3).
         t_wait: H-LTRF starvation timeout, simulated seconds (paper 002, Sec. 5.2.2).
+        history, history_length: how much past usage the fair share remembers
+            ("forever", "rounds" of L s, "decay" with a half-life; Sec. 6.2.2).
 
     Raises:
         UnknownName: a stage name no registry holds.
@@ -95,6 +97,8 @@ class MarketConfig:
     tol: float = 1e-6
     max_rounds: int = 1000
     t_wait: float = 0.0
+    history: str = "forever"
+    history_length: float = math.inf
 
     def __post_init__(self) -> None:
         MECHANISMS.validate(self.mechanism)
@@ -190,7 +194,7 @@ class MarketEngine:
     """
 
     def __init__(self, cluster: Cluster, config: MarketConfig) -> None:
-        if (cluster.policy, cluster.dispatch) != (config.fairshare, config.dispatch):
+        if (cluster.policy, cluster.dispatch, cluster.history) != (config.fairshare, config.dispatch, config.history):
             raise ValueError("the cluster's fair-share policy and dispatch must be the config's")
         self.cluster = cluster
         self.config = config
@@ -208,6 +212,7 @@ class MarketEngine:
         """A new engine on a new cluster (arguments as for :class:`Cluster`)."""
         cluster = Cluster(
             capacity, tree, policy=config.fairshare, t_wait=config.t_wait, dispatch=config.dispatch, staged=staged,
+            history=config.history, history_length=config.history_length,
             seed=seed, sample_interval=sample_interval, now=now, known_durations=known_durations,
         )
         return cls(cluster, config)
@@ -268,7 +273,9 @@ class MarketEngine:
     def configure(self, config: MarketConfig) -> None:
         """Switch stages or parameters; fair-share history is kept where it can be
         (``Cluster.set_policy``); a new dispatch mode starts with fresh credits."""
-        self.cluster.set_policy(policy=config.fairshare, t_wait=config.t_wait)
+        self.cluster.set_policy(
+            policy=config.fairshare, t_wait=config.t_wait, history=config.history, history_length=config.history_length
+        )
         if config.dispatch != self.cluster.dispatch:
             self.cluster.set_dispatch(config.dispatch)
         self.config = config
@@ -494,7 +501,10 @@ class MarketEngine:
         c = self.config
         return {
             "format": STATE_FORMAT,
-            "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait)],
+            "config": [
+                c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait), c.history,
+                inf_to_none(c.history_length),
+            ],
             "books": books,
             "booked": [r.to_list() for r in self._booked],
             "booked_prices": [[job, price] for job, price in self._booked_price.items()],
@@ -511,8 +521,11 @@ class MarketEngine:
         """
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"unknown market engine state format {state.get('format')!r}")
-        mech, fair, disp, alpha, tol, rounds, t_wait = state["config"]
-        config = MarketConfig(mech, fair, disp, float(alpha), float(tol), int(rounds), none_to_inf(t_wait))
+        mech, fair, disp, alpha, tol, rounds, t_wait, *history = state["config"]
+        history_mode, length = history if history else ("forever", None)
+        config = MarketConfig(
+            mech, fair, disp, float(alpha), float(tol), int(rounds), none_to_inf(t_wait), history_mode, none_to_inf(length)
+        )
         engine = cls(Cluster.from_state(tree, state["cluster"]), config)
         for row in state["books"]:
             job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row

@@ -5,7 +5,7 @@ change of T_wait or between the long-term policies)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,7 @@ def set_capacity(c: Cluster, capacity: Sequence[int]) -> None:
         c._integrate_to(c.now)  # the fair shares S_i change
         c.capacity = cap
         c._share = c._share_matrix()
+        tell_capacity(c)
 
 def set_dispatch(c: Cluster, dispatch: str) -> None:
     """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
@@ -40,27 +41,55 @@ def set_dispatch(c: Cluster, dispatch: str) -> None:
     c.placement.invalidate_all()
     c.dispatch = dispatch
 
-def set_policy(c: Cluster, *, policy: str | None = None, t_wait: float | None = None) -> None:
+def set_policy(
+    c: Cluster, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+    history_length: float | None = None,
+) -> None:
     """Switch the fair-share policy and/or ``T_wait``, keeping the
     allocators' accumulated usage (history matters to LTRF, paper 002
     Sec. 5.1).
 
     Raises:
-        ValueError: unknown policy or negative / NaN ``t_wait``.
+        ValueError: unknown policy or history mode, negative / NaN ``t_wait``,
+            a bad history length.
+
+    A new history mode or length restarts the allocators from the batches
+    running now (the remembered usage was weighed by the old rule).
     """
     new_policy = c.policy if policy is None else policy
     new_t_wait = c.t_wait if t_wait is None else float(t_wait)
-    fresh = build_allocator(new_policy, c.tree, t_wait=new_t_wait)  # validates both first
-    if type(fresh) is not type(c._allocators[0]):
+    new_history = c.history if history is None else history
+    new_length = c.history_length if history_length is None else float(history_length)
+    options: dict[str, Any] = {"t_wait": new_t_wait, "history": new_history, "history_length": new_length}
+    fresh = build_allocator(new_policy, c.tree, **options)  # validates everything first
+    if type(fresh) is not type(c._allocators[0]) or (new_history, new_length) != (c.history, c.history_length):
         # FIFO keeps no history: switching to or from it starts the allocators
         # afresh, told only about the batches running now.
-        c._allocators = [build_allocator(new_policy, c.tree, t_wait=new_t_wait) for _ in range(c.m)]
+        c.policy, c.t_wait, c.history, c.history_length = new_policy, new_t_wait, new_history, new_length
+        c._allocators = fresh_allocators(c)
         _replay_running(c)
     else:
         for allocator in c._allocators:
             allocator.policy = new_policy
             allocator.t_wait = new_t_wait
     c.policy, c.t_wait = new_policy, new_t_wait
+
+def fresh_allocators(c: Cluster) -> list[Any]:
+    """One new allocator per resource type with the cluster's policy, ``T_wait`` and history,
+    each told its type's capacity. Raises UnknownName or ValueError on a bad setting."""
+    options: dict[str, Any] = {"t_wait": c.t_wait, "history": c.history, "history_length": c.history_length}
+    allocators = [build_allocator(c.policy, c.tree, **options) for _ in range(c.m)]
+    for allocator, cap in zip(allocators, c.capacity.tolist(), strict=True):
+        allocator.capacity = float(cap)
+    return allocators
+
+
+def tell_capacity(c: Cluster) -> None:
+    """Give each allocator its type's capacity (static quotas and share limits are
+    fractions of it; paper 002, Sec. 6.2.3)."""
+    for allocator, cap in zip(c._allocators, c.capacity.tolist(), strict=True):
+        allocator.capacity = float(cap)
+
 
 def _replay_running(c: Cluster) -> None:
     """Record the running shared batches in fresh allocators, oldest first."""
@@ -72,4 +101,4 @@ def _replay_running(c: Cluster) -> None:
             running.append((t_end - duration, key, job_id, j, units, duration))
     for start, key, job_id, j, units, duration in sorted(running):
         expected = duration if c.known_durations else None
-        c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units)
+        c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units, app=job_id if job_id >= 0 else None)

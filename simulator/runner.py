@@ -61,6 +61,8 @@ class MarketParams:
     weights: WeightsFn | None = None
     fairshare: str = "hltrf"
     t_wait: float = 0.0
+    history: str = "forever"
+    history_length: float = math.inf
     dispatch: str = "stride"
     staged: bool = True
     known_durations: bool = True
@@ -72,6 +74,7 @@ class MarketParams:
         return MarketConfig(
             mechanism=self.mechanism, fairshare=self.fairshare, dispatch=self.dispatch,
             alpha=self.alpha, tol=self.tol, max_rounds=self.max_rounds, t_wait=self.t_wait,
+            history=self.history, history_length=self.history_length,
         )
 
 

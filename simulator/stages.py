@@ -86,7 +86,9 @@ class SharedStage:
     lone eligible job of a leaf, or the FIFO dispatcher's oldest job, takes
     as many units as it can use in one batch. FIFO across queues keeps no
     per-unit state (no usage, no starvation clocks), so it takes a short
-    path: the leaf heads' arrival ranks alone pick the leaf.
+    path: the leaf heads' arrival ranks alone pick the leaf. Under static
+    partitioning or maximum shares (paper 002, Sec. 6.2.3) the allocator may
+    refuse every demanding leaf; the units then stay idle.
     """
 
     name = "shared"
@@ -103,20 +105,24 @@ class SharedStage:
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)
+        limited = not allocator.work_conserving  # static quotas, max shares: a leaf may be refused
         started = False
         while free > 0:
             n_demanding = int(np.count_nonzero(demanding))
             if n_demanding == 0:
                 break
-            if n_demanding == 1:
+            if n_demanding == 1 and not limited:
                 leaf = int(demanding.argmax())
             else:
                 head = cluster.leaf_heads(j) if allocator.uses_arrival_order else None
                 leaf = int(allocator.pick_leaf(demanding, now, head))
+                if leaf < 0 and limited:
+                    break  # every demanding leaf is at its limit: the units stay idle
             if not (0 <= leaf < demanding.size and demanding[leaf]):
                 raise RuntimeError(f"allocator picked leaf {leaf} without demand")
             sticky = n_demanding == 1 or allocator.uses_arrival_order
-            job_id, units = cluster.placement.grant(leaf, j, free if sticky else 1)
+            want = free if sticky else 1
+            job_id, units = cluster.placement.grant(leaf, j, min(want, allocator.room(leaf)) if limited else want)
             job = cluster.job(job_id)
             if job is None:
                 raise RuntimeError(f"leaf {leaf} holds unknown job {job_id}")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
-from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+from marketplace.services.config import parse_t_wait
+from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
 
 
 class WorkItemSerializer(serializers.Serializer):
@@ -123,6 +126,26 @@ class AccountSerializer(serializers.Serializer):
     held = serializers.DecimalField(max_digits=18, decimal_places=4)
 
 
+class TWaitField(serializers.Field):  # type: ignore[type-arg]
+    """T_wait: a number of seconds >= 0, or "off" (math.inf inside; paper 002 Theorem 1).
+    An overflowing number (1e309 parses to inf) is an error, not "off"."""
+
+    def to_internal_value(self, data: object) -> float:
+        if isinstance(data, bool) or not isinstance(data, (int, float, str)):
+            raise serializers.ValidationError('Enter a number of seconds or "off".')
+        if isinstance(data, float) and not math.isfinite(data):
+            raise serializers.ValidationError(
+                f'{data} is not a finite number of seconds (too large for a float); to disable the timeout send "off".'
+            )
+        try:
+            return parse_t_wait(data)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["t_wait"]) from None
+
+    def to_representation(self, value: float | str) -> float | str:
+        return "off" if value in (math.inf, "off") else float(value)
+
+
 class MarketStateSerializer(serializers.Serializer):
     market = serializers.CharField()
     sim_time = serializers.FloatField()
@@ -130,7 +153,9 @@ class MarketStateSerializer(serializers.Serializer):
     cleared_version = serializers.IntegerField()
     clearings = serializers.IntegerField()
     alpha = serializers.FloatField()
-    t_wait = serializers.FloatField()
+    t_wait = TWaitField(help_text='Starvation timeout T_wait in simulated seconds, or "off" (no timeout).')
+    fairshare_history = serializers.CharField(help_text="forever, rounds or decay (paper 002, Sec. 6.2.2).")
+    fairshare_history_length = serializers.FloatField(help_text="Round length L or decay half-life, simulated seconds.")
     mechanism = serializers.CharField(help_text="Mechanism within a queue (scheduler.registry.MECHANISMS).")
     fairshare_policy = serializers.CharField(help_text="Fair-share policy across queues (scheduler.registry.FAIRSHARE).")
     dispatch_mode = serializers.CharField(help_text="Dispatch inside a queue (scheduler.registry.DISPATCH).")
@@ -149,7 +174,10 @@ class MarketConfigSerializer(serializers.Serializer):
     """
 
     alpha = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
-    t_wait = serializers.FloatField(required=False, min_value=0.0)
+    t_wait = TWaitField(required=False, help_text='Seconds >= 0 (0 = LTRF), or "off" for no starvation timeout (the naive hierarchy).')
+    fairshare_history = serializers.ChoiceField(required=False, choices=history_choices())
+    fairshare_history_length = serializers.FloatField(required=False, min_value=0.0)
+
     mechanism = serializers.ChoiceField(required=False, choices=mechanism_choices())
     fairshare_policy = serializers.ChoiceField(required=False, choices=fairshare_choices())
     dispatch_mode = serializers.ChoiceField(required=False, choices=dispatch_choices())

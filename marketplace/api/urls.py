@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import abacus, deadlines, reservations, views
+from marketplace.api import abacus, deadlines, fairshare, reservations, views
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -16,6 +16,8 @@ urlpatterns = [
     path("market/series/", views.MarketSeriesView.as_view(), name="api-market-series"),
     path("market/prices/", views.PriceSeriesView.as_view(), name="api-prices"),
     path("account/", views.AccountView.as_view(), name="api-account"),
+    path("jobs/<int:pk>/waiting/", fairshare.JobWaitingView.as_view(), name="api-job-waiting"),
+    path("market/fairshare/", fairshare.FairShareView.as_view(), name="api-fairshare"),
     path("account/ledger/", views.LedgerView.as_view(), name="api-ledger"),
     path("deadline/quote/", deadlines.DeadlineQuoteView.as_view(), name="api-deadline-quote"),
     path("deadline/book/", deadlines.DeadlineBookView.as_view(), name="api-deadline-book"),

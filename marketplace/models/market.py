@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
 
 
 class Market(models.Model):
@@ -43,6 +43,13 @@ class Market(models.Model):
     dispatch_mode = models.CharField(
         max_length=10, choices=dispatch_choices, default="stride", help_text="Which job of a leaf queue gets a free unit."
     )
+    fairshare_history = models.CharField(
+        max_length=10, choices=history_choices, default="forever",
+        help_text="How much past usage fair share remembers: forever, rounds of L seconds, or exponential decay (paper 002, Sec. 6.2.2).",
+    )
+    fairshare_history_length = models.FloatField(
+        default=3600.0, help_text="Round length L or decay half-life, simulated seconds (unused with 'forever')."
+    )
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)
@@ -60,6 +67,7 @@ class Market(models.Model):
             models.CheckConstraint(condition=Q(t_wait__gte=0), name="market_t_wait_non_negative"),
             models.CheckConstraint(condition=Q(clock_speed__gt=0), name="market_clock_speed_positive"),
             models.CheckConstraint(condition=Q(auction_tolerance__gt=0), name="market_tolerance_positive"),
+            models.CheckConstraint(condition=Q(fairshare_history_length__gt=0), name="market_history_length_positive"),
         )
 
     def __str__(self) -> str:

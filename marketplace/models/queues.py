@@ -42,11 +42,19 @@ class Queue(models.Model):
     name = models.CharField(max_length=60)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     weight = models.FloatField(default=1.0)
+    min_share = models.FloatField(
+        default=0.0, help_text="Minimum fraction of the cluster this queue is served first up to (paper 002, Sec. 6.2.3)."
+    )
+    max_share = models.FloatField(default=1.0, help_text="Maximum fraction of the cluster this queue may hold (1 = no cap).")
 
     class Meta:
         ordering: ClassVar[list[str]] = ["id"]
         constraints = (
             models.CheckConstraint(condition=Q(weight__gt=0), name="queue_weight_positive"),
+            models.CheckConstraint(
+                condition=Q(min_share__gte=0) & Q(min_share__lte=models.F("max_share")) & Q(max_share__lte=1), name="queue_share_limits",
+                violation_error_message="Shares are fractions of the cluster: 0 <= minimum share <= maximum share <= 1.",
+            ),
             models.UniqueConstraint(fields=["market", "parent", "name"], name="queue_unique_name_per_parent"),
         )
 

@@ -10,7 +10,37 @@ from django.db import transaction
 
 from marketplace.models import ConfigChange, Market, Queue, ResourceType
 from marketplace.services.market import market_changed, structure_changed
+from scheduler.fairshare import HISTORY_MODES
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry
+
+T_WAIT_OFF = ("off", "never", "inf", "infinity")  # spellings of "no starvation timeout" (the naive hierarchy)
+T_WAIT_REQUIRED = "Enter T_wait in seconds (0 = LTRF), or 'off' for no starvation timeout."
+
+
+def parse_t_wait(value: object) -> float:
+    """T_wait in simulated seconds from user input: a finite number >= 0, or "off"
+    (no starvation timeout: the naive hierarchy, paper 002 Theorem 1) as ``math.inf``.
+
+    Raises:
+        ValidationError: {"t_wait": ...} with what was wrong (empty, not a number,
+            negative, too large to be finite).
+    """
+    text = str(value).strip().lower() if value is not None else ""
+    if text in T_WAIT_OFF:
+        return math.inf
+    if not text:
+        raise ValidationError({"t_wait": T_WAIT_REQUIRED})
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValidationError({"t_wait": f"'{value}' is not a number of seconds; enter e.g. 30, or 'off'."}) from None
+    if math.isnan(number) or math.isinf(number):
+        raise ValidationError(
+            {"t_wait": f"'{value}' is not a finite number of seconds (too large for a float); to disable the timeout enter 'off'."}
+        )
+    if number < 0:
+        raise ValidationError({"t_wait": "T_wait cannot be negative: 0 = LTRF, larger values favour the hierarchy."})
+    return number
 
 
 def _named(registry: Registry[Any]) -> Any:
@@ -27,17 +57,23 @@ _RULES: dict[str, tuple[Any, bool]] = {
     "mechanism": (_named(MECHANISMS), True),
     "fairshare_policy": (_named(FAIRSHARE), False),
     "dispatch_mode": (_named(DISPATCH), False),
+    "fairshare_history": (
+        lambda v: v in HISTORY_MODES or f"Unknown history mode '{v}'; choose one of: {', '.join(HISTORY_MODES)}.", False
+    ),
+    "fairshare_history_length": (lambda v: v > 0 or "The round length / half-life must be a positive number of seconds.", False),
 }
 
 
 def _coerce(field: str, value: Any) -> Any:
+    if field == "t_wait":
+        return parse_t_wait(value)
     kind = type(Market._meta.get_field(field).default)
     try:
         out = kind(value)
     except (TypeError, ValueError):
         raise ValidationError({field: "Enter a valid value."}) from None
     if isinstance(out, float) and not math.isfinite(out):
-        raise ValidationError({field: "Enter a finite number."})
+        raise ValidationError({field: f"'{value}' is not a finite number."})
     return out
 
 
@@ -63,7 +99,9 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
             continue
         setattr(market, field, value)
         audit.append(
-            ConfigChange(market=market, field=field, old_value=str(old), new_value=str(value), changed_by=_user(user), reason=reason)
+            ConfigChange(
+                market=market, field=field, old_value=_shown(old), new_value=_shown(value), changed_by=_user(user), reason=reason
+            )
         )
         reclear = reclear or _RULES[field][1]
     if not audit:
@@ -72,6 +110,11 @@ def market_configure(*, market: Market, user: object = None, reason: str = "", *
     if reclear:
         market_changed(market=market)
     return ConfigChange.objects.bulk_create(audit)
+
+
+def _shown(value: object) -> str:
+    """A value as the audit trail shows it ("off" for an infinite T_wait)."""
+    return "off" if value == math.inf else str(value)
 
 
 def _user(user: object) -> Any:
@@ -108,8 +151,14 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
             or a leaf with jobs becoming a parent.
     """
     errors: dict[str, str] = {}
-    if not (math.isfinite(queue.weight) and queue.weight > 0):
-        errors["weight"] = "The weight must be a positive number."
+    if not (isinstance(queue.weight, (int, float)) and math.isfinite(queue.weight) and queue.weight > 0):
+        errors["weight"] = "The weight must be a positive finite number."
+    lo, hi = queue.min_share, queue.max_share
+    for name, x in (("min_share", lo), ("max_share", hi)):
+        if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1):
+            errors[name] = "A share is a fraction of the cluster from 0 to 1."
+    if not errors.keys() & {"min_share", "max_share"} and lo > hi:
+        errors["min_share"] = f"The minimum share ({lo}) exceeds the maximum share ({hi})."
     node = queue.parent
     while node is not None and not errors:
         if node.market_id != queue.market_id:
@@ -124,10 +173,10 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
     market = Market.objects.select_for_update().defer("engine_state").get(pk=queue.market_id)
     old = Queue.objects.filter(pk=queue.pk).first() if queue.pk else None
     queue.save()
-    before = "" if old is None else f"parent={old.parent_id} weight={old.weight}"
+    before = "" if old is None else f"parent={old.parent_id} weight={old.weight} min={old.min_share} max={old.max_share}"
     ConfigChange.objects.create(
         market=market, field=f"queue[{queue.path}]", old_value=before,
-        new_value=f"parent={queue.parent_id} weight={queue.weight}", changed_by=_user(user),
+        new_value=f"parent={queue.parent_id} weight={queue.weight} min={queue.min_share} max={queue.max_share}", changed_by=_user(user),
     )
     structure_changed(market=market)  # the fair fractions changed: shares and samples follow
     return queue
