@@ -58,6 +58,7 @@ class BidForm(forms.Form):
     name = forms.CharField(max_length=120, required=False, label="Job name",
                            widget=forms.TextInput(attrs={"placeholder": "e.g. nightly-etl", "autocomplete": "off"}))
     budget = forms.CharField(
+        strip=False,  # " 5 " is refused, as in the API (validation.parse_decimal_strict)
         label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimals.",
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )

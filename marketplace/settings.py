@@ -60,6 +60,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "marketplace.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +84,14 @@ TEMPLATES = [
         },
     },
 ]
+
+# --- Input limits and error pages -------------------------------------------
+# A bid is a few hundred bytes: 256 KiB leaves room for any real request and
+# refuses floods early (413 JSON, marketplace.middleware). The debug page hides
+# service URLs too (they carry credentials; marketplace.debug).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+DEFAULT_EXCEPTION_REPORTER_FILTER = "marketplace.debug.SensitiveSettingsFilter"
 
 # --- Database ---------------------------------------------------------------
 # SQLite by default: WAL lets readers (pages) run beside the writer (the market
@@ -154,6 +163,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "marketplace.api.parsers.SafeJSONParser",  # nesting limit: 400, never RecursionError
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "COERCE_DECIMAL_TO_STRING": True,
 }
 SPECTACULAR_SETTINGS = {

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
+from marketplace.api.fields import StrictDecimalField
 from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
@@ -22,7 +23,7 @@ class BidSerializer(serializers.Serializer):
     """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
 
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    budget = serializers.DecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
+    budget = StrictDecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
 

@@ -8,22 +8,16 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors
 from marketplace.api import serializers as s
+from marketplace.api.parsers import SafeJSONParser
 from marketplace.models import Job, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.config import market_configure
-
-
-class NumberTolerantJSONParser(JSONParser):
-    """Parses NaN and Infinity literals so that they reach field validation and get a field error."""
-
-    strict = False
 
 
 def _tenant(request: Request) -> Tenant:
@@ -50,7 +44,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     serializer_class = s.JobSerializer
     filterset_class = JobFilter
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.tenant_jobs(tenant=_tenant(self.request))
@@ -105,7 +99,7 @@ class MarketStateView(APIView):
     ``dispatch_mode``) and knobs through the audited ``market_configure``.
     """
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(responses=s.MarketStateSerializer)
     def get(self, request: Request) -> Response:
