@@ -201,6 +201,7 @@ USE_TZ = True
 
 # --- Market -----------------------------------------------------------------
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
+IDEMPOTENCY_KEY_TTL_S = env.int("IDEMPOTENCY_KEY_TTL_S", default=24 * 3600)  # how long an Idempotency-Key is remembered
 MARKET_LEASE_S = 120  # a clearing lease outlives CELERY_TASK_TIME_LIMIT, so a killed worker's lease expires
 
 LOGGING = {

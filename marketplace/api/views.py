@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from marketplace import selectors
 from marketplace.api import serializers as s
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.models import Job, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
@@ -67,7 +68,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
         return Response(s.JobSerializer(job, context=ctx).data)
 
-    @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer})
+    @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def create(self, request: Request) -> Response:
         tenant = _tenant(request)
         bid = s.BidSerializer(data=request.data)
@@ -81,8 +83,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
         return Response(s.JobSerializer(job, context=ctx).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: s.JobSerializer})
+    @extend_schema(request=None, responses={200: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
+    @idempotent
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
         try:

@@ -2,6 +2,7 @@
 
 from marketplace.models.accounts import Account, LedgerEntry, Tenant
 from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.models.idempotency import IdempotencyKey
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
@@ -11,6 +12,7 @@ __all__ = [
     "AllocationSnapshot",
     "ConfigChange",
     "FairnessSample",
+    "IdempotencyKey",
     "Job",
     "JobWork",
     "LedgerEntry",
