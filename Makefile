@@ -36,7 +36,7 @@ run: setup
 	@echo ""
 	@trap 'kill 0' EXIT INT TERM; \
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload & \
-	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 & fi; \
+	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & $(MANAGE) run_clock --no-tick & fi; \
 	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \
 	echo "Replay finished; the market clock keeps running (Ctrl-C to stop)."; \
 	$(MANAGE) run_clock & wait

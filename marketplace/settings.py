@@ -111,9 +111,12 @@ else:
 
 # --- Cache (Redis when present) ---------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# Short timeouts: the cache is an optimisation, and marketplace.resilience treats
+# its failures as misses, so a Redis outage slows no page for long.
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -136,13 +139,28 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 90
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
+# Short socket timeouts and one quick publish retry: with Redis down, a request
+# pays at most about a second once (marketplace.resilience then stops trying for
+# RESILIENCE_RETRY_S) and the sweeper does the clearing instead.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600, "socket_connect_timeout": 1, "socket_timeout": 5}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# Workers reconnect for as long as the broker is away (the default gives up after
+# 100 attempts); run them with --without-gossip --without-mingle --without-heartbeat:
+# restarting the gossip step after a lost connection raised "AttributeError: 'NoneType'
+# object has no attribute 'hostname'/'connection_errors'" (kombu issue 582) and took
+# the worker down.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+RESILIENCE_RETRY_S = env.float("RESILIENCE_RETRY_S", default=5.0)  # a failed broker/cache is not retried for this long
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     # The live cluster clock when run by beat (docker compose); `replay_trace`
     # drives the same service itself when no beat runs.
     "cluster-tick": {"task": "marketplace.tasks.cluster_tick_task", "schedule": 1.0, "args": ()},
+    # Clears markets whose trigger was lost or whose clearing worker died (services.sweeper).
+    "sweep-markets": {"task": "marketplace.tasks.sweep_markets_task", "schedule": env.float("MARKET_SWEEP_S", default=1.5), "args": ()},
 }
 
 # --- Auth, API --------------------------------------------------------------
@@ -202,7 +220,13 @@ USE_TZ = True
 # --- Market -----------------------------------------------------------------
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
 IDEMPOTENCY_KEY_TTL_S = env.int("IDEMPOTENCY_KEY_TTL_S", default=24 * 3600)  # how long an Idempotency-Key is remembered
-MARKET_LEASE_S = 120  # a clearing lease outlives CELERY_TASK_TIME_LIMIT, so a killed worker's lease expires
+# A clearing renews its lease before each attempt; a dead worker's lease expires after
+# MARKET_LEASE_S and the sweeper (every MARKET_SWEEP_S) takes it over. Together they
+# bound how long a committed change waits for its clearing (services.sweeper).
+MARKET_LEASE_S = env.float("MARKET_LEASE_S", default=4.0)
+MARKET_SWEEP_S = env.float("MARKET_SWEEP_S", default=1.5)
+MARKET_STALENESS_BOUND_S = 10.0
+MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # fault injection for the crash tests only
 
 LOGGING = {
     "version": 1,

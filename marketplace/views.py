@@ -16,7 +16,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -28,6 +27,7 @@ from plotly.utils import PlotlyJSONEncoder
 from marketplace import charts, selectors
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
+from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
 
@@ -167,10 +167,10 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
     tenant = selectors.tenant_of(user=request.user) if request.GET.get("jobs") == "mine" else None
     key = f"dashboard:{market.pk}:{market.sim_time}:{market.clearings}:{market.state_version}:{tenant.pk if tenant else '-'}"
-    payload = cache.get(key)
+    payload = cache_get(key)  # a cache outage is a miss (marketplace.resilience), never a 500
     if payload is None:
         payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": _dashboard_figures(market, tenant)}
-        cache.set(key, payload, DASHBOARD_CACHE_S)
+        cache_set(key, payload, DASHBOARD_CACHE_S)
     return JsonResponse(payload, encoder=PlotlyJSONEncoder)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -51,26 +51,52 @@ _TABLE = Market._meta.db_table
 _LEASE_COLUMN = Market._meta.get_field("clearing_lease_until").column
 
 
-def _acquire_lease(market_id: int) -> bool:
-    """Take the market's clearing lease unless another clearing holds an unexpired one.
+def _acquire_lease(market_id: int) -> datetime | None:
+    """Take the market's clearing lease unless another clearing holds an unexpired one,
+    or there is nothing to clear (``cleared_version`` already equals ``state_version``).
 
     One conditional UPDATE (raw SQL: it runs on every clearing and the ORM's
     compilation cost more than the statement).
+
+    Returns:
+        the lease's expiry, which also identifies it (:func:`_release_lease`
+        frees only this lease, never one another clearing took over), or None.
     """
     now = timezone.now()
     until = now + timedelta(seconds=settings.MARKET_LEASE_S)
     field = Market._meta.get_field("clearing_lease_until")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
+            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND cleared_version < state_version"
+            f" AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
             [field.get_db_prep_value(until, connection), market_id, field.get_db_prep_value(now, connection)],
         )
-        return bool(cursor.rowcount == 1)
+        return until if cursor.rowcount == 1 else None
 
 
-def _release_lease(market_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = NULL WHERE id = %s", [market_id])
+def _renew_lease(market_id: int, lease: datetime) -> datetime:
+    """Push this clearing's lease ``MARKET_LEASE_S`` ahead (before each new attempt), so a
+    long clearing keeps it while a dead one loses it soon (``services.sweeper`` takes it over)."""
+    until = timezone.now() + timedelta(seconds=settings.MARKET_LEASE_S)
+    renewed = Market.objects.filter(pk=market_id, clearing_lease_until=lease).update(clearing_lease_until=until)
+    return until if renewed else lease
+
+
+def _release_lease(market_id: int, lease: datetime) -> None:
+    Market.objects.filter(pk=market_id, clearing_lease_until=lease).update(clearing_lease_until=None)
+
+
+def _is_current(market_id: int) -> bool:
+    """True when the market's ``state_version`` is cleared already."""
+    return Market.objects.filter(pk=market_id, cleared_version__gte=F("state_version")).exists()
+
+
+def _fault_injection_delay() -> None:
+    """Sleep ``MARKET_CLEARING_DELAY_S`` (0 outside the crash tests) while holding the lease:
+    the integration tests use it to kill a real worker in the middle of a clearing."""
+    delay = float(getattr(settings, "MARKET_CLEARING_DELAY_S", 0.0))
+    if delay > 0:
+        time.sleep(delay)
 
 
 def _read_state(market_id: int) -> tuple[Market, MarketSnapshot, list[ResourceType]]:
@@ -127,15 +153,22 @@ def market_clear(*, market_id: int) -> ClearingResult:
     each leaf queue's jobs, for ``abacus``) and store the Plan.
 
     Returns:
-        ClearingResult; status "busy" when another clearing holds the lease (it
-        will see this change through the version check), "stale" when the state
-        kept changing for MAX_ATTEMPTS solves (the caller enqueues a new clearing).
+        ClearingResult; status "current" when ``state_version`` is cleared already
+        (a duplicate or redelivered trigger: one UPDATE and one SELECT, no solve),
+        "busy" when another clearing holds the lease (it will see this change
+        through the version check; if it died, ``services.sweeper`` takes the
+        lease over at expiry), "stale" when the state kept changing for
+        MAX_ATTEMPTS solves (the caller enqueues a new clearing).
     """
-    if not _acquire_lease(market_id):
-        return ClearingResult(status="busy")
+    lease = _acquire_lease(market_id)
+    if lease is None:
+        return ClearingResult(status="current" if _is_current(market_id) else "busy")
     released = False
     try:
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                lease = _renew_lease(market_id, lease)
+            _fault_injection_delay()
             t0 = time.perf_counter()
             market, snap, types = _read_state(market_id)
             ts = time.perf_counter()
@@ -146,18 +179,21 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 log.warning("auction did not converge in %d rounds (market %s, %d jobs)", d.rounds, market_id, snap.n)
             with transaction.atomic():
                 # The version check and the bookkeeping in one conditional UPDATE (it also
-                # takes the row lock and frees the lease); no row: the state moved during
-                # the solve, so this result is dropped and recomputed on the new state.
-                current = Market.objects.filter(pk=market_id, state_version=market.state_version).update(
-                    cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
-                )
+                # takes the row lock and frees the lease). No row: the state moved during the
+                # solve (this result is dropped and recomputed on the new state), or another
+                # clearing that took over an expired lease stored this version first (then
+                # nothing is stored twice).
+                current = Market.objects.filter(
+                    pk=market_id, state_version=market.state_version, cleared_version__lt=market.state_version
+                ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
                 if not current:
+                    if _is_current(market_id):
+                        return ClearingResult(status="current")
                     continue
                 snapshot_id = _store(market, plan, types, solve_ms, t0)
             released = True  # the update above freed the lease
             return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:
         if not released:
-            _release_lease(market_id)
+            _release_lease(market_id, lease)
     return ClearingResult(status="stale")
-

@@ -25,6 +25,7 @@ from django.db.models import F
 
 from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, ResourceType
+from marketplace.resilience import publish_task
 from simulator.market import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,12 @@ def market_changed(*, market: Market) -> None:
 
 def enqueue_clearing(*, market_id: int) -> None:
     """Enqueue ``clear_market_task`` once the current transaction commits (at
-    once outside one). Eager Celery runs it right then, in this process."""
-    from marketplace.celery import app
+    once outside one). Eager Celery runs it right then, in this process.
 
-    task = app.tasks[CLEAR_TASK]
-    transaction.on_commit(lambda: task.delay(market_id))
+    A broker outage does not fail the write: the publish is logged and dropped
+    (``resilience.publish_task``), and the sweeper (``services.sweeper``) clears
+    the market within ``MARKET_STALENESS_BOUND_S``."""
+    transaction.on_commit(lambda: publish_task(CLEAR_TASK, market_id))
 
 
 # --- the engine ---------------------------------------------------------------------------------
