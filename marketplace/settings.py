@@ -38,6 +38,19 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+# --- Production security (DJANGO_DEBUG off: `manage.py check --deploy` is clean) ---------
+# HTTPS only, behind a proxy that sets X-Forwarded-Proto. Each switch can be turned
+# off by its variable (the loopback load test serves plain HTTP).
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=30 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 ROOT_URLCONF = "marketplace.urls"
 WSGI_APPLICATION = "marketplace.wsgi.application"
@@ -168,14 +181,34 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Tokens expire (and are rotated when obtained again after expiry; marketplace.api.auth).
+API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
+# Wrong credentials per window before a 429 (marketplace.throttling.FailureLimiter):
+# scope -> (failures, window in seconds). "login": per address and per username
+# (login page and token endpoint); "token": wrong API tokens per address.
+FAILURE_LIMITS = {"login": (10, 300), "token": (20, 300)}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "marketplace.api.authentication.ExpiringTokenAuthentication",
     ],
+    # 429 with Retry-After over these rates (marketplace.throttling; fail open if the cache is down).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "marketplace.throttling.UserRateThrottle",
+        "marketplace.throttling.AnonRateThrottle",
+        "marketplace.throttling.WriteRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env.str("THROTTLE_USER", default="1200/min"),
+        "anon": env.str("THROTTLE_ANON", default="60/min"),
+        "writes": env.str("THROTTLE_WRITES", default="120/min"),
+    },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

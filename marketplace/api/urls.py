@@ -1,9 +1,9 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from marketplace.api import views
+from marketplace.api.auth import TokenView
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -17,7 +17,7 @@ urlpatterns = [
     path("market/prices/", views.PriceSeriesView.as_view(), name="api-prices"),
     path("account/", views.AccountView.as_view(), name="api-account"),
     path("account/ledger/", views.LedgerView.as_view(), name="api-ledger"),
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
