@@ -92,14 +92,15 @@ def current_allocation(*, market: Market) -> list[RunningUnits]:
     Active jobs that hold nothing yet are included with empty allocations, so a
     cluster manager may start them early.
     """
-    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant", "queue").order_by("id"))
+    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant").order_by("id"))
     shares = current_shares(market=market, job_ids=[j.pk for j in jobs])
+    paths = queue_paths(market=market)
     works: dict[int, list[JobWork]] = defaultdict(list)
     for w in JobWork.objects.filter(job__in=jobs).select_related("resource_type"):
         works[w.job_id].append(w)
     return [
         RunningUnits(
-            job_id=j.pk, tenant=j.tenant.name, queue=j.queue.path, status=j.status,
+            job_id=j.pk, tenant=j.tenant.name, queue=paths.get(j.queue_id, ""), status=j.status,
             running={w.resource_type.name: w.running for w in works[j.pk]},
             pending={w.resource_type.name: w.pending for w in works[j.pk]},
             shares=shares.get(j.pk, {}),

@@ -37,7 +37,7 @@ class JobWorkSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    queue = serializers.CharField(source="queue.path", read_only=True)
+    queue = serializers.SerializerMethodField(help_text="Dotted path of the job's leaf queue, e.g. root.orga.analytics.")
     work = JobWorkSerializer(many=True, read_only=True)
     shares = serializers.SerializerMethodField(help_text="Within-queue allocation probability per resource type at the latest clearing.")
     held = serializers.SerializerMethodField(help_text="Amount still held for this job.")
@@ -48,6 +48,10 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
             "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
         )
+
+    def get_queue(self, job: Job) -> str:
+        paths = self.context.get("queue_paths")  # one query for the page (selectors.queue_paths), not one per job
+        return paths[job.queue_id] if paths and job.queue_id in paths else job.queue.path
 
     def get_shares(self, job: Job) -> dict[str, float]:
         return self.context.get("shares", {}).get(job.pk, {})

@@ -58,6 +58,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         tenant = getattr(self.request.user, "tenant", None)
         if tenant is not None:
             ctx["shares"] = selectors.current_shares(market=tenant.market)
+            ctx["queue_paths"] = selectors.queue_paths(market=tenant.market)
         return ctx
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
