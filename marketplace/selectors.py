@@ -197,6 +197,11 @@ def queue_paths(*, market: Market) -> dict[int, str]:
     return dotted_paths(Queue.objects.filter(market=market).values_list("id", "name", "parent_id"))
 
 
+def last_sample_time(*, market: Market) -> float | None:
+    """Simulated time of the market's newest sample (None before the first)."""
+    return MarketSample.objects.filter(market=market).order_by("-sim_time").values_list("sim_time", flat=True).first()
+
+
 def sample_times(*, market: Market, max_points: int = 500) -> list[float]:
     """Simulated times of the market's samples, thinned to at most ``max_points`` (evenly spaced)."""
     times = list(

@@ -9,6 +9,7 @@ downsampled to at most ``MAX_POINTS`` points per trace) every few seconds.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import Any
@@ -33,7 +34,7 @@ from marketplace.services.config import market_configure
 
 PAGE_SIZE = 25
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
-DASHBOARD_CACHE_S = 30  # keyed by clock and clearings, so a cached payload is never stale
+DASHBOARD_CACHE_S = 60  # figures are keyed by cleared version and newest sample, so a cached one is never stale
 
 View = Callable[..., HttpResponse]
 
@@ -166,11 +167,17 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     if market is None:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
     tenant = selectors.tenant_of(user=request.user) if request.GET.get("jobs") == "mine" else None
-    key = f"dashboard:{market.pk}:{market.sim_time}:{market.clearings}:{market.state_version}:{tenant.pk if tenant else '-'}"
-    payload = cache_get(key)  # a cache outage is a miss (marketplace.resilience), never a 500
-    if payload is None:
-        payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": _dashboard_figures(market, tenant)}
-        cache_set(key, payload, DASHBOARD_CACHE_S)
+    # The figures change only with a clearing (prices, shares) or a new sample (fairness,
+    # utilisation): cached per cleared version and newest sample, shared by every viewer;
+    # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
+    last_sample = selectors.last_sample_time(market=market)
+    key = (f"dashboard-figures:{market.pk}:{market.engine_version}:{market.cleared_version}:{market.clearings}:"
+           f"{last_sample}:{tenant.pk if tenant else '-'}")
+    figures = cache_get(key)
+    if figures is None:
+        figures = json.loads(json.dumps(_dashboard_figures(market, tenant), cls=PlotlyJSONEncoder))
+        cache_set(key, figures, DASHBOARD_CACHE_S)
+    payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": figures}
     return JsonResponse(payload, encoder=PlotlyJSONEncoder)
 
 

@@ -45,3 +45,23 @@ def test_page_queries_are_constant_in_the_number_of_rows(client, alice, market, 
     market_clear(market_id=market.pk)
     many = _queries(lambda: client.get(path))
     assert many == few, f"{path}: {few} queries with 3 jobs, {many} with 23"
+
+
+def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, market):
+    from unittest import mock
+
+    from marketplace import views
+    from marketplace.models import Market
+
+    client.force_login(alice.user)
+    _bids(alice, 2)
+    market_clear(market_id=market.pk)
+    with mock.patch.object(views, "_dashboard_figures", wraps=views._dashboard_figures) as figures:
+        assert client.get("/dashboard/data.json").status_code == 200
+        Market.objects.filter(pk=market.pk).update(sim_time=5.0)  # the clock moves; no clearing, no sample
+        again = client.get("/dashboard/data.json")
+        assert again.status_code == 200 and figures.call_count == 1
+        assert again.json()["headline"]["text"]["sim-clock"] == "0:00:05"  # the headline is fresh
+        _bids(alice, 1)
+        market_clear(market_id=market.pk)  # a new cleared version: computed again
+        assert client.get("/dashboard/data.json").status_code == 200 and figures.call_count == 2
