@@ -11,7 +11,7 @@ HOURS ?= 3
 SPEEDUP ?= 30
 PORT ?= 8000
 
-.PHONY: setup run test test-fast bench clean
+.PHONY: setup run test test-fast bench load clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench: setup
 	$(BIN)/python bench/bench_simulator.py --hours 24
 	$(BIN)/python bench/bench_fifo_simpy.py
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
+
+# A bounded loopback load test (bench/load.sh: gunicorn, worker, clock, two 60 s runs of
+# bench/load.py). Use PostgreSQL and Redis for figures that mean something:
+#   DATABASE_URL=postgres://... REDIS_URL=redis://... make load
+load: setup
+	bash bench/load.sh
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

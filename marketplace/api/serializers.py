@@ -67,12 +67,16 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
 
 
 class FairnessSampleSerializer(serializers.ModelSerializer):
-    queue = serializers.CharField(source="queue.path")
+    queue = serializers.SerializerMethodField(help_text="Dotted path of the leaf queue.")
     resource_type = serializers.CharField(source="resource_type.name")
 
     class Meta:
         model = FairnessSample
         fields = ("sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
+
+    def get_queue(self, sample: FairnessSample) -> str:
+        paths = self.context.get("queue_paths")  # one query per page, not one per row
+        return paths[sample.queue_id] if paths and sample.queue_id in paths else sample.queue.path
 
 
 class MarketSampleSerializer(serializers.ModelSerializer):

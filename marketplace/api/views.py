@@ -154,6 +154,10 @@ class FairnessSeriesView(generics.ListAPIView):
 
     serializer_class = s.FairnessSampleSerializer
 
+    def get_serializer_context(self) -> dict:
+        market = selectors.market_default()
+        return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
+
     @extend_schema(parameters=[_RESOURCE])
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)

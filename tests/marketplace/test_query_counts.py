@@ -20,11 +20,15 @@ def _queries(fetch) -> int:  # type: ignore[no-untyped-def]
 
 
 def _bids(tenant, n: int) -> None:  # type: ignore[no-untyped-def]
+    from marketplace.services.cluster import cluster_advance
+
     for _ in range(n):
         bid_submit(tenant=tenant, budget="1", work=WORK)
+    cluster_advance(market_id=tenant.market_id, seconds=120.0)  # samples (fairness, series) for the series lists
 
 
-@pytest.mark.parametrize("path", ["/api/jobs/", "/api/jobs/?status=queued", "/api/account/ledger/", "/api/market/allocation/"])
+@pytest.mark.parametrize("path", ["/api/jobs/", "/api/jobs/?status=queued", "/api/account/ledger/", "/api/market/allocation/",
+                                  "/api/market/fairness/", "/api/market/series/", "/api/market/prices/"])
 def test_api_list_queries_are_constant_in_the_number_of_rows(alice_api, alice, market, path):
     _bids(alice, 3)
     market_clear(market_id=market.pk)
