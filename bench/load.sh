@@ -27,7 +27,11 @@ $BIN/python manage.py run_clock &
 pids+=($!)
 for _ in $(seq 1 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/login/" && break; sleep 0.5; done
 
-$BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
-  --mix api --think-min 0 --think-max 0.05
-$BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
-  --mix both --think-min 0.2 --think-max 1.0
+for run in ${LOAD_RUNS:-api both}; do
+  case "$run" in
+    api)  think=(--think-min 0 --think-max 0.05) ;;
+    *)    think=(--think-min 0.2 --think-max 1.0) ;;
+  esac
+  $BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
+    --mix "$run" "${think[@]}"
+done
