@@ -230,6 +230,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Error answers, resource-type enums, a bid example and create->read/cancel links (marketplace.api.schema).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "marketplace.api.schema.complete_schema"],
 }
 
 # --- Static files -----------------------------------------------------------

@@ -16,6 +16,7 @@ requests through rather than answering 500 (``marketplace.resilience``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -48,7 +49,8 @@ class FailureLimiter:
         return cls(scope, int(limit), int(window))
 
     def _key(self, key: str) -> str:
-        return f"fail:{self.scope}:{key}"
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # any username is a safe cache key
+        return f"fail:{self.scope}:{digest}"
 
     def retry_after(self, *keys: str) -> int | None:
         """Seconds until the window of the first blocked key ends, or None if none is blocked."""

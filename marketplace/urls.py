@@ -21,3 +21,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]
+
+handler404 = "marketplace.views.not_found"  # JSON under /api/

@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.defaults import page_not_found
 from plotly.utils import PlotlyJSONEncoder
 
 from marketplace import charts, selectors
@@ -362,3 +363,8 @@ def market_settings(request: HttpRequest) -> HttpResponse:
     }, market=market)
 
 
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404 handler: JSON under /api/ (the API's documented error shape), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception or Exception("not found"))

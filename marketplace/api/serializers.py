@@ -106,6 +106,34 @@ class AllocationEntrySerializer(serializers.Serializer):
     shares = serializers.DictField(child=serializers.FloatField(), help_text="Within-queue shares per resource type.")
 
 
+class AllocationSerializer(serializers.Serializer):
+    """What ``GET /api/market/allocation/`` returns: the clock and versions, and one entry per active job."""
+
+    sim_time = serializers.FloatField(help_text="Simulated seconds since the market opened.")
+    state_version = serializers.IntegerField()
+    cleared_version = serializers.IntegerField()
+    snapshot = serializers.IntegerField(allow_null=True, help_text="Id of the newest stored clearing (null before the first).")
+    jobs = AllocationEntrySerializer(many=True)
+
+
+class ResourceStateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    capacity = serializers.IntegerField()
+    running = serializers.IntegerField()
+    utilisation = serializers.FloatField(help_text="running / capacity.")
+
+
+class LastClearingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state_version = serializers.IntegerField()
+    sim_time = serializers.FloatField()
+    rounds = serializers.IntegerField()
+    converged = serializers.BooleanField()
+    n_jobs = serializers.IntegerField()
+    solve_ms = serializers.FloatField()
+    total_ms = serializers.FloatField(allow_null=True)
+
+
 class AccountSerializer(serializers.Serializer):
     tenant = serializers.CharField()
     available = serializers.DecimalField(max_digits=18, decimal_places=4)
@@ -125,9 +153,9 @@ class MarketStateSerializer(serializers.Serializer):
     dispatch_mode = serializers.CharField(help_text="Dispatch inside a queue (scheduler.registry.DISPATCH).")
     clock_speed = serializers.FloatField()
     jobs = serializers.DictField(child=serializers.IntegerField())
-    resources = serializers.ListField(child=serializers.DictField())
+    resources = ResourceStateSerializer(many=True)
     prices = serializers.DictField(child=serializers.FloatField())
-    last_clearing = serializers.DictField(allow_null=True)
+    last_clearing = LastClearingSerializer(allow_null=True)
 
 
 class MarketConfigSerializer(serializers.Serializer):

@@ -132,7 +132,7 @@ class MarketStateView(APIView):
 class AllocationView(APIView):
     """The current allocation, for cluster managers (paper 001, Sec. 2.3.2 current_allocation)."""
 
-    @extend_schema(responses=s.AllocationEntrySerializer(many=True))
+    @extend_schema(responses=s.AllocationSerializer)
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
         rows = selectors.current_allocation(market=market)

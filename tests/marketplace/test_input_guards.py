@@ -138,3 +138,10 @@ def test_debug_error_page_hides_service_urls(settings):
     assert "boom" in page and "REDIS_URL" in page  # it is the debug page, listing the names
     for secret in ("pg-s3cret", "redis-s3cret", "10.0.0.8", "10.0.0.9"):
         assert secret not in page
+
+
+def test_api_404s_are_json_even_outside_the_router(alice_api, client):
+    resp = alice_api.get("/api/jobs/not-a-number/")
+    assert resp.status_code == 404 and resp.json() == {"detail": "Not found."}
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
