@@ -7,8 +7,9 @@
 * :class:`FailureLimiter`: wrong passwords (login page, token endpoint) and
   wrong API tokens, counted per client address (and per username for
   passwords) in a fixed window; once over the limit, ``429`` with
-  ``Retry-After`` until the window ends, even for right credentials (so the
-  limit cannot be probed).
+  ``Retry-After`` until the window ends: for passwords even right ones (so the
+  limit cannot be probed), for tokens every wrong one (a valid token is never
+  delayed by a cache lookup).
 
 All of it lives in the cache and fails open: a cache outage (Redis down) lets
 requests through rather than answering 500 (``marketplace.resilience``).

@@ -32,6 +32,7 @@ from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
+from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
 
 PAGE_SIZE = 25
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
@@ -205,19 +206,37 @@ def bid_new(request: HttpRequest) -> HttpResponse:
     form = BidForm(request.POST or None, resource_types=selectors.resource_types_of(market=tenant.market))
     if request.method == "POST" and form.is_valid():
         try:
-            job = bid_submit(
-                tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
-                name=form.cleaned_data["name"], user=request.user,
-            )
+            job_id = _submit_bid_once(request, form, tenant)
         except ValidationError as exc:
             form.add_service_errors(exc)
         else:
-            messages.success(request, f"Bid placed: job #{job.pk} holds {job.budget} until it completes.")
-            return redirect("job-detail", pk=job.pk)
+            messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
+            return redirect("job-detail", pk=job_id)
     return _render(request, "marketplace/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""),
     }, market=tenant.market)
+
+
+def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int:
+    """Place the form's bid; a second submission of the same rendered form (its hidden
+    ``idempotency_key``) returns the first job instead of placing another bid."""
+    d = form.cleaned_data
+
+    def place() -> Outcome:
+        job = bid_submit(tenant=tenant, budget=d["budget"], work=form.work(), utility=d["utility"], name=d["name"], user=request.user)
+        return Outcome(201, {"job": job.pk})
+
+    key = d.get("idempotency_key") or ""
+    if not valid_key(key):
+        return int(place().body["job"])
+    body = {k: v for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "idempotency_key")}
+    try:
+        outcome = idempotent_call(user=request.user, key=f"page-bid:{key}", call=place,
+                                  fingerprint=request_fingerprint(method="POST", path=request.path, body=body))
+    except KeyReused:
+        raise ValidationError("This form was already submitted with other values; reload the page to place a new bid.") from None
+    return int(outcome.body["job"])
 
 
 def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:

@@ -95,3 +95,15 @@ def test_schema_documents_the_header(alice_api):
     schema = alice_api.get("/api/schema/?format=json").json()
     params = schema["paths"]["/api/jobs/"]["post"]["parameters"]
     assert any(p["name"] == "Idempotency-Key" and p["in"] == "header" for p in params)
+
+
+def test_the_bid_page_places_one_bid_when_its_form_is_submitted_twice(client, alice):
+    client.force_login(alice.user)
+    form = client.get("/bid/").content.decode()
+    key = form.split('name="idempotency_key" value="', 1)[1].split('"', 1)[0]
+    post = {"idempotency_key": key, "name": "twice", "budget": "7", "utility": "linear", "map_tasks": 2, "map_duration": 10,
+            "map_weight": 1, "reduce_tasks": 0, "reduce_duration": 10, "reduce_weight": 1}
+    first, second = client.post("/bid/", post), client.post("/bid/", post)
+    assert first.status_code == second.status_code == 302 and first.url == second.url
+    assert _holds(alice) == 1
+    assert client.get("/bid/").content.decode().count(key) == 0  # a new form gets a new key
