@@ -103,6 +103,13 @@ def make_users(n: int) -> list[tuple[str, str, str]]:
     return users
 
 
+def _market_counters() -> tuple[int, int, int]:
+    from marketplace.models import Market
+
+    m = Market.objects.order_by("id").values_list("clearings", "state_version", "cleared_version").first()
+    return m if m is not None else (0, 0, 0)
+
+
 async def _send(client: httpx.AsyncClient, stats: Stats, kind: str, method: str, url: str, expect: tuple[int, ...] = (),
                 **kw: object) -> httpx.Response | None:
     t0 = time.perf_counter()
@@ -211,7 +218,11 @@ def main() -> None:
     if not 0 < args.duration <= 600:
         sys.exit("--duration must be in (0, 600] seconds")
     users = make_users(args.users)  # synchronous Django, before the event loop starts
+    before = _market_counters()
     asyncio.run(run(args, users))
+    after = _market_counters()
+    print(f"market during the run: {after[0] - before[0]} clearings, state version {before[1]} -> {after[1]}, "
+          f"cleared version {before[2]} -> {after[2]}")
 
 
 if __name__ == "__main__":
