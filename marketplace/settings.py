@@ -189,9 +189,10 @@ AUTH_PASSWORD_VALIDATORS = [
 # Tokens expire (and are rotated when obtained again after expiry; marketplace.api.auth).
 API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
 # Wrong credentials per window before a 429 (marketplace.throttling.FailureLimiter):
-# scope -> (failures, window in seconds). "login": per address and per username
-# (login page and token endpoint); "token": wrong API tokens per address.
-FAILURE_LIMITS = {"login": (10, 300), "token": (20, 300)}
+# scope -> (failures, window in seconds). "login": per username, "login_ip": per address
+# (higher: people behind one address), both for the login page and the token endpoint;
+# "token": wrong API tokens per address.
+FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -102,3 +102,16 @@ class WriteRateThrottle(_FailOpen, throttling.UserRateThrottle):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return True
         return super().allow_request(request, view)
+
+
+def login_retry_after(address: str, username: str) -> int | None:
+    """Seconds a login (page or token endpoint) must wait: over ``FAILURE_LIMITS["login"]`` wrong
+    passwords for this username, or ``FAILURE_LIMITS["login_ip"]`` from this address (higher:
+    many people may share one address), else None."""
+    by_user = FailureLimiter.from_settings("login").retry_after(f"user:{username[:150].lower()}")
+    return by_user if by_user is not None else FailureLimiter.from_settings("login_ip").retry_after(f"ip:{address}")
+
+
+def login_failed(address: str, username: str) -> None:
+    FailureLimiter.from_settings("login").record_failure(f"user:{username[:150].lower()}")
+    FailureLimiter.from_settings("login_ip").record_failure(f"ip:{address}")

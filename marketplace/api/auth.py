@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
-from marketplace.throttling import FailureLimiter, client_address
+from marketplace.throttling import client_address, login_failed, login_retry_after
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 
@@ -40,14 +40,13 @@ class TokenView(APIView):
 
     @extend_schema(request=AuthTokenSerializer, responses={200: _TokenOut})
     def post(self, request: Request) -> Response:
-        limiter = FailureLimiter.from_settings("login")
-        keys = (f"ip:{client_address(request)}", f"user:{str(request.data.get('username', ''))[:150].lower()}")
-        wait = limiter.retry_after(*keys)
+        address, username = client_address(request), str(request.data.get("username", ""))
+        wait = login_retry_after(address, username)
         if wait is not None:
             raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
-            limiter.record_failure(*keys)
+            login_failed(address, username)
             raise exceptions.ValidationError(serializer.errors)
         user = serializer.validated_data["user"]
         token, _ = Token.objects.get_or_create(user=user)

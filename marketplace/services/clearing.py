@@ -30,7 +30,7 @@ from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 
 log = logging.getLogger(__name__)
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 3  # solves per clearing; the last one's result is stored even if the state moved
 PLAN_RETENTION = 20  # newest clearings per market that keep their whole Plan (at least)
 PRUNE_EVERY = 8  # prune after every clearing whose id is a multiple of this
 
@@ -158,7 +158,8 @@ def market_clear(*, market_id: int) -> ClearingResult:
         "busy" when another clearing holds the lease (it will see this change
         through the version check; if it died, ``services.sweeper`` takes the
         lease over at expiry), "stale" when the state kept changing for
-        MAX_ATTEMPTS solves (the caller enqueues a new clearing).
+        MAX_ATTEMPTS solves: the last result was stored (it is one solve old)
+        and the caller enqueues a new clearing.
     """
     lease = _acquire_lease(market_id)
     if lease is None:
@@ -183,8 +184,15 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 # solve (this result is dropped and recomputed on the new state), or another
                 # clearing that took over an expired lease stored this version first (then
                 # nothing is stored twice).
+                # On the last attempt a result on a state that has moved since is stored all the
+                # same (unless a newer one was): under a steady stream of bids every solve is
+                # overtaken, and dropping them all left the market uncleared for minutes. It is
+                # at most one solve old, and the market stays behind (cleared_version <
+                # state_version), so the next trigger or the sweeper clears again.
+                last = attempt == MAX_ATTEMPTS - 1
+                version_check = {} if last else {"state_version": market.state_version}
                 current = Market.objects.filter(
-                    pk=market_id, state_version=market.state_version, cleared_version__lt=market.state_version
+                    pk=market_id, cleared_version__lt=market.state_version, **version_check
                 ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
                 if not current:
                     if _is_current(market_id):
@@ -192,7 +200,8 @@ def market_clear(*, market_id: int) -> ClearingResult:
                     continue
                 snapshot_id = _store(market, plan, types, solve_ms, t0)
             released = True  # the update above freed the lease
-            return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
+            moved = last and Market.objects.filter(pk=market_id, state_version__gt=market.state_version).exists()
+            return ClearingResult("stale" if moved else "cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:
         if not released:
             _release_lease(market_id, lease)

@@ -135,3 +135,24 @@ def test_run_clock_sweeps_without_the_broker(market, alice):
     call_command("run_clock", "--no-tick", "--ticks", "3", "--tick", "0.01", "--sweep", "0.001")
     market.refresh_from_db()
     assert market.cleared_version == market.state_version
+
+
+def test_under_a_steady_stream_of_bids_the_last_attempt_is_stored(market, alice):
+    # given bids that arrive during every solve (the state always moves before the store)
+    real = clearing.MECHANISMS.build("abacus")
+    bid_submit(tenant=alice, budget="10", work=WORK)
+
+    class AlwaysOvertaken:
+        def clear(self, snapshot):  # type: ignore[no-untyped-def]
+            bid_submit(tenant=alice, budget="1", work=WORK)
+            return real.clear(snapshot)
+
+    with mock.patch.object(clearing.MECHANISMS, "build", return_value=AlwaysOvertaken()):
+        result = market_clear(market_id=market.pk)
+    # then the last solve's result is stored anyway (one solve old), and the market stays behind
+    market.refresh_from_db()
+    assert result.status == "stale" and result.snapshot_id is not None
+    assert AllocationSnapshot.objects.filter(market=market).count() == 1
+    assert market.cleared_version == result.state_version < market.state_version
+    # and the next clearing catches up
+    assert market_clear(market_id=market.pk).status == "cleared"

@@ -61,15 +61,22 @@ def test_production_settings_refuse_to_start_without_a_secret(tmp_path):
 
 
 def test_wrong_logins_on_the_page_are_limited_with_retry_after(client, alice, settings):
-    settings.FAILURE_LIMITS = {"login": (5, 300), "token": (20, 300)}
+    settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (50, 300), "token": (20, 300)}
     for _ in range(5):
         assert client.post("/login/", {"username": "alice", "password": "wrong"}).status_code == 200
     blocked = client.post("/login/", {"username": "alice", "password": "pw-for-tests-1"})  # right, but blocked
     assert blocked.status_code == 429 and 0 < int(blocked["Retry-After"]) <= 300
 
 
+def test_wrong_passwords_from_one_address_are_limited_across_usernames(client, alice, settings):
+    settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (8, 300), "token": (20, 300)}
+    for k in range(8):
+        assert client.post("/login/", {"username": f"nobody{k}", "password": "wrong"}).status_code == 200
+    assert client.post("/login/", {"username": "alice", "password": "pw-for-tests-1"}).status_code == 429
+
+
 def test_wrong_passwords_at_the_token_endpoint_are_limited(alice, settings):
-    settings.FAILURE_LIMITS = {"login": (5, 300), "token": (20, 300)}
+    settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (50, 300), "token": (20, 300)}
     api = APIClient()
     for _ in range(5):
         assert api.post("/api/auth/token/", {"username": "alice", "password": "nope"}).status_code == 400
@@ -78,7 +85,7 @@ def test_wrong_passwords_at_the_token_endpoint_are_limited(alice, settings):
 
 
 def test_wrong_tokens_are_limited_per_address(alice, settings):
-    settings.FAILURE_LIMITS = {"login": (10, 300), "token": (20, 300)}
+    settings.FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
     api = APIClient()
     codes = [api.get("/api/account/", HTTP_AUTHORIZATION=f"Token {secrets.token_hex(20)}").status_code for _ in range(21)]
     assert set(codes[:19]) <= {401, 403} and codes[19:] == [429, 429]  # refused (403: session auth comes first), then limited
