@@ -21,7 +21,8 @@ class IdempotencyKey(models.Model):
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and canonical JSON body.")
     status_code = models.PositiveSmallIntegerField()
-    response = models.JSONField(default=dict, blank=True)
+    # JSON as text, not jsonb: a replay returns the first answer byte for byte (jsonb reorders keys).
+    response = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

@@ -87,7 +87,7 @@ def idempotent_call(*, user: Any, key: str, fingerprint: str, call: Callable[[],
                 continue
             if stored.fingerprint != fingerprint:
                 raise KeyReused(key)
-            return Outcome(stored.status_code, stored.response, replayed=True)
+            return Outcome(stored.status_code, json.loads(stored.response) if stored.response else None, replayed=True)
         try:
             return _first_call(user, key, fingerprint, call)
         except _Taken:
@@ -110,14 +110,14 @@ def _first_call(user: Any, key: str, fingerprint: str, call: Callable[[], Outcom
         try:
             with transaction.atomic():
                 row = IdempotencyKey.objects.create(
-                    user=user, key=key, fingerprint=fingerprint, status_code=0, response={}, created_at=timezone.now()
+                    user=user, key=key, fingerprint=fingerprint, status_code=0, response="", created_at=timezone.now()
                 )
         except IntegrityError:
             raise _Taken from None  # another request committed this key first: replay it
         outcome = call()
         if not 200 <= outcome.status_code < 300:
             raise _NotStored(outcome)  # roll the key back with whatever the request wrote
-        row.status_code, row.response = outcome.status_code, outcome.body
+        row.status_code, row.response = outcome.status_code, json.dumps(outcome.body)
         row.save(update_fields=["status_code", "response"])
     return outcome
 
