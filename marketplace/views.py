@@ -173,8 +173,7 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     # utilisation): cached per cleared version and newest sample, shared by every viewer;
     # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
     last_sample = selectors.last_sample_time(market=market)
-    key = (f"dashboard-figures:{market.pk}:{market.engine_version}:{market.cleared_version}:{market.clearings}:"
-           f"{last_sample}:{tenant.pk if tenant else '-'}")
+    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{tenant.pk if tenant else '-'}"
     figures = cache_get(key)
     if figures is None:
         figures = json.loads(json.dumps(_dashboard_figures(market, tenant), cls=PlotlyJSONEncoder))
