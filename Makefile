@@ -11,7 +11,7 @@ HOURS ?= 3
 SPEEDUP ?= 30
 PORT ?= 8000
 
-.PHONY: setup run test test-fast bench clean
+.PHONY: setup run test test-fast bench load clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ run: setup
 	@echo ""
 	@trap 'kill 0' EXIT INT TERM; \
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload & \
-	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 & fi; \
+	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & $(MANAGE) run_clock --no-tick & fi; \
 	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \
 	echo "Replay finished; the market clock keeps running (Ctrl-C to stop)."; \
 	$(MANAGE) run_clock & wait
@@ -59,6 +59,12 @@ bench: setup
 	$(BIN)/python bench/bench_deadline.py
 	$(BIN)/python -m bench.bench_era
 	$(BIN)/python bench/bench_fairshare_policies.py
+
+# A bounded loopback load test (bench/load.sh: gunicorn, worker, clock, two 60 s runs of
+# bench/load.py). Use PostgreSQL and Redis for figures that mean something:
+#   DATABASE_URL=postgres://... REDIS_URL=redis://... make load
+load: setup
+	bash bench/load.sh
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -26,9 +26,10 @@ def _celery_eager(request: pytest.FixtureRequest):  # type: ignore[no-untyped-de
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():  # type: ignore[no-untyped-def]
     # Each test's database reuses primary keys; bids kept in memory must not leak across.
-    from marketplace import adapters
+    from marketplace import adapters, selectors
 
     adapters.forget_bids()
+    selectors.forget_caches()
     yield
 
 
@@ -36,3 +37,17 @@ def _fresh_process_caches():  # type: ignore[no-untyped-def]
 def _fast_password_hashing(settings):  # type: ignore[no-untyped-def]
     # PBKDF2's deliberate slowness (~0.3 s a user) is not under test here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_local_cache(request: pytest.FixtureRequest, settings):  # type: ignore[no-untyped-def]
+    # Throttle counters and failed-login counts live in the cache: outside the integration
+    # tests each test gets an empty in-process cache, even when REDIS_URL is set (CI).
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    from django.core.cache import cache
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
+    cache.clear()
+    yield

@@ -7,6 +7,7 @@ too); the forms exist to put each message next to the field it concerns.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -59,9 +60,14 @@ class BidForm(forms.Form):
     name = forms.CharField(max_length=120, required=False, label="Job name",
                            widget=forms.TextInput(attrs={"placeholder": "e.g. nightly-etl", "autocomplete": "off"}))
     budget = forms.CharField(
+        strip=False,  # " 5 " is refused, as in the API (validation.parse_decimal_strict)
         label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimals.",
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
+    # A fresh key per rendered form: submitting it twice (a double click, a reload after a
+    # timeout) places one bid (views.bid_new, services.idempotency).
+    idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=255,
+                                      initial=lambda: uuid.uuid4().hex)
     utility = forms.ChoiceField(
         choices=Job.Utility.choices, initial=Job.Utility.LINEAR, widget=forms.RadioSelect, label="Utility function",
         help_text="How the job values its share s_j of each resource type, weighted by w_j.",

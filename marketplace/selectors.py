@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
@@ -60,19 +61,41 @@ def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
     return AllocationSnapshot.objects.filter(market=market).order_by("-id").first()
 
 
+_SHARES: dict[int, tuple[int, dict[int, dict[str, float]]]] = {}  # market id -> (snapshot id, all shares)
+_SHARES_LOCK = threading.Lock()
+
+
 def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[int, dict[str, float]]:
-    """job id -> {resource type name: within-queue share} in the latest stored Plan."""
-    latest = adapters.latest_plan(market.pk)
-    if latest is None:
+    """job id -> {resource type name: within-queue share} in the latest stored Plan.
+
+    The decoded shares are kept in this process per newest snapshot id, so the lists and
+    pages that show them read one id, not the Plan, until the next clearing.
+    """
+    newest = (AllocationSnapshot.objects.filter(market_id=market.pk, plan__isnull=False).order_by("-id")
+              .values_list("id", flat=True).first())
+    if newest is None:
         return {}
-    plan = latest[1]
-    names = [t.name for t in resource_types_of(market=market)]
-    wanted = None if job_ids is None else set(job_ids)
-    return {
-        job: dict(zip(names, row, strict=True))
-        for job, row in zip(plan.job_ids.tolist(), plan.shares.tolist(), strict=True)
-        if wanted is None or job in wanted
-    }
+    with _SHARES_LOCK:
+        cached = _SHARES.get(market.pk)
+    if cached is None or cached[0] != newest:
+        latest = adapters.latest_plan(market.pk)
+        if latest is None:
+            return {}
+        snap_id, plan = latest
+        names = [t.name for t in resource_types_of(market=market)]
+        shares = {job: dict(zip(names, row, strict=True)) for job, row in zip(plan.job_ids.tolist(), plan.shares.tolist(), strict=True)}
+        cached = (snap_id, shares)
+        with _SHARES_LOCK:
+            _SHARES[market.pk] = cached
+    if job_ids is None:
+        return dict(cached[1])
+    return {job: cached[1][job] for job in job_ids if job in cached[1]}
+
+
+def forget_caches() -> None:
+    """Drop this process's cached shares (tests: primary keys repeat across rolled-back tests)."""
+    with _SHARES_LOCK:
+        _SHARES.clear()
 
 
 @dataclass(frozen=True)
@@ -93,14 +116,15 @@ def current_allocation(*, market: Market) -> list[RunningUnits]:
     Active jobs that hold nothing yet are included with empty allocations, so a
     cluster manager may start them early.
     """
-    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant", "queue").order_by("id"))
+    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant").order_by("id"))
     shares = current_shares(market=market, job_ids=[j.pk for j in jobs])
+    paths = queue_paths(market=market)
     works: dict[int, list[JobWork]] = defaultdict(list)
     for w in JobWork.objects.filter(job__in=jobs).select_related("resource_type"):
         works[w.job_id].append(w)
     return [
         RunningUnits(
-            job_id=j.pk, tenant=j.tenant.name, queue=j.queue.path, status=j.status,
+            job_id=j.pk, tenant=j.tenant.name, queue=paths.get(j.queue_id, ""), status=j.status,
             running={w.resource_type.name: w.running for w in works[j.pk]},
             pending={w.resource_type.name: w.pending for w in works[j.pk]},
             shares=shares.get(j.pk, {}),
@@ -197,6 +221,11 @@ def tenant_job_list(*, tenant: Tenant, status: str | None = None) -> QuerySet[Jo
 def queue_paths(*, market: Market) -> dict[int, str]:
     """queue id -> dotted path, in one query (``models.queues.dotted_paths``)."""
     return dotted_paths(Queue.objects.filter(market=market).values_list("id", "name", "parent_id"))
+
+
+def last_sample_time(*, market: Market) -> float | None:
+    """Simulated time of the market's newest sample (None before the first)."""
+    return MarketSample.objects.filter(market=market).order_by("-sim_time").values_list("sim_time", flat=True).first()
 
 
 def sample_times(*, market: Market, max_points: int = 500) -> list[float]:

@@ -38,6 +38,19 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+# --- Production security (DJANGO_DEBUG off: `manage.py check --deploy` is clean) ---------
+# HTTPS only, behind a proxy that sets X-Forwarded-Proto. Each switch can be turned
+# off by its variable (the loopback load test serves plain HTTP).
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=30 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 ROOT_URLCONF = "marketplace.urls"
 WSGI_APPLICATION = "marketplace.wsgi.application"
@@ -60,6 +73,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "marketplace.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -84,6 +98,14 @@ TEMPLATES = [
     },
 ]
 
+# --- Input limits and error pages -------------------------------------------
+# A bid is a few hundred bytes: 256 KiB leaves room for any real request and
+# refuses floods early (413 JSON, marketplace.middleware). The debug page hides
+# service URLs too (they carry credentials; marketplace.debug).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+DEFAULT_EXCEPTION_REPORTER_FILTER = "marketplace.debug.SensitiveSettingsFilter"
+
 # --- Database ---------------------------------------------------------------
 # SQLite by default: WAL lets readers (pages) run beside the writer (the market
 # clock), and IMMEDIATE transactions take the write lock up front, so two
@@ -102,9 +124,12 @@ else:
 
 # --- Cache (Redis when present) ---------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# Short timeouts: the cache is an optimisation, and marketplace.resilience treats
+# its failures as misses, so a Redis outage slows no page for long.
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -127,7 +152,20 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 90
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
+# Short socket timeouts and one quick publish retry: with Redis down, a request
+# pays at most about a second once (marketplace.resilience then stops trying for
+# RESILIENCE_RETRY_S) and the sweeper does the clearing instead.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600, "socket_connect_timeout": 1, "socket_timeout": 5}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# Workers reconnect for as long as the broker is away (the default gives up after
+# 100 attempts); run them with --without-gossip --without-mingle --without-heartbeat:
+# restarting the gossip step after a lost connection raised "AttributeError: 'NoneType'
+# object has no attribute 'hostname'/'connection_errors'" (kombu issue 582) and took
+# the worker down.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+RESILIENCE_RETRY_S = env.float("RESILIENCE_RETRY_S", default=5.0)  # a failed broker/cache is not retried for this long
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
@@ -135,6 +173,8 @@ CELERY_BEAT_SCHEDULE = {
     # drives the same service itself when no beat runs.
     "cluster-tick": {"task": "marketplace.tasks.cluster_tick_task", "schedule": 1.0, "args": ()},
     "experiment-reap": {"task": "marketplace.tasks.experiment_reap_task", "schedule": 60.0, "args": ()},
+    # Clears markets whose trigger was lost or whose clearing worker died (services.sweeper).
+    "sweep-markets": {"task": "marketplace.tasks.sweep_markets_task", "schedule": env.float("MARKET_SWEEP_S", default=1.5), "args": ()},
 }
 
 # --- Auth, API --------------------------------------------------------------
@@ -142,19 +182,45 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Tokens expire (and are rotated when obtained again after expiry; marketplace.api.auth).
+API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
+# Wrong credentials per window before a 429 (marketplace.throttling.FailureLimiter):
+# scope -> (failures, window in seconds). "login": per username, "login_ip": per address
+# (higher: people behind one address), both for the login page and the token endpoint;
+# "token": wrong API tokens per address.
+FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "marketplace.api.authentication.ExpiringTokenAuthentication",
     ],
+    # 429 with Retry-After over these rates (marketplace.throttling; fail open if the cache is down).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "marketplace.throttling.UserRateThrottle",
+        "marketplace.throttling.AnonRateThrottle",
+        "marketplace.throttling.WriteRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env.str("THROTTLE_USER", default="1200/min"),
+        "anon": env.str("THROTTLE_ANON", default="60/min"),
+        "writes": env.str("THROTTLE_WRITES", default="120/min"),
+    },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "marketplace.api.parsers.SafeJSONParser",  # nesting limit: 400, never RecursionError
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "COERCE_DECIMAL_TO_STRING": True,
 }
 SPECTACULAR_SETTINGS = {
@@ -166,6 +232,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Error answers, resource-type enums, a bid example and create->read/cancel links (marketplace.api.schema).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "marketplace.api.schema.complete_schema"],
 }
 
 # --- Static files -----------------------------------------------------------
@@ -193,7 +261,14 @@ MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  
 # whose heartbeat is older than EXPERIMENT_STALE_S is marked failed.
 EXPERIMENTS_IN_THREAD = env.bool("EXPERIMENTS_IN_THREAD", default=not REDIS_URL)
 EXPERIMENT_STALE_S = 300.0
-MARKET_LEASE_S = 120  # a clearing lease outlives CELERY_TASK_TIME_LIMIT, so a killed worker's lease expires
+IDEMPOTENCY_KEY_TTL_S = env.int("IDEMPOTENCY_KEY_TTL_S", default=24 * 3600)  # how long an Idempotency-Key is remembered
+# A clearing renews its lease before each attempt; a dead worker's lease expires after
+# MARKET_LEASE_S and the sweeper (every MARKET_SWEEP_S) takes it over. Together they
+# bound how long a committed change waits for its clearing (services.sweeper).
+MARKET_LEASE_S = env.float("MARKET_LEASE_S", default=4.0)
+MARKET_SWEEP_S = env.float("MARKET_SWEEP_S", default=1.5)
+MARKET_STALENESS_BOUND_S = 10.0
+MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # fault injection for the crash tests only
 
 LOGGING = {
     "version": 1,

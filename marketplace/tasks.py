@@ -9,9 +9,11 @@ from __future__ import annotations
 from celery import shared_task
 
 from marketplace.models import Market
+from marketplace.resilience import publish_task
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.experiments import experiment_execute, experiment_reap
+from marketplace.services.sweeper import market_sweep
 
 
 @shared_task(name="marketplace.tasks.clear_market_task", ignore_result=True)
@@ -23,7 +25,7 @@ def clear_market_task(market_id: int) -> str:
     """
     status = market_clear(market_id=market_id).status
     if status == "stale":
-        clear_market_task.delay(market_id)
+        publish_task("marketplace.tasks.clear_market_task", market_id)  # the sweeper covers a broker outage
     return status
 
 
@@ -46,3 +48,10 @@ def experiment_run_task(run_id: int) -> str:
 def experiment_reap_task() -> int:
     """Mark runs whose worker died (stale heartbeat) failed (run by beat)."""
     return experiment_reap()
+
+
+@shared_task(name="marketplace.tasks.sweep_markets_task", ignore_result=True)
+def sweep_markets_task() -> int:
+    """Clear markets left behind (lost trigger, dead worker's lease); run by beat every
+    ``MARKET_SWEEP_S`` seconds. Returns how many markets it cleared."""
+    return market_sweep().cleared

@@ -3,11 +3,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_reservations
+from marketplace.auth_views import ThrottledLoginView
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("dashboard/data.json", views.dashboard_data, name="dashboard-data"),
-    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("bid/", views.bid_new, name="bid-new"),
     path("jobs/", views.job_list, name="job-list"),
@@ -36,3 +37,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]
+
+handler404 = "marketplace.views.not_found"  # JSON under /api/

@@ -9,6 +9,7 @@ downsampled to at most ``MAX_POINTS`` points per trace) every few seconds.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import Any
@@ -16,24 +17,26 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.defaults import page_not_found
 from plotly.utils import PlotlyJSONEncoder
 
 from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
+from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
+from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
 
 PAGE_SIZE = 25
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
-DASHBOARD_CACHE_S = 30  # keyed by clock and clearings, so a cached payload is never stale
+DASHBOARD_CACHE_S = 60  # figures are keyed by cleared version and newest sample, so a cached one is never stale
 
 View = Callable[..., HttpResponse]
 
@@ -166,11 +169,16 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     if market is None:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
     tenant = selectors.tenant_of(user=request.user) if request.GET.get("jobs") == "mine" else None
-    key = f"dashboard:{market.pk}:{market.sim_time}:{market.clearings}:{market.state_version}:{tenant.pk if tenant else '-'}"
-    payload = cache.get(key)
-    if payload is None:
-        payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": _dashboard_figures(market, tenant)}
-        cache.set(key, payload, DASHBOARD_CACHE_S)
+    # The figures change only with a clearing (prices, shares) or a new sample (fairness,
+    # utilisation): cached per cleared version and newest sample, shared by every viewer;
+    # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
+    last_sample = selectors.last_sample_time(market=market)
+    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{tenant.pk if tenant else '-'}"
+    figures = cache_get(key)
+    if figures is None:
+        figures = json.loads(json.dumps(_dashboard_figures(market, tenant), cls=PlotlyJSONEncoder))
+        cache_set(key, figures, DASHBOARD_CACHE_S)
+    payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": figures}
     return JsonResponse(payload, encoder=PlotlyJSONEncoder)
 
 
@@ -200,21 +208,41 @@ def bid_new(request: HttpRequest) -> HttpResponse:
         preview = bid_preview.preview_for_form(form, tenant)  # a dry run: nothing placed or held
     elif request.method == "POST" and form.is_valid():
         try:
-            job = bid_submit(
-                tenant=tenant, budget=form.cleaned_data["budget"], work=form.work(), utility=form.cleaned_data["utility"],
-                name=form.cleaned_data["name"], user=request.user, min_utility=form.cleaned_data.get("min_utility"),
-                job_class=form.cleaned_data.get("job_class") or "",
-                use_adopted_utility=bool(form.cleaned_data.get("use_adopted_utility")),
-            )
+            job_id = _submit_bid_once(request, form, tenant)
         except ValidationError as exc:
             form.add_service_errors(exc)
         else:
-            messages.success(request, f"Bid placed: job #{job.pk} holds {job.budget} until it completes.")
-            return redirect("job-detail", pk=job.pk)
+            messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
+            return redirect("job-detail", pk=job_id)
     return _render(request, "marketplace/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
+
+
+def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int:
+    """Place the form's bid; a second submission of the same rendered form (its hidden
+    ``idempotency_key``) returns the first job instead of placing another bid."""
+    d = form.cleaned_data
+
+    def place() -> Outcome:
+        job = bid_submit(
+            tenant=tenant, budget=d["budget"], work=form.work(), utility=d["utility"], name=d["name"], user=request.user,
+            min_utility=d.get("min_utility"), job_class=d.get("job_class") or "",
+            use_adopted_utility=bool(d.get("use_adopted_utility")),
+        )
+        return Outcome(201, {"job": job.pk})
+
+    key = d.get("idempotency_key") or ""
+    if not valid_key(key):
+        return int(place().body["job"])
+    body = {k: v for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "idempotency_key")}
+    try:
+        outcome = idempotent_call(user=request.user, key=f"page-bid:{key}", call=place,
+                                  fingerprint=request_fingerprint(method="POST", path=request.path, body=body))
+    except KeyReused:
+        raise ValidationError("This form was already submitted with other values; reload the page to place a new bid.") from None
+    return int(outcome.body["job"])
 
 
 def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:
@@ -362,3 +390,8 @@ def market_settings(request: HttpRequest) -> HttpResponse:
     }, market=market)
 
 
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404 handler: JSON under /api/ (the API's documented error shape), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception or Exception("not found"))

@@ -12,8 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors_abacus
+from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import BidSerializer
-from marketplace.api.views import NumberTolerantJSONParser, _service_errors, _tenant
+from marketplace.api.views import _service_errors, _tenant
 from marketplace.services.bids import WorkItem, adopted_work
 from marketplace.services.utility import utility_fit_adopt
 
@@ -46,7 +47,7 @@ class UtilityFitsView(APIView):
 class UtilityAdoptView(APIView):
     """Adopt the current fit of a job class for new bids (``use_adopted_utility`` on a bid)."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(request=AdoptSerializer, responses=None)
     def post(self, request: Request) -> Response:
@@ -77,7 +78,7 @@ class BidPreviewView(APIView):
     times the budget. Computed by the market's auction on a copy of the current state; nothing
     is placed, held or stored. Body: as ``POST /api/jobs/``."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(request=BidSerializer, responses=None)
     def post(self, request: Request) -> Response:

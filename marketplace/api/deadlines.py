@@ -18,8 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import WorkItemSerializer
-from marketplace.api.views import NumberTolerantJSONParser, _service_errors, _tenant
+from marketplace.api.views import _service_errors, _tenant
 from marketplace.services.bids import MAX_BUDGET, WorkItem
 from marketplace.services.deadlines import DeadlineQuote, deadline_book, deadline_quote
 
@@ -73,7 +75,7 @@ def _work(items: list[dict[str, Any]]) -> list[WorkItem]:
 class DeadlineQuoteView(APIView):
     """Quote the cheapest whole-slot booking that meets the deadline (nothing is written)."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(request=DeadlineRequestSerializer, responses={200: dict})
     def post(self, request: Request) -> Response:
@@ -93,9 +95,10 @@ class DeadlineQuoteView(APIView):
 class DeadlineBookView(APIView):
     """Book the quote: a job with reservations, paid at a fixed price through the ledger."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineBookSerializer, responses={201: dict})
+    @extend_schema(request=DeadlineBookSerializer, responses={201: dict}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         req = DeadlineBookSerializer(data=request.data)

@@ -15,7 +15,8 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission
@@ -25,7 +26,9 @@ from rest_framework.views import APIView
 
 from marketplace import reservation_selectors as rsel
 from marketplace import selectors
-from marketplace.api.views import NumberTolerantJSONParser, _service_errors, _tenant
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
+from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import Job, ReservationQuote, ResourceType
 from marketplace.services.bids import job_cancel
 from marketplace.services.config import resource_capacity_set
@@ -95,7 +98,7 @@ def _quote_of(request: Request, pk: int) -> ReservationQuote:
 class QuoteListView(APIView):
     """GET: the caller's quotes. POST: a new quote (no commitment, valid until ``expires_at``)."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(responses=QuoteSerializer(many=True))
     def get(self, request: Request) -> Response:
@@ -122,7 +125,8 @@ class QuoteAcceptView(APIView):
     """Accept a quote: 201 with the reservation (paid now); 409 with the new quote when it
     expired or the market moved and the offer changed."""
 
-    @extend_schema(request=None, responses={201: ReservationSerializer, 409: QuoteSerializer})
+    @extend_schema(request=None, responses={201: ReservationSerializer, 409: QuoteSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def post(self, request: Request, pk: int) -> Response:
         quote = _quote_of(request, pk)
         try:
@@ -149,9 +153,11 @@ class RequestView(APIView):
     """The one-shot request: accepted iff V covers the price (201 with the reservation),
     else 200 with ``accepted: false`` and the declined quote."""
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=RequestSerializer)
+    @extend_schema(request=RequestSerializer, parameters=[IDEMPOTENCY_PARAMETER],
+                   responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT})
+    @idempotent
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         try:
@@ -175,6 +181,11 @@ class ReservationListView(APIView):
 class PriceCurveView(APIView):
     """The next unit's price per coming slot, and promised units (``?resource=map&slots=240``)."""
 
+    @extend_schema(
+        parameters=[OpenApiParameter("resource", str, description="Resource type name (default: the first)."),
+                    OpenApiParameter("slots", int, description="Coming slots to price, 1 to 100,000 (default 240).")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
         types = selectors.resource_types_of(market=market)
@@ -214,6 +225,7 @@ class ClusterAllocationView(APIView):
 
     permission_classes = (IsClusterManager,)
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 304: None})
     def get(self, request: Request) -> Response:
         body = rsel.cluster_allocation(market=selectors.market_default())
         etag = body["etag"]
@@ -238,7 +250,7 @@ class ClusterUpdateView(APIView):
 
     permission_classes = (IsClusterManager,)
 
-    @extend_schema(request=UpdateSerializer)
+    @extend_schema(request=UpdateSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         data = UpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -6,8 +6,10 @@ import math
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from marketplace.api.fields import StrictDecimalField
 from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.services.config import parse_t_wait
@@ -25,7 +27,7 @@ class BidSerializer(serializers.Serializer):
     """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
 
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    budget = serializers.DecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
+    budget = StrictDecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
     job_class = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
@@ -47,8 +49,17 @@ class JobWorkSerializer(serializers.ModelSerializer):
         fields = ("resource_type", "tasks", "task_duration", "weight", "pending", "running", "done")
 
 
+class SloStatusSerializer(serializers.Serializer):
+    """An SLO job's standing (paper 000, Sec. 6); null for a job without an SLO."""
+
+    in_pool = serializers.BooleanField(allow_null=True, help_text="In the prolific pool (null once out of the Plan).")
+    predicted_utility = serializers.FloatField(allow_null=True, help_text="Utility its current shares would give.")
+    achieved_utility = serializers.FloatField(allow_null=True, help_text="Utility of its average shares, once finished.")
+    met = serializers.BooleanField(allow_null=True, help_text="Whether the SLO was met (null while running).")
+
+
 class JobSerializer(serializers.ModelSerializer):
-    queue = serializers.CharField(source="queue.path", read_only=True)
+    queue = serializers.SerializerMethodField(help_text="Dotted path of the job's leaf queue, e.g. root.orga.analytics.")
     work = JobWorkSerializer(many=True, read_only=True)
     shares = serializers.SerializerMethodField(help_text="Within-queue allocation probability per resource type at the latest clearing.")
     held = serializers.SerializerMethodField(help_text="Amount still held for this job.")
@@ -64,12 +75,17 @@ class JobSerializer(serializers.ModelSerializer):
             "job_class", "min_utility", "achieved_utility", "slo",
         )
 
+    @extend_schema_field(SloStatusSerializer(allow_null=True))
     def get_slo(self, job: Job) -> dict[str, object] | None:
         status = self.context.get("slo", {}).get(job.pk)
         if status is None or status.min_utility is None:
             return None
         return {"in_pool": status.in_pool, "predicted_utility": status.predicted, "achieved_utility": status.achieved,
                 "met": status.met}
+
+    def get_queue(self, job: Job) -> str:
+        paths = self.context.get("queue_paths")  # one query for the page (selectors.queue_paths), not one per job
+        return paths[job.queue_id] if paths and job.queue_id in paths else job.queue.path
 
     def get_shares(self, job: Job) -> dict[str, float]:
         return self.context.get("shares", {}).get(job.pk, {})
@@ -85,12 +101,16 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
 
 
 class FairnessSampleSerializer(serializers.ModelSerializer):
-    queue = serializers.CharField(source="queue.path")
+    queue = serializers.SerializerMethodField(help_text="Dotted path of the leaf queue.")
     resource_type = serializers.CharField(source="resource_type.name")
 
     class Meta:
         model = FairnessSample
         fields = ("sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
+
+    def get_queue(self, sample: FairnessSample) -> str:
+        paths = self.context.get("queue_paths")  # one query per page, not one per row
+        return paths[sample.queue_id] if paths and sample.queue_id in paths else sample.queue.path
 
 
 class MarketSampleSerializer(serializers.ModelSerializer):
@@ -120,12 +140,42 @@ class AllocationEntrySerializer(serializers.Serializer):
     shares = serializers.DictField(child=serializers.FloatField(), help_text="Within-queue shares per resource type.")
 
 
+class AllocationSerializer(serializers.Serializer):
+    """What ``GET /api/market/allocation/`` returns: the clock and versions, and one entry per active job."""
+
+    sim_time = serializers.FloatField(help_text="Simulated seconds since the market opened.")
+    state_version = serializers.IntegerField()
+    cleared_version = serializers.IntegerField()
+    snapshot = serializers.IntegerField(allow_null=True, help_text="Id of the newest stored clearing (null before the first).")
+    jobs = AllocationEntrySerializer(many=True)
+
+
+class ResourceStateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    capacity = serializers.IntegerField()
+    running = serializers.IntegerField()
+    utilisation = serializers.FloatField(help_text="running / capacity.")
+
+
+class LastClearingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    state_version = serializers.IntegerField()
+    sim_time = serializers.FloatField()
+    rounds = serializers.IntegerField()
+    converged = serializers.BooleanField()
+    n_jobs = serializers.IntegerField()
+    solve_ms = serializers.FloatField()
+    total_ms = serializers.FloatField(allow_null=True)
+
+
 class AccountSerializer(serializers.Serializer):
     tenant = serializers.CharField()
     available = serializers.DecimalField(max_digits=18, decimal_places=4)
     held = serializers.DecimalField(max_digits=18, decimal_places=4)
 
 
+@extend_schema_field({"oneOf": [{"type": "number", "minimum": 0}, {"type": "string", "enum": ["off"]}],
+                     "description": 'Seconds >= 0, or "off" (no starvation timeout).'})
 class TWaitField(serializers.Field):  # type: ignore[type-arg]
     """T_wait: a number of seconds >= 0, or "off" (math.inf inside; paper 002 Theorem 1).
     An overflowing number (1e309 parses to inf) is an error, not "off"."""
@@ -161,9 +211,9 @@ class MarketStateSerializer(serializers.Serializer):
     dispatch_mode = serializers.CharField(help_text="Dispatch inside a queue (scheduler.registry.DISPATCH).")
     clock_speed = serializers.FloatField()
     jobs = serializers.DictField(child=serializers.IntegerField())
-    resources = serializers.ListField(child=serializers.DictField())
+    resources = ResourceStateSerializer(many=True)
     prices = serializers.DictField(child=serializers.FloatField())
-    last_clearing = serializers.DictField(allow_null=True)
+    last_clearing = LastClearingSerializer(allow_null=True)
 
 
 class MarketConfigSerializer(serializers.Serializer):

@@ -1,9 +1,9 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from marketplace.api import abacus, deadlines, fairshare, reservations, views
+from marketplace.api.auth import TokenView
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -21,7 +21,7 @@ urlpatterns = [
     path("account/ledger/", views.LedgerView.as_view(), name="api-ledger"),
     path("deadline/quote/", deadlines.DeadlineQuoteView.as_view(), name="api-deadline-quote"),
     path("deadline/book/", deadlines.DeadlineBookView.as_view(), name="api-deadline-book"),
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", TokenView.as_view(), name="api-token"),
     path("utility-fits/", abacus.UtilityFitsView.as_view(), name="api-utility-fits"),
     path("utility-fits/adopt/", abacus.UtilityAdoptView.as_view(), name="api-utility-adopt"),
     path("bids/preview/", abacus.BidPreviewView.as_view(), name="api-bid-preview"),

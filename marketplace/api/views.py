@@ -8,22 +8,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors, selectors_abacus
 from marketplace.api import serializers as s
-from marketplace.models import Job, Tenant
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
+from marketplace.models import FairnessSample, Job, LedgerEntry, MarketSample, PriceSample, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.config import market_configure
-
-
-class NumberTolerantJSONParser(JSONParser):
-    """Parses NaN and Infinity literals so that they reach field validation and get a field error."""
-
-    strict = False
 
 
 def _tenant(request: Request) -> Tenant:
@@ -50,9 +45,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     serializer_class = s.JobSerializer
     filterset_class = JobFilter
-    parser_classes = (NumberTolerantJSONParser,)
+    lookup_value_regex = r"[0-9]+"
+    parser_classes = (SafeJSONParser,)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):  # schema generation: the model, no request
+            return Job.objects.none()
         return selectors.tenant_jobs(tenant=_tenant(self.request))
 
     def get_serializer_context(self) -> dict:
@@ -60,6 +58,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         tenant = getattr(self.request.user, "tenant", None)
         if tenant is not None:
             ctx["shares"] = selectors.current_shares(market=tenant.market)
+            ctx["queue_paths"] = selectors.queue_paths(market=tenant.market)
         return ctx
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -79,7 +78,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return {}
         return dict(selectors_abacus.slo_status(market=_tenant(self.request).market, jobs=slo_jobs))
 
-    @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer})
+    @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
     def create(self, request: Request) -> Response:
         tenant = _tenant(request)
         bid = s.BidSerializer(data=request.data)
@@ -95,8 +95,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
         return Response(s.JobSerializer(job, context=ctx).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: s.JobSerializer})
+    @extend_schema(request=None, responses={200: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
+    @idempotent
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
         try:
@@ -113,7 +114,7 @@ class MarketStateView(APIView):
     ``dispatch_mode``) and knobs through the audited ``market_configure``.
     """
 
-    parser_classes = (NumberTolerantJSONParser,)
+    parser_classes = (SafeJSONParser,)
 
     @extend_schema(responses=s.MarketStateSerializer)
     def get(self, request: Request) -> Response:
@@ -139,7 +140,7 @@ class MarketStateView(APIView):
 class AllocationView(APIView):
     """The current allocation, for cluster managers (paper 001, Sec. 2.3.2 current_allocation)."""
 
-    @extend_schema(responses=s.AllocationEntrySerializer(many=True))
+    @extend_schema(responses=s.AllocationSerializer)
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
         rows = selectors.current_allocation(market=market)
@@ -161,11 +162,17 @@ class FairnessSeriesView(generics.ListAPIView):
 
     serializer_class = s.FairnessSampleSerializer
 
+    def get_serializer_context(self) -> dict:
+        market = selectors.market_default()
+        return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
+
     @extend_schema(parameters=[_RESOURCE])
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return FairnessSample.objects.none()
         return selectors.fairness_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
 
 
@@ -179,6 +186,8 @@ class MarketSeriesView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return MarketSample.objects.none()
         return selectors.market_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
 
 
@@ -192,6 +201,8 @@ class PriceSeriesView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return PriceSample.objects.none()
         return selectors.price_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
 
 
@@ -211,4 +222,6 @@ class LedgerView(generics.ListAPIView):
     serializer_class = s.LedgerEntrySerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return LedgerEntry.objects.none()
         return selectors.tenant_ledger(tenant=_tenant(self.request))

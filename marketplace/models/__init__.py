@@ -4,6 +4,7 @@ from marketplace.models.accounts import Account, LedgerEntry, Tenant
 from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.models.deadlines import DeadlineBooking
 from marketplace.models.experiments import ExperimentRun
+from marketplace.models.idempotency import IdempotencyKey
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
@@ -18,6 +19,7 @@ __all__ = [
     "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",
+    "IdempotencyKey",
     "Job",
     "JobWork",
     "LedgerEntry",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -19,6 +19,7 @@ from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, Reso
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
 from marketplace.services.market import engine_context, market_changed
+from marketplace.validation import parse_decimal_strict
 
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
 MAX_TASKS = 1_000_000
@@ -36,17 +37,17 @@ class WorkItem:
 
 
 def parse_budget(value: object) -> Decimal:
-    """A positive, finite money amount with at most 4 decimals.
+    """A positive, finite money amount with at most 4 decimals (``validation.parse_decimal_strict``).
 
     Raises:
-        ValidationError: {"budget": ...} for non-numeric, NaN, infinite, zero, negative or absurd values.
+        ValidationError: {"budget": ...} for non-numeric (including non-ASCII digits,
+            ``_`` separators, surrounding spaces and exponents), NaN, infinite, zero,
+            negative or absurd values.
     """
     try:
-        budget = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
-        raise ValidationError({"budget": "Enter a number."}) from None
-    if not budget.is_finite():
-        raise ValidationError({"budget": "The budget must be a finite number."})
+        budget = parse_decimal_strict(value)
+    except ValidationError as exc:
+        raise ValidationError({"budget": exc.messages}) from None
     if budget <= 0:
         raise ValidationError({"budget": "The budget must be greater than zero."})
     if budget > MAX_BUDGET:

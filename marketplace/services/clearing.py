@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -31,7 +31,7 @@ from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 
 log = logging.getLogger(__name__)
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 3  # solves per clearing; the last one's result is stored even if the state moved
 PLAN_RETENTION = 20  # newest clearings per market that keep their whole Plan (at least)
 PRUNE_EVERY = 8  # prune after every clearing whose id is a multiple of this
 
@@ -53,26 +53,52 @@ _TABLE = Market._meta.db_table
 _LEASE_COLUMN = Market._meta.get_field("clearing_lease_until").column
 
 
-def _acquire_lease(market_id: int) -> bool:
-    """Take the market's clearing lease unless another clearing holds an unexpired one.
+def _acquire_lease(market_id: int) -> datetime | None:
+    """Take the market's clearing lease unless another clearing holds an unexpired one,
+    or there is nothing to clear (``cleared_version`` already equals ``state_version``).
 
     One conditional UPDATE (raw SQL: it runs on every clearing and the ORM's
     compilation cost more than the statement).
+
+    Returns:
+        the lease's expiry, which also identifies it (:func:`_release_lease`
+        frees only this lease, never one another clearing took over), or None.
     """
     now = timezone.now()
     until = now + timedelta(seconds=settings.MARKET_LEASE_S)
     field = Market._meta.get_field("clearing_lease_until")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
+            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND cleared_version < state_version"
+            f" AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
             [field.get_db_prep_value(until, connection), market_id, field.get_db_prep_value(now, connection)],
         )
-        return bool(cursor.rowcount == 1)
+        return until if cursor.rowcount == 1 else None
 
 
-def _release_lease(market_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = NULL WHERE id = %s", [market_id])
+def _renew_lease(market_id: int, lease: datetime) -> datetime:
+    """Push this clearing's lease ``MARKET_LEASE_S`` ahead (before each new attempt), so a
+    long clearing keeps it while a dead one loses it soon (``services.sweeper`` takes it over)."""
+    until = timezone.now() + timedelta(seconds=settings.MARKET_LEASE_S)
+    renewed = Market.objects.filter(pk=market_id, clearing_lease_until=lease).update(clearing_lease_until=until)
+    return until if renewed else lease
+
+
+def _release_lease(market_id: int, lease: datetime) -> None:
+    Market.objects.filter(pk=market_id, clearing_lease_until=lease).update(clearing_lease_until=None)
+
+
+def _is_current(market_id: int) -> bool:
+    """True when the market's ``state_version`` is cleared already."""
+    return Market.objects.filter(pk=market_id, cleared_version__gte=F("state_version")).exists()
+
+
+def _fault_injection_delay() -> None:
+    """Sleep ``MARKET_CLEARING_DELAY_S`` (0 outside the crash tests) while holding the lease:
+    the integration tests use it to kill a real worker in the middle of a clearing."""
+    delay = float(getattr(settings, "MARKET_CLEARING_DELAY_S", 0.0))
+    if delay > 0:
+        time.sleep(delay)
 
 
 def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[ResourceType]]:
@@ -142,15 +168,23 @@ def market_clear(*, market_id: int) -> ClearingResult:
     each leaf queue's jobs, for ``abacus``) and store the Plan.
 
     Returns:
-        ClearingResult; status "busy" when another clearing holds the lease (it
-        will see this change through the version check), "stale" when the state
-        kept changing for MAX_ATTEMPTS solves (the caller enqueues a new clearing).
+        ClearingResult; status "current" when ``state_version`` is cleared already
+        (a duplicate or redelivered trigger: one UPDATE and one SELECT, no solve),
+        "busy" when another clearing holds the lease (it will see this change
+        through the version check; if it died, ``services.sweeper`` takes the
+        lease over at expiry), "stale" when the state kept changing for
+        MAX_ATTEMPTS solves: the last result was stored (it is one solve old)
+        and the caller enqueues a new clearing.
     """
-    if not _acquire_lease(market_id):
-        return ClearingResult(status="busy")
+    lease = _acquire_lease(market_id)
+    if lease is None:
+        return ClearingResult(status="current" if _is_current(market_id) else "busy")
     released = False
     try:
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                lease = _renew_lease(market_id, lease)
+            _fault_injection_delay()
             t0 = time.perf_counter()
             market, snap, types = _read_state(market_id)
             if snap is None:  # a tick (or another clearing) has cleared this version: nothing to do
@@ -161,18 +195,29 @@ def market_clear(*, market_id: int) -> ClearingResult:
             d = plan.diagnostics
             with transaction.atomic():
                 # The version check and the bookkeeping in one conditional UPDATE (it also
-                # takes the row lock and frees the lease); no row: the state moved during
-                # the solve, so this result is dropped and recomputed on the new state.
-                current = Market.objects.filter(pk=market_id, state_version=market.state_version).update(
-                    cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None,
-                )
+                # takes the row lock and frees the lease). No row: the state moved during the
+                # solve (this result is dropped and recomputed on the new state), or another
+                # clearing that took over an expired lease stored this version first (then
+                # nothing is stored twice).
+                # On the last attempt a result on a state that has moved since is stored all the
+                # same (unless a newer one was): under a steady stream of bids every solve is
+                # overtaken, and dropping them all left the market uncleared for minutes. It is
+                # at most one solve old, and the market stays behind (cleared_version <
+                # state_version), so the next trigger or the sweeper clears again.
+                last = attempt == MAX_ATTEMPTS - 1
+                version_check = {} if last else {"state_version": market.state_version}
+                current = Market.objects.filter(
+                    pk=market_id, cleared_version__lt=market.state_version, **version_check
+                ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
                 if not current:
+                    if _is_current(market_id):
+                        return ClearingResult(status="current")
                     continue
                 snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0)
             released = True  # the update above freed the lease
-            return ClearingResult("cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
+            moved = last and Market.objects.filter(pk=market_id, state_version__gt=market.state_version).exists()
+            return ClearingResult("stale" if moved else "cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)
     finally:
         if not released:
-            _release_lease(market_id)
+            _release_lease(market_id, lease)
     return ClearingResult(status="stale")
-

@@ -28,6 +28,7 @@ from django.db.models import F
 
 from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, ResourceType
+from marketplace.resilience import publish_task
 from marketplace.services import rows
 from simulator.market import MarketEngine
 
@@ -67,13 +68,14 @@ def clearings_deferred() -> Iterator[None]:
 def enqueue_clearing(*, market_id: int) -> None:
     """Enqueue ``clear_market_task`` once the current transaction commits (at
     once outside one). Eager Celery runs it right then, in this process. Nothing
-    inside :func:`clearings_deferred`."""
+    inside :func:`clearings_deferred`.
+
+    A broker outage does not fail the write: the publish is logged and dropped
+    (``resilience.publish_task``), and the sweeper (``services.sweeper``) clears
+    the market within ``MARKET_STALENESS_BOUND_S``."""
     if _deferred.get():
         return
-    from marketplace.celery import app
-
-    task = app.tasks[CLEAR_TASK]
-    transaction.on_commit(lambda: task.delay(market_id))
+    transaction.on_commit(lambda: publish_task(CLEAR_TASK, market_id))
 
 
 # --- the engine ---------------------------------------------------------------------------------

@@ -68,3 +68,15 @@ def celery_worker_process(real_services):  # type: ignore[no-untyped-def]
             except subprocess.TimeoutExpired:
                 proc.kill()
             connection.close()
+
+
+@pytest.fixture
+def postgres(transactional_db):  # type: ignore[no-untyped-def]
+    """PostgreSQL only (row locks and unique-index waits are what is under test), Celery eager."""
+    _require(connection.vendor == "postgresql", "DATABASE_URL does not point at PostgreSQL")
+    from marketplace.celery import app
+
+    old = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = old

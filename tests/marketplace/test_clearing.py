@@ -72,9 +72,10 @@ def test_stale_result_is_dropped_and_recomputed(market, alice):
 
 def test_a_second_clearing_while_one_holds_the_lease_is_busy(market, alice):
     bid_submit(tenant=alice, budget="100", work=WORK)
-    assert clearing._acquire_lease(market.pk)
+    lease = clearing._acquire_lease(market.pk)
+    assert lease is not None
     assert market_clear(market_id=market.pk).status == "busy"
-    clearing._release_lease(market.pk)
+    clearing._release_lease(market.pk, lease)
     assert market_clear(market_id=market.pk).status == "cleared"
 
 

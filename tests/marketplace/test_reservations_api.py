@@ -120,3 +120,22 @@ def test_update_changes_capacity_and_terminates_jobs(manager_api, alice_api, mar
     assert curve["promised"] == [0] * 5 and curve["capacity"] == 12
     bad = manager_api.post("/api/cluster/update/", {"capacity": {"gpu": 3}}, format="json")
     assert bad.status_code == 400 and "capacity" in bad.data
+
+
+def test_accept_and_request_with_an_idempotency_key_move_money_once(alice_api, alice):
+    from marketplace.models import LedgerEntry
+
+    q = alice_api.post("/api/reservations/quotes/", REQUEST, format="json").data
+    first = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/", HTTP_IDEMPOTENCY_KEY="accept-1")
+    again = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/", HTTP_IDEMPOTENCY_KEY="accept-1")
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true" and again.data == first.data
+    body = REQUEST | {"units": 1, "arrival": 600, "value": "10"}
+    one = alice_api.post("/api/reservations/request/", body, format="json", HTTP_IDEMPOTENCY_KEY="req-1")
+    two = alice_api.post("/api/reservations/request/", body, format="json", HTTP_IDEMPOTENCY_KEY="req-1")
+    assert one.status_code == two.status_code == 201 and one.data == two.data
+    other = alice_api.post("/api/reservations/request/", body | {"units": 2}, format="json", HTTP_IDEMPOTENCY_KEY="req-1")
+    assert other.status_code == 422
+    assert Reservation.objects.filter(job__tenant=alice).count() == 2  # one per key, not one per POST
+    charges = LedgerEntry.objects.filter(account=alice.account, kind=LedgerEntry.Kind.CHARGE).count()
+    assert charges == 2

@@ -5,6 +5,10 @@ last tick (``services.cluster.cluster_tick``, the service Celery beat's
 ``cluster_tick_task`` runs in a deployment). ``make run`` starts it after the
 trace replay, so simulated time never stops while the server runs: a bid placed at
 any time runs and finishes.
+
+Every ``--sweep`` seconds it also runs the market sweeper in this process
+(``services.sweeper.market_sweep``): a market whose clearing trigger was lost
+(broker down) or whose clearing worker died is cleared here, without the broker.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import logging
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
 from marketplace.models import Market
 from marketplace.services.cluster import cluster_tick
+from marketplace.services.sweeper import market_sweep
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +33,33 @@ class Command(BaseCommand):
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--tick", type=float, default=0.5, help="Wall seconds between ticks.")
         parser.add_argument("--ticks", type=int, default=None, help="Stop after this many ticks (default: never).")
+        parser.add_argument("--sweep", type=float, default=settings.MARKET_SWEEP_S,
+                            help="Wall seconds between market sweeps (0: never; default MARKET_SWEEP_S).")
+        parser.add_argument("--no-tick", action="store_true", help="Only sweep (the clock is driven elsewhere, e.g. by beat).")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         if not opts["tick"] > 0:
             raise CommandError("--tick must be positive.")
         n = 0
+        next_sweep = time.monotonic()
         while opts["ticks"] is None or n < opts["ticks"]:
-            for pk in Market.objects.values_list("pk", flat=True):
+            if not opts["no_tick"]:
+                self._tick_all(opts["verbosity"])
+            if opts["sweep"] > 0 and time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + opts["sweep"]
                 try:
-                    result = cluster_tick(market_id=pk)
-                except OperationalError as exc:  # e.g. SQLite busy: the next tick catches up
-                    log.warning("market %s: tick skipped: %s", pk, exc)
-                    continue
-                if opts["verbosity"] > 1:
-                    self.stdout.write(f"market {pk}: t={result.sim_time:.0f}s active_jobs={result.active_jobs}")
+                    market_sweep()
+                except OperationalError as exc:  # the database is away: the next sweep catches up
+                    log.warning("sweep skipped: %s", exc)
             n += 1
             time.sleep(opts["tick"])
+
+    def _tick_all(self, verbosity: int) -> None:
+        for pk in Market.objects.values_list("pk", flat=True):
+            try:
+                result = cluster_tick(market_id=pk)
+            except OperationalError as exc:  # e.g. SQLite busy: the next tick catches up
+                log.warning("market %s: tick skipped: %s", pk, exc)
+                continue
+            if verbosity > 1:
+                self.stdout.write(f"market {pk}: t={result.sim_time:.0f}s active_jobs={result.active_jobs}")

@@ -1,6 +1,9 @@
 """Create the demo market: an administrator and tenants in a two-level hierarchy.
 
 Idempotent: a second run changes nothing and prints the same credentials.
+Each login has its own generated password, the administrator's included
+(``var/demo-credentials.txt``). Compose runs it as a one-off step, never on
+every start.
 """
 
 from __future__ import annotations
@@ -35,15 +38,26 @@ def credentials_file() -> Path:
     return settings.VAR_DIR / "demo-credentials.txt"
 
 
-def demo_password() -> str:
-    """One generated password for the demo logins, kept in var/ (never committed)."""
+def demo_passwords() -> dict[str, str]:
+    """A distinct generated password per demo login (the administrator's as well), kept in
+    ``var/demo-credentials.txt`` (never committed; readable by its owner only).
+
+    Existing entries are kept, so a second run prints the same credentials; a login
+    missing from the file (a new checkout, or the old one-password format) gets a new one.
+    """
     path = credentials_file()
+    known: dict[str, str] = {}
     if path.exists():
-        return path.read_text().split("password:", 1)[1].split()[0]
-    password = secrets.token_urlsafe(9)
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(f"users: admin (staff), {', '.join(DEMO_TENANTS)} (tenants)\npassword: {password}\n")
-    return password
+        for line in path.read_text().splitlines():
+            name, sep, password = line.partition(":")
+            if sep and name.strip() in ("admin", *DEMO_TENANTS) and password.strip():
+                known[name.strip()] = password.strip()
+    passwords = {name: known.get(name) or secrets.token_urlsafe(12) for name in ("admin", *DEMO_TENANTS)}
+    if passwords != known:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(f"{name}: {pw}\n" for name, pw in passwords.items()))
+        path.chmod(0o600)
+    return passwords
 
 
 class Command(BaseCommand):
@@ -55,21 +69,29 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
-        password = demo_password()
+        passwords = demo_passwords()
         market = Market.objects.order_by("id").first()
         if market is None:
             market = market_create(
                 name="default", resources={"map": opts["map_slots"], "reduce": opts["reduce_slots"]}, hierarchy=DEMO_HIERARCHY
             )
         User = get_user_model()
-        if not User.objects.filter(username="admin").exists():
-            User.objects.create_superuser("admin", "admin@localhost", password)
+        admin = User.objects.filter(username="admin").first()
+        if admin is None:
+            User.objects.create_superuser("admin", "admin@localhost", passwords["admin"])
+        elif not admin.check_password(passwords["admin"]):  # an older seed's shared password: replace it
+            admin.set_password(passwords["admin"])
+            admin.save(update_fields=["password"])
         for name, path in DEMO_TENANTS.items():
-            if User.objects.filter(username=name).exists():
-                continue
-            queue = _queue_by_path(market, path)
-            tenant_create(market=market, username=name, password=password, queue=queue, deposit=DEMO_DEPOSIT)
-        self.stdout.write(f"Demo market '{market.name}' ready. Log in as admin or {', '.join(DEMO_TENANTS)} with password: {password}")
+            user = User.objects.filter(username=name).first()
+            if user is None:
+                tenant_create(market=market, username=name, password=passwords[name], queue=_queue_by_path(market, path),
+                              deposit=DEMO_DEPOSIT)
+            elif not user.check_password(passwords[name]):
+                user.set_password(passwords[name])
+                user.save(update_fields=["password"])
+        logins = ", ".join(f"{name} / {pw}" for name, pw in passwords.items())
+        self.stdout.write(f"Demo market '{market.name}' ready. Logins (admin is staff; the others are tenants): {logins}")
 
 
 def _queue_by_path(market: Market, path: str) -> Queue:

@@ -1,0 +1,229 @@
+"""Load test: simulated users against a running server on this machine, for a bounded time.
+
+Each user loops: pick a request from its mix, send it, wait a think time drawn
+uniformly from [--think-min, --think-max] seconds; every user stops after
+--duration seconds. Loopback only (the URL's host must be 127.0.0.1 or localhost).
+
+Mixes (weights):
+  api    GET /api/market/ 15, /api/jobs/ 20, /api/market/series/?resource=map 10,
+         /api/market/prices/ 10, /api/market/fairness/ 10, /api/account/ 10,
+         /api/market/allocation/ 5; POST /api/jobs/ (a bid, with an Idempotency-Key) 12;
+         POST /api/jobs/{id}/cancel/ (one of the user's own jobs) 8
+  pages  GET / 20, /dashboard/data.json 35, /jobs/ 20, /account/ 15, /bid/ 10 (session login first)
+  both   a third of the users on pages, the rest on the API
+
+Users are tenants ``load-NN`` created here through Django (same DATABASE_URL as the
+server) with an API token each. An error is a 5xx, a 429, a connection failure or
+timeout, or a 4xx that the request could not expect (a cancel of a job that has
+finished meanwhile answers 400 and is not an error).
+
+Prints, per request kind and overall: count, errors, median, p95 and p99 latency (ms),
+and requests per second.
+
+Usage: .venv/bin/python bench/load.py --url http://127.0.0.1:8070 [--users 50] [--duration 60]
+       [--think-min 0.2] [--think-max 1.0] [--mix api|pages|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PASSWORD_PREFIX = "load-test-pw-"
+
+API_MIX = [
+    ("GET /api/market/", 15), ("GET /api/jobs/", 20), ("GET /api/market/series/", 10), ("GET /api/market/prices/", 10),
+    ("GET /api/market/fairness/", 10), ("GET /api/account/", 10), ("GET /api/market/allocation/", 5),
+    ("POST /api/jobs/", 12), ("POST cancel", 8),
+]
+PAGE_MIX = [("GET /", 20), ("GET /dashboard/data.json", 35), ("GET /jobs/", 20), ("GET /account/", 15), ("GET /bid/", 10)]
+PATHS = {"GET /api/market/series/": "/api/market/series/?resource=map", "GET /api/market/fairness/": "/api/market/fairness/?resource=map",
+         "GET /api/market/prices/": "/api/market/prices/?resource=map"}
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    codes: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    samples: list[str] = field(default_factory=list)
+
+    def record(self, kind: str, seconds: float, ok: bool, code: int, detail: str = "") -> None:
+        self.latencies[kind].append(seconds * 1000.0)
+        self.codes[code] += 1
+        if not ok:
+            self.errors[kind] += 1
+            if len(self.samples) < 5:
+                self.samples.append(f"{kind}: {code} {detail[:160]}")
+
+
+def make_users(n: int) -> list[tuple[str, str, str]]:
+    """(username, password, token) of ``n`` load tenants on the first market (created once)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from marketplace.models import Market, Queue
+    from marketplace.services.setup import tenant_create
+
+    market = Market.objects.order_by("id").first()
+    if market is None:
+        sys.exit("no market: run `manage.py seed_demo` on this database first")
+    leaves = [q for q in Queue.objects.filter(market=market).prefetch_related("children") if not q.children.all()]
+    users = []
+    User = get_user_model()
+    for k in range(n):
+        name = f"load-{k:02d}"
+        password = PASSWORD_PREFIX + name
+        user = User.objects.filter(username=name).first()
+        if user is None:
+            tenant = tenant_create(market=market, username=name, password=password, queue=leaves[k % len(leaves)],
+                                   deposit=Decimal("1000000000"))
+            user = tenant.user
+        Token.objects.filter(user=user).delete()  # a fresh token (tokens expire)
+        users.append((name, password, Token.objects.create(user=user).key))
+    return users
+
+
+def _market_counters() -> tuple[int, int, int]:
+    from marketplace.models import Market
+
+    m = Market.objects.order_by("id").values_list("clearings", "state_version", "cleared_version").first()
+    return m if m is not None else (0, 0, 0)
+
+
+async def _send(client: httpx.AsyncClient, stats: Stats, kind: str, method: str, url: str, expect: tuple[int, ...] = (),
+                **kw: object) -> httpx.Response | None:
+    t0 = time.perf_counter()
+    try:
+        resp = await client.request(method, url, **kw)  # type: ignore[arg-type]
+    except httpx.HTTPError as exc:
+        stats.record(kind, time.perf_counter() - t0, False, 0, repr(exc))
+        return None
+    ok = resp.status_code < 400 or resp.status_code in expect
+    stats.record(kind, time.perf_counter() - t0, ok, resp.status_code, "" if ok else resp.text)
+    return resp
+
+
+def _bid_body(rng: random.Random) -> dict:
+    return {"name": "load", "budget": str(rng.randint(1, 50)), "utility": "linear",
+            "work": [{"resource_type": "map", "tasks": rng.randint(1, 10), "task_duration": float(rng.randint(5, 60))}]}
+
+
+async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int) -> None:
+    rng = random.Random(seed)
+    kinds, weights = zip(*API_MIX, strict=True)
+    mine: list[int] = []
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30) as client:
+        while time.monotonic() < stop_at:
+            kind = rng.choices(kinds, weights)[0]
+            if kind == "POST /api/jobs/":
+                resp = await _send(client, stats, kind, "POST", "/api/jobs/", json=_bid_body(rng),
+                                   headers={"Idempotency-Key": uuid.uuid4().hex})
+                if resp is not None and resp.status_code == 201:
+                    mine.append(resp.json()["id"])
+            elif kind == "POST cancel":
+                if mine:
+                    job = mine.pop(rng.randrange(len(mine)))
+                    await _send(client, stats, kind, "POST", f"/api/jobs/{job}/cancel/", expect=(400,),
+                                headers={"Idempotency-Key": uuid.uuid4().hex})
+            else:
+                path = PATHS.get(kind, kind.split(" ", 1)[1])
+                await _send(client, stats, kind, "GET", path)
+            await asyncio.sleep(rng.uniform(*think))
+
+
+async def page_user(base: str, username: str, password: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int) -> None:
+    rng = random.Random(seed)
+    kinds, weights = zip(*PAGE_MIX, strict=True)
+    async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+        await _send(client, stats, "GET /login/", "GET", "/login/")
+        csrf = client.cookies.get("csrftoken", "")
+        await _send(client, stats, "POST /login/", "POST", "/login/", data={"username": username, "password": password,
+                    "csrfmiddlewaretoken": csrf}, headers={"Referer": f"{base}/login/"})
+        while time.monotonic() < stop_at:
+            kind = rng.choices(kinds, weights)[0]
+            await _send(client, stats, kind, "GET", kind.split(" ", 1)[1])
+            await asyncio.sleep(rng.uniform(*think))
+
+
+def report(stats: Stats, wall: float, title: str) -> dict[str, float]:
+    print(f"\n{title}")
+    print(f"{'request':<28} {'count':>7} {'errors':>7} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9}")
+    everything: list[float] = []
+    for kind in sorted(stats.latencies):
+        lat = sorted(stats.latencies[kind])
+        everything += lat
+        print(f"{kind:<28} {len(lat):>7} {stats.errors[kind]:>7} {statistics.median(lat):>9.1f} "
+              f"{lat[int(0.95 * (len(lat) - 1))]:>9.1f} {lat[int(0.99 * (len(lat) - 1))]:>9.1f}")
+    everything.sort()
+    total, errors = len(everything), sum(stats.errors.values())
+    p95 = everything[int(0.95 * (total - 1))] if total else float("nan")
+    print(f"{'all':<28} {total:>7} {errors:>7} {statistics.median(everything) if total else float('nan'):>9.1f} {p95:>9.1f} "
+          f"{everything[int(0.99 * (total - 1))] if total else float('nan'):>9.1f}")
+    print(f"throughput: {total / wall:.1f} requests/s over {wall:.1f} s; status codes: {dict(sorted(stats.codes.items()))}")
+    for line in stats.samples:
+        print(f"  error sample: {line}")
+    return {"rps": total / wall, "p95": p95, "errors": errors}
+
+
+async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> None:
+    base = args.url.rstrip("/")
+    think = (args.think_min, args.think_max)
+    stats = Stats()
+    t0 = time.monotonic()
+    stop_at = t0 + args.duration
+    tasks = []
+    for k, (name, password, token) in enumerate(users):
+        on_pages = args.mix == "pages" or (args.mix == "both" and k % 3 == 0)
+        if on_pages:
+            tasks.append(page_user(base, name, password, stats, stop_at, think, seed=k))
+        else:
+            tasks.append(api_user(base, token, stats, stop_at, think, seed=k))
+    await asyncio.gather(*tasks)
+    report(stats, time.monotonic() - t0, f"{args.users} users, {args.mix} mix, think {think[0]}-{think[1]} s, {args.duration:.0f} s "
+           f"against {base}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--url", default="http://127.0.0.1:8070")
+    p.add_argument("--users", type=int, default=50)
+    p.add_argument("--duration", type=float, default=60.0)
+    p.add_argument("--think-min", type=float, default=0.2)
+    p.add_argument("--think-max", type=float, default=1.0)
+    p.add_argument("--mix", choices=("api", "pages", "both"), default="both")
+    args = p.parse_args()
+    host = urlparse(args.url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        sys.exit(f"load tests run against this machine only (got host {host!r})")
+    if not 0 < args.duration <= 600:
+        sys.exit("--duration must be in (0, 600] seconds")
+    users = make_users(args.users)  # synchronous Django, before the event loop starts
+    before = _market_counters()
+    asyncio.run(run(args, users))
+    after = _market_counters()
+    print(f"market during the run: {after[0] - before[0]} clearings, state version {before[1]} -> {after[1]}, "
+          f"cleared version {before[2]} -> {after[2]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make load`: gunicorn (debug off, production settings but plain HTTP on loopback), a Celery
+# worker when REDIS_URL is set, the market clock + sweeper, then bench/load.py twice:
+#   1. the API mix at saturation: 50 users, think 0-0.05 s, 60 s (target: 0 errors, >= 200 req/s, p95 < 500 ms)
+#   2. the issue's scenario: 50 users on pages and API, think 0.2-1 s, 60 s
+# Everything it starts is stopped when it ends (or on Ctrl-C). Loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PORT="${LOAD_PORT:-8070}"
+BIN=.venv/bin
+export DJANGO_DEBUG=0 DJANGO_SECURE_SSL_REDIRECT=0 DJANGO_SECURE_COOKIES=0 DJANGO_SECURE_HSTS_SECONDS=0
+export DJANGO_SECRET_KEY="${DJANGO_SECRET_KEY:-$($BIN/python -c 'import secrets; print(secrets.token_urlsafe(64))')}"
+export DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost" LOG_LEVEL=ERROR MARKET_LOG_LEVEL=ERROR
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+$BIN/python manage.py migrate --noinput -v0
+$BIN/python manage.py seed_demo >/dev/null
+GUNICORN_BIND="127.0.0.1:$PORT" GUNICORN_WORKERS="${GUNICORN_WORKERS:-3}" $BIN/gunicorn marketplace.wsgi -c docker/gunicorn.conf.py &
+pids+=($!)
+if [ -n "${REDIS_URL:-}" ]; then
+  $BIN/celery -A marketplace worker --loglevel=error --concurrency=1 --without-gossip --without-mingle --without-heartbeat &
+  pids+=($!)
+fi
+$BIN/python manage.py run_clock &
+pids+=($!)
+for _ in $(seq 1 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/login/" && break; sleep 0.5; done
+
+for run in ${LOAD_RUNS:-api both}; do
+  case "$run" in
+    api)  think=(--think-min 0 --think-max 0.05) ;;
+    *)    think=(--think-min 0.2 --think-max 1.0) ;;
+  esac
+  $BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
+    --mix "$run" "${think[@]}"
+done

@@ -1,0 +1,61 @@
+"""The token endpoint (tokens expire: ``api.authentication.ExpiringTokenAuthentication``).
+
+* :class:`TokenView` -- ``POST /api/auth/token/`` (username, password) returns the
+  caller's token and its expiry, issuing a new one (rotation) when the old one has
+  expired; wrong passwords are limited per address and per username
+  (``FAILURE_LIMITS["login"]``). ``DELETE`` revokes the caller's token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, serializers, status
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace.api.authentication import token_expiry
+from marketplace.throttling import client_address, login_failed, login_retry_after
+
+_TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
+
+
+class TokenView(APIView):
+    """Obtain (POST, username + password) or revoke (DELETE) the caller's API token."""
+
+    throttle_classes = ()  # wrong passwords are limited by FailureLimiter; right ones are not rate-limited
+    serializer_class = AuthTokenSerializer
+
+    def get_permissions(self) -> list[Any]:
+        return [IsAuthenticated()] if self.request.method == "DELETE" else [AllowAny()]
+
+    def get_authenticators(self) -> list[Any]:
+        return [] if getattr(self, "request", None) is not None and self.request.method == "POST" else super().get_authenticators()
+
+    @extend_schema(request=AuthTokenSerializer, responses={200: _TokenOut})
+    def post(self, request: Request) -> Response:
+        address, username = client_address(request), str(request.data.get("username", ""))
+        wait = login_retry_after(address, username)
+        if wait is not None:
+            raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
+        serializer = AuthTokenSerializer(data=request.data, context={"request": request})
+        if not serializer.is_valid():
+            login_failed(address, username)
+            raise exceptions.ValidationError(serializer.errors)
+        user = serializer.validated_data["user"]
+        token, _ = Token.objects.get_or_create(user=user)
+        if token_expiry(token) <= timezone.now():  # rotate: the expired key stops working for good
+            token.delete()
+            token = Token.objects.create(user=user)
+        return Response({"token": token.key, "expires_at": token_expiry(token)})
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request) -> Response:
+        Token.objects.filter(user=request.user).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,66 @@
+"""``@idempotent``: the ``Idempotency-Key`` header on a DRF view method, in one line.
+
+    class JobViewSet(...):
+        @idempotent
+        def create(self, request): ...
+
+Without the header the method runs as before. With it, the method runs at most
+once per (user, key) (``services.idempotency.idempotent_call``): a repeat of the
+same request gets the first 2xx answer again, with ``Idempotent-Replayed: true``,
+and moves nothing; a repeat with another body or path is a 422; a malformed key
+is a 400. Keys expire after ``IDEMPOTENCY_KEY_TTL_S`` (24 h).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
+
+HEADER = "Idempotency-Key"
+
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    HEADER, str, location=OpenApiParameter.HEADER, required=False,
+    description="Up to 255 printable ASCII characters. Repeating a request with the same key returns the first answer "
+                "and moves no money; the same key with another request is a 422. Keys expire after 24 hours.",
+)
+
+
+def _body(request: Request) -> object:
+    data = request.data
+    return dict(data.lists()) if hasattr(data, "lists") else data
+
+
+def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
+    """Wrap a DRF view method (``self, request, *args, **kwargs``) with ``Idempotency-Key`` handling."""
+
+    @wraps(method)
+    def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
+        key = request.headers.get(HEADER)
+        if key is None:
+            return method(self, request, *args, **kwargs)
+        if not valid_key(key):
+            return Response({HEADER: ["Use 1 to 255 printable ASCII characters without spaces."]}, status=400)
+
+        def call() -> Outcome:
+            response = method(self, request, *args, **kwargs)
+            body = json.loads(JSONRenderer().render(response.data)) if response.data is not None else None
+            return Outcome(response.status_code, body)
+
+        fingerprint = request_fingerprint(method=request.method or "POST", path=request.path, body=_body(request))
+        try:
+            outcome = idempotent_call(user=request.user, key=key, fingerprint=fingerprint, call=call)
+        except KeyReused:
+            return Response({HEADER: ["This key was already used with a different request."]}, status=422)
+        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+        return Response(outcome.body, status=outcome.status_code, headers=headers)
+
+    return wrapper

@@ -1,0 +1,51 @@
+"""JSON parsing that answers 400, never 500, for any body.
+
+``json.loads`` recurses once per nesting level, so a body of 100,000 ``[``
+raises ``RecursionError`` (DRF's parser catches only ``ValueError``), and a
+body that parses but nests thousands of levels deep would recurse again in
+the serializers. Bodies are refused above :data:`MAX_JSON_DEPTH` levels, a
+depth no request of this API needs (a bid is three levels deep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+MAX_JSON_DEPTH = 32
+
+
+def json_depth_exceeds(data: object, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if ``data`` (parsed JSON) nests containers more than ``limit`` levels deep (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+class SafeJSONParser(JSONParser):
+    """DRF's JSON parser with a nesting limit; ``NaN``/``Infinity`` literals still parse, so
+    that they reach field validation and get a field error (``strict = False``)."""
+
+    strict = False
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError({"body": [f"JSON nested deeper than {MAX_JSON_DEPTH} levels."]}) from None
+        if json_depth_exceeds(data):
+            raise ParseError({"body": [f"JSON nested deeper than {MAX_JSON_DEPTH} levels."]})
+        return data

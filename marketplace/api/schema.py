@@ -1,0 +1,89 @@
+"""Completing the OpenAPI schema so that a fuzzer (schemathesis) reaches the bid logic and
+every answer the API can give is documented.
+
+``complete_schema`` is a drf-spectacular post-processing hook
+(``SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]``):
+
+* every operation documents the error answers it can give: 400 (field errors, NUL
+  bytes, nesting), 401/403 (authentication), 404, 413 (body too big), 422
+  (idempotency key reused), 429 (throttled, with ``Retry-After``); all are JSON objects;
+* the bid's ``work[].resource_type`` and the series' ``?resource=`` become enums of the
+  market's resource types (read from the database when the schema is served), with a
+  bid example that is accepted as it stands;
+* ``POST /api/jobs/`` links its 201 answer to reading and cancelling that job (OpenAPI
+  links: the fuzzer's stateful phase follows them: create, read, cancel).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import DatabaseError
+
+log = logging.getLogger(__name__)
+
+BUDGET_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,4})?$"
+ERRORS = {
+    "400": "Invalid input: a JSON object naming each bad field (or `body`, or the query parameter).",
+    "401": "Not authenticated, or the token has expired.",
+    "403": "Not allowed (not logged in, not a tenant, or not staff).",
+    "404": "No such object (another tenant's job is a 404 too).",
+    "413": "The request body is larger than the limit.",
+    "422": "The Idempotency-Key was used before with a different request.",
+    "429": "Too many requests: wait for the Retry-After header's seconds.",
+}
+
+
+def _resource_names() -> list[str]:
+    from marketplace.models import Market
+
+    try:
+        market = Market.objects.order_by("id").first()
+        return [] if market is None else list(market.resource_types.order_by("stage", "id").values_list("name", flat=True))
+    except DatabaseError:  # no tables yet (e.g. `manage.py spectacular` before migrate)
+        return []
+
+
+def complete_schema(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["ErrorBody"] = {
+        "type": "object", "additionalProperties": True,
+        "description": "Field name (or `detail`, `body`, a query parameter) -> message or list of messages.",
+    }
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+            for code, text in ERRORS.items():
+                responses.setdefault(code, {"description": text, "content": error_body})
+            responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
+            if path == "/api/jobs/" and method == "post":
+                responses["201"]["links"] = {
+                    "ReadJob": {"operationId": "jobs_retrieve", "parameters": {"id": "$response.body#/id"}},
+                    "CancelJob": {"operationId": "jobs_cancel_create", "parameters": {"id": "$response.body#/id"}},
+                }
+    names = _resource_names()
+    _complete_bid(schemas, names)
+    if names:
+        for path in ("/api/market/fairness/", "/api/market/series/", "/api/market/prices/"):
+            for param in result["paths"].get(path, {}).get("get", {}).get("parameters", []):
+                if param["name"] == "resource":
+                    param["schema"] = {"type": "string", "enum": names}
+    return result
+
+
+def _complete_bid(schemas: dict[str, Any], names: list[str]) -> None:
+    for name in ("Bid", "BidRequest"):
+        bid = schemas.get(name)
+        if bid is None:
+            continue
+        bid["properties"]["budget"].update({"pattern": BUDGET_PATTERN, "example": "25.5"})
+        bid["properties"]["work"].update({"minItems": 1, "maxItems": max(len(names), 1)})
+        if names:
+            bid["example"] = {"name": "wordcount", "budget": "25.5", "utility": "linear",
+                              "work": [{"resource_type": names[0], "tasks": 4, "task_duration": 30.0, "weight": 1.0}]}
+    for name in ("WorkItem", "WorkItemRequest"):
+        item = schemas.get(name)
+        if item is not None and names:
+            item["properties"]["resource_type"].update({"enum": names, "example": names[0]})

@@ -1,0 +1,53 @@
+"""Request guards: malformed input is a 4xx JSON error naming what is wrong, never a 500.
+
+* NUL characters in the query string: PostgreSQL refuses them in any string
+  literal ("A string literal cannot contain NUL"), so ``?resource=%00`` used to
+  reach the database and answer 500. They are refused here, for every route,
+  with ``400 {"<parameter>": ["Null characters are not allowed."]}``.
+* Bodies over ``DATA_UPLOAD_MAX_MEMORY_SIZE``: ``413 {"body": [...]}`` (JSON,
+  not Django's HTML 400 page), checked on ``Content-Length`` before anything
+  reads the body, and again if a chunked body trips Django's own limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+NULL_MESSAGE = "Null characters are not allowed."
+
+
+def body_too_big(limit: int, size: int | None = None) -> JsonResponse:
+    """The 413 answer for a body over ``limit`` bytes (``size`` when known)."""
+    what = f"The request body ({size} bytes)" if size is not None else "The request body"
+    return JsonResponse({"body": [f"{what} exceeds the limit of {limit} bytes."]}, status=413)
+
+
+class RequestGuardMiddleware:
+    """Refuse NUL characters in query parameters and oversize bodies before any view runs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        query = request.META.get("QUERY_STRING", "")
+        if "%00" in query or "\x00" in query:
+            bad = sorted({k for k, values in request.GET.lists() if "\x00" in k or any("\x00" in v for v in values)})
+            return JsonResponse({(k.replace("\x00", "\\x00") or "query"): [NULL_MESSAGE] for k in bad} or {"query": [NULL_MESSAGE]},
+                                status=400)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return JsonResponse({"body": ["Content-Length is not a number."]}, status=400)
+        if limit is not None and size > limit:
+            return body_too_big(limit, size)
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, RequestDataTooBig):  # a chunked body without Content-Length
+            return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        return None
