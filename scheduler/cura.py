@@ -147,6 +147,13 @@ class _Table:
     feas: NDArray[np.bool_]  # (n, C) meets the deadline (and the window, if windowed)
     deadline: NDArray[np.float64]  # (n,)
     latest: NDArray[np.float64]  # (C,) latest start allowed per configuration's pool
+    ready: NDArray[np.float64]  # (n,) earliest start allowed (now or the arrival)
+
+    def rows(self, keep: Sequence[int]) -> _Table:
+        """The table of the rows ``keep`` (copies)."""
+        k = np.asarray(keep, dtype=np.intp)
+        return _Table([self.ids[q] for q in keep], self.rt[k], self.cost[k], self.start[k], self.free[k], self.feas[k],
+                      self.deadline[k], self.latest, self.ready[k])
 
     def choose(self, mask: NDArray[np.bool_] | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
         """(best cost (n,), chosen configuration (n,)); inf / -1 where none.
@@ -243,16 +250,26 @@ class VMAwareScheduler:
         ready = np.array([max(now, j.arrival) for j in jobs], dtype=np.float64)
         deadline = np.array([j.deadline for j in jobs], dtype=np.float64)
         latest = np.where(windowed, self.window_end[self.pool_of], np.inf) if windowed else np.full(C, np.inf)
-        start = np.full((n, C), np.inf)
-        free = np.full((n, C), -np.inf)
-        for v, pool in enumerate(self.pools):
-            cols = slice(v * self.S, (v + 1) * self.S)
-            units = np.tile(np.asarray(self.sizes, dtype=np.float64), n)
-            lat = np.full(n * self.S, latest[v * self.S])
-            s, f = pool.earliest(now, units, rt[:, cols].ravel(), np.repeat(ready, self.S), lat)
-            start[:, cols], free[:, cols] = s.reshape(n, self.S), f.reshape(n, self.S)
-        feas = np.isfinite(start) & (start + rt <= deadline[:, None] + EPS)
-        return _Table(list(ids), rt, cost, start, free, feas, deadline, latest)
+        tab = _Table(list(ids), rt, cost, np.full((n, C), np.inf), np.full((n, C), -np.inf), np.zeros((n, C), dtype=np.bool_),
+                     deadline, latest, ready)
+        for v in range(self.V):
+            self._columns(tab, v, now, np.arange(n))
+        return tab
+
+    def _columns(self, tab: _Table, v: int, now: float, rows: NDArray[np.intp]) -> None:
+        """(Re)compute pool v's configurations of ``rows`` on its current timeline."""
+        if rows.size == 0:
+            return
+        cols = slice(v * self.S, (v + 1) * self.S)
+        n = rows.size
+        units = np.tile(np.asarray(self.sizes, dtype=np.float64), n)
+        rt = tab.rt[rows, cols]
+        # a start later than the window's end or than deadline - runtime is of no use
+        lat = np.minimum(tab.latest[v * self.S], tab.deadline[rows][:, None] - rt + EPS).ravel()
+        s, f = self.pools[v].earliest(now, units, rt.ravel(), np.repeat(tab.ready[rows], self.S), lat)
+        start = s.reshape(n, self.S)
+        tab.start[rows, cols], tab.free[rows, cols] = start, f.reshape(n, self.S)
+        tab.feas[rows, cols] = np.isfinite(start) & (start + rt <= tab.deadline[rows][:, None] + EPS)
 
     def _after(self, tab: _Table, first: NDArray[np.intp], first_rows: NDArray[np.intp]) -> NDArray[np.float64]:
         """(n, f) cheapest cost of each job of ``tab`` once job ``first_rows[q]`` holds
@@ -326,33 +343,29 @@ class VMAwareScheduler:
         self.pools[p.vm_type].remove(job_id)
         self.cancellations += 1
 
-    def _place(self, job_id: int, now: float) -> Placement | None:
-        """Reserve one job at its lowest-cost configuration within the windows, or None."""
-        tab = self._table([job_id], now, windowed=True)
-        best, choice = tab.choose()
-        if choice[0] < 0:
-            return None
-        c = int(choice[0])
-        return self._reserve(job_id, c, float(tab.start[0, c]), float(tab.rt[0, c]), float(best[0]))
-
     def _fill(self, ids: Sequence[int], now: float) -> None:
-        """Alg. 1 lines 29-31: reserve ``ids`` in decreasing priority within the windows."""
+        """Alg. 1 lines 29-31: reserve ``ids`` in decreasing priority within the windows,
+        each at its lowest-cost configuration on the timeline as it stands then."""
         ids = [i for i in ids if i not in self.tentative]
         if not ids:
             return
         tab = self._table(ids, now, windowed=True)
-        schedulable = [bool(x) for x in tab.feas.any(axis=1)]
-        cand = [i for i, ok in zip(ids, schedulable, strict=True) if ok]
+        schedulable: list[bool] = np.any(tab.feas, axis=1).astype(bool).tolist()
         rest = [i for i, ok in zip(ids, schedulable, strict=True) if not ok]
-        if len(cand) > 1:
-            sub = self._table(cand, now, windowed=True)
-            prio = self._priority(sub)
-            order = sorted(range(len(cand)), key=lambda q: (-prio[q], self.jobs[cand[q]].arrival, cand[q]))
-            cand = [cand[q] for q in order]
-        for job_id in cand:
-            if self._place(job_id, now) is None:
-                rest.append(job_id)
-        self.waiting = sorted(set(self.waiting) | set(rest), key=lambda i: (self.jobs[i].arrival, i))
+        sub = tab.rows([q for q, ok in enumerate(schedulable) if ok])
+        prio = self._priority(sub)
+        order = sorted(range(len(sub.ids)), key=lambda q: (-prio[q], self.jobs[sub.ids[q]].arrival, sub.ids[q]))
+        left = np.ones(len(sub.ids), dtype=np.bool_)
+        for q in order:
+            left[q] = False
+            best, choice = sub.rows([q]).choose()
+            if choice[0] < 0:
+                rest.append(sub.ids[q])
+                continue
+            c = int(choice[0])
+            p = self._reserve(sub.ids[q], c, float(sub.start[q, c]), float(sub.rt[q, c]), float(best[0]))
+            self._columns(sub, p.vm_type, now, np.flatnonzero(left))
+        self.waiting = self._by_arrival(set(self.waiting) | set(rest))
 
     def _decide_windows(self, ids: list[int], now: float, pools: Iterable[int]) -> list[int]:
         """Alg. 1 lines 20-24 for ``pools``: one window-deciding job each; returns the other jobs."""

@@ -39,7 +39,7 @@ class PoolTimeline:
 
     capacity: int
     intervals: dict[int, Interval] = field(default_factory=dict)
-    _cache: tuple[float, NDArray[np.float64], NDArray[np.float64], list[NDArray[np.float64]]] | None = None
+    _cache: tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def add(self, iv: Interval) -> None:
         """Hold an interval (replaces the owner's previous one)."""
@@ -77,7 +77,7 @@ class PoolTimeline:
         _, used, _ = self._profile(t)
         return int(used.max()) if used.size else 0
 
-    def _profile(self, now: float) -> tuple[NDArray[np.float64], NDArray[np.float64], list[NDArray[np.float64]]]:
+    def _profile(self, now: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """(breakpoints (B,), VMs used on [t_b, t_{b+1}) (B,), sparse table of range maxima)."""
         if self._cache is not None and self._cache[0] == now:
             return self._cache[1], self._cache[2], self._cache[3]
@@ -93,12 +93,12 @@ class PoolTimeline:
             np.add.at(delta, np.searchsorted(times, s), u)
             np.add.at(delta, np.searchsorted(times, e), -u)
             used = np.cumsum(delta)
-        table = [used]
-        width = 1
-        while 2 * width <= used.size:
-            prev = table[-1]
-            table.append(np.maximum(prev[:-width], prev[width:]))
-            width *= 2
+        levels = max(int(np.log2(used.size)) + 1, 1)
+        table = np.full((levels, used.size), -np.inf)
+        table[0] = used
+        for j in range(1, levels):
+            w = 1 << (j - 1)
+            table[j, : used.size - 2 * w + 1] = np.maximum(table[j - 1, : used.size - 2 * w + 1], table[j - 1, w : used.size - w + 1])
         self._cache = (now, times, used, table)
         return times, used, table
 
@@ -122,9 +122,13 @@ class PoolTimeline:
         """
         times, _, table = self._profile(now)
         B = times.size
+        if latest is not None and latest.size:
+            # candidate starts after every request's latest start can be left out
+            top = float(np.max(latest))
+            B = max(int(np.searchsorted(times, top, side="right")), 1) if np.isfinite(top) else B
         cols = np.arange(B)
         first = np.searchsorted(times, ready, side="right") - 1  # (R,)
-        tau = np.maximum(ready[:, None], times[None, :])  # (R, B)
+        tau = np.maximum(ready[:, None], times[None, :B])  # (R, B)
         with np.errstate(invalid="ignore"):
             last = np.searchsorted(times, (tau + duration[:, None]).ravel(), side="left").reshape(tau.shape) - 1
         lo = np.broadcast_to(cols, tau.shape)
@@ -142,14 +146,8 @@ class PoolTimeline:
         return start, min_free
 
 
-def _range_max(table: list[NDArray[np.float64]], lo: NDArray[np.intp], hi: NDArray[np.intp]) -> NDArray[np.float64]:
-    """max(used[lo..hi]) elementwise from a sparse table (hi >= lo)."""
-    span = hi - lo + 1
-    level = np.floor(np.log2(span)).astype(np.intp)
-    level = np.minimum(level, len(table) - 1)
-    out = np.empty(lo.shape)
-    for j in np.unique(level).tolist():
-        mask = level == j
-        row = table[j]
-        out[mask] = np.maximum(row[lo[mask]], row[hi[mask] - (1 << j) + 1])
+def _range_max(table: NDArray[np.float64], lo: NDArray[np.intp], hi: NDArray[np.intp]) -> NDArray[np.float64]:
+    """max(used[lo..hi]) elementwise from a (levels, B) sparse table (hi >= lo)."""
+    level = np.minimum(np.log2(hi - lo + 1).astype(np.intp), table.shape[0] - 1)
+    out: NDArray[np.float64] = np.maximum(table[level, lo], table[level, hi - (1 << level) + 1])
     return out
