@@ -13,6 +13,7 @@ from marketplace import adapters
 from marketplace.models import (
     Account,
     AllocationSnapshot,
+    ExperimentRun,
     FairnessSample,
     Job,
     JobWork,
@@ -384,3 +385,22 @@ def queue_tree_rows(*, market: Market) -> list[dict[str, Any]]:
 
     walk(tree.root)
     return rows
+
+
+# --- Experiment runs (simulator.experiments) ------------------------------------------------------
+
+
+def experiment_runs(*, name: str | None = None, limit: int = 50) -> list[ExperimentRun]:
+    """The newest runs (of experiment ``name`` when given), newest first, without their results."""
+    runs = ExperimentRun.objects.defer("result", "error").select_related("created_by")
+    if name:
+        runs = runs.filter(name=name)
+    return list(runs[:limit])
+
+
+def experiment_latest_done(*, names: list[str]) -> dict[str, ExperimentRun]:
+    """For each experiment name, its newest finished-successfully run (results deferred)."""
+    out: dict[str, ExperimentRun] = {}
+    for run in ExperimentRun.objects.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):
+        out.setdefault(run.name, run)
+    return out

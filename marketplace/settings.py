@@ -134,6 +134,7 @@ CELERY_BEAT_SCHEDULE = {
     # The live cluster clock when run by beat (docker compose); `replay_trace`
     # drives the same service itself when no beat runs.
     "cluster-tick": {"task": "marketplace.tasks.cluster_tick_task", "schedule": 1.0, "args": ()},
+    "experiment-reap": {"task": "marketplace.tasks.experiment_reap_task", "schedule": 60.0, "args": ()},
 }
 
 # --- Auth, API --------------------------------------------------------------
@@ -187,6 +188,11 @@ USE_TZ = True
 
 # --- Market -----------------------------------------------------------------
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
+# Experiment runs (simulator.experiments): in a background thread of the web
+# process when Celery is eager (no broker), else as Celery tasks; a running run
+# whose heartbeat is older than EXPERIMENT_STALE_S is marked failed.
+EXPERIMENTS_IN_THREAD = env.bool("EXPERIMENTS_IN_THREAD", default=not REDIS_URL)
+EXPERIMENT_STALE_S = 300.0
 MARKET_LEASE_S = 120  # a clearing lease outlives CELERY_TASK_TIME_LIMIT, so a killed worker's lease expires
 
 LOGGING = {

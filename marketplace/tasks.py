@@ -11,6 +11,7 @@ from celery import shared_task
 from marketplace.models import Market
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
+from marketplace.services.experiments import experiment_execute, experiment_reap
 
 
 @shared_task(name="marketplace.tasks.clear_market_task", ignore_result=True)
@@ -33,3 +34,15 @@ def cluster_tick_task(market_id: int | None = None) -> int:
     for pk in ids:
         cluster_tick(market_id=pk)
     return len(ids)
+
+
+@shared_task(name="marketplace.tasks.experiment_run_task", ignore_result=True, soft_time_limit=3600, time_limit=3660)
+def experiment_run_task(run_id: int) -> str:
+    """Run a queued experiment (a redelivered task finds it claimed and returns)."""
+    return experiment_execute(run_id=run_id)
+
+
+@shared_task(name="marketplace.tasks.experiment_reap_task", ignore_result=True)
+def experiment_reap_task() -> int:
+    """Mark runs whose worker died (stale heartbeat) failed (run by beat)."""
+    return experiment_reap()

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views
+from marketplace import views, views_lab
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -17,6 +17,12 @@ urlpatterns = [
     path("account/", views.account, name="account"),
     path("account/ledger.csv", views.ledger_csv, name="ledger-csv"),
     path("market/settings/", views.market_settings, name="market-settings"),
+    path("lab/", views_lab.lab_index, name="lab"),
+    path("lab/runs/<int:pk>/", views_lab.lab_run, name="lab-run"),
+    path("lab/runs/<int:pk>/status.json", views_lab.lab_run_status, name="lab-run-status"),
+    path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
+    path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
+    path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

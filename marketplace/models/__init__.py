@@ -2,6 +2,7 @@
 
 from marketplace.models.accounts import Account, LedgerEntry, Tenant
 from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
@@ -10,6 +11,7 @@ __all__ = [
     "Account",
     "AllocationSnapshot",
     "ConfigChange",
+    "ExperimentRun",
     "FairnessSample",
     "Job",
     "JobWork",

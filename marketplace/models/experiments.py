@@ -1,0 +1,53 @@
+"""Background runs of registered experiments (``simulator.experiments``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+
+
+class ExperimentRun(models.Model):
+    """One run of a registered experiment: its parameters, progress and result.
+
+    ``status`` moves queued -> running -> done | failed | cancelled, each move a
+    conditional UPDATE (``services.experiments``), so a duplicate task delivery
+    cannot run it twice. ``heartbeat_at`` is touched with every progress
+    update; a run whose heartbeat is older than ``EXPERIMENT_STALE_S`` is
+    marked failed by ``experiment_reap`` (its worker died).
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    name = models.CharField(max_length=60, db_index=True, help_text="simulator.experiments registry name")
+    params = models.JSONField(default=dict, help_text="The parameters used (defaults overlaid with the request's).")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    progress = models.FloatField(default=0.0, help_text="Fraction done, 0 to 1.")
+    message = models.CharField(max_length=200, blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    result = models.JSONField(null=True, blank=True, help_text="figures, tables, summary (see simulator.experiments)")
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(condition=models.Q(progress__gte=0.0, progress__lte=1.0), name="experiment_progress_0_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} #{self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED, self.Status.CANCELLED}

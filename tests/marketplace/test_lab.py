@@ -1,0 +1,152 @@
+"""Experiment runs as background jobs: start, claim once, progress, cancel, failure, reaping, pages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from marketplace.models import ExperimentRun, Tenant
+from marketplace.services import experiments as svc
+from simulator import experiments
+from simulator.experiments import Experiment, figure, table
+
+CALLS: list[int] = []
+
+
+def _steps(params: experiments.Params, progress: experiments.Progress) -> experiments.Result:
+    CALLS.append(int(params["steps"]))
+    for k in range(int(params["steps"])):
+        progress(k / params["steps"], f"step {k}")
+        if params["fail_at"] == k:
+            raise RuntimeError(f"boom at step {k}")
+    xs = list(range(int(params["steps"])))
+    return {
+        "figures": [figure("squares", [{"type": "scatter", "x": xs, "y": [x * x for x in xs]}], x_title="k", y_title="k²")],
+        "tables": [table("squares", ["k", "k²"], [[x, x * x] for x in xs])],
+        "summary": "squares done",
+    }
+
+
+experiments.register(Experiment(name="lab_steps", title="Steps", source="test", run=_steps, defaults={"steps": 3, "fail_at": -1}))
+
+
+@pytest.fixture
+def staff(db):  # type: ignore[no-untyped-def]
+    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+
+
+@pytest.fixture(autouse=True)
+def _inline(settings):  # type: ignore[no-untyped-def]
+    settings.EXPERIMENTS_IN_THREAD = False  # eager Celery runs the task at commit, in this thread
+
+
+def _start(user: Any, django_capture_on_commit_callbacks: Any, **params: Any) -> ExperimentRun:
+    with django_capture_on_commit_callbacks(execute=True):
+        run = svc.experiment_start(name="lab_steps", params=params, user=user)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_staff_run_executes_to_done_and_stores_its_result(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    run = _start(staff, django_capture_on_commit_callbacks, steps=4)
+    assert run.status == "done" and run.progress == 1.0
+    assert run.params == {"steps": 4, "fail_at": -1}
+    assert run.result["tables"][0]["rows"][-1] == [3, 9]
+    assert run.started_at <= run.finished_at
+
+
+def test_a_second_delivery_of_the_same_run_does_nothing(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    run = _start(staff, django_capture_on_commit_callbacks, steps=2)
+    before = len(CALLS)
+    assert svc.experiment_execute(run_id=run.pk) == "done"
+    assert len(CALLS) == before
+
+
+def test_tenants_cannot_start_runs_and_bad_params_are_field_errors(staff, alice: Tenant) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(PermissionDenied):
+        svc.experiment_start(name="lab_steps", params={}, user=alice.user)
+    with pytest.raises(ValidationError) as err:
+        svc.experiment_start(name="lab_steps", params={"steps": "many"}, user=staff)
+    assert "params" in err.value.message_dict
+    with pytest.raises(ValidationError) as err:
+        svc.experiment_start(name="nope", params={}, user=staff)
+    assert "name" in err.value.message_dict
+    assert not ExperimentRun.objects.exists()
+
+
+def test_a_failing_experiment_is_marked_failed_with_its_error(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    run = _start(staff, django_capture_on_commit_callbacks, steps=3, fail_at=1)
+    assert run.status == "failed" and "boom at step 1" in run.error and run.result is None
+
+
+def test_cancel_stops_a_running_run_at_its_next_progress_update(staff, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(svc, "PROGRESS_EVERY_S", 0.0)
+    run = ExperimentRun.objects.create(name="lab_steps", params={"steps": 5, "fail_at": -1}, created_by=staff)
+
+    def cancelling(params: experiments.Params, progress: experiments.Progress) -> experiments.Result:
+        progress(0.1, "first")
+        svc.experiment_cancel(run_id=run.pk, user=staff)
+        progress(0.2, "second")  # raises Cancelled
+        raise AssertionError("not reached")
+
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS,
+        "lab_steps",
+        Experiment(name="lab_steps", title="", source="", run=cancelling, defaults={"steps": 3, "fail_at": -1}),
+    )
+    assert svc.experiment_execute(run_id=run.pk) == "cancelled"
+    run.refresh_from_db()
+    assert run.progress == pytest.approx(0.1) and run.result is None
+
+
+def test_cancel_before_start_and_who_may_cancel(staff, alice: Tenant) -> None:  # type: ignore[no-untyped-def]
+    run = ExperimentRun.objects.create(name="lab_steps", params={"steps": 1, "fail_at": -1}, created_by=staff)
+    with pytest.raises(PermissionDenied):
+        svc.experiment_cancel(run_id=run.pk, user=alice.user)
+    assert svc.experiment_cancel(run_id=run.pk, user=staff).status == "cancelled"
+    assert svc.experiment_execute(run_id=run.pk) == "cancelled"  # a late delivery does not run it
+
+
+def test_reap_fails_only_runs_with_a_stale_heartbeat(staff) -> None:  # type: ignore[no-untyped-def]
+    old = timezone.now() - timedelta(seconds=600)
+    stale = ExperimentRun.objects.create(name="lab_steps", status="running", heartbeat_at=old, created_by=staff)
+    fresh = ExperimentRun.objects.create(name="lab_steps", status="running", heartbeat_at=timezone.now())
+    assert svc.experiment_reap(stale_after_s=300) == 1
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stale.status, fresh.status) == ("failed", "running")
+
+
+def test_pages_staff_start_everyone_reads_and_csv(staff, alice: Tenant, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    tenant, ops = Client(), Client()
+    tenant.force_login(alice.user)
+    ops.force_login(staff)
+    page = tenant.get(reverse("lab"))
+    assert page.status_code == 200 and b"Steps" in page.content and b'name="p_steps"' not in page.content
+    assert tenant.post(reverse("lab"), {"name": "lab_steps"}).status_code == 403
+
+    bad = ops.post(reverse("lab"), {"name": "lab_steps", "p_steps": "[1"})
+    assert bad.status_code == 400 and b"Enter a whole number like 3" in bad.content
+    assert not ExperimentRun.objects.exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        started = ops.post(reverse("lab"), {"name": "lab_steps", "p_steps": "3"})
+    run = ExperimentRun.objects.get()
+    assert started.status_code == 302 and started["Location"] == reverse("lab-run", args=[run.pk])
+
+    detail = tenant.get(reverse("lab-run", args=[run.pk]))
+    assert detail.status_code == 200 and b"squares done" in detail.content and b'id="figure-0"' in detail.content
+    status = tenant.get(reverse("lab-run-status", args=[run.pk])).json()
+    assert status == {"status": "done", "progress": 1.0, "message": "done", "finished": True}
+    csv_text = tenant.get(reverse("lab-run-table-csv", args=[run.pk, 0])).content.decode()
+    assert csv_text.splitlines() == ["k,k²", "0,0", "1,1", "2,4"]
+    assert tenant.get(reverse("lab-run-table-csv", args=[run.pk, 1])).status_code == 404
+    assert tenant.get(reverse("lab-run-json", args=[run.pk])).json()["summary"] == "squares done"
+    assert Client().get(reverse("lab")).status_code == 302  # anonymous: to the login page
