@@ -55,6 +55,7 @@ bench: setup
 	$(BIN)/python bench/bench_simulator.py --hours 24
 	$(BIN)/python bench/bench_fifo_simpy.py
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
+	$(BIN)/python bench/bench_cura.py --repeat 1
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

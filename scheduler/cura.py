@@ -494,12 +494,20 @@ class VMAwareScheduler:
 
     def next_time(self, now: float) -> float:
         """The next instant something happens without an arrival: a reservation
-        starts, a run ends or a window closes (``inf`` if none)."""
+        starts or, while jobs wait or hold tentative reservations, a window closes
+        (``inf`` if none). Run ends need no event: the timelines hold them."""
         times = [p.start for p in self.tentative.values() if p.start > now + EPS]
-        times += [p.end for p in self.started.values() if p.end > now + EPS]
         if self.waiting or self.tentative:
             times += [t for t in self.window_end.tolist() if t > now + EPS]
         return min(times, default=math.inf)
+
+    def needs_plan(self, now: float) -> bool:
+        """True when :meth:`plan` has something to do: new jobs, or a window that
+        ended while jobs wait or hold tentative reservations."""
+        if self.new:
+            return True
+        ended = any(d is not None and t <= now + EPS for d, t in zip(self.decider, self.window_end.tolist(), strict=True))
+        return ended and bool(self.waiting or self.tentative)
 
     def reservations(self) -> tuple[Reservation, ...]:
         """Every started and tentative reservation, as the engine's Reservations."""

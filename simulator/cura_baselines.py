@@ -70,13 +70,13 @@ def run_per_job(
     for job in sorted(jobs, key=lambda j: (j.arrival, j.job_id)):
         pick = cheapest(job, vm_types, sizes, boot_s + framework_start)
         if pick is None:
-            outcomes.append(JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, -1, 0, math.nan, math.nan, 0.0, True))
+            outcomes.append(_never(job, rejected=True))
             useful.append(0.0)
             continue
         v, s, run, cost = pick
         need = sizes[s] * cpu[v]
         if need > total:
-            outcomes.append(JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, -1, 0, math.nan, math.nan, 0.0))
+            outcomes.append(_never(job, rejected=False))
             useful.append(0.0)
             continue
         clock = max(clock, job.arrival)  # FIFO: nobody overtakes an earlier job
@@ -87,7 +87,9 @@ def run_per_job(
             clock, free = max(clock, t), free + cores
         free -= need
         heapq.heappush(held, (clock + run, need))
-        outcomes.append(JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, v, sizes[s], clock, clock + run, cost))
+        outcomes.append(
+            JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, v, sizes[s], clock, clock + run, cost)
+        )
         useful.append(need * (run - boot_s))
     return BaselineRun(outcomes, useful, servers)
 
@@ -104,7 +106,7 @@ def run_dedicated(
     for job in sorted(jobs, key=lambda j: (j.arrival, j.job_id)):
         pick = cheapest(job, vm_types, sizes, framework_start)
         if pick is None:
-            outcomes.append(JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, -1, 0, math.nan, math.nan, 0.0, True))
+            outcomes.append(_never(job, rejected=True))
             useful.append(0.0)
             continue
         v, s, run, cost = pick
@@ -116,8 +118,12 @@ def run_dedicated(
     cores = 0.0
     for (_, v), ev in events.items():
         ev.sort(key=lambda e: (e[0], e[1]))  # a release before an arrival at the same instant
-        cores += cpu[v] * max(np.cumsum([d for _, d in ev]).max(), 0)
-    return BaselineRun(outcomes, useful, int(math.ceil(cores / cores_per_server)))
+        cores += cpu[v] * max(float(np.cumsum([d for _, d in ev]).max()), 0.0)
+    return BaselineRun(outcomes, useful, math.ceil(cores / cores_per_server))
+
+
+def _never(job: CuraJob, *, rejected: bool) -> JobOutcome:
+    return JobOutcome(job.job_id, job.customer, job.job_class, job.arrival, job.deadline, -1, 0, math.nan, math.nan, 0.0, rejected)
 
 
 def servers_needed(succeeds: Callable[[int], bool], lo: int, hi: int) -> int:

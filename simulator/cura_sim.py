@@ -90,7 +90,7 @@ def equal_split(vm_types: Sequence[VMType], core_budget: int) -> list[int]:
 def run_cura(
     jobs: Sequence[CuraJob], vm_types: Sequence[VMType], pool_sizes: Sequence[int], sizes: Sequence[int], *,
     framework_start: float = 10.0, reconfig: ReconfigurationManager | None = None, sample_every: float = 60.0,
-    tick: float = 0.0,
+    tick: float = 0.0, stop_on_miss: bool = False,
 ) -> CuraRun:
     """Run ``jobs`` (sorted by arrival) through Cura's scheduler on pools of ``pool_sizes`` VMs.
 
@@ -101,6 +101,8 @@ def run_cura(
         sample_every: seconds between pool samples (simulated).
         tick: > 0 batches arrivals to the next multiple of ``tick`` seconds
             (the paper's "one unit of time"); 0 schedules at each arrival.
+        stop_on_miss: stop at the first job refused or missed (a server search
+            only needs to know that one was); later jobs count as never run.
 
     Returns:
         A :class:`CuraRun`; ``outcomes`` in job order.
@@ -110,7 +112,7 @@ def run_cura(
     by_id = {j.job_id: j for j in order}
     outcomes: dict[int, JobOutcome] = {}
     run = CuraRun([])
-    now, i, next_sample = 0.0, 0, 0.0
+    now, i, next_sample, refused = 0.0, 0, 0.0, False
     while True:
         arrival = order[i].arrival if i < len(order) else math.inf
         if tick > 0 and math.isfinite(arrival):
@@ -126,13 +128,14 @@ def run_cura(
         now = nxt
         sched.finished(now)
         while i < len(order) and order[i].arrival <= now + 1e-9:
-            _submit(sched, order[i], outcomes)
+            refused |= not _submit(sched, order[i], outcomes)
             i += 1
         if reconfig is not None:
             rec = reconfig.step(sched, now)
             if rec is not None:
                 run.reconfigurations.append(rec)
-        sched.plan(now)
+        if sched.needs_plan(now):
+            sched.plan(now)
         for p in sched.start_due(now):
             j = by_id[p.job_id]
             outcomes[p.job_id] = JobOutcome(
@@ -145,6 +148,8 @@ def run_cura(
             outcomes[job_id] = _never(j, rejected=False)
             if reconfig is not None:
                 reconfig.observe(j, sched.sizes, None)
+        if stop_on_miss and (sched.missed or refused):
+            break
         sched.missed.clear()
     run.samples.append(_sample(sched, now))
     run.outcomes = [outcomes.get(j.job_id, _never(j, rejected=False)) for j in jobs]
@@ -152,11 +157,14 @@ def run_cura(
     return run
 
 
-def _submit(sched: VMAwareScheduler, job: CuraJob, outcomes: dict[int, JobOutcome]) -> None:
+def _submit(sched: VMAwareScheduler, job: CuraJob, outcomes: dict[int, JobOutcome]) -> bool:
+    """Submit; False (and a rejected outcome) if the scheduler refuses the job."""
     try:
         sched.submit(job)
     except Rejected:
         outcomes[job.job_id] = _never(job, rejected=True)
+        return False
+    return True
 
 
 def _never(j: CuraJob, *, rejected: bool) -> JobOutcome:

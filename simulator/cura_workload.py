@@ -97,7 +97,7 @@ def job_classes(path: str | Path, *, n: int = 50, seed: int = 0, vm_types: tuple
 def generate(
     classes: list[JobClass], *, jobs: int = 11_500, span: float = 6000.0, customers: int = 50, max_deadline: float = 200.0,
     seed: int = 0, vm_types: tuple[VMType, ...] = CURA_VM_TYPES, sizes: tuple[int, ...] = CURA_SIZES,
-    boot_s: float = 60.0, framework_start: float = 10.0, model: RuntimeModel = RuntimeModel(),
+    boot_s: float = 60.0, framework_start: float = 10.0, model: RuntimeModel | None = None,
 ) -> list[CuraJob]:
     """The arrivals of the experiment (module docstring), sorted by arrival.
 
@@ -115,6 +115,7 @@ def generate(
     """
     if jobs < 1 or span <= 0 or customers < 1 or max_deadline < 0 or not classes:
         raise ValueError("jobs, span and customers must be positive, classes non-empty and max_deadline >= 0")
+    model = model or RuntimeModel()
     rng = np.random.default_rng(seed)
     arrival = np.sort(rng.uniform(0.0, span, jobs))
     cls = rng.integers(0, len(classes), jobs)

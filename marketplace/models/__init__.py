@@ -5,12 +5,14 @@ from marketplace.models.allocation import AllocationSnapshot, FairnessSample, Ma
 from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
+from marketplace.models.pools import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.models.queues import Queue, ResourceType
 
 __all__ = [
     "Account",
     "AllocationSnapshot",
     "ConfigChange",
+    "CuraJob",
     "ExperimentRun",
     "FairnessSample",
     "Job",
@@ -18,9 +20,13 @@ __all__ = [
     "LedgerEntry",
     "Market",
     "MarketSample",
+    "PoolReconfiguration",
+    "PoolSettings",
     "PriceSample",
     "Queue",
     "ResourceType",
     "ShareSample",
     "Tenant",
+    "VMInstanceType",
+    "VMPool",
 ]
