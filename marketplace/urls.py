@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import views, views_lab
+from marketplace import views, views_lab, views_pools
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -23,6 +23,8 @@ urlpatterns = [
     path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
     path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
     path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
+    path("pools/", views_pools.pools_admin, name="pools"),
+    path("cura/jobs/", views_pools.cura_jobs, name="cura-jobs"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import views
+from marketplace.api import pools, views
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -17,6 +17,8 @@ urlpatterns = [
     path("market/prices/", views.PriceSeriesView.as_view(), name="api-prices"),
     path("account/", views.AccountView.as_view(), name="api-account"),
     path("account/ledger/", views.LedgerView.as_view(), name="api-ledger"),
+    path("pools/", pools.PoolsView.as_view(), name="api-pools"),
+    path("cura/jobs/", pools.CuraJobsView.as_view(), name="api-cura-jobs"),
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
