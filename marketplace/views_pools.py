@@ -101,8 +101,8 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
             apply_service_errors(form, exc)
         else:
             assert job.vm_type is not None
-            messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} from {job.start_s:.0f} s to {job.end_s:.0f} s, "
-                                      f"cost {job.cost:.2f}.")
+            times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s"
+            messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, cost {job.cost:.2f}.")
             return redirect("cura-jobs")
     return _render(request, "marketplace/pools/jobs.html", {
         "nav": "cura", "form": form, "page": _page(request, selectors_pools.cura_jobs_of(tenant=tenant)),
