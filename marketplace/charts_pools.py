@@ -14,7 +14,7 @@ _COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2"]
 def _layout(title: str, x_title: str, y_title: str, empty: bool) -> dict[str, Any]:
     layout: dict[str, Any] = {
         "title": {"text": title}, "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-        "margin": {"t": 40, "r": 10, "b": 50, "l": 60}, "legend": {"orientation": "h"}, "height": 320,
+        "margin": {"t": 40, "r": 10, "b": 90, "l": 60}, "legend": {"orientation": "h", "y": -0.3}, "height": 360,
     }
     if empty:
         layout["annotations"] = [{"text": "No data yet", "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]

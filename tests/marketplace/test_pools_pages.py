@@ -74,3 +74,18 @@ def test_cura_api(alice_api: APIClient, paper_pools: None, market: Market) -> No
     pools = alice_api.get("/api/pools/")
     assert [p["size"] for p in pools.data["pools"]] == [40, 40, 40] and pools.data["pools"][1]["busy"] == 20
     assert alice_api.patch("/api/pools/", {"beta": 3}, format="json").status_code == 403
+
+
+def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_pools: None, market: Market) -> None:
+    from marketplace import charts_pools, selectors_pools
+    from marketplace.services.pools import cura_job_submit
+
+    cura_job_submit(tenant=alice, job_type=4, deadline_in_s=270)  # 10 VM-1 over [0, 250)
+    cura_job_submit(tenant=alice, job_type=4, deadline_in_s=150)  # 20 VM-1 over [0, 131.57)
+    types = selectors_pools.vm_types_of(market=market)
+    series = selectors_pools.pool_series(market=market, types=types)
+    vm1 = {round(r["t"], 2): (r["size"], r["busy"]) for r in series["VM-1"]}
+    assert vm1[0.0] == (40, 30) and vm1[131.57] == (40, 10) and vm1[250.0] == (40, 0)
+    sizes, util = charts_pools.pool_figures(series)
+    assert sizes["layout"]["xaxis"]["title"]["text"].startswith("simulated time")
+    assert util["data"][0]["y"][0] == pytest.approx(30 / 40)
