@@ -72,7 +72,7 @@ from numpy.typing import NDArray
 
 from scheduler.cura_profiles import VMType, prices_of
 from scheduler.cura_timeline import Interval, PoolTimeline
-from scheduler.plan import Reservation
+from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation
 
 EPS = 1e-9
 CHUNK = 256
@@ -512,6 +512,22 @@ class VMAwareScheduler:
     def reservations(self) -> tuple[Reservation, ...]:
         """Every started and tentative reservation, as the engine's Reservations."""
         return tuple(p.reservation() for p in [*self.started.values(), *self.tentative.values()])
+
+    def to_plan(self) -> Plan:
+        """The scheduler's decisions as a clearing's Plan (SPEC 2, "The engine"): the
+        reservations (resource = VM type index, units = VMs) and, for each reserved
+        job, a price fixed at acceptance equal to its configuration's resource cost
+        (paper 004 leaves pricing out, footnote 2; the cost is the natural figure).
+        No job is left to the shared stages, so the share matrix is empty."""
+        held = [*self.started.values(), *self.tentative.values()]
+        return Plan(
+            job_ids=np.zeros(0, dtype=np.int64),
+            shares=np.zeros((0, self.V)),
+            sub_budgets=np.zeros((0, self.V)),
+            payments={p.job_id: PaymentRule.fixed(p.cost) for p in held},
+            diagnostics=Diagnostics(mechanism="cura", rounds=0, converged=True, prices=self.prices.copy()),
+            reservations=tuple(p.reservation() for p in held),
+        )
 
     # ------------------------------------------------------------------ reconfiguration
 
