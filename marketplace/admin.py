@@ -10,7 +10,21 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from marketplace import selectors
-from marketplace.models import Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant
+from marketplace.models import (
+    Account,
+    AllocationSnapshot,
+    ConfigChange,
+    CuraJob,
+    Job,
+    JobWork,
+    LedgerEntry,
+    Market,
+    PoolReconfiguration,
+    Queue,
+    ResourceType,
+    Tenant,
+    VMInstanceType,
+)
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
 
 
@@ -124,3 +138,20 @@ class AllocationSnapshotAdmin(ReadOnlyAdmin):
         "id", "mechanism", "state_version", "sim_time", "n_jobs", "rounds", "converged", "max_kkt_residual", "solve_ms", "total_ms",
     )
     exclude = ("plan",)
+
+
+# VM pools (paper 004): read-only here; staff edit them on the audited pools page (views_pools).
+@admin.register(VMInstanceType)
+class VMInstanceTypeAdmin(ReadOnlyAdmin):
+    list_display = ("name", "vcpus", "memory_gb", "price", "market")
+
+
+@admin.register(CuraJob)
+class CuraJobAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "job_type", "status", "vm_type", "vms", "start_s", "end_s", "deadline_s", "cost")
+    list_filter = ("status", "job_type")
+
+
+@admin.register(PoolReconfiguration)
+class PoolReconfigurationAdmin(ReadOnlyAdmin):
+    list_display = ("time_s", "executed", "benefit", "cost", "jobs", "market")
