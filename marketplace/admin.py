@@ -10,21 +10,8 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from marketplace import selectors
-from marketplace.models import (
-    Account,
-    AllocationSnapshot,
-    ConfigChange,
-    CuraJob,
-    Job,
-    JobWork,
-    LedgerEntry,
-    Market,
-    PoolReconfiguration,
-    Queue,
-    ResourceType,
-    Tenant,
-    VMInstanceType,
-)
+from marketplace.models import Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant
+from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
 
 
