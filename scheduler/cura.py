@@ -6,31 +6,7 @@ many* VMs, over pools of ready VMs (no boot on the critical path: a job pays
 only the framework start, 10 s in the paper, Sec. IV-A). Its decisions are
 ``scheduler.plan.Reservation(job, resource=VM type index, units=VMs, [start, end))``.
 
-**Costs.** All costs are resource costs ``VMs x unit price x runtime``
-(App. A) of configurations that meet the job's deadline (Alg. 1 line 10).
-``best[i]`` is job i's cheapest deadline-meeting configuration at the earliest
-start the pools allow now; ``after[i, j]`` is job i's cheapest one once job j
-holds its own best reservation. With them, the pairwise costs of Alg. 1 are
-``Cost(Ji, Jj) = best[i] + after[j, i]`` and the **deferral-cost priority**
-
-    P_i = sum_{j != i} Cost(Jj, Ji) - Cost(Ji, Jj)
-
-ranks first the job whose deferral would cost the most (Sec. III-A: "a job J_i
-has higher priority over J_j if reserving J_i after J_j would incur higher
-resource cost"). A configuration that no longer meets a deadline costs a
-penalty larger than every real cost, so a job that deferral would make late
-ranks above all others.
-
-``after`` is estimated with the single-reservation interaction model: job j's
-reservation (k_j VMs of pool v_j over [s_j, e_j)) pushes a configuration of
-job i on pool v_j to ``max(start, e_j)`` if the two runs overlap and the
-pool's free VMs during i's run minus k_j drop below i's VMs; other pools are
-unaffected. The reservations themselves are always exact (``cura_timeline``).
-
-**Complexity.** One priority computation over n jobs with C = V x S
-configurations each is O(n^2 C) numpy work and O(n C) memory per chunk of
-rows (the paper's O(n^2), Sec. III-A); placing a job costs O(C B) for B
-breakpoints of its pool's timeline.
+**Costs and priorities** (pairwise deferral costs, their complexity): ``scheduler.cura_costs``.
 
 **Algorithm 1, as implemented** (the decisions the paper leaves open are
 named; ``tests/scheduler/test_cura_example.py`` replays App. A):
@@ -70,12 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.cura_costs import EPS, ConfigTable, after_costs, deferral_priority, outranks, penalised, penalty
 from scheduler.cura_profiles import VMType, prices_of
 from scheduler.cura_timeline import Interval, PoolTimeline
 from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation
-
-EPS = 1e-9
-CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -135,38 +109,6 @@ class Rejected(ValueError):
         )
 
 
-@dataclass
-class _Table:
-    """Per-job, per-configuration data of n candidate jobs on the current timeline."""
-
-    ids: list[int]
-    rt: NDArray[np.float64]  # (n, C) seconds incl. framework start
-    cost: NDArray[np.float64]  # (n, C)
-    start: NDArray[np.float64]  # (n, C) earliest start (inf: none)
-    free: NDArray[np.float64]  # (n, C) VMs left free during the run at that start
-    feas: NDArray[np.bool_]  # (n, C) meets the deadline (and the window, if windowed)
-    deadline: NDArray[np.float64]  # (n,)
-    latest: NDArray[np.float64]  # (C,) latest start allowed per configuration's pool
-    ready: NDArray[np.float64]  # (n,) earliest start allowed (now or the arrival)
-
-    def rows(self, keep: Sequence[int]) -> _Table:
-        """The table of the rows ``keep`` (copies)."""
-        k = np.asarray(keep, dtype=np.intp)
-        return _Table([self.ids[q] for q in keep], self.rt[k], self.cost[k], self.start[k], self.free[k], self.feas[k],
-                      self.deadline[k], self.latest, self.ready[k])
-
-    def choose(self, mask: NDArray[np.bool_] | None = None) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-        """(best cost (n,), chosen configuration (n,)); inf / -1 where none.
-        Ties in cost go to the earlier end, then the lower configuration index."""
-        ok = self.feas if mask is None else self.feas & mask
-        cost = np.where(ok, self.cost, np.inf)
-        best = cost.min(axis=1) if cost.shape[1] else np.full(cost.shape[0], np.inf)
-        near = ok & (cost <= best[:, None] * (1 + 1e-12) + EPS)
-        end = np.where(near, self.start + self.rt, np.inf)
-        pick = np.argmin(end, axis=1).astype(np.intp)
-        return best, np.where(np.isfinite(best), pick, -1)
-
-
 class VMAwareScheduler:
     """Online VM-aware scheduling over VM pools (module docstring; paper 004 Alg. 1).
 
@@ -196,7 +138,7 @@ class VMAwareScheduler:
         self.window_bound = float(window_bound)
         self.pools = [PoolTimeline(int(n)) for n in pool_sizes]
         self.prices = prices_of(self.vm_types)
-        self.pool_of = np.repeat(np.arange(self.V), self.S)  # (C,)
+        self.pool_of = np.repeat(np.arange(self.V), self.S).astype(np.intp)  # (C,)
         self.vms_of = np.tile(np.asarray(self.sizes, dtype=np.float64), self.V)  # (C,)
         self.jobs: dict[int, CuraJob] = {}
         self.waiting: list[int] = []
@@ -241,22 +183,24 @@ class VMAwareScheduler:
 
     # ------------------------------------------------------------------ tables
 
-    def _table(self, ids: Sequence[int], now: float, windowed: bool) -> _Table:
-        """Configurations of ``ids`` on the pools' current timelines (see :class:`_Table`)."""
+    def _table(self, ids: Sequence[int], now: float, windowed: bool) -> ConfigTable:
+        """Configurations of ``ids`` on the pools' current timelines (see :class:`ConfigTable`)."""
         n, C = len(ids), self.V * self.S
         jobs = [self.jobs[i] for i in ids]
         rt = np.array([j.runtime.ravel() for j in jobs], dtype=np.float64).reshape(n, C) + self.framework_start
         cost = self.vms_of[None, :] * self.prices[self.pool_of][None, :] * rt
         ready = np.array([max(now, j.arrival) for j in jobs], dtype=np.float64)
         deadline = np.array([j.deadline for j in jobs], dtype=np.float64)
-        latest = np.where(windowed, self.window_end[self.pool_of], np.inf) if windowed else np.full(C, np.inf)
-        tab = _Table(list(ids), rt, cost, np.full((n, C), np.inf), np.full((n, C), -np.inf), np.zeros((n, C), dtype=np.bool_),
-                     deadline, latest, ready)
+        latest = self.window_end[self.pool_of] if windowed else np.full(C, np.inf)
+        tab = ConfigTable(
+            list(ids), rt, cost, np.full((n, C), np.inf), np.full((n, C), -np.inf), np.zeros((n, C), dtype=np.bool_),
+            deadline, latest, ready, self.pool_of, self.vms_of,
+        )
         for v in range(self.V):
             self._columns(tab, v, now, np.arange(n))
         return tab
 
-    def _columns(self, tab: _Table, v: int, now: float, rows: NDArray[np.intp]) -> None:
+    def _columns(self, tab: ConfigTable, v: int, now: float, rows: NDArray[np.intp]) -> None:
         """(Re)compute pool v's configurations of ``rows`` on its current timeline."""
         if rows.size == 0:
             return
@@ -270,64 +214,6 @@ class VMAwareScheduler:
         start = s.reshape(n, self.S)
         tab.start[rows, cols], tab.free[rows, cols] = start, f.reshape(n, self.S)
         tab.feas[rows, cols] = np.isfinite(start) & (start + rt <= tab.deadline[rows][:, None] + EPS)
-
-    def _after(self, tab: _Table, first: NDArray[np.intp], first_rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        """(n, f) cheapest cost of each job of ``tab`` once job ``first_rows[q]`` holds
-        configuration ``first[q]`` (single-reservation interaction model)."""
-        rows = np.arange(len(tab.ids))
-        q_ok = first >= 0
-        fc = np.where(q_ok, first, 0)
-        fr = first_rows
-        v_f = np.where(q_ok, self.pool_of[fc], -1)
-        k_f = self.vms_of[fc]
-        s_f = tab.start[fr, fc]
-        e_f = s_f + tab.rt[fr, fc]
-        out = np.empty((rows.size, first.size))
-        for lo in range(0, rows.size, CHUNK):
-            r = rows[lo : lo + CHUNK]
-            st, rt, fe = tab.start[r][:, None, :], tab.rt[r][:, None, :], tab.free[r][:, None, :]
-            pushed = (
-                (self.pool_of[None, None, :] == v_f[None, :, None])
-                & (st < e_f[None, :, None]) & (st + rt > s_f[None, :, None])
-                & (fe - k_f[None, :, None] < self.vms_of[None, None, :])
-            )
-            new_start = np.maximum(st, e_f[None, :, None])
-            still = (new_start + rt <= tab.deadline[r][:, None, None] + EPS) & (new_start <= tab.latest[None, None, :])
-            ok = tab.feas[r][:, None, :] & (~pushed | still)
-            out[lo : lo + CHUNK] = np.where(ok, tab.cost[r][:, None, :], np.inf).min(axis=2)
-        return out
-
-    @staticmethod
-    def _penalised(x: NDArray[np.float64], penalty: float) -> NDArray[np.float64]:
-        return np.where(np.isfinite(x), x, penalty)
-
-    def _priority(self, tab: _Table) -> NDArray[np.float64]:
-        """(n,) P_i = sum_j Cost(Jj, Ji) - Cost(Ji, Jj) (module docstring)."""
-        n = len(tab.ids)
-        if n < 2:
-            return np.zeros(n)
-        best, choice = tab.choose()
-        after = self._after(tab, choice, np.arange(n))  # after[i, j]: i once j reserved
-        pen = self._penalty(tab)
-        b, a = self._penalised(best, pen), self._penalised(after, pen)
-        np.fill_diagonal(a, 0.0)
-        # sum_j (b_j + a_ij) - (b_i + a_ji), j != i
-        return np.asarray((b.sum() - b) + a.sum(axis=1) - (n - 1) * b - a.sum(axis=0), dtype=np.float64)
-
-    @staticmethod
-    def _penalty(tab: _Table) -> float:
-        finite = tab.cost[np.isfinite(tab.cost)]
-        return 100.0 * (float(finite.max()) if finite.size else 1.0) + 1.0
-
-    def outranks(self, tab: _Table, a: NDArray[np.intp], b: NDArray[np.intp]) -> NDArray[np.bool_]:
-        """(len a, len b): job row a strictly outranks row b: Cost(Ja, Jb) < Cost(Jb, Ja)."""
-        best, choice = tab.choose()
-        after = self._after(tab, choice, np.arange(len(tab.ids)))
-        pen = self._penalty(tab)
-        bb, aa = self._penalised(best, pen), self._penalised(after, pen)
-        cost_ab = bb[a][:, None] + aa[b][:, a].T  # a first, then b
-        cost_ba = bb[b][None, :] + aa[a][:, b]  # b first, then a
-        return np.asarray(cost_ab < cost_ba - EPS * (1 + np.abs(cost_ba)), dtype=np.bool_)
 
     # ------------------------------------------------------------------ reservations
 
@@ -353,7 +239,7 @@ class VMAwareScheduler:
         schedulable: list[bool] = np.any(tab.feas, axis=1).astype(bool).tolist()
         rest = [i for i, ok in zip(ids, schedulable, strict=True) if not ok]
         sub = tab.rows([q for q, ok in enumerate(schedulable) if ok])
-        prio = self._priority(sub)
+        prio = deferral_priority(sub)
         order = sorted(range(len(sub.ids)), key=lambda q: (-prio[q], self.jobs[sub.ids[q]].arrival, sub.ids[q]))
         left = np.ones(len(sub.ids), dtype=np.bool_)
         for q in order:
@@ -378,10 +264,10 @@ class VMAwareScheduler:
         tab = self._table(ids, now, windowed=False)
         n = len(ids)
         best, choice = tab.choose()
-        pen = self._penalty(tab)
-        after = self._penalised(self._after(tab, choice, np.arange(n)), pen)
+        pen = penalty(tab)
+        after = penalised(after_costs(tab, choice, np.arange(n)), pen)
         np.fill_diagonal(after, 0.0)
-        b = self._penalised(best, pen)
+        b = penalised(best, pen)
         deferred = (b.sum() - b) + after.sum(axis=1)  # sum_j Cost(Jj, Ji)
         taken = np.zeros(n, dtype=np.bool_)
         home = np.where(choice >= 0, self.pool_of[np.maximum(choice, 0)], -1)  # the pool of each job's cheapest configuration
@@ -391,9 +277,9 @@ class VMAwareScheduler:
             cand = np.isfinite(best_v) & ~taken & (home == v)
             if not cand.any():
                 continue
-            after_v = self._penalised(self._after(tab, choice_v, np.arange(n)), pen)  # after_v[j, i]: j once i on v
+            after_v = penalised(after_costs(tab, choice_v, np.arange(n)), pen)  # after_v[j, i]: j once i on v
             np.fill_diagonal(after_v, 0.0)
-            first = self._penalised(best_v, pen)
+            first = penalised(best_v, pen)
             score = deferred - ((n - 1) * first + after_v.sum(axis=0))
             order = sorted(np.flatnonzero(cand).tolist(), key=lambda q: (-score[q], self.jobs[ids[q]].arrival, ids[q]))
             q = order[0]
@@ -481,7 +367,7 @@ class VMAwareScheduler:
             tab = self._table(held + new, now, windowed=True)
             r = np.arange(len(held))
             nn = np.arange(len(held), len(held) + len(new))
-            beats = self.outranks(tab, nn, r)
+            beats = outranks(tab, nn, r)
         finally:
             for i, iv in saved.items():
                 if iv is not None:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.cura import CuraJob, Rejected, VMAwareScheduler
+from scheduler.cura_costs import deferral_priority, penalty
 from scheduler.cura_profiles import PAPER_PROFILES, PAPER_SIZES, PAPER_VM_TYPES, prices_of
 from scheduler.cura_timeline import Interval, PoolTimeline
 from scheduler.plan import Reservation
@@ -64,8 +65,8 @@ def test_priority_matches_exact_pairwise_costs_on_idle_pools(spec: list[tuple[in
     if len(ids) < 2:
         return
     tab = sched._table(ids, 0.0, windowed=False)
-    got = sched._priority(tab)
-    want = oracle_priority([sched.jobs[i] for i in ids], capacity, sched._penalty(tab))
+    got = deferral_priority(tab)
+    want = oracle_priority([sched.jobs[i] for i in ids], capacity, penalty(tab))
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
 
 
