@@ -50,15 +50,18 @@ def test_servers_needed_finds_the_threshold_of_a_monotone_predicate(threshold: i
 
 def _jobs(n: int, seed: int) -> list[CuraJob]:
     rng = np.random.default_rng(seed)
-    return [CuraJob(i, float(a), float(a + rng.uniform(400, 1500)), PAPER_PROFILES[int(rng.integers(1, 5))].runtime, int(rng.integers(0, 3)))
-            for i, a in enumerate(np.sort(rng.uniform(0, 1000, n)))]
+    arrivals = np.sort(rng.uniform(0, 1000, n))
+    return [
+        CuraJob(i, float(a), float(a + rng.uniform(400, 1500)), PAPER_PROFILES[int(rng.integers(1, 5))].runtime, int(rng.integers(0, 3)))
+        for i, a in enumerate(arrivals)
+    ]
 
 
 def test_per_job_clusters_run_each_job_at_its_own_cheapest_configuration() -> None:
     jobs = _jobs(30, 0)
     run = run_per_job(jobs, PAPER_VM_TYPES, PAPER_SIZES, servers=10_000, boot_s=60.0, framework_start=10.0)
     for job, o in zip(jobs, run.outcomes, strict=True):
-        v, s, rt, cost = cheapest(job, PAPER_VM_TYPES, PAPER_SIZES, 70.0)
+        v, s, rt, _ = cheapest(job, PAPER_VM_TYPES, PAPER_SIZES, 70.0)
         assert (o.vm_type, o.vms, o.start, o.end) == (v, PAPER_SIZES[s], job.arrival, job.arrival + rt)  # no wait with ample servers
         assert o.met
     few = run_per_job(jobs, PAPER_VM_TYPES, PAPER_SIZES, servers=5, boot_s=60.0, framework_start=10.0)
