@@ -5,8 +5,9 @@ each job, its optimal cluster configuration ``C_opt(J)`` -- the lowest-cost
 configuration that meets its deadline when started at its arrival (pool sizes
 ignored) -- and the configuration it actually got. At the end of the window:
 
-* **target pool sizes**: the server cores are split over VM types in
-  proportion to the core-seconds the window's optimal configurations use
+* **target pool sizes**: each VM type first gets the largest cluster the
+  window's optimal configurations on it use, then the remaining server cores
+  are split in proportion to the core-seconds those configurations use
   (``sum k * t_run * vCPUs`` per type), in whole VMs;
 * **estimated benefit** (money): what the window's jobs paid above their
   optimal configurations (``sum cost(actual) - cost(C_opt)``; a job that got
@@ -96,6 +97,7 @@ class ReconfigurationManager:
     def _reset(self, now: float) -> None:
         self.window_start = now
         self.demand = np.zeros(len(self.vm_types))  # core-seconds of optimal configurations per type
+        self.floor = np.zeros(len(self.vm_types), dtype=np.int64)  # largest optimal cluster seen per type, VMs
         self.extra = 0.0
         self.seen = 0
 
@@ -119,21 +121,33 @@ class ReconfigurationManager:
             return
         v, vms, rt, cost = opt
         self.demand[v] += vms * rt * self.vcpus[v]
+        self.floor[v] = max(int(self.floor[v]), vms)
         self.extra += cost if actual_cost is None else max(actual_cost - cost, 0.0)
 
     def target_sizes(self) -> NDArray[np.int64]:
-        """(V,) whole VMs per type splitting the core budget in proportion to the demand."""
+        """(V,) whole VMs per type: first, each demanded type gets the largest cluster
+        its window's optimal configurations use (so none of them is impossible), then
+        the remaining cores are split in proportion to the demand (core-seconds).
+        If the floors alone exceed the budget, the whole budget is split by demand.
+
+        Raises:
+            ValueError: no demand observed.
+        """
         total = float(self.demand.sum())
         if total <= 0:
             raise ValueError("no demand observed")
-        cores = self.core_budget * self.demand / total
-        vms = np.floor(cores / self.vcpus).astype(np.int64)
-        left = self.core_budget - float((vms * self.vcpus).sum())
-        for v in np.argsort(-(cores - vms * self.vcpus)).tolist():  # largest remainders first
+        floor = np.where(self.demand > 0, self.floor, 0)
+        if float(np.dot(floor, self.vcpus)) > self.core_budget:
+            floor = np.zeros_like(floor)
+        rest = self.core_budget - float(np.dot(floor, self.vcpus))
+        cores = rest * self.demand / total
+        vms = floor + np.floor(cores / self.vcpus).astype(np.int64)
+        left = self.core_budget - float(np.dot(vms, self.vcpus))
+        for v in np.argsort(-(cores - np.floor(cores / self.vcpus) * self.vcpus)).tolist():  # largest remainders first
             if self.vcpus[v] <= left and self.demand[v] > 0:
                 vms[v] += 1
                 left -= self.vcpus[v]
-        return vms
+        return np.asarray(vms, dtype=np.int64)
 
     def change_cost(self, before: Sequence[int], after: Sequence[int]) -> float:
         """Money lost to shutting down removed VMs and booting added ones."""

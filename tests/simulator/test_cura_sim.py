@@ -85,3 +85,24 @@ def test_summary_metrics() -> None:
     s = summarise(run.outcomes, PAPER_VM_TYPES, servers=15, cores_per_server=16)
     assert 0 < s.utilisation <= 1 and s.met == pytest.approx(sum(o.met for o in run.outcomes) / 10)
     assert s.per_job_cost == pytest.approx(15 * s.horizon / 10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.floats(100.0, 3000.0)), min_size=1, max_size=12), st.integers(100, 2000))
+def test_target_sizes_keep_the_budget_and_the_largest_optimal_cluster(spec: list[tuple[int, float]], budget: int) -> None:
+    manager = ReconfigurationManager(PAPER_VM_TYPES, budget, framework_start=0.0)
+    floors = np.zeros(3, dtype=int)
+    for i, (t, slack) in enumerate(spec):
+        job = CuraJob(i, 0.0, slack, PAPER_PROFILES[t].runtime)
+        manager.observe(job, PAPER_SIZES, None)
+        opt = manager.optimal(job, PAPER_SIZES)
+        if opt is not None:
+            floors[opt[0]] = max(floors[opt[0]], opt[1])
+    if not floors.any():
+        return
+    target = manager.target_sizes()
+    cores = np.array([2, 4, 8])
+    assert int(target @ cores) <= budget
+    if int(floors @ cores) <= budget:
+        assert (target >= floors).all()
+    assert ((target > 0) <= (floors > 0) | (manager.demand > 0)).all()  # nothing for types nobody asked for
