@@ -89,3 +89,13 @@ def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_po
     sizes, util = charts_pools.pool_figures(series)
     assert sizes["layout"]["xaxis"]["title"]["text"].startswith("simulated time")
     assert util["data"][0]["y"][0] == pytest.approx(30 / 40)
+
+
+def test_staff_patch_pool_settings_through_the_api(staff: User, paper_pools: None, market: Market) -> None:
+    api = APIClient()
+    api.force_authenticate(staff)
+    changed = api.patch("/api/pools/", {"beta": 0.5, "reason": "cheaper changes"}, format="json")
+    assert changed.status_code == 200 and changed.data["settings"]["beta"] == 0.5
+    assert ConfigChange.objects.get(field="pools.beta", reason="cheaper changes").new_value == "0.5"
+    bad = api.patch("/api/pools/", {"beta": -1, "reconf_window_s": 0}, format="json")
+    assert bad.status_code == 400 and set(bad.data) == {"beta", "reconf_window_s"}
