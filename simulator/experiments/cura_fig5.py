@@ -203,8 +203,8 @@ def _pool_figure(run: CuraRun, deadline: float) -> dict[str, Any]:
     samples = run.samples[::step]
     traces = []
     for v, t in enumerate(CURA_VM_TYPES):
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{t.name} pool", "x": [s.time for s in samples],
-                       "y": [s.sizes[v] for s in samples]})
+        traces.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{t.name} pool",
+                       "x": [s.time for s in samples], "y": [s.sizes[v] for s in samples]})
     return figure(f"Cura's pool sizes over time (max deadline {deadline:g} s)", traces,
                   x_title="simulated time (s)", y_title="VMs in the pool")
 
