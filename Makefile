@@ -59,6 +59,7 @@ bench: setup
 	$(BIN)/python bench/bench_deadline.py
 	$(BIN)/python -m bench.bench_era
 	$(BIN)/python bench/bench_fairshare_policies.py
+	$(BIN)/python bench/bench_cura.py --repeat 1
 
 # A bounded loopback load test (bench/load.sh: gunicorn, worker, clock, two 60 s runs of
 # bench/load.py). Use PostgreSQL and Redis for figures that mean something:

@@ -28,6 +28,7 @@ from marketplace.models import (
     ResourceType,
     Tenant,
 )
+from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
 from marketplace.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
 
 
@@ -201,3 +202,20 @@ class ReservationQuoteAdmin(ReadOnlyAdmin):
 @admin.register(ReservationSettings)
 class ReservationSettingsAdmin(ReadOnlyAdmin):  # changes would bypass the audit trail (ConfigChange)
     list_display = ("market", "predictor", "slot_seconds", "horizon_slots", "reserve_price", "list_price", "max_discount")
+
+
+# VM pools (paper 004): read-only here; staff edit them on the audited pools page (views_pools).
+@admin.register(VMInstanceType)
+class VMInstanceTypeAdmin(ReadOnlyAdmin):
+    list_display = ("name", "vcpus", "memory_gb", "price", "market")
+
+
+@admin.register(CuraJob)
+class CuraJobAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "job_type", "status", "vm_type", "vms", "start_s", "end_s", "deadline_s", "cost")
+    list_filter = ("status", "job_type")
+
+
+@admin.register(PoolReconfiguration)
+class PoolReconfigurationAdmin(ReadOnlyAdmin):
+    list_display = ("time_s", "executed", "benefit", "cost", "jobs", "market")

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_reservations
+from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_pools, views_reservations
 from marketplace.auth_views import ThrottledLoginView
 
 urlpatterns = [
@@ -34,6 +34,8 @@ urlpatterns = [
     path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
     path("fairshare/", views_fairshare.fairshare_page, name="fairshare"),
     path("market/settings/twait-explorer.json", views_fairshare.twait_explorer_data, name="twait-explorer"),
+    path("pools/", views_pools.pools_admin, name="pools"),
+    path("cura/jobs/", views_pools.cura_jobs, name="cura-jobs"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

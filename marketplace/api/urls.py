@@ -2,7 +2,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import abacus, deadlines, fairshare, reservations, views
+from marketplace.api import abacus, deadlines, fairshare, pools, reservations, views
 from marketplace.api.auth import TokenView
 
 router = DefaultRouter()
@@ -25,6 +25,8 @@ urlpatterns = [
     path("utility-fits/", abacus.UtilityFitsView.as_view(), name="api-utility-fits"),
     path("utility-fits/adopt/", abacus.UtilityAdoptView.as_view(), name="api-utility-adopt"),
     path("bids/preview/", abacus.BidPreviewView.as_view(), name="api-bid-preview"),
+    path("pools/", pools.PoolsView.as_view(), name="api-pools"),
+    path("cura/jobs/", pools.CuraJobsView.as_view(), name="api-cura-jobs"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

@@ -7,6 +7,7 @@ from marketplace.models.experiments import ExperimentRun
 from marketplace.models.idempotency import IdempotencyKey
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
+from marketplace.models.pools import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.models.queues import Queue, ResourceType
 from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 from marketplace.models.utility import AdoptedUtility
@@ -16,6 +17,7 @@ __all__ = [
     "AdoptedUtility",
     "AllocationSnapshot",
     "ConfigChange",
+    "CuraJob",
     "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",
@@ -25,6 +27,8 @@ __all__ = [
     "LedgerEntry",
     "Market",
     "MarketSample",
+    "PoolReconfiguration",
+    "PoolSettings",
     "PriceSample",
     "Queue",
     "Reservation",
@@ -33,4 +37,6 @@ __all__ = [
     "ResourceType",
     "ShareSample",
     "Tenant",
+    "VMInstanceType",
+    "VMPool",
 ]

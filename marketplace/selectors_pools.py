@@ -1,0 +1,73 @@
+"""Reads of the VM pools (paper 004): pools, their sizes and use over simulated time, reconfigurations, Cura jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from marketplace.models import CuraJob, Market, PoolReconfiguration, Tenant, VMInstanceType
+
+
+def vm_types_of(*, market: Market) -> list[VMInstanceType]:
+    """The market's VM types in pool order, with their pools."""
+    return list(VMInstanceType.objects.filter(market=market).select_related("pool"))
+
+
+def busy_at(*, market: Market, t: float) -> dict[int, int]:
+    """VM type id -> VMs held by Cura jobs running at simulated time t."""
+    out: dict[int, int] = {}
+    for vm_type_id, vms in CuraJob.objects.filter(
+        market=market, status=CuraJob.Status.RESERVED, start_s__lte=t, end_s__gt=t,
+    ).values_list("vm_type_id", "vms"):
+        out[vm_type_id] = out.get(vm_type_id, 0) + vms
+    return out
+
+
+def pool_rows(*, market: Market) -> list[dict[str, Any]]:
+    """One row per pool: type, size, cores, VMs busy now and utilisation now."""
+    busy = busy_at(market=market, t=market.sim_time)
+    rows = []
+    for t in vm_types_of(market=market):
+        used = busy.get(t.pk, 0)
+        rows.append({"type": t, "pool": t.pool, "cores": t.vcpus * t.pool.size, "busy": used,
+                     "utilisation": used / t.pool.size if t.pool.size else 0.0})
+    return rows
+
+
+def pool_series(*, market: Market, types: list[VMInstanceType]) -> dict[str, list[dict[str, Any]]]:
+    """Per VM type name, a step series over simulated time of the pool size and the
+    VMs busy: rows ``{"t": s, "size": VMs, "busy": VMs}`` at every reservation start or
+    end and every executed reconfiguration (sizes before the first come from it)."""
+    recs = list(PoolReconfiguration.objects.filter(market=market, executed=True).order_by("time_s"))
+    jobs = list(CuraJob.objects.filter(market=market, status=CuraJob.Status.RESERVED).values_list("vm_type_id", "vms", "start_s", "end_s"))
+    now = float(market.sim_time)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for t in types:
+        size0 = int(recs[0].before.get(t.name, t.pool.size)) if recs else t.pool.size
+        changes = [(r.time_s, int(r.after.get(t.name, size0))) for r in recs]
+        events: list[tuple[float, int]] = []
+        for vm_type_id, vms, start, end in jobs:
+            if vm_type_id == t.pk:
+                events += [(start, vms), (end, -vms)]
+        times = sorted({0.0, now, *(c for c, _ in changes), *(e for e, _ in events)})
+        rows, size, busy, ci, ev = [], size0, 0, 0, sorted(events)
+        k = 0
+        for time in times:
+            while ci < len(changes) and changes[ci][0] <= time:
+                size = changes[ci][1]
+                ci += 1
+            while k < len(ev) and ev[k][0] <= time:
+                busy += ev[k][1]
+                k += 1
+            rows.append({"t": time, "size": size, "busy": busy})
+        out[t.name] = rows
+    return out
+
+
+def reconfigurations(*, market: Market) -> QuerySet[PoolReconfiguration]:
+    return PoolReconfiguration.objects.filter(market=market)
+
+
+def cura_jobs_of(*, tenant: Tenant) -> QuerySet[CuraJob]:
+    return CuraJob.objects.filter(tenant=tenant).select_related("vm_type")

@@ -1,0 +1,78 @@
+"""Cura in a real browser: staff create the VM pools, a tenant submits jobs with a deadline only
+and sees the configuration chosen, a deadline no configuration meets is refused with the earliest
+one that works, and the pools page draws its charts.
+
+Same pattern and skip/fail rule as ``test_bid_flow`` (Debian's Chromium through playwright).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+
+from marketplace.models import Queue, Tenant
+from marketplace.services.setup import market_create, tenant_create
+from tests.browser.test_bid_flow import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, chromium_path  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def people(live_server) -> Tenant:  # type: ignore[no-untyped-def]
+    market = market_create(name="cura", resources={"map": 10, "reduce": 5}, hierarchy={"root": 1.0, "root.orga": 1.0})
+    queue = Queue.objects.get(market=market, name="orga")
+    User.objects.create_user("ops", password=PASSWORD, is_staff=True)
+    return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("100"))
+
+
+def _login(page, url: str, user: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{url}/login/")
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+
+
+def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            staff = browser.new_page(viewport={"width": 1300, "height": 1000})
+            errors: list[str] = []
+            staff.on("pageerror", lambda exc: errors.append(str(exc)))
+            _login(staff, live_server.url, "ops")
+            staff.get_by_role("navigation", name="Main").get_by_role("link", name="VM pools").click()
+            staff.get_by_role("button", name="Create the pools of paper 004").click()
+            expect(staff.locator("#pools-table")).to_contain_text("VM-3")
+            staff.get_by_label("Framework start (s)").fill("0")
+            staff.get_by_role("button", name="Save (audited)").click()
+            expect(staff.locator(".messages")).to_contain_text("pools.framework_start_s 10.0 → 0.0")
+
+            tenant = browser.new_page(viewport={"width": 1300, "height": 1000})
+            _login(tenant, live_server.url, "alice")
+            tenant.get_by_role("navigation", name="Main").get_by_role("link", name="Cura jobs").click()
+            tenant.get_by_label("Job (profiled)").select_option("4")
+            tenant.get_by_label("Deadline (simulated s from now)").fill("270")
+            tenant.get_by_role("button", name="Submit").click()
+            expect(tenant.locator(".messages")).to_contain_text("10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s, cost 416.67")
+            expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")
+            tenant.get_by_label("Job (profiled)").select_option("3")
+            tenant.get_by_label("Deadline (simulated s from now)").fill("100")
+            tenant.get_by_role("button", name="Submit").click()
+            expect(tenant.get_by_role("form", name="Submit a job")).to_contain_text("the earliest deadline that works is 258 s from now")
+            tenant.screenshot(path=str(tmp_path / "cura-jobs.png"), full_page=True)
+
+            staff.reload()
+            expect(staff.locator("#pools-table")).to_contain_text("10")  # VM-1 busy now
+            for fig in ("fig-sizes", "fig-util"):
+                expect(staff.locator(f"[data-figure={fig}].js-plotly-plot .main-svg").first).to_be_visible()
+            shot = tmp_path / "pools.png"
+            staff.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+            assert errors == [], errors
+        finally:
+            browser.close()
