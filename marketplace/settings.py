@@ -193,6 +193,15 @@ MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  
 # whose heartbeat is older than EXPERIMENT_STALE_S is marked failed.
 EXPERIMENTS_IN_THREAD = env.bool("EXPERIMENTS_IN_THREAD", default=not REDIS_URL)
 EXPERIMENT_STALE_S = 300.0
+# Simulation lab (services.simulations): one task per configuration on its own
+# queue, acked early (never redelivered, so no relation to the broker's
+# visibility_timeout), killed after SIMULATION_TIME_LIMIT_S; a run refused
+# before it starts when its estimate exceeds SIMULATION_MEMORY_LIMIT_MB (None:
+# half the machine's available memory).
+SIMULATION_TIME_LIMIT_S = env.int("SIMULATION_TIME_LIMIT_S", default=4 * 3600)
+SIMULATION_MEMORY_LIMIT_MB = env.int("SIMULATION_MEMORY_LIMIT_MB", default=0) or None
+SIMULATION_UPLOAD_DIR = BASE_DIR / "var" / "simulation-uploads"
+CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
 MARKET_LEASE_S = 120  # a clearing lease outlives CELERY_TASK_TIME_LIMIT, so a killed worker's lease expires
 
 LOGGING = {

@@ -7,11 +7,13 @@ Tasks import services, never the other way round: services enqueue
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from marketplace.models import Market
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.experiments import experiment_execute, experiment_reap
+from marketplace.services.simulations import simulation_execute
 
 
 @shared_task(name="marketplace.tasks.clear_market_task", ignore_result=True)
@@ -46,3 +48,13 @@ def experiment_run_task(run_id: int) -> str:
 def experiment_reap_task() -> int:
     """Mark runs whose worker died (stale heartbeat) failed (run by beat)."""
     return experiment_reap()
+
+
+@shared_task(
+    name="marketplace.tasks.simulation_run_task", ignore_result=True, acks_late=False, reject_on_worker_lost=False,
+    soft_time_limit=settings.SIMULATION_TIME_LIMIT_S, time_limit=settings.SIMULATION_TIME_LIMIT_S + 60,
+)
+def simulation_run_task(run_id: int) -> str:
+    """Run one configuration of a simulation study (queue ``simulation``; acked on receipt, so
+    never redelivered: a killed worker's run is reaped as failed, see ``services.simulations``)."""
+    return simulation_execute(run_id=run_id)

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_lab
+from marketplace import deadline_pages, views, views_lab, views_simulations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -23,6 +23,13 @@ urlpatterns = [
     path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
     path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
     path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
+    path("lab/simulations/", views_simulations.sim_index, name="sim"),
+    path("lab/simulations/<int:pk>/", views_simulations.sim_study, name="sim-study"),
+    path("lab/simulations/<int:pk>/status.json", views_simulations.sim_study_status, name="sim-study-status"),
+    path("lab/simulations/<int:pk>/cancel/", views_simulations.sim_study_cancel, name="sim-study-cancel"),
+    path("lab/simulations/<int:pk>/summary.csv", views_simulations.sim_study_summary_csv, name="sim-study-csv"),
+    path("lab/simulations/<int:pk>/study.json", views_simulations.sim_study_json, name="sim-study-json"),
+    path("lab/simulations/runs/<int:pk>/jobs.csv", views_simulations.sim_run_jobs_csv, name="sim-run-jobs-csv"),
     path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),

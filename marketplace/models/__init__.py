@@ -7,6 +7,7 @@ from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.simulations import SimulationStudy
 
 __all__ = [
     "Account",
@@ -24,5 +25,6 @@ __all__ = [
     "Queue",
     "ResourceType",
     "ShareSample",
+    "SimulationStudy",
     "Tenant",
 ]
