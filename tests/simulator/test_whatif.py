@@ -58,9 +58,9 @@ def test_the_slice_scaling_and_tenant_mapping_follow_the_spec() -> None:
     assert [j.submit_time for j in fast] == pytest.approx([0.5 * j.submit_time for j in base])
     assert {j.user for j in base} <= {"u0", "u1", "u2"}
     assert len(load_workload(WorkloadSpec(hours=1.0, max_jobs=5))) == 5
-    with pytest.raises(ValueError, match="^capacity: the trace has 2"):
+    with pytest.raises(ValueError, match=r"^capacity: the trace has 2"):
         check_capacity(base, [10])
-    with pytest.raises(ValueError, match="^time_scale"):
+    with pytest.raises(ValueError, match=r"^time_scale"):
         load_workload(WorkloadSpec(time_scale=0.0))
 
 
