@@ -56,6 +56,7 @@ bench: setup
 	$(BIN)/python bench/bench_fifo_simpy.py
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
 	$(BIN)/python bench/bench_deadline.py
+	$(BIN)/python bench/bench_sim_sweep.py --workers 1 2
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
