@@ -24,6 +24,7 @@ from marketplace.charts_simulations import comparison_figures
 from marketplace.forms_simulations import StudyForm
 from marketplace.models import ExperimentRun, SimulationStudy
 from marketplace.services.simulations import simulation_cancel, simulation_gather, simulation_start
+from marketplace.simulation_files import jobs_rows, study_document, summary_rows
 from marketplace.views import _render
 
 ACTIVE = (ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING)
@@ -106,11 +107,7 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("The study has not finished.")
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{pk}-summary.csv"'
-    writer = csv.writer(response)
-    writer.writerow(["configuration", "metric", "mean", "ci95_half_width", "seeds"])
-    for label, metrics in study.summary["estimates"].items():
-        for metric, (mean, half, n) in metrics.items():
-            writer.writerow([label, metric, mean, half, n])
+    csv.writer(response).writerows(summary_rows(study.summary))
     return response
 
 
@@ -119,14 +116,10 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
 def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
     study = get_object_or_404(SimulationStudy, pk=pk)
-    runs = ExperimentRun.objects.filter(study=study).order_by("pk")
-    body = {
-        "study": {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
-                  "vary": study.vary, "live": study.live},
-        "summary": study.summary,
-        "runs": [{"id": r.pk, "label": r.label, "status": r.status, "params": r.params,
-                  **({k: r.result.get(k) for k in ("metrics", "series", "prices")} if r.result else {})} for r in runs],
-    }  # fmt: skip
+    runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
+    settings_ = {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
+                 "vary": study.vary, "live": study.live}  # fmt: skip
+    body = study_document(settings_, study.summary, runs)
     response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="study-{pk}.json"'
     return response
@@ -137,10 +130,7 @@ def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
 def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """A finished run's per-job records as CSV (simulated seconds since the first arrival)."""
     run = get_object_or_404(ExperimentRun, pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
-    cols = run.result["jobs"]
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
-    writer = csv.writer(response)
-    writer.writerow(list(cols))
-    writer.writerows(zip(*cols.values(), strict=True))
+    csv.writer(response).writerows(jobs_rows(run.result["jobs"]))
     return response

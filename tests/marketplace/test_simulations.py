@@ -151,3 +151,31 @@ def test_the_study_page_compares_configurations_and_exports(staff, django_captur
     assert jobs[0][:3] == ["job_id", "tenant", "submit_s"] and len(jobs) - 1 == body["runs"][0]["metrics"]["jobs"]
     status = client.get(reverse("sim-study-status", args=[study.pk])).json()
     assert status["finished"] and [r["status"] for r in status["runs"]] == ["done"] * 3
+
+
+def test_manage_py_simulate_writes_the_pages_files_with_the_same_numbers(staff, tmp_path, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("simulate", "--hours", "0.5", "--tenants", "4", "--capacity", "20", "10", "--vary", "alpha", "--values", "0.2", "0.8",
+                 "--seeds", "0", "--out", str(tmp_path), stdout=out)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1-jobs.csv", "run-2-jobs.csv", "study.json", "summary.csv"]
+    study = _start(staff, django_capture_on_commit_callbacks, vary="alpha", values=[0.2, 0.8], seeds=[0])
+    client = Client()
+    client.force_login(staff)
+    web_summary = client.get(reverse("sim-study-csv", args=[study.pk])).content.decode()
+    assert (tmp_path / "summary.csv").read_bytes().decode() == web_summary
+    first = ExperimentRun.objects.filter(study=study).order_by("pk").first()
+    web_jobs = client.get(reverse("sim-run-jobs-csv", args=[first.pk])).content.decode()
+    assert (tmp_path / "run-1-jobs.csv").read_bytes().decode() == web_jobs
+    doc = json.loads((tmp_path / "study.json").read_text())
+    assert [r["metrics"] for r in doc["runs"]] == [r.result["metrics"] for r in ExperimentRun.objects.filter(study=study).order_by("pk")]
+    assert "alpha=0.2" in out.getvalue()
+
+
+def test_manage_py_simulate_refuses_bad_input_with_the_field(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="capacity"):
+        call_command("simulate", "--capacity", "20", "--out", str(tmp_path))
