@@ -126,3 +126,26 @@ class StudyForm(forms.Form):
             "values": d["values"],
             "seeds": d["seeds"],
         }  # fmt: skip
+
+
+class LiveForm(forms.Form):
+    """"What if, now": replay the live market's recent arrivals under other settings."""
+
+    window_h = forms.FloatField(min_value=0.01, initial=1.0, label="Window", help_text="simulated hours back from the market's clock")
+    vary = forms.ChoiceField(choices=[("alpha", "alpha"), ("t_wait", "T_wait"), ("fairshare", "fair-share policy"),
+                                      ("mechanism", "mechanism"), ("dispatch", "dispatch")], initial="alpha")  # fmt: skip
+    values = forms.CharField(initial="0.8", help_text="comma-separated values; the market's own setting is added as the baseline")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        vary, raw = data.get("vary", ""), str(data.get("values", "") or "")
+        if vary in ("alpha", "t_wait"):
+            try:
+                data["values"] = _floats(raw, vary)
+            except forms.ValidationError as exc:
+                self.add_error("values", exc)
+        else:
+            data["values"] = [x.strip() for x in raw.split(",") if x.strip()]
+        if vary and not data.get("values") and "values" not in self.errors:
+            self.add_error("values", "Give the values to try.")
+        return data

@@ -19,7 +19,7 @@ import itertools
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +69,13 @@ class WorkloadSpec:
     seed: int = 0
 
     def kind(self) -> str:
-        """"swim" or "swf". Raises ValueError on an unknown format."""
-        if self.trace_format in ("swim", "swf"):
+        """"swim", "swf" or "jobs" (a live market's jobs, :func:`load_jobs_doc`). Raises ValueError on an unknown format."""
+        if self.trace_format in ("swim", "swf", "jobs"):
             return self.trace_format
         if self.trace_format != "auto":
-            raise ValueError(f"trace_format: {self.trace_format!r} is not swim, swf or auto")
+            raise ValueError(f"trace_format: {self.trace_format!r} is not swim, swf, jobs or auto")
         name = Path(self.trace).name.lower()
-        return "swf" if name.endswith((".swf", ".swf.gz")) else "swim"
+        return "swf" if name.endswith((".swf", ".swf.gz")) else "jobs" if name.endswith(".json") else "swim"
 
     def check(self) -> None:
         """Raise ValueError (message starts with the field name) on bad values."""
@@ -119,7 +119,9 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
     """
     spec.check()
     path = Path(spec.trace)
-    if spec.kind() == "swim":
+    if spec.kind() == "jobs":
+        jobs = _jobs_window(load_jobs_doc(path)[1], spec)
+    elif spec.kind() == "swim":
         jobs = load_swim(path, rule=SwimRule(), start_hour=spec.start_hour, hours=spec.hours,
                          users=spec.tenants, groups=spec.groups, seed=spec.seed)  # fmt: skip
     else:
@@ -134,6 +136,37 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
     if not jobs:
         raise ValueError("hours: the slice holds no job (pick another start_hour or more hours)")
     return jobs
+
+
+JobsDoc = dict[str, Any]
+
+
+def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
+    """A live market's jobs exported by ``marketplace.adapters.live_workload`` (JSON).
+
+    The document: ``{"tree": {"names", "parent", "weight"}, "capacity": [...],
+    "jobs": [{"job_id", "submit_time", "leaf", "tasks", "task_duration",
+    "budget", "weights", "utility"}]}`` with ``leaf`` a leaf queue's path
+    (the job's ``user``). Raises ValueError on a malformed document.
+    """
+    import json
+
+    try:
+        doc = json.loads(Path(path).read_text())
+        jobs = [TraceJob(int(j["job_id"]), float(j["submit_time"]), str(j["leaf"]), "", tuple(int(t) for t in j["tasks"]),
+                         tuple(float(d) for d in j["task_duration"])) for j in doc["jobs"]]  # fmt: skip
+        QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"trace: {path} is not a market jobs document ({exc})") from None
+    return doc, sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
+
+
+def _jobs_window(jobs: list[TraceJob], spec: WorkloadSpec) -> list[TraceJob]:
+    if not jobs:
+        return []
+    lo = jobs[0].submit_time + 3600.0 * spec.start_hour
+    hi = lo + 3600.0 * spec.hours
+    return [j for j in jobs if lo <= j.submit_time < hi]
 
 
 def queue_tree(tenants: int, groups: int) -> tuple[QueueTree, dict[str, int]]:
@@ -182,8 +215,25 @@ def simulate(
     jobs = load_workload(spec)
     check_capacity(jobs, capacity)
     tree, leaf = queue_tree(spec.tenants, spec.groups)
-    result = run(jobs, tree=tree, leaf_of_user=leaf, capacity=[int(c) for c in capacity], params=config.params(), progress=observer)
+    params = config.params()
+    if spec.kind() == "jobs":  # the live market's tree and each job's own bid
+        doc, _ = load_jobs_doc(spec.trace)
+        tree = QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
+        leaf = {name: pos for pos, name in enumerate(tree.leaf_names)}
+        bids = {int(j["job_id"]): j for j in doc["jobs"]}
+        params = replace(params, budget=lambda j: float(bids[j.job_id]["budget"]), weights=lambda j: bids[j.job_id]["weights"],
+                         utility=lambda j: str(bids[j.job_id]["utility"]))  # fmt: skip
+    result = run(jobs, tree=tree, leaf_of_user=leaf, capacity=[int(c) for c in capacity], params=params, progress=observer)
     return jobs, result
+
+
+def leaf_names(spec: WorkloadSpec) -> list[str]:
+    """The leaf queues of the run's tree, in leaf order (tenant names, or live queue paths)."""
+    if spec.kind() == "jobs":
+        doc, _ = load_jobs_doc(spec.trace)
+        tree = QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
+        return list(tree.leaf_names)
+    return [name.rsplit(".", 1)[1] for name in queue_tree(spec.tenants, spec.groups)[0].leaf_names]
 
 
 def _r(value: float, digits: int = 6) -> float | None:

@@ -236,3 +236,50 @@ def simulation_cancel(*, study_id: int, user: Any) -> int:
         experiment_cancel(run_id=pk, user=user)
     simulation_gather(study_id=study_id)
     return len(ids)
+
+
+def simulation_from_market(
+    *, market: Any, user: Any, window_h: float, vary: str, values: Sequence[Any], seeds: Sequence[int] = (), title: str = ""
+) -> SimulationStudy:
+    """"What if ``vary`` were each of ``values`` over the last ``window_h`` simulated hours?"
+
+    The market's jobs submitted in the window (``adapters.live_workload``:
+    their bids as placed, the queue tree, the capacities) are written as a
+    jobs document and replayed from an empty cluster at the window's start
+    under the market's own settings (the baseline, added to ``values``) and
+    under each value; the study keeps what the live market did with them
+    (``SimulationStudy.live``) so the page can compare. Jobs submitted before
+    the window and still running in it are not replayed.
+
+    Raises:
+        PermissionDenied: neither staff nor a tenant.
+        ValidationError: ``window_h`` not > 0, no job in the window, or see
+            :func:`simulation_plan`.
+    """
+    from pathlib import Path
+
+    from marketplace.adapters import live_workload
+
+    if not window_h > 0:
+        raise ValidationError({"window_h": "The window must be longer than 0 simulated hours."})
+    market.refresh_from_db()
+    doc = live_workload(market, since=max(0.0, market.sim_time - 3600.0 * window_h))
+    if not doc["jobs"]:
+        raise ValidationError({"window_h": f"No job was submitted in the last {window_h:g} simulated hours."})
+    live = doc.pop("live")
+    folder = Path(settings.SIMULATION_UPLOAD_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"live-market{market.pk}-{timezone.now():%Y%m%dT%H%M%S%f}.json"
+    path.write_text(json.dumps(doc))
+    base = {"mechanism": market.mechanism, "fairshare": market.fairshare_policy, "dispatch": market.dispatch_mode,
+            "alpha": float(market.alpha), "t_wait": float(market.t_wait)}  # fmt: skip
+    live_value = base.get(vary)
+    swept = [live_value, *[v for v in values if v != live_value]] if vary in base else list(values)
+    workload = {"trace": str(path), "trace_format": "jobs", "start_hour": 0.0, "hours": window_h + 1.0, "time_scale": 1.0,
+                "tenants": 1, "groups": 1, "max_jobs": 0, "workload_seed": 0}  # fmt: skip
+    live["baseline"] = _label(vary, live_value) if vary in base else ""
+    return simulation_start(
+        title=title or f"What if {vary} were {', '.join(str(v) for v in values)} on {market.name}?",
+        workload=workload, capacity=doc["capacity"], base=base, vary=vary, values=swept, seeds=list(seeds) or [market.pk],
+        user=user, market=market, live=live,
+    )  # fmt: skip

@@ -15,7 +15,7 @@ import math
 import time
 
 from simulator.experiments import Experiment, Params, Progress, Result, figure, register, table
-from simulator.whatif import FB2009, ConfigSpec, WorkloadSpec, compact_result, load_workload, queue_tree, simulate
+from simulator.whatif import FB2009, ConfigSpec, WorkloadSpec, compact_result, leaf_names, load_workload, simulate
 
 WORKLOAD_KEYS = ("trace", "trace_format", "start_hour", "hours", "time_scale", "tenants", "groups", "max_jobs", "workload_seed")
 CONFIG_KEYS = ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "seed", "sample_interval")
@@ -53,8 +53,7 @@ def run(params: Params, progress: Progress) -> Result:
     horizon[0], first[0] = len(jobs_preview), jobs_preview[0].submit_time
     progress(0.0, f"{len(jobs_preview)} jobs loaded")
     jobs, result = simulate(workload, capacity, config, observer)
-    tree, _ = queue_tree(workload.tenants, workload.groups)
-    out = compact_result(jobs, result, [name.rsplit(".", 1)[1] for name in tree.leaf_names])
+    out = compact_result(jobs, result, leaf_names(workload))
     s, mt = out["series"], out["metrics"]
     figures = [
         figure("Utilisation", [{"type": "scatter", "mode": "lines", "name": f"type {j}", "x": s["t"], "y": u}
