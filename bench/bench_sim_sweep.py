@@ -5,7 +5,7 @@ here and a staff user ``bench-sim`` created). For each worker count W it flushes
 Redis db, starts W ``celery worker -Q simulation --concurrency=1`` processes (prefork,
 one child each: W processes working in parallel, as ``docker compose up --scale
 sim-worker=W``), starts one study (``--values`` of alpha x ``--seeds``, FB-2009 hours
-[0, --hours), capacity 20 map + 20 reduce... see ``--capacity``), and times from the
+[0, --hours), ``--capacity`` map and reduce slots, default 20 and 10), and times from the
 enqueue to the gathered table (wall seconds). Prints wall time per W, the speed-up,
 the per-run wall seconds (median) and the machine's load average (the machine is
 shared: other processes compete for the same cores).
