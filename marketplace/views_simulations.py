@@ -50,7 +50,7 @@ def sim_index(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Study #{study.pk}: {study.runs.count()} runs queued.")
                 return redirect("sim-study", pk=study.pk)
         status = 400
-    return _index(request, form, LiveForm(), status)
+    return _index(request, form, LiveForm(prefix="live"), status)
 
 
 def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -> HttpResponse:
@@ -60,7 +60,7 @@ def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -
 
 
 def _live(request: HttpRequest) -> HttpResponse:
-    live = LiveForm(request.POST)
+    live = LiveForm(request.POST, prefix="live")
     market = selectors.market_or_none()
     if market is None:
         live.add_error(None, "There is no live market to start from.")

@@ -51,3 +51,15 @@ def test_an_empty_window_is_refused(market, alice) -> None:  # type: ignore[no-u
     with pytest.raises(ValidationError) as err:
         simulation_from_market(market=market, user=staff, window_h=1.0, vary="alpha", values=[0.8])
     assert "window_h" in err.value.message_dict
+
+
+def test_the_live_form_shows_errors_at_its_fields(market, alice) -> None:  # type: ignore[no-untyped-def]
+    staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(reverse("sim")).content.decode()
+    assert page.count('id="id_vary"') == 1 and 'id="id_live-vary"' in page  # two forms, no clashing ids
+    bad = client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "high"})
+    assert bad.status_code == 400 and "alpha: enter numbers" in bad.content.decode()
+    empty = client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "0.8"})
+    assert empty.status_code == 400 and "No job was submitted in the last 1 simulated hours" in empty.content.decode()
