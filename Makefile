@@ -57,6 +57,7 @@ bench: setup
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
 	$(BIN)/python bench/bench_deadline.py
 	$(BIN)/python bench/bench_sim_sweep.py --workers 1 2
+	$(BIN)/python -m bench.bench_era
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -10,7 +10,21 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from marketplace import selectors
-from marketplace.models import Account, AllocationSnapshot, ConfigChange, Job, JobWork, LedgerEntry, Market, Queue, ResourceType, Tenant
+from marketplace.models import (
+    Account,
+    AllocationSnapshot,
+    ConfigChange,
+    Job,
+    JobWork,
+    LedgerEntry,
+    Market,
+    Queue,
+    Reservation,
+    ReservationQuote,
+    ReservationSettings,
+    ResourceType,
+    Tenant,
+)
 from marketplace.services.config import market_configure, queue_save, resource_capacity_set
 
 
@@ -124,3 +138,19 @@ class AllocationSnapshotAdmin(ReadOnlyAdmin):
         "id", "mechanism", "state_version", "sim_time", "n_jobs", "rounds", "converged", "max_kkt_residual", "solve_ms", "total_ms",
     )
     exclude = ("plan",)
+
+
+@admin.register(Reservation)
+class ReservationAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "resource_type", "units", "start", "end", "price", "job", "source")
+
+
+@admin.register(ReservationQuote)
+class ReservationQuoteAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "resource_type", "units", "duration", "start", "price", "status", "expires_at")
+    exclude = ("offers",)
+
+
+@admin.register(ReservationSettings)
+class ReservationSettingsAdmin(ReadOnlyAdmin):  # changes would bypass the audit trail (ConfigChange)
+    list_display = ("market", "predictor", "slot_seconds", "horizon_slots", "reserve_price", "list_price", "max_discount")

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_lab, views_simulations
+from marketplace import deadline_pages, views, views_lab, views_reservations, views_simulations
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -30,6 +30,11 @@ urlpatterns = [
     path("lab/simulations/<int:pk>/summary.csv", views_simulations.sim_study_summary_csv, name="sim-study-csv"),
     path("lab/simulations/<int:pk>/study.json", views_simulations.sim_study_json, name="sim-study-json"),
     path("lab/simulations/runs/<int:pk>/jobs.csv", views_simulations.sim_run_jobs_csv, name="sim-run-jobs-csv"),
+    path("reservations/", views_reservations.reservation_list, name="reservation-list"),
+    path("reservations/new/", views_reservations.reservation_new, name="reservation-new"),
+    path("reservations/quotes/<int:pk>/", views_reservations.reservation_quote_view, name="reservation-quote"),
+    path("reservations/quotes/<int:pk>/<str:action>/", views_reservations.reservation_quote_action, name="reservation-quote-action"),
+    path("reservations/market/", views_reservations.reservation_market, name="reservation-market"),
     path("deadline/", deadline_pages.deadline_page, name="deadline-quote"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),

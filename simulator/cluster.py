@@ -36,7 +36,7 @@ from scheduler.plan import Plan, Reservation
 from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
 from simulator import cluster_state, plan_apply, reconfigure
 from simulator.accounting import LeafLedger
-from simulator.engine import ARRIVE, FINISH, EventQueue
+from simulator.engine import ARRIVE, FINISH, WAKE, EventQueue
 from simulator.jobs import JobState, ReportBuilder, as_capacity, validate_spec
 from simulator.placement import LeafPlacement
 from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
@@ -260,6 +260,33 @@ class Cluster:
         now = self.now
         return [r for r in self._reservations if r.resource == j and r.start <= now < r.end]
 
+    def reservations_of(self, j: int) -> list[Reservation]:
+        """Every reservation of type j in the Plan, in force now or to come (sorted by start)."""
+        return [r for r in self._reservations if r.resource == j]
+
+    def drop_reservations(self, job_ids: set[int]) -> None:
+        """Forget the reservations of departed or cancelled jobs now (their units go back
+        to the shared stage before the next Plan arrives)."""
+        self._reservations = tuple(r for r in self._reservations if r.job_id not in job_ids)
+
+    def expire_reservations(self) -> None:
+        """Forget the reservations whose window has closed; a job left with none runs on
+        through the shared stage (late, best effort) instead of waiting for units no
+        stage would give it (its window closed with work left: a capacity cut, or work
+        longer than booked)."""
+        now = self.now
+        kept = tuple(r for r in self._reservations if r.end > now)
+        if len(kept) != len(self._reservations):
+            self._reservations = kept
+            plan_apply.mark_reserved(self, frozenset(r.job_id for r in kept))
+
+    def running_batches(self, j: int) -> list[tuple[float, int, int, bool]]:
+        """``(finish time, units, job id, shared)`` of every running batch of type j
+        (the reservation look-ahead, ``simulator.lookahead``)."""
+        return [
+            (t, int(p[4]), int(p[1]), bool(p[5])) for t, _, _, p in self._events if p[0] == FINISH and int(p[2]) == j
+        ]
+
     def shared_demanding(self, j: int) -> NDArray[np.bool_]:
         """(L,) leaves with pending tasks of type j the shared stage may start."""
         out: NDArray[np.bool_] = (self._ledger.eligible[:, j] - self._reserved_eligible[:, j]) > 0
@@ -356,6 +383,8 @@ class Cluster:
         if payload[0] == FINISH:
             _, job_id, j, key, units, shared = payload
             self._finish_batch(self._jobs[int(job_id)], int(j), int(key), int(units), int(shared))
+        elif payload[0] == WAKE:
+            pass  # a reservation window opens or closes: the dispatch after this time hands out slots
         else:
             self._activate(self._jobs[int(payload[1])])
 

@@ -17,7 +17,9 @@ Event = tuple[float, int, int, Any]
 
 # Event kinds double as priorities: completions at time t free their slots
 # before jobs arriving at t are activated; both before slots are handed out.
-FINISH, ARRIVE = 0, 1
+# WAKE only makes the cluster hand out free slots at its time (a reservation's
+# window opens or closes there, paper 001 Alg. 1).
+FINISH, ARRIVE, WAKE = 0, 1, 2
 
 
 class EventQueue:

@@ -190,6 +190,7 @@ class MarketEngine:
         self._books: dict[int, _Books] = {}
         self._shares = ShareIntegrals(cluster.m)
         self._booked: list[Reservation] = []
+        self._booked_price: dict[int, float] = {}  # job id -> its fixed price
         self.plan_id: int | None = None  # the stored Plan in force (live market)
 
     @classmethod
@@ -223,8 +224,10 @@ class MarketEngine:
         if len(bid.weights) != self.m:
             raise ValueError(f"job {spec.job_id}: weights need {self.m} entries")
         self.cluster.submit(spec)
-        rule = budget_payment(bid.budget, bid.min_utility)
-        self._books[spec.job_id] = _Books(bid, rule, max(spec.submit_time, self.now), self._shares.add(self.now))
+        price = self._booked_price.get(spec.job_id)
+        rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
+        arrival = max(spec.submit_time, self.now)
+        self._books[spec.job_id] = _Books(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -235,6 +238,15 @@ class MarketEngine:
         """
         self.cluster.cancel(job_id)
         self._forget(job_id)
+        self._unbook({job_id})
+
+    def _unbook(self, job_ids: set[int]) -> None:
+        """Drop the bookings of departed or cancelled jobs (an early finish frees its units)."""
+        if job_ids:
+            self._booked = [r for r in self._booked if r.job_id not in job_ids]
+            for job in job_ids:
+                self._booked_price.pop(job, None)
+            self.cluster.drop_reservations(job_ids)
 
     def _forget(self, job_id: int) -> None:
         """Drop a departed or cancelled job's records."""
@@ -257,11 +269,23 @@ class MarketEngine:
     def book(self, reservation: Reservation, price: float) -> None:
         """Hold a reservation at a price fixed now (the plug for ERA, deadline
         bookings and Cura): it joins every Plan the engine applies, and the
-        price is charged at acceptance."""
+        job's payment rule is ``fixed(price)`` from now on, whatever later
+        Plans say (paper 001 Sec. 2.3.1: the payment is fixed at reservation
+        time). The price is paid by whoever booked it, at acceptance (the live
+        market through its ledger), so the engine reports no charge for it.
+        The job may be submitted before or after the booking. ``price`` is the
+        job's whole fixed price: a job with several reservations (one per
+        resource type) is booked once per reservation with that same total.
+        """
         self._booked.append(reservation)
+        self._booked_price[reservation.job_id] = float(price)
         books = self._books.get(reservation.job_id)
         if books is not None:
-            books.rule = PaymentRule.fixed(price)
+            books.rule, books.accepted = PaymentRule.fixed(price), True
+
+    def booked(self) -> tuple[Reservation, ...]:
+        """The reservations booked and not yet departed."""
+        return tuple(self._booked)
 
     def knows(self, job_id: int) -> bool:
         """True for a job the engine holds (arrived or announced, not departed)."""
@@ -294,6 +318,8 @@ class MarketEngine:
                 b = self._books[spec.job_id]
                 rows.append((spec.job_id, spec.leaf, b.bid, job.demand(), b.sub_budget))
         for spec, bid in extra:
+            if spec.job_id in reserved:
+                continue
             rows.append((spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None))
         if warm is not None:
             newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
@@ -311,16 +337,32 @@ class MarketEngine:
             weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
             utility=tuple(r[2].utility for r in rows),
             demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
-            capacity=self.cluster.capacity.astype(np.float64),
+            capacity=self._auction_capacity(),
             alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
             warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
             min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
         )
 
+    def _auction_capacity(self) -> NDArray[np.float64]:
+        """(m,) units the auction sells now: the capacity less the units of bookings in
+        force (paper 001: reserved units are taken out for their window), at least 1 per
+        type (the implied price divides by it)."""
+        capacity = self.cluster.capacity.astype(np.float64)
+        now = self.now
+        for r in self._booked:
+            if r.start <= now < r.end and r.resource < capacity.shape[0]:
+                capacity[r.resource] -= r.units
+        return np.maximum(capacity, 1.0)
+
     def clear(self) -> tuple[Plan, list[Charge]]:
         """Clear the market now with its mechanism and apply the Plan (offline loop)."""
-        plan = MECHANISMS.build(self.config.mechanism).clear(self.snapshot())
+        plan = self.with_bookings(MECHANISMS.build(self.config.mechanism).clear(self.snapshot()))
         return plan, self.apply_plan(plan)
+
+    def with_bookings(self, plan: Plan) -> Plan:
+        """``plan`` listing the engine's bookings among its reservations (every admitted
+        reservation is in the Plan; ``apply_plan`` adds them anyway, without duplicates)."""
+        return _with_reservations(plan, tuple(self._booked)) if self._booked else plan
 
     def apply_plan(self, plan: Plan, plan_id: int | None = None) -> list[Charge]:
         """Make ``plan`` the one in force (its shares, reservations and payment
@@ -354,8 +396,8 @@ class MarketEngine:
         charges = []
         for job_id, rule in plan.payments.items():
             books = self._books.get(job_id)
-            if books is None:
-                continue
+            if books is None or job_id in self._booked_price:
+                continue  # gone, or booked: its fixed price stands
             books.rule = rule
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
@@ -378,7 +420,11 @@ class MarketEngine:
             if amount > 0:
                 charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
             self._forget(done.job_id)
-        self._booked = [r for r in self._booked if r.job_id in self._books]
+        if self._booked:
+            self._unbook({d.job_id for d in report.finished})
+            if any(r.end <= self.now for r in self._booked):  # windows closed with work left
+                self._booked = [r for r in self._booked if r.end > self.now]  # the fixed prices stand
+                self.cluster.expire_reservations()
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
             report.started_tasks, report.finished_tasks, report.first_starts,
@@ -434,6 +480,7 @@ class MarketEngine:
             "config": [c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait)],
             "books": books,
             "booked": [r.to_list() for r in self._booked],
+            "booked_prices": [[job, price] for job, price in self._booked_price.items()],
             "plan_id": self.plan_id,
             "cluster": self.cluster.to_state(),
         }
@@ -460,9 +507,11 @@ class MarketEngine:
                 None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
             )
         engine._booked = [Reservation.from_list(row) for row in state["booked"]]
+        engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}
         engine.plan_id = state["plan_id"]
         return engine
 
 
 def _with_reservations(plan: Plan, booked: tuple[Reservation, ...]) -> Plan:
-    return replace(plan, reservations=tuple(plan.reservations) + booked)
+    """``plan`` with ``booked`` added to its reservations, each reservation once."""
+    return replace(plan, reservations=tuple(dict.fromkeys(tuple(plan.reservations) + booked)))

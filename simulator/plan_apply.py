@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.plan import Plan
+from simulator.engine import WAKE
 
 if TYPE_CHECKING:
     from simulator.cluster import Cluster
@@ -66,7 +67,18 @@ def set_plan(cluster: Cluster, plan: Plan) -> None:
     had_reservations = bool(cluster._reservations)  # only jobs they name can be marked reserved
     cluster._reservations = tuple(sorted(plan.reservations, key=lambda r: (r.start, r.job_id, r.resource)))
     if had_reservations or cluster._reservations:
-        _mark_reserved(cluster, plan.reserved_jobs())
+        mark_reserved(cluster, plan.reserved_jobs())
+        _wake_at_windows(cluster)
+
+
+def _wake_at_windows(cluster: Cluster) -> None:
+    """One WAKE event at every future start and end of a reservation window, so
+    reserved units are handed out when a window opens (not at the next completion)
+    and given back to the shared stage when it closes."""
+    cluster._events.remove_if(lambda p: p[0] == WAKE)
+    now = cluster.now
+    for t in sorted({x for r in cluster._reservations for x in (r.start, r.end) if x > now}):
+        cluster._events.push(t, WAKE, [WAKE])
 
 def _set_share_matrix(cluster: Cluster, job_ids: list[int], shares: NDArray[np.float64]) -> None:
     """:meth:`set_shares` for a validated (n, m) matrix: one copy, rows as views."""
@@ -74,7 +86,8 @@ def _set_share_matrix(cluster: Cluster, job_ids: list[int], shares: NDArray[np.f
     jobs = cluster._jobs
     cluster.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
 
-def _mark_reserved(cluster: Cluster, reserved: frozenset[int]) -> None:
+def mark_reserved(cluster: Cluster, reserved: frozenset[int]) -> None:
+    """Jobs in ``reserved`` run only through their reservations; the others through the shared stage."""
     changed = False
     for job in cluster._jobs.values():
         flag = job.job_id in reserved

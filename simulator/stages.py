@@ -11,7 +11,11 @@ units it leaves (``hand_out``):
 2. :class:`SharedStage` -- the rest, unit by unit: the fair-share policy
    across queues picks the leaf queue (MLRF / LTRF / H-LTRF, paper 002
    Algs. 1-2, or FIFO), then the shares inside the queue pick the job (Abacus,
-   paper 000 Sec. 3, through ``scheduler.dispatch``).
+   paper 000 Sec. 3, through ``scheduler.dispatch``). With known task
+   durations it first leaves free the units a reservation opening before its
+   tasks would end needs (``simulator.lookahead``).
+3. ``EarlyStartStage`` (``simulator.lookahead``) -- reserved jobs whose
+   window has not opened yet may use units left idle (Rayon, paper 001 Sec. 4).
 
 A later mechanism adds a stage (for example Cura's VM pools) instead of
 editing ``Cluster``. Stages call the cluster's ``start_tasks``, which starts a
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from scheduler.fairshare import FifoAllocator
+from simulator.lookahead import EarlyStartStage, shared_limit
 
 if TYPE_CHECKING:
     from simulator.cluster import Cluster
@@ -87,6 +92,11 @@ class SharedStage:
     name = "shared"
 
     def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+        # look-ahead: units a reservation will need before a task started now would end stay free
+        held = free - shared_limit(cluster, j, free)
+        return self._hand_out(cluster, j, free - held) + held
+
+    def _hand_out(self, cluster: Cluster, j: int, free: int) -> int:
         allocator = cluster.allocator(j)
         if isinstance(allocator, FifoAllocator):
             return _oldest_first(cluster, allocator, j, free)
@@ -139,5 +149,6 @@ def _oldest_first(cluster: Cluster, allocator: FifoAllocator, j: int, free: int)
 
 
 def default_stages() -> list[DispatchStage]:
-    """The market's pipeline: reservations first, then the shared capacity."""
-    return [ReservationStage(), SharedStage()]
+    """The market's pipeline: reservations first, then the shared capacity, then
+    reserved jobs running ahead of their windows on units left idle."""
+    return [ReservationStage(), SharedStage(), EarlyStartStage()]

@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import deadlines, views
+from marketplace.api import deadlines, reservations, views
 
 router = DefaultRouter()
 router.register("jobs", views.JobViewSet, basename="api-job")
@@ -23,4 +23,13 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("reservations/", reservations.ReservationListView.as_view(), name="api-reservations"),
+    path("reservations/quotes/", reservations.QuoteListView.as_view(), name="api-quotes"),
+    path("reservations/quotes/<int:pk>/", reservations.QuoteDetailView.as_view(), name="api-quote"),
+    path("reservations/quotes/<int:pk>/accept/", reservations.QuoteAcceptView.as_view(), name="api-quote-accept"),
+    path("reservations/quotes/<int:pk>/decline/", reservations.QuoteDeclineView.as_view(), name="api-quote-decline"),
+    path("reservations/request/", reservations.RequestView.as_view(), name="api-reservation-request"),
+    path("reservations/prices/", reservations.PriceCurveView.as_view(), name="api-reservation-prices"),
+    path("cluster/allocation/", reservations.ClusterAllocationView.as_view(), name="api-cluster-allocation"),
+    path("cluster/update/", reservations.ClusterUpdateView.as_view(), name="api-cluster-update"),
 ]

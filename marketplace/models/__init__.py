@@ -7,6 +7,7 @@ from marketplace.models.experiments import ExperimentRun
 from marketplace.models.jobs import Job, JobWork
 from marketplace.models.market import ConfigChange, Market
 from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 from marketplace.models.simulations import SimulationStudy
 
 __all__ = [
@@ -23,6 +24,9 @@ __all__ = [
     "MarketSample",
     "PriceSample",
     "Queue",
+    "Reservation",
+    "ReservationQuote",
+    "ReservationSettings",
     "ResourceType",
     "ShareSample",
     "SimulationStudy",

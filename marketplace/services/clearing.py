@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
-from marketplace import adapters
+from marketplace import adapters, reservation_adapters
 from marketplace.models import AllocationSnapshot, Market, PriceSample, ResourceType
 from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
@@ -92,6 +92,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
         active_ids = rows.active_job_ids(market_id=market_id)
         new = [pk for pk in active_ids if not engine.knows(pk)]
+        new = sorted(set(new) - reservation_adapters.reserved_job_ids(new))  # reserved jobs never join the auction
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
         gone = [job for job in engine.known_jobs() if job not in active_ids]
     newer = None

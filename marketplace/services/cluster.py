@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from marketplace import adapters
+from marketplace import adapters, reservation_adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
 from marketplace.services import rows
 from marketplace.services.clearing import plan_store
@@ -70,6 +70,8 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     new = [pk for pk in active if not engine.knows(pk)]
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
+    for booking, price in reservation_adapters.engine_bookings_missing(market, engine, context.types):
+        engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
@@ -176,6 +178,7 @@ def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> 
         solve_ms = (time.perf_counter() - ts) * 1000.0
     else:
         plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
     plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
     market.cleared_version = market.state_version
     market.clearings += 1

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from marketplace import adapters
 from marketplace.models import DeadlineBooking, Job, JobWork, Market, ResourceType, Tenant
+from marketplace.models.reservations import Reservation as EraReservation
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
 from marketplace.services.ledger import MONEY_QUANTUM, job_charge, job_hold, money
 from marketplace.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
@@ -197,8 +198,8 @@ def unit_prices(*, market: Market, types: Sequence[ResourceType]) -> tuple[NDArr
 
 
 def reserved_units(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> NDArray[np.int64]:
-    """Most units of each type promised to deadline bookings of active jobs at any
-    time in [start, end) (a sweep over the bookings' windows)."""
+    """Most units of each type promised to deadline bookings and ERA reservations of active
+    jobs at any time in [start, end) (a sweep over the bookings' windows)."""
     m = len(types)
     events: list[tuple[float, int, list[int]]] = []
     for b_start, b_end, slots in DeadlineBooking.objects.filter(
@@ -206,6 +207,15 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
     ).values_list("sim_start", "sim_end", "slots"):
         events.append((max(b_start, start), 1, slots))
         events.append((b_end, -1, slots))
+    column = {t.pk: j for j, t in enumerate(types)}
+    for type_id, units, r_start, r_end in EraReservation.objects.filter(  # ERA reservations (paper 001) hold units too
+        market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
+    ).values_list("resource_type_id", "units", "start", "end"):
+        if type_id in column:
+            one = [0] * m
+            one[column[type_id]] = int(units)
+            events.append((max(r_start, start), 1, one))
+            events.append((r_end, -1, one))
     level, peak = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     for _, sign, slots in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
         level += sign * np.asarray(slots[:m] + [0] * (m - len(slots)), dtype=np.int64)

@@ -61,10 +61,10 @@ def run(params: Params, progress: Progress) -> Result:
             [
                 policy,
                 summary["finished"],
-                finite(summary["mean_response_s"]),
-                finite(summary["p95_response_s"]),
-                finite(summary["mean_utilisation"]),
-                finite(float(sum(summary["sharing_loss"]))),
+                finite(summary["mean_response_s"], 1),
+                finite(summary["p95_response_s"], 1),
+                finite(summary["mean_utilisation"], 3),
+                finite(float(sum(summary["sharing_loss"])), 3),
             ]
         )
     progress(1.0, "done")

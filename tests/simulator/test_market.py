@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scheduler.fairshare import QueueTree
 from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation, empty_plan
 from scheduler.registry import UnknownName
+from simulator.lookahead import EarlyStartStage
 from simulator.market import Bid, MarketConfig, MarketEngine
 from simulator.records import JobSpec
 from simulator.stages import ReservationStage, SharedStage
@@ -35,8 +36,8 @@ def plan_with(job_ids: list[int], m: int = 1, *, reservations: tuple[Reservation
 
 def test_the_pipeline_is_reservations_then_shared_capacity() -> None:
     stages = engine().cluster.stages
-    assert [type(s) for s in stages] == [ReservationStage, SharedStage]
-    assert [s.name for s in stages] == ["reservations", "shared"]
+    assert [type(s) for s in stages] == [ReservationStage, SharedStage, EarlyStartStage]
+    assert [s.name for s in stages] == ["reservations", "shared", "early_start"]
 
 
 def test_a_reservation_holds_8_units_for_job_17_from_600_to_900() -> None:

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0004_deadlines'),
+        ('marketplace', '0005_reservations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,82 @@
+"""Browser: a tenant asks for a quote, reads the price chart, accepts, and finds the booking
+(ERA, paper 001; the pattern and the skip/fail rule of ``test_bid_flow.py``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal
+
+import pytest
+
+from marketplace.models import Queue, Reservation, Tenant
+from marketplace.services.setup import market_create, tenant_create
+from tests.browser.test_bid_flow import CHROMIUM, CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    if not CHROMIUM.exists():  # the rule of test_bid_flow.py: skip locally, fail on CI
+        reason = f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run browser tests"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (CI is set, so this is a failure)")
+        pytest.skip(reason)
+    return str(CHROMIUM)
+
+
+@pytest.fixture
+def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
+    market = market_create(name="browser", resources={"map": 10, "reduce": 5}, hierarchy={"root": 1.0, "root.orga": 1.0})
+    queue = Queue.objects.get(market=market, name="orga")
+    return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("1000"))
+
+
+def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{live_server.url}/login/")
+            page.get_by_label("Username").fill("alice")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            nav = page.get_by_role("navigation", name="Main")
+
+            # A bad window first: a field error, nothing quoted.
+            nav.get_by_role("link", name="Reserve", exact=True).click()
+            page.get_by_label("Units (W)").fill("4")
+            page.get_by_label("Duration T (simulated s)").fill("600")
+            page.get_by_label("Window end D (simulated s)").fill("0")
+            page.get_by_role("button", name="Get a quote").click()
+            expect(page.locator(".errorlist")).to_contain_text("empty or inverted")
+
+            # A good one: the quote page with its chart, the cheapest start starred.
+            page.get_by_label("Window end D (simulated s)").fill("3600")
+            page.get_by_role("button", name="Get a quote").click()
+            expect(page).to_have_url(re.compile(r"/reservations/quotes/\d+/$"))
+            expect(page.locator("[data-figure=fig-quote].js-plotly-plot .main-svg").first).to_be_visible()
+            expect(page.locator(".legendtext", has_text="Cheapest (quoted)")).to_be_visible()
+            page.screenshot(path=str(tmp_path / "quote.png"), full_page=True)
+
+            # Accept: paid now, listed under My reservations.
+            page.get_by_role("button", name=re.compile("Accept and pay")).click()
+            expect(page).to_have_url(f"{live_server.url}/reservations/")
+            expect(page.locator(".messages")).to_contain_text("Reserved: 4 map units")
+            expect(page.locator("table").first).to_contain_text("[0, 3600)")
+
+            # The public market page draws its three charts.
+            nav.get_by_role("link", name="Reservation market").click()
+            for fig in ("fig-prices", "fig-capacity", "fig-revenue"):
+                expect(page.locator(f"[data-figure={fig}].js-plotly-plot .main-svg").first).to_be_visible()
+            assert errors == [], errors
+        finally:
+            browser.close()
+    assert Reservation.objects.filter(tenant=tenant, units=4).exists()
