@@ -362,6 +362,7 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
         "revenue": _r(float(charge_amounts.sum())),
         "mean_price": [_r(float(result.prices[:, j].mean())) if len(result.prices) else None for j in range(m)],
         "sharing_loss": _r(float(np.sum(result.final.loss))),
+        "worst_sharing_loss": _r(min((float(np.sum(smp.loss)) for smp in samples), default=0.0)),
         "sharing_benefit": _r(float(np.sum(result.final.benefit))),
         "min_rho": _r(float(np.nanmin(rho_mean[-1]))) if len(rho) and np.isfinite(rho_mean[-1]).any() else None,
         "clearings": result.clearings,

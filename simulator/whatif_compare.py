@@ -26,7 +26,8 @@ SUMMARY_METRICS: tuple[tuple[str, str, int | None], ...] = (
     ("mean_utilisation", "utilisation type 1", 1),
     ("revenue", "revenue (money)", None),
     ("mean_price", "mean price type 0 (money/slot)", 0),
-    ("sharing_loss", "sharing loss Ω", None),
+    ("sharing_loss", "sharing loss Ω at the end", None),
+    ("worst_sharing_loss", "worst sharing loss Ω", None),
     ("min_rho", "min fairness degree rho", None),
 )
 

@@ -117,3 +117,8 @@ def test_a_stored_result_stays_within_the_point_budget() -> None:
     lengths = [len(out["series"]["t"]), *(len(u) for u in out["series"]["utilisation"]), *(len(x) for x in out["prices"]["t"])]
     assert max(lengths) <= min(2 * MAX_SERIES_POINTS, MAX_POINTS_PER_TRACE)
     assert len(out["series"]["running_jobs"]) == len(out["series"]["t"]) and len(out["jobs"]["job_id"]) == len(jobs)
+    # the worst loss is over every sample, not only the plotted ones, and never above the final one
+    worst = min(float(np.sum(s.loss)) for s in result.samples)
+    assert out["metrics"]["worst_sharing_loss"] == pytest.approx(worst, abs=1e-6)
+    assert out["metrics"]["worst_sharing_loss"] <= out["metrics"]["sharing_loss"] + 1e-9
+    assert out["metrics"]["worst_sharing_loss"] <= min(v for v in out["series"]["loss"] if v is not None) + 1e-3
