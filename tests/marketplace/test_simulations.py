@@ -179,3 +179,14 @@ def test_manage_py_simulate_refuses_bad_input_with_the_field(tmp_path) -> None: 
 
     with pytest.raises(CommandError, match="capacity"):
         call_command("simulate", "--capacity", "20", "--out", str(tmp_path))
+
+
+def test_the_run_task_is_acked_on_receipt_routed_to_its_queue_and_time_limited(settings) -> None:  # type: ignore[no-untyped-def]
+    # a late ack would let Redis redeliver a run longer than the visibility timeout to a second worker
+    from marketplace.celery import app
+    from marketplace.tasks import simulation_run_task
+
+    assert simulation_run_task.acks_late is False and simulation_run_task.reject_on_worker_lost is False
+    assert app.amqp.router.route({}, simulation_run_task.name)["queue"].name == svc.SIMULATION_QUEUE
+    assert simulation_run_task.soft_time_limit == settings.SIMULATION_TIME_LIMIT_S < simulation_run_task.time_limit
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] < settings.SIMULATION_TIME_LIMIT_S
