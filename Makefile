@@ -57,6 +57,7 @@ bench: setup
 	$(BIN)/python bench/bench_fifo_simpy.py
 	$(BIN)/python bench/bench_clearing.py --jobs 10 100 1000
 	$(BIN)/python bench/bench_deadline.py
+	$(BIN)/python bench/bench_sim_sweep.py --workers 1 2
 	$(BIN)/python -m bench.bench_era
 	$(BIN)/python bench/bench_fairshare_policies.py
 	$(BIN)/python bench/bench_cura.py --repeat 1

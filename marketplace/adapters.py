@@ -7,6 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from marketplace.models import AllocationSnapshot, Job, JobWork, Market, Queue, ResourceType
 from marketplace.models.queues import dotted_paths
@@ -175,3 +176,32 @@ def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
     )
     leaves = {str(k): k for k in range(len(tree_map.leaf_queue_ids))}
     return run(jobs, tree=tree_map.tree, leaf_of_user=leaves, capacity=[t.capacity for t in types], params=params)
+
+
+def live_workload(market: Market, since: float) -> dict[str, Any]:
+    """The market's jobs submitted at simulated time >= ``since`` as a jobs document for the
+    simulation lab (``simulator.whatif.load_jobs_doc``): the queue tree, capacities and each
+    job's bid as placed (as :func:`offline_replay` replays them), plus ``live``: what the
+    market did with them (per finished job its response time, simulated s; the revenue).
+    """
+    ids = list(Job.objects.filter(market=market, sim_submit_time__gte=since).order_by("pk").values_list("pk", flat=True))
+    tree_map = queue_tree(market)
+    types = resource_types(market)
+    names = tree_map.tree.leaf_names
+    jobs = [
+        {"job_id": spec.job_id, "submit_time": spec.submit_time, "leaf": names[spec.leaf], "tasks": list(spec.tasks),
+         "task_duration": list(spec.task_duration), "budget": bid.budget, "weights": list(bid.weights), "utility": bid.utility}
+        for spec, bid in job_specs(ids, types, tree_map, now=-math.inf)
+    ]  # fmt: skip
+    rows = Job.objects.filter(pk__in=ids).values_list("pk", "sim_submit_time", "sim_finish_time", "charged")
+    response = {str(pk): f - s for pk, s, f, _ in rows if f is not None}
+    tree = tree_map.tree
+    live = {"since": since, "until": market.sim_time, "jobs": len(ids), "finished": len(response), "response_s": response,
+            "revenue": float(sum(c for *_, c in rows))}  # fmt: skip
+    return {
+        "tree": {"names": list(tree.names), "parent": list(tree.parent), "weight": list(tree.weight)},
+        "capacity": [t.capacity for t in types],
+        "types": [t.name for t in types],
+        "jobs": jobs,
+        "live": live,
+    }

@@ -269,6 +269,15 @@ MARKET_LEASE_S = env.float("MARKET_LEASE_S", default=4.0)
 MARKET_SWEEP_S = env.float("MARKET_SWEEP_S", default=1.5)
 MARKET_STALENESS_BOUND_S = 10.0
 MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # fault injection for the crash tests only
+# Simulation lab (services.simulations): one task per configuration on its own
+# queue, acked early (never redelivered, so no relation to the broker's
+# visibility_timeout), killed after SIMULATION_TIME_LIMIT_S; a run refused
+# before it starts when its estimate exceeds SIMULATION_MEMORY_LIMIT_MB (None:
+# half the machine's available memory).
+SIMULATION_TIME_LIMIT_S = env.int("SIMULATION_TIME_LIMIT_S", default=4 * 3600)
+SIMULATION_MEMORY_LIMIT_MB = env.int("SIMULATION_MEMORY_LIMIT_MB", default=0) or None
+SIMULATION_UPLOAD_DIR = BASE_DIR / "var" / "simulation-uploads"
+CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
 
 LOGGING = {
     "version": 1,

@@ -7,12 +7,14 @@ Tasks import services, never the other way round: services enqueue
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from marketplace.models import Market
 from marketplace.resilience import publish_task
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.experiments import experiment_execute, experiment_reap
+from marketplace.services.simulations import simulation_execute
 from marketplace.services.sweeper import market_sweep
 
 
@@ -55,3 +57,13 @@ def sweep_markets_task() -> int:
     """Clear markets left behind (lost trigger, dead worker's lease); run by beat every
     ``MARKET_SWEEP_S`` seconds. Returns how many markets it cleared."""
     return market_sweep().cleared
+
+
+@shared_task(
+    name="marketplace.tasks.simulation_run_task", ignore_result=True, acks_late=False, reject_on_worker_lost=False,
+    soft_time_limit=settings.SIMULATION_TIME_LIMIT_S, time_limit=settings.SIMULATION_TIME_LIMIT_S + 60,
+)
+def simulation_run_task(run_id: int) -> str:
+    """Run one configuration of a simulation study (queue ``simulation``; acked on receipt, so
+    never redelivered: a killed worker's run is reaped as failed, see ``services.simulations``)."""
+    return simulation_execute(run_id=run_id)

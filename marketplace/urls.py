@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_pools, views_reservations
+from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_pools, views_reservations, views_simulations
 from marketplace.auth_views import ThrottledLoginView
 
 urlpatterns = [
@@ -26,6 +26,13 @@ urlpatterns = [
     path("lab/runs/<int:pk>/cancel/", views_lab.lab_run_cancel, name="lab-run-cancel"),
     path("lab/runs/<int:pk>/result.json", views_lab.lab_run_json, name="lab-run-json"),
     path("lab/runs/<int:pk>/table/<int:index>.csv", views_lab.lab_run_table_csv, name="lab-run-table-csv"),
+    path("lab/simulations/", views_simulations.sim_index, name="sim"),
+    path("lab/simulations/<int:pk>/", views_simulations.sim_study, name="sim-study"),
+    path("lab/simulations/<int:pk>/status.json", views_simulations.sim_study_status, name="sim-study-status"),
+    path("lab/simulations/<int:pk>/cancel/", views_simulations.sim_study_cancel, name="sim-study-cancel"),
+    path("lab/simulations/<int:pk>/summary.csv", views_simulations.sim_study_summary_csv, name="sim-study-csv"),
+    path("lab/simulations/<int:pk>/study.json", views_simulations.sim_study_json, name="sim-study-json"),
+    path("lab/simulations/runs/<int:pk>/jobs.csv", views_simulations.sim_run_jobs_csv, name="sim-run-jobs-csv"),
     path("reservations/", views_reservations.reservation_list, name="reservation-list"),
     path("reservations/new/", views_reservations.reservation_new, name="reservation-new"),
     path("reservations/quotes/<int:pk>/", views_reservations.reservation_quote_view, name="reservation-quote"),

@@ -28,6 +28,7 @@ from simulator.workload import TraceJob
 BudgetFn = Callable[[TraceJob], float]
 WeightsFn = Callable[[TraceJob], Sequence[float]]
 UtilityFn = Callable[[TraceJob], str]
+ProgressFn = Callable[[float, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,7 @@ def run(
     params: MarketParams = MarketParams(),
     until: float | None = None,
     timer: Callable[[], float] | None = None,
+    progress: ProgressFn | None = None,
 ) -> RunResult:
     """Replay ``jobs`` through a market engine, re-clearing the market at every
     arrival and every departure.
@@ -217,6 +219,12 @@ def run(
             has departed (or nothing can run any more).
         timer: optional wall clock (e.g. ``time.perf_counter``) to time the
             clearings; it never influences the run.
+        progress: optional ``progress(now, events, submitted)`` called after
+            every step of the loop with the simulated time reached (s), the
+            events handled so far (arrivals plus departures) and the jobs
+            submitted so far; it only observes (the run's result does not
+            depend on it) and may raise to abort the run (the exception
+            propagates, e.g. a cancelled lab run).
 
     Returns:
         The :class:`RunResult`; the clock starts at the first submit time.
@@ -237,7 +245,7 @@ def run(
         staged=p.staged, known_durations=p.known_durations,
     )
     loop = _Loop(engine, p, _leaf_lookup(leaf_of_user))
-    loop.run(order, math.inf if until is None else max(float(until), start), timer)
+    loop.run(order, math.inf if until is None else max(float(until), start), timer, progress)
     t = loop.tally
     done = {f.job_id for f in t.finished}
     cluster = engine.cluster
@@ -268,15 +276,22 @@ class _Loop:
         self.tally = _Tally()
         self.submitted = 0
 
-    def run(self, order: Sequence[TraceJob], horizon: float, timer: Callable[[], float] | None) -> None:
+    def run(
+        self, order: Sequence[TraceJob], horizon: float, timer: Callable[[], float] | None, progress: ProgressFn | None = None
+    ) -> None:
         engine = self.engine
+        events = 0
         while True:
             arrival = order[self.submitted].submit_time if self.submitted < len(order) else math.inf
             report = engine.step(min(arrival, horizon), stop_on_departure=True)
             self.tally.record(report)
             if report.departures:
                 self._clear(timer)
+            before = self.submitted
             self._submit_due(order, timer)
+            if progress is not None:
+                events += len(report.departures) + self.submitted - before
+                progress(engine.now, events, self.submitted)
             idle = self.submitted == len(order) and engine.cluster.idle()
             if engine.now >= horizon or idle or (math.isinf(arrival) and not report.departures):
                 return

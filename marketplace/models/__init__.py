@@ -10,6 +10,7 @@ from marketplace.models.market import ConfigChange, Market
 from marketplace.models.pools import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.models.queues import Queue, ResourceType
 from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
+from marketplace.models.simulations import SimulationStudy
 from marketplace.models.utility import AdoptedUtility
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ReservationSettings",
     "ResourceType",
     "ShareSample",
+    "SimulationStudy",
     "Tenant",
     "VMInstanceType",
     "VMPool",

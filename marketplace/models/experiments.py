@@ -38,6 +38,11 @@ class ExperimentRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    study = models.ForeignKey(
+        "marketplace.SimulationStudy", null=True, blank=True, on_delete=models.CASCADE, related_name="runs",
+        help_text="The simulation-lab study this run is one configuration of.",
+    )
+    label = models.CharField(max_length=120, blank=True, default="", help_text="The configuration inside its study (without the seed).")
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]

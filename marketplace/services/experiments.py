@@ -66,7 +66,7 @@ def _enqueue(run_id: int) -> None:
 
     try:
         app.tasks[EXPERIMENT_TASK].delay(run_id)
-    except Exception:  # the broker is down: the run stays queued, and experiment_reap re-enqueues it
+    except Exception:  # the broker is down: the run stays queued (shown as such) until started again
         log.exception("could not enqueue experiment run %s", run_id)
 
 

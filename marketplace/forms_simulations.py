@@ -1,0 +1,151 @@
+"""The simulation lab's study form: workload, cluster, configuration and sweep, with field-level errors."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+from simulator.whatif import FB2009
+
+SHARED_TRACES = Path("/work/shared/traces")
+MAX_UPLOAD_BYTES = 50 * 2**20
+
+
+def trace_choices() -> list[tuple[str, str]]:
+    """Repository traces (FB-2009 and the shared SWF logs present on this machine), then an upload."""
+    out = [("fb2009", "FB-2009 (SWIM, 24 h, map + reduce)")]
+    if SHARED_TRACES.is_dir():
+        out += [(f"shared:{p.name}", f"{p.name} (SWF, processors)") for p in sorted(SHARED_TRACES.glob("*.swf.gz"))]
+    return [*out, ("upload", "Upload a SWIM .tsv or SWF .swf(.gz) file")]
+
+
+def _floats(text: str, field: str) -> list[float]:
+    try:
+        return [float(x) for x in text.replace(";", ",").split(",") if x.strip()]
+    except ValueError:
+        raise forms.ValidationError(f"{field}: enter numbers separated by commas, like 0.2, 0.5, 0.8") from None
+
+
+class StudyForm(forms.Form):
+    title = forms.CharField(max_length=200, initial="alpha on FB-2009")
+    trace = forms.ChoiceField(choices=trace_choices)
+    upload = forms.FileField(required=False, help_text="SWIM TSV (6 tab-separated fields) or SWF (18 fields); at most 50 MB.")
+    trace_format = forms.ChoiceField(choices=[("auto", "by file name"), ("swim", "SWIM TSV"), ("swf", "SWF")], initial="auto")
+    start_hour = forms.FloatField(min_value=0, initial=0.0, help_text="hours into the trace")
+    hours = forms.FloatField(min_value=0.01, initial=2.0, help_text="length of the slice (trace hours)")
+    time_scale = forms.FloatField(min_value=0.01, max_value=100, initial=1.0, help_text="multiplies submit times (0.5 = twice the load)")
+    tenants = forms.IntegerField(min_value=1, max_value=200, initial=8, help_text="tenants (leaf queues) jobs are mapped to")
+    groups = forms.IntegerField(min_value=1, max_value=50, initial=2)
+    max_jobs = forms.IntegerField(min_value=0, initial=0, help_text="0 = every job of the slice")
+    capacity = forms.CharField(initial="100, 50", help_text="slots per type: map, reduce (SWF: processors)")
+    mechanism = forms.ChoiceField(choices=mechanism_choices)
+    fairshare = forms.ChoiceField(choices=fairshare_choices, initial="hltrf")
+    dispatch = forms.ChoiceField(choices=dispatch_choices, initial="stride")
+    alpha = forms.FloatField(min_value=0, max_value=1, initial=0.5)
+    t_wait = forms.FloatField(min_value=0, initial=30.0, help_text="H-LTRF T_wait (simulated s)")
+    vary = forms.ChoiceField(
+        required=False, initial="alpha",
+        choices=[("", "nothing (one configuration)"), ("alpha", "alpha"), ("t_wait", "T_wait"), ("fairshare", "fair-share policy"),
+                 ("mechanism", "mechanism"), ("dispatch", "dispatch")],
+    )  # fmt: skip
+    values = forms.CharField(required=False, initial="0.2, 0.5, 0.8", help_text="comma-separated values of the swept parameter")
+    seeds = forms.CharField(initial="0, 1, 2", help_text="comma-separated seeds (budgets, weights, dispatch)")
+
+    def clean_capacity(self) -> list[int]:
+        values = _floats(self.cleaned_data["capacity"], "capacity")
+        if not values or any(v <= 0 or int(v) != v for v in values):
+            raise forms.ValidationError("Enter whole slot counts > 0 separated by commas, like 100, 50.")
+        return [int(v) for v in values]
+
+    def clean_seeds(self) -> list[int]:
+        values = _floats(self.cleaned_data["seeds"], "seeds")
+        if not values or any(int(v) != v or v < 0 for v in values):
+            raise forms.ValidationError("Enter whole numbers >= 0 separated by commas, like 0, 1, 2.")
+        return [int(v) for v in values]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        vary, raw = data.get("vary", ""), str(data.get("values", "") or "")
+        if vary in ("alpha", "t_wait"):
+            try:
+                data["values"] = _floats(raw, vary)
+            except forms.ValidationError as exc:
+                self.add_error("values", exc)
+        elif vary:
+            names = [x.strip() for x in raw.split(",") if x.strip()]
+            known = {"fairshare": fairshare_choices, "mechanism": mechanism_choices, "dispatch": dispatch_choices}[vary]()
+            bad = [n for n in names if n not in {k for k, _ in known}]
+            if bad:
+                self.add_error("values", f"Unknown {vary} name(s): {', '.join(bad)} (known: {', '.join(k for k, _ in known)}).")
+            data["values"] = names
+        else:
+            data["values"] = []
+        if vary and not data.get("values") and "values" not in self.errors:
+            self.add_error("values", "Give the values to sweep.")
+        if data.get("trace") == "upload" and not data.get("upload"):
+            self.add_error("upload", "Choose a file to upload, or pick a repository trace.")
+        upload = data.get("upload")
+        if upload is not None and upload.size > MAX_UPLOAD_BYTES:
+            self.add_error("upload", "The file is larger than 50 MB.")
+        return data
+
+    def trace_path(self) -> str:
+        """The trace file's path (an upload is saved under ``SIMULATION_UPLOAD_DIR``)."""
+        choice = self.cleaned_data["trace"]
+        if choice == "fb2009":
+            return str(FB2009)
+        if choice.startswith("shared:"):
+            return str(SHARED_TRACES / Path(choice.removeprefix("shared:")).name)
+        upload = self.cleaned_data["upload"]
+        name = upload.name.lower()
+        suffix = ".swf.gz" if name.endswith(".swf.gz") else ".gz" if name.endswith(".gz") else Path(name).suffix[:8] or ".tsv"
+        folder = Path(settings.SIMULATION_UPLOAD_DIR)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{uuid.uuid4().hex}{suffix}"
+        with open(path, "wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        return str(path)
+
+    def study_kwargs(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        return {
+            "title": d["title"],
+            "workload": {"trace": self.trace_path(), "trace_format": d["trace_format"], "start_hour": d["start_hour"], "hours": d["hours"],
+                         "time_scale": d["time_scale"], "tenants": d["tenants"], "groups": d["groups"], "max_jobs": d["max_jobs"],
+                         "workload_seed": 0},
+            "capacity": d["capacity"],
+            "base": {"mechanism": d["mechanism"], "fairshare": d["fairshare"], "dispatch": d["dispatch"], "alpha": d["alpha"],
+                     "t_wait": d["t_wait"]},
+            "vary": d.get("vary", ""),
+            "values": d["values"],
+            "seeds": d["seeds"],
+        }  # fmt: skip
+
+
+class LiveForm(forms.Form):
+    """"What if, now": replay the live market's recent arrivals under other settings."""
+
+    window_h = forms.FloatField(min_value=0.01, initial=1.0, label="Window", help_text="simulated hours back from the market's clock")
+    vary = forms.ChoiceField(choices=[("alpha", "alpha"), ("t_wait", "T_wait"), ("fairshare", "fair-share policy"),
+                                      ("mechanism", "mechanism"), ("dispatch", "dispatch")], initial="alpha")  # fmt: skip
+    values = forms.CharField(initial="0.8", help_text="comma-separated values; the market's own setting is added as the baseline")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        vary, raw = data.get("vary", ""), str(data.get("values", "") or "")
+        if vary in ("alpha", "t_wait"):
+            try:
+                data["values"] = _floats(raw, vary)
+            except forms.ValidationError as exc:
+                self.add_error("values", exc)
+        else:
+            data["values"] = [x.strip() for x in raw.split(",") if x.strip()]
+        if vary and not data.get("values") and "values" not in self.errors:
+            self.add_error("values", "Give the values to try.")
+        return data

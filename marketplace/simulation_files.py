@@ -1,0 +1,44 @@
+"""The simulation lab's result files, written the same way by the pages and ``manage.py simulate``.
+
+- ``summary.csv``: configuration, metric, mean, 95 % half-width, seeds (one row each).
+- ``study.json``: the study's settings, its summary table and per run its label,
+  status, params, metrics, series and prices.
+- ``run-<id>-jobs.csv``: one run's per-job records (simulated s since the first arrival).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SUMMARY_HEADER = ["configuration", "metric", "mean", "ci95_half_width", "seeds"]
+
+
+def summary_rows(summary: Mapping[str, Any]) -> Iterable[list[Any]]:
+    """Header, then one row per configuration and metric of a gathered table."""
+    yield SUMMARY_HEADER
+    for label, metrics in summary["estimates"].items():
+        for metric, (mean, half, n) in metrics.items():
+            yield [label, metric, mean, half, n]
+
+
+def jobs_rows(cols: Mapping[str, list[Any]]) -> Iterable[list[Any]]:
+    """Header, then one row per job of a run's columnar records."""
+    yield list(cols)
+    yield from (list(row) for row in zip(*cols.values(), strict=True))
+
+
+def study_document(study: Mapping[str, Any], summary: Any, runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"study", "summary", "runs"}``; each run ``{"id", "label", "status", "params", "metrics", "series", "prices"}``."""
+    out = []
+    for r in runs:
+        result = r.get("result") or {}
+        out.append({"id": r["id"], "label": r["label"], "status": r["status"], "params": r["params"],
+                    **{k: result.get(k) for k in ("metrics", "series", "prices") if result}})  # fmt: skip
+    return {"study": dict(study), "summary": summary, "runs": out}
+
+
+def write_csv(path: Any, rows: Iterable[list[Any]]) -> None:
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)

@@ -1,0 +1,190 @@
+"""The simulation lab's pages: create a study, watch its runs, compare the configurations.
+
+Everyone logged in reads studies; staff and tenants start them (their
+creator or staff cancel). The study page polls ``sim_study_status`` while a
+run is queued or running (progress bars survive a reload: progress lives in
+the database) and shows, once all have finished, the comparison figures and
+the summary table with 95 % intervals over seeds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from marketplace import selectors
+from marketplace.charts_simulations import comparison_figures
+from marketplace.forms_simulations import LiveForm, StudyForm
+from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start
+from marketplace.simulation_files import jobs_rows, study_document, summary_rows
+from marketplace.views import _render
+
+ACTIVE = (ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def sim_index(request: HttpRequest) -> HttpResponse:
+    """The study form and the recent studies."""
+    form = StudyForm(request.POST or None, request.FILES or None)
+    status = 200
+    if request.method == "POST" and request.POST.get("live"):
+        return _live(request)
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                study = simulation_start(**form.study_kwargs(), user=request.user)
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(None if field not in form.fields else field, errors)
+            else:
+                messages.success(request, f"Study #{study.pk}: {study.runs.count()} runs queued.")
+                return redirect("sim-study", pk=study.pk)
+        status = 400
+    return _index(request, form, LiveForm(prefix="live"), status)
+
+
+def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -> HttpResponse:
+    studies = SimulationStudy.objects.select_related("created_by")[:20]
+    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": selectors.market_or_none()}
+    return _render(request, "marketplace/lab/simulations.html", context, status=status)
+
+
+def _live(request: HttpRequest) -> HttpResponse:
+    live = LiveForm(request.POST, prefix="live")
+    market = selectors.market_or_none()
+    if market is None:
+        live.add_error(None, "There is no live market to start from.")
+    elif live.is_valid():
+        d = live.cleaned_data
+        try:
+            study = simulation_from_market(market=market, user=request.user, window_h=d["window_h"], vary=d["vary"], values=d["values"])
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                live.add_error(field if field in live.fields else None, errors)
+        else:
+            messages.success(request, f"Study #{study.pk}: the live market's last {d['window_h']:g} h replayed.")
+            return redirect("sim-study", pk=study.pk)
+    return _index(request, StudyForm(), live, 400)
+
+
+def live_comparison(study: SimulationStudy, results: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    """Rows "what the live market did" then each configuration (its first seed) on the same jobs:
+    jobs finished, mean response over the jobs finished both live and simulated (simulated s), revenue."""
+    live = study.live or {}
+    live_resp = {int(k): v for k, v in live.get("response_s", {}).items()}
+    rows: list[list[Any]] = []
+    sims: list[tuple[str, dict[int, float], Any]] = []
+    for label, result in results.items():
+        cols = result["jobs"]
+        resp = {j: r for j, r in zip(cols["job_id"], cols["response_s"], strict=True) if r is not None}
+        sims.append((label, resp, result["metrics"]["revenue"]))
+    common = set(live_resp).intersection(*[set(r) for _, r, _ in sims]) if sims else set(live_resp)
+
+    def mean(values: list[float]) -> float | None:
+        return round(sum(values) / len(values), 3) if values else None
+
+    live_mean = mean([live_resp[j] for j in common])
+    rows.append(["live market (what happened)", live.get("finished"), live_mean, round(live.get("revenue", 0.0), 4)])
+    for label, resp, revenue in sims:
+        tag = " (the market's own settings, simulated)" if label == live.get("baseline") else ""
+        rows.append([label + tag, len(resp), mean([resp[j] for j in common]), revenue])
+    return rows
+
+
+def _runs(study: SimulationStudy) -> list[ExperimentRun]:
+    return list(ExperimentRun.objects.filter(study=study).defer("result", "error").order_by("pk"))
+
+
+@login_required
+@require_GET
+def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
+    """A study: its runs' progress, then the comparison and the summary table."""
+    study = get_object_or_404(SimulationStudy, pk=pk)
+    runs = _runs(study)
+    finished = not any(r.status in ACTIVE for r in runs)
+    if finished and study.summary is None and simulation_gather(study_id=study.pk):
+        study.refresh_from_db()
+    figures: dict[str, list[dict[str, Any]]] = {}
+    live_rows: list[list[Any]] = []
+    if finished:
+        first: dict[str, int] = {}
+        for r in runs:
+            if r.status == ExperimentRun.Status.DONE:
+                first.setdefault(r.label, r.pk)
+        results = dict(ExperimentRun.objects.filter(pk__in=first.values()).values_list("pk", "result"))
+        by_label = {label: results[pk] for label, pk in first.items()}
+        figs = comparison_figures(list(by_label.items()))
+        live_rows = live_comparison(study, by_label) if study.live else []
+        figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
+    context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
+               "live_rows": live_rows}
+    return _render(request, "marketplace/lab/study.html", context)
+
+
+@login_required
+@require_GET
+def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """``{"finished", "runs": [{"id", "label", "seed", "status", "progress", "message"}]}`` for the poller."""
+    runs = _runs(get_object_or_404(SimulationStudy.objects.only("pk"), pk=pk))
+    rows = [
+        {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "progress": r.progress, "message": r.message}
+        for r in runs
+    ]
+    return JsonResponse({"finished": not any(r.status in ACTIVE for r in runs), "runs": rows})
+
+
+@login_required
+@require_POST
+def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(SimulationStudy.objects.only("pk"), pk=pk)
+    n = simulation_cancel(study_id=pk, user=request.user)
+    messages.info(request, f"Study #{pk}: cancel requested for {n} run(s).")
+    return redirect("sim-study", pk=pk)
+
+
+@login_required
+@require_GET
+def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """The summary table as CSV: per configuration and metric, mean, 95 % half-width and seeds."""
+    study = get_object_or_404(SimulationStudy, pk=pk)
+    if not study.summary:
+        raise Http404("The study has not finished.")
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}-summary.csv"'
+    csv.writer(response).writerows(summary_rows(study.summary))
+    return response
+
+
+@login_required
+@require_GET
+def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
+    """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
+    study = get_object_or_404(SimulationStudy, pk=pk)
+    runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
+    settings_ = {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
+                 "vary": study.vary, "live": study.live}  # fmt: skip
+    body = study_document(settings_, study.summary, runs)
+    response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}.json"'
+    return response
+
+
+@login_required
+@require_GET
+def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """A finished run's per-job records as CSV (simulated seconds since the first arrival)."""
+    run = get_object_or_404(ExperimentRun, pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
+    csv.writer(response).writerows(jobs_rows(run.result["jobs"]))
+    return response

@@ -1,0 +1,86 @@
+"""The simulation lab in a real browser, as a new user would try it: create a study from the
+FB-2009 trace comparing three fair-share policies, watch the runs progress, read the
+comparison (system charts above economic ones, one trace per configuration on the same
+axes) and the summary table; a bad capacity is shown at its field."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from marketplace.services import simulations as svc
+from tests.browser.test_bid_flow import CHROMIUM_ARGS, TIMEOUT_MS, chromium_path  # noqa: F401 - fixture
+
+PASSWORD = "browser-pw-123"
+SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def staff(live_server, settings):  # type: ignore[no-untyped-def]
+    settings.EXPERIMENTS_IN_THREAD = True  # the runs go in a background thread of the live server
+    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
+
+
+def test_create_watch_and_compare_three_configurations(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS * 3)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS * 3)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{live_server.url}/login/")
+            page.get_by_label("Username").fill("ops")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Simulation lab").click()
+
+            form = page.locator("#study-form")
+            form.get_by_label("Title").fill("three policies")
+            form.get_by_label("Hours").fill("0.5")
+            form.get_by_label("Tenants").fill("4")
+            form.get_by_label("Capacity").fill("20")  # one count for two resource types: refused at the field
+            form.get_by_label("Vary").select_option("fairshare")
+            form.get_by_label("Values").fill("fifo, ltrf, hltrf")
+            form.get_by_label("Seeds").fill("0")
+            form.get_by_role("button", name="Start study").click()
+            expect(page.locator("#capacity-err")).to_contain_text("2 resource type")
+            page.locator("#study-form").get_by_label("Capacity").fill("20, 10")
+            page.locator("#study-form").get_by_role("button", name="Start study").click()
+            expect(page).to_have_url(re.compile(r"/lab/simulations/\d+/$"))
+            expect(page.locator("tr[data-run]")).to_have_count(3)
+            page.screenshot(path=str(tmp_path / "study-running.png"), full_page=True)
+
+            # the page reloads itself when the last run has finished
+            expect(page.locator("#summary-table")).to_be_visible()
+            rows = page.locator("#summary-table tbody tr")
+            expect(rows).to_have_count(3)
+            for policy in ("fifo", "ltrf", "hltrf"):
+                expect(page.locator("#summary-table")).to_contain_text(f"fairshare={policy}")
+            charts = page.locator(".chart.js-plotly-plot")
+            expect(charts.first).to_be_visible()
+            util = page.evaluate("() => document.querySelector('[data-figure=\"system-0\"]').data.map(t => t.name)")
+            assert util == ["fairshare=fifo", "fairshare=ltrf", "fairshare=hltrf"]
+            system_y = page.locator("h2", has_text="System: load and latency").bounding_box()["y"]
+            economic_y = page.locator("h2", has_text="Economic: prices and revenue").bounding_box()["y"]
+            assert system_y < economic_y
+            shot = tmp_path / "study-compare.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            for png in tmp_path.glob("*.png"):
+                shutil.copy(png, SHOTS / png.name)
+            assert errors == [], errors
+        finally:
+            browser.close()
+            for thread in svc._threads:
+                thread.join(timeout=60)

@@ -1,0 +1,145 @@
+"""The simulation lab on real services: runs and a sweep on a real `celery worker` consuming the
+``simulation`` queue (Redis broker, PostgreSQL), cancellation of a running run, and a worker
+killed mid-run: its run is reaped as failed and never redelivered (acked early)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from marketplace.celery import app
+from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.services.experiments import experiment_reap
+from marketplace.services.simulations import SIMULATION_QUEUE, simulation_cancel, simulation_gather, simulation_start
+from simulator.whatif import FB2009
+from tests.integration.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 0.5, "time_scale": 1.0,
+            "tenants": 4, "groups": 2, "max_jobs": 0, "workload_seed": 0}  # fmt: skip
+LONG = WORKLOAD | {"hours": 24.0}  # minutes of work: never finishes inside a test
+BASE = {"mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0}
+
+
+def _spawn(name: str) -> subprocess.Popen[bytes]:
+    """A real worker (prefork, one child, as in compose): with the solo pool an early ack
+    would wait for the event loop, which the running task blocks."""
+    s = connection.settings_dict
+    url = f"postgres://{s['USER']}:{s['PASSWORD'] or ''}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    env = dict(os.environ, DATABASE_URL=url, PYTHONPATH=str(ROOT))
+    log = open(ROOT / "var" / f"test-sim-worker-{name}.log", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "marketplace", "worker", "--pool=prefork", "--concurrency=1", "--loglevel=info",
+         "-Q", f"{SIMULATION_QUEUE},celery",
+         "--without-gossip", "--without-mingle", "--hostname", f"sim-{name}-{os.getpid()}@%h"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+
+def _wait_ping(proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=1.0):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("the simulation worker did not start; see var/test-sim-worker-*.log")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def sim_worker(real_services) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    proc = _spawn("a")
+    try:
+        _wait_ping(proc)
+        yield proc
+    finally:
+        _stop(proc)
+        connection.close()
+
+
+@pytest.fixture
+def staff(real_services):  # type: ignore[no-untyped-def]
+    return get_user_model().objects.create_user("sim-ops", password="pw-ops-123", is_staff=True)
+
+
+def _wait(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _statuses(study: SimulationStudy) -> list[str]:
+    return list(ExperimentRun.objects.filter(study=study).order_by("pk").values_list("status", flat=True))
+
+
+def test_a_run_and_a_sweep_end_to_end_on_a_real_worker(sim_worker, staff) -> None:  # type: ignore[no-untyped-def]
+    assert not app.conf.task_always_eager
+    # given a one-configuration study and an alpha sweep over two seeds, enqueued after commit
+    one = simulation_start(title="one", workload=WORKLOAD, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
+    sweep = simulation_start(title="sweep", workload=WORKLOAD, capacity=[20, 10], base=BASE, vary="alpha", values=[0.2, 0.8],
+                             seeds=[0, 1], user=staff)  # fmt: skip
+    # then the worker runs every configuration and gathers each study's table itself
+    for study in (one, sweep):
+        _wait(lambda s=study: SimulationStudy.objects.get(pk=s.pk).gathered_at, 120, f"study {study.pk} gathered")
+        assert set(_statuses(study)) == {"done"}
+    table = SimulationStudy.objects.get(pk=sweep.pk).summary
+    assert [r[:2] for r in table["rows"]] == [["alpha=0.2", 2], ["alpha=0.8", 2]] and table["failed"] == []
+    run = ExperimentRun.objects.filter(study=one).get()
+    assert run.progress == 1.0 and run.result["metrics"]["finished"] == run.result["metrics"]["jobs"]
+
+
+def test_a_running_run_is_cancelled_on_a_real_worker(sim_worker, staff) -> None:  # type: ignore[no-untyped-def]
+    study = simulation_start(title="long", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
+    _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+    assert simulation_cancel(study_id=study.pk, user=staff) == 1
+    _wait(lambda: _statuses(study) == ["cancelled"], 30, "the run to stop")
+    assert simulation_gather(study_id=study.pk)
+
+
+def test_a_killed_worker_leaves_a_failed_run_that_is_not_redelivered(real_services, staff) -> None:  # type: ignore[no-untyped-def]
+    proc = _spawn("killed")
+    try:
+        _wait_ping(proc)
+        study = simulation_start(title="killed", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
+        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker machine dies mid-run: main process and pool child
+        proc.wait(timeout=10)
+    finally:
+        _stop(proc)
+    # the message was acked on receipt: nothing is left queued or in kombu's unacked set to redeliver
+    assert real_services.llen(SIMULATION_QUEUE) == 0 and real_services.hlen("unacked") == 0
+    time.sleep(1.5)
+    assert experiment_reap(stale_after_s=1.0) == 1
+    assert _statuses(study) == ["failed"]
+    run = ExperimentRun.objects.get(study=study)
+    assert run.message == "worker lost (no heartbeat)"
+    # a fresh worker does not pick the run up again
+    again = _spawn("after")
+    try:
+        _wait_ping(again)
+        time.sleep(2.0)
+        assert _statuses(study) == ["failed"]
+    finally:
+        _stop(again)
+        connection.close()
+    assert simulation_gather(study_id=study.pk) and SimulationStudy.objects.get(pk=study.pk).summary["failed"] == ["base"]

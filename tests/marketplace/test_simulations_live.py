@@ -1,0 +1,65 @@
+"""What if, now: the live market's recent arrivals replayed under its own settings reproduce what
+it did (job by job), and under another alpha side by side, with the page's live-vs-simulated table."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+
+from marketplace.models import ExperimentRun, Job, Market
+from marketplace.services.simulations import simulation_from_market
+from tests.marketplace.test_live_offline import _prepare, _replay_live, _slice, _tenants
+
+
+@pytest.fixture(autouse=True)
+def _inline(settings):  # type: ignore[no-untyped-def]
+    settings.EXPERIMENTS_IN_THREAD = False
+
+
+def test_replaying_the_live_market_under_its_own_settings_reproduces_it(market, alice, bob, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    # given half an hour of FB-2009 that the live market ran (services, database, clock)
+    tenants = _tenants(market, alice, bob)
+    _prepare(market)
+    replayed = _replay_live(market, tenants, _slice(start_hour=0.0, hours=0.5, seed=3), seed=11)
+    market.refresh_from_db()
+    staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    # when staff ask "what if alpha were 0.9" over a window covering every job
+    with django_capture_on_commit_callbacks(execute=True):
+        study = simulation_from_market(market=market, user=staff, window_h=10.0, vary="alpha", values=[0.9])
+    runs = {r.label: r for r in ExperimentRun.objects.filter(study=study)}
+    assert set(runs) == {f"alpha={market.alpha}", "alpha=0.9"} and all(r.status == "done" for r in runs.values())
+    # then the baseline (the market's own settings) finishes every job when the live market did
+    live = {r.job.pk: Job.objects.get(pk=r.job.pk) for r in replayed}
+    cols = runs[f"alpha={market.alpha}"].result["jobs"]
+    sim = dict(zip(cols["job_id"], cols["response_s"], strict=True))
+    assert set(sim) == set(live)
+    for pk, job in live.items():
+        assert sim[pk] == pytest.approx(job.sim_finish_time - job.sim_submit_time, abs=1e-3)
+    # and the page sets the live outcome beside both configurations
+    client = Client()
+    client.force_login(staff)
+    html = client.get(reverse("sim-study", args=[study.pk])).content.decode()
+    assert 'id="live-table"' in html and "live market (what happened)" in html and "(the market&#x27;s own settings, simulated)" in html
+
+
+def test_an_empty_window_is_refused(market, alice) -> None:  # type: ignore[no-untyped-def]
+    staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    Market.objects.filter(pk=market.pk).update(sim_time=7200.0)
+    with pytest.raises(ValidationError) as err:
+        simulation_from_market(market=market, user=staff, window_h=1.0, vary="alpha", values=[0.8])
+    assert "window_h" in err.value.message_dict
+
+
+def test_the_live_form_shows_errors_at_its_fields(market, alice) -> None:  # type: ignore[no-untyped-def]
+    staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(reverse("sim")).content.decode()
+    assert page.count('id="id_vary"') == 1 and 'id="id_live-vary"' in page  # two forms, no clashing ids
+    bad = client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "high"})
+    assert bad.status_code == 400 and "alpha: enter numbers" in bad.content.decode()
+    empty = client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "0.8"})
+    assert empty.status_code == 400 and "No job was submitted in the last 1 simulated hours" in empty.content.decode()
