@@ -12,21 +12,31 @@ import csv
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from simulator.whatif import JOB_COLUMNS
+
 SUMMARY_HEADER = ["configuration", "metric", "mean", "ci95_half_width", "seeds"]
 
 
 def summary_rows(summary: Mapping[str, Any]) -> Iterable[list[Any]]:
     """Header, then one row per configuration and metric of a gathered table."""
     yield SUMMARY_HEADER
-    for label, metrics in summary["estimates"].items():
-        for metric, (mean, half, n) in metrics.items():
+    # in the table's own order (``rows`` and ``columns`` are lists): a JSON object read back
+    # from PostgreSQL's jsonb does not keep its keys in the order they were written
+    labels = [row[0] for row in summary.get("rows", [])] or list(summary["estimates"])
+    titles = list(summary.get("columns", [])[2:])
+    for label in labels:
+        metrics = summary["estimates"][label]
+        for metric in [t for t in titles if t in metrics] + [t for t in metrics if t not in titles]:
+            mean, half, n = metrics[metric]
             yield [label, metric, mean, half, n]
 
 
 def jobs_rows(cols: Mapping[str, list[Any]]) -> Iterable[list[Any]]:
-    """Header, then one row per job of a run's columnar records."""
-    yield list(cols)
-    yield from (list(row) for row in zip(*cols.values(), strict=True))
+    """Header, then one row per job of a run's columnar records (columns in
+    ``simulator.whatif.JOB_COLUMNS`` order, whatever order the stored JSON kept)."""
+    names = [c for c in JOB_COLUMNS if c in cols] + [c for c in cols if c not in JOB_COLUMNS]
+    yield names
+    yield from (list(row) for row in zip(*(cols[c] for c in names), strict=True))
 
 
 def study_document(study: Mapping[str, Any], summary: Any, runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

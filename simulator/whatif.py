@@ -108,6 +108,9 @@ class ConfigSpec:
             t_wait=self.t_wait, seed=self.seed, sample_interval=self.sample_interval,
         )
 
+# Per-job record columns, in export order (PostgreSQL's jsonb keeps object keys in its own order).
+JOB_COLUMNS = ("job_id", "tenant", "submit_s", "start_s", "finish_s", "response_s", "slowdown", "payment")
+
 
 def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
     """The jobs of ``spec``: sliced, tenant-mapped and time-scaled.
@@ -284,8 +287,7 @@ def job_records(jobs: Sequence[TraceJob], result: RunResult, staged: bool = True
     paid: dict[int, float] = {}
     for c in result.charges:
         paid[c.job_id] = paid.get(c.job_id, 0.0) + c.amount
-    keys = ("job_id", "tenant", "submit_s", "start_s", "finish_s", "response_s", "slowdown", "payment")
-    cols: dict[str, list[Any]] = {k: [] for k in keys}
+    cols: dict[str, list[Any]] = {k: [] for k in JOB_COLUMNS}
     t0 = result.start_time
     for job in jobs:
         stages = [d for n, d in zip(job.tasks, job.task_duration, strict=True) if n > 0]

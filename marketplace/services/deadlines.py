@@ -260,6 +260,9 @@ def _solve(tasks: list[int], durations: list[float], D: float, nodes: list[Node]
     )
 
 
+MAX_DEADLINE_AHEAD_S = 365 * 86400.0  # a year of simulated time: far beyond any job, far below float overflow
+
+
 def _check_request(market: Market, deadline: object, alpha_err: object, beta_err: object) -> tuple[float, float, float]:
     errors: dict[str, str] = {}
     try:
@@ -270,6 +273,8 @@ def _check_request(market: Market, deadline: object, alpha_err: object, beta_err
         errors["deadline"] = "Enter the deadline as simulated seconds on the market clock."
     elif market.sim_time >= D:
         errors["deadline"] = f"The deadline is in the past: the market clock is at {market.sim_time:.0f} s."
+    elif D - market.sim_time > MAX_DEADLINE_AHEAD_S:
+        errors["deadline"] = f"The deadline lies more than {MAX_DEADLINE_AHEAD_S:.0f} simulated seconds (a year) ahead."
     try:
         a, b = float(alpha_err), float(beta_err)  # type: ignore[arg-type]
         check_error_range(a, b)

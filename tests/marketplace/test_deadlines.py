@@ -52,6 +52,7 @@ BAD_REQUESTS = {
     "deadline in the past": ({"deadline": -1.0}, "deadline"),
     "deadline now": ({"deadline": 0.0}, "deadline"),
     "deadline not a number": ({"deadline": "soon"}, "deadline"),
+    "deadline at the float limit": ({"deadline": 1.7976931348623157e308}, "deadline"),
     "no work": ({"work": [WorkItem("map", 0, 30.0)]}, "work"),
     "zero duration": ({"work": [WorkItem("map", 3, 0.0)]}, "work"),
     "unknown type": ({"work": [WorkItem("gpu", 3, 1.0)]}, "work"),
