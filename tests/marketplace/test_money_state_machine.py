@@ -1,13 +1,15 @@
 """A hypothesis state machine over the money-moving services, across several tenants.
 
-Rules: bid (affordable or not), cancel, tick (the cluster clock; jobs finish and are
-charged), clear (a market clearing), complete (run everything to the end), and a
-tenant reading another tenant's job through the API. After every step:
+Rules: bid (affordable or not), reserve (an ERA quote, then accept or decline: the
+price is held and charged at acceptance), cancel, tick (the cluster clock; jobs
+finish and are charged), clear (a market clearing), complete (run everything to the
+end), and a tenant reading another tenant's job through the API. After every step:
 
 * every account's ledger reconciles to the cent (``ledger_reconcile``), and no balance is negative;
 * every job's money is in exactly one state: active jobs hold their whole budget and have
-  been neither charged nor released; finished and cancelled jobs hold nothing, and their
-  charge plus release equals the budget (cancelled: all released);
+  released nothing (charged nothing, unless a reservation's price was charged at
+  acceptance); finished and cancelled jobs hold nothing, and their charge plus release
+  equals the budget (a cancelled bid: all released; a reservation keeps its price);
 * money is conserved: deposits = available + held + charged, over all tenants;
 * a tenant's job lists hold only its own jobs, and another tenant's job is a 404.
 
@@ -15,7 +17,6 @@ The market and its tenants are created once; each example runs in a savepoint th
 rolled back at its end (and this process's engine copy is dropped), so every example
 starts from the same fresh market.
 ``STATE_MACHINE_EXAMPLES`` sets the number of random sequences (1,000 in CI, 200 locally).
-Reserve and accept steps join when reservations land.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from rest_framework.test import APIClient
 
 from marketplace import adapters, selectors
-from marketplace.models import Job, LedgerEntry, Market, Tenant
+from marketplace.models import Job, LedgerEntry, Market, Reservation, ReservationQuote, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.ledger import ledger_reconcile
 from marketplace.services.market import engine_forget
+from marketplace.services.reservations import reservation_accept, reservation_decline, reservation_quote
 from tests.factories import MarketFactory, TenantFactory, leaf
 
 # 1,000 random sequences in CI (about 100 s of CPU); 200 in a local run unless asked for more.
@@ -110,6 +112,33 @@ class MoneyMachine(RuleBasedStateMachine):
         assert budget <= tenant.account.available
         return job.pk
 
+    @rule(target=jobs, who=st.integers(0, len(LEAVES) - 1), units=st.integers(1, 12),
+          duration=st.sampled_from([60.0, 300.0, 900.0]), lead=st.sampled_from([0.0, 60.0, 600.0]), accept=st.booleans())
+    def reserve(self, who: int, units: int, duration: float, lead: float, accept: bool) -> object:
+        tenant = self.tenants[who]
+        now = Market.objects.values_list("sim_time", flat=True).get(pk=self.market.pk)
+        start = (now // 60.0 + 1.0) * 60.0 + lead  # on the 60 s slot grid, after the clock
+        money_before = LedgerEntry.objects.count()
+        try:
+            quote = reservation_quote(tenant=tenant, resource_type="map", units=units, duration=duration,
+                                      arrival=start, deadline=start + 2 * duration + 600.0)
+        except ValidationError:
+            assert LedgerEntry.objects.count() == money_before  # a refused quote moves nothing
+            return None
+        assert LedgerEntry.objects.count() == money_before  # a quote holds no money
+        if not accept:
+            assert reservation_decline(quote=quote).status == ReservationQuote.Status.DECLINED
+            assert LedgerEntry.objects.count() == money_before
+            return None
+        tenant.account.refresh_from_db()
+        try:
+            reservation = reservation_accept(quote=quote)
+        except ValidationError:
+            assert LedgerEntry.objects.count() == money_before  # unaffordable or moved: nothing booked, nothing paid
+            return None
+        assert reservation.price <= tenant.account.available + tenant.account.held
+        return reservation.job_id
+
     @rule(job_id=consumes(jobs))
     def cancel(self, job_id: int | None) -> None:
         if job_id is None:
@@ -153,17 +182,20 @@ class MoneyMachine(RuleBasedStateMachine):
             (r["job_id"], r["kind"]): r["s"]
             for r in LedgerEntry.objects.filter(job__market=self.market).values("job_id", "kind").annotate(s=Sum("amount"))
         }
+        reserved = {r.job_id: r.price for r in Reservation.objects.filter(job__market=self.market)}
         for job in Job.objects.filter(market=self.market):
             hold = sums.get((job.pk, "hold"), Decimal(0))
             charged = sums.get((job.pk, "charge"), Decimal(0))
             released = sums.get((job.pk, "release"), Decimal(0))
             assert hold == job.budget, (job.pk, hold, job.budget)
+            assert charged == job.charged, (job.pk, charged, job.charged)
+            # a reservation's price is charged at acceptance (a fixed price), a bid's at completion
+            assert charged == reserved[job.pk] if job.pk in reserved else True, (job.pk, charged, reserved.get(job.pk))
             if job.status in Job.ACTIVE:
-                assert (charged, released) == (0, 0), (job.pk, job.status, charged, released)
+                assert released == 0 and charged == (reserved.get(job.pk, Decimal(0))), (job.pk, job.status, charged, released)
             else:
                 assert charged + released == job.budget, (job.pk, job.status, charged, released, job.budget)
-                assert charged == job.charged
-                if job.status == Job.Status.CANCELLED:
+                if job.status == Job.Status.CANCELLED and job.pk not in reserved:
                     assert charged == 0
 
     @invariant()
@@ -190,3 +222,24 @@ def test_money_state_machine(settings) -> None:  # type: ignore[no-untyped-def]
         suppress_health_check=list(HealthCheck),
     )
     MoneyMachine.TestCase().runTest()
+
+
+@pytest.mark.django_db
+def test_the_reserve_rule_books_and_pays_at_acceptance(settings) -> None:  # type: ignore[no-untyped-def]
+    # the machine's reserve step, run once by hand: it must really book (not only be refused)
+    MoneyMachine.create_market()
+    machine = MoneyMachine()
+    try:
+        job_id = machine.reserve(who=0, units=2, duration=300.0, lead=0.0, accept=True)
+        assert job_id is not None
+        reservation = Reservation.objects.get(job_id=job_id)
+        charge = LedgerEntry.objects.get(job_id=job_id, kind="charge")
+        assert charge.amount == reservation.price > 0
+        machine.each_jobs_money_is_in_exactly_one_state()
+        machine.complete()
+        machine.each_jobs_money_is_in_exactly_one_state()
+        machine.money_is_conserved()
+        assert Job.objects.get(pk=job_id).status == Job.Status.FINISHED
+        assert machine.reserve(who=1, units=2, duration=300.0, lead=60.0, accept=False) is None
+    finally:
+        machine.teardown()
