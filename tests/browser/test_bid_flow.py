@@ -7,46 +7,18 @@ environment variable CI is set: then a missing browser is a failure.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Callable
-from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.db import connections
 
-from marketplace.models import Market, Queue, Tenant
+from marketplace.models import Market
 from marketplace.services.cluster import cluster_advance
-from marketplace.services.setup import market_create, tenant_create
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-PASSWORD = "browser-pw-123"
-TIMEOUT_MS = 20_000
+from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run browser tests"
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI is set, so this is a failure)")
-        pytest.skip(reason)
-    return str(CHROMIUM)
-
-
-@pytest.fixture
-def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
-    # Rows are created before the browser starts: playwright's sync API runs an event loop in
-    # this thread, and Django refuses ORM calls while one runs (see _in_thread below).
-    market = market_create(name="browser", resources={"map": 10, "reduce": 5},
-                           hierarchy={"root": 1.0, "root.orga": 1.0, "root.orgb": 1.0})
-    queue = Queue.objects.get(market=market, name="orga")
-    return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("1000"))
 
 
 def _in_thread(fn: Callable[[], object]) -> None:
@@ -87,10 +59,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
             page.on("pageerror", lambda exc: errors.append(str(exc)))
 
             # Log in.
-            page.goto(f"{live_server.url}/login/")
-            page.get_by_label("Username").fill("alice")
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
+            login(page, live_server.url, "alice")
             expect(page).to_have_url(f"{live_server.url}/")
 
             nav = page.get_by_role("navigation", name="Main")

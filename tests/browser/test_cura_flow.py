@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from marketplace.models import Queue, Tenant
 from marketplace.services.setup import market_create, tenant_create
-from tests.browser.test_bid_flow import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, chromium_path  # noqa: F401 (fixture)
+from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,7 +34,7 @@ def _login(page, url: str, user: str) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("button", name="Log in").click()
 
 
-def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS)

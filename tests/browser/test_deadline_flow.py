@@ -10,12 +10,12 @@ import re
 
 import pytest
 
-from tests.browser.test_bid_flow import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, chromium_path, tenant  # noqa: F401  (fixtures)
+from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_quote_chart_and_booking(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+def test_quote_chart_and_booking(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS)
@@ -26,10 +26,7 @@ def test_quote_chart_and_booking(chromium_path, live_server, tenant, tmp_path): 
             page.set_default_timeout(TIMEOUT_MS)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{live_server.url}/login/")
-            page.get_by_label("Username").fill("alice")
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
+            login(page, live_server.url, "alice")
 
             page.get_by_role("navigation", name="Main").get_by_role("link", name="Deadline quote").click()
             page.get_by_label("Finish by").fill("-1")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from decimal import Decimal
 
@@ -11,19 +10,9 @@ import pytest
 
 from marketplace.models import Queue, Reservation, Tenant
 from marketplace.services.setup import market_create, tenant_create
-from tests.browser.test_bid_flow import CHROMIUM, CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
+from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    if not CHROMIUM.exists():  # the rule of test_bid_flow.py: skip locally, fail on CI
-        reason = f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run browser tests"
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI is set, so this is a failure)")
-        pytest.skip(reason)
-    return str(CHROMIUM)
 
 
 @pytest.fixture
@@ -44,10 +33,7 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
             page.set_default_timeout(TIMEOUT_MS)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{live_server.url}/login/")
-            page.get_by_label("Username").fill("alice")
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
+            login(page, live_server.url, "alice")
             nav = page.get_by_role("navigation", name="Main")
 
             # A bad window first: a field error, nothing quoted.

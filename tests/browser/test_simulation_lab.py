@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from marketplace.services import simulations as svc
-from tests.browser.test_bid_flow import CHROMIUM_ARGS, TIMEOUT_MS, chromium_path  # noqa: F401 - fixture
+from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS
 
 PASSWORD = "browser-pw-123"
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
@@ -27,7 +27,7 @@ def staff(live_server, settings):  # type: ignore[no-untyped-def]
     return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
 
 
-def test_create_watch_and_compare_three_configurations(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
+def test_create_watch_and_compare_three_configurations(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS * 3)

@@ -33,6 +33,7 @@ from marketplace.celery import app
 from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market
 from marketplace.services.ledger import ledger_reconcile
 from tests.factories import MarketFactory, TenantFactory
+from tests.integration.conftest import _require
 
 pytestmark = pytest.mark.integration
 log = logging.getLogger(__name__)  # the measured figures (pytest -o log_cli=true shows them)
@@ -136,10 +137,7 @@ def _nothing_doubled_nothing_lost(market: Market, tenant) -> None:  # type: igno
 @pytest.fixture
 def own_redis(transactional_db, settings) -> Iterator[OwnRedis]:  # type: ignore[no-untyped-def]
     """A redis-server of this test's own on a free port; this process publishes and caches there."""
-    if connection.vendor != "postgresql":
-        if os.environ.get("CI"):
-            pytest.fail("CI requires PostgreSQL (DATABASE_URL)")
-        pytest.skip("DATABASE_URL does not point at PostgreSQL")
+    _require(connection.vendor == "postgresql", "DATABASE_URL does not point at PostgreSQL")
     server = OwnRedis(_free_port())
     server.start()
     old = (app.conf.broker_url, app.conf.task_always_eager)

@@ -12,14 +12,6 @@ from simulator.experiments.ltrf_traces import build_tree, replay, trace_path
 from simulator.workload import TraceJob, load_swf
 
 
-def _have(trace: str) -> bool:
-    try:
-        trace_path(trace)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def test_trees_users_flat_or_under_groups() -> None:
     jobs = [
         TraceJob(1, 0.0, "u1", "g1", (1,), (5.0,)), TraceJob(2, 1.0, "u2", "g1", (1,), (5.0,)), TraceJob(3, 2.0, "u3", "g2", (1,), (5.0,)),
@@ -48,8 +40,7 @@ def test_ltrf_repays_a_queue_that_waited_where_mlrf_does_not() -> None:
     assert final["mlrf"].loss[0] == pytest.approx(500 / 950 - 1)
 
 
-@pytest.mark.skipif(not _have("kth"), reason="KTH-SP2 trace not available")
-def test_kth_slice_runs_every_policy() -> None:
+def test_kth_slice_runs_every_policy(shared_traces) -> None:  # type: ignore[no-untyped-def]  # skipped off CI only, by the fixture
     result = experiments.run("ltrf_traces_kth", {"hours": 24.0, "samples": 40, "t_waits": [60.0], "include_naive": True})
     rows = result["tables"][0]["rows"]
     assert [r[0] for r in rows] == ["FIFO", "MLRF", "LTRF", "H-LTRF T_wait=60.0 s", "H-LTRF T_wait=off (naive)"]
@@ -61,8 +52,7 @@ def test_kth_slice_runs_every_policy() -> None:
     assert len(result["figures"]) == 3
 
 
-@pytest.mark.skipif(not _have("lcg"), reason="LCG trace not available")
-def test_lcg_slice_two_levels() -> None:
+def test_lcg_slice_two_levels(shared_traces) -> None:  # type: ignore[no-untyped-def]
     result = experiments.run("ltrf_traces_lcg", {"hours": 2.0, "samples": 20, "capacity": 200, "t_waits": [0.0]})
     rows = {r[0]: r for r in result["tables"][0]["rows"]}
     # Theorem 1: T_wait = 0 is LTRF exactly, also on a two-level tree
