@@ -36,6 +36,7 @@ from scheduler.plan import Plan, Reservation
 from scheduler.registry import DISPATCH, FAIRSHARE
 from simulator import cluster_state, plan_apply, reconfigure
 from simulator.accounting import LeafLedger
+from simulator.cluster_reservations import ReservationBook
 from simulator.engine import ARRIVE, FINISH, WAKE, EventQueue
 from simulator.jobs import JobState, ReportBuilder, as_capacity, validate_spec
 from simulator.placement import LeafPlacement
@@ -46,7 +47,7 @@ __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec
 
 
 
-class Cluster:
+class Cluster(ReservationBook):
     """Slots, jobs, fair-share allocators and a share dispatcher.
 
     Args:
@@ -260,38 +261,6 @@ class Cluster:
     def allocator(self, j: int) -> Any:
         """The fair-share allocator of resource type j."""
         return self._allocators[j]
-
-    def reservations_on(self, j: int) -> list[Reservation]:
-        """The Plan's reservations of type j in force now."""
-        now = self.now
-        return [r for r in self._reservations if r.resource == j and r.start <= now < r.end]
-
-    def reservations_of(self, j: int) -> list[Reservation]:
-        """Every reservation of type j in the Plan, in force now or to come (sorted by start)."""
-        return [r for r in self._reservations if r.resource == j]
-
-    def drop_reservations(self, job_ids: set[int]) -> None:
-        """Forget the reservations of departed or cancelled jobs now (their units go back
-        to the shared stage before the next Plan arrives)."""
-        self._reservations = tuple(r for r in self._reservations if r.job_id not in job_ids)
-
-    def expire_reservations(self) -> None:
-        """Forget the reservations whose window has closed; a job left with none runs on
-        through the shared stage (late, best effort) instead of waiting for units no
-        stage would give it (its window closed with work left: a capacity cut, or work
-        longer than booked)."""
-        now = self.now
-        kept = tuple(r for r in self._reservations if r.end > now)
-        if len(kept) != len(self._reservations):
-            self._reservations = kept
-            plan_apply.mark_reserved(self, frozenset(r.job_id for r in kept))
-
-    def running_batches(self, j: int) -> list[tuple[float, int, int, bool]]:
-        """``(finish time, units, job id, shared)`` of every running batch of type j
-        (the reservation look-ahead, ``simulator.lookahead``)."""
-        return [
-            (t, int(p[4]), int(p[1]), bool(p[5])) for t, _, _, p in self._events if p[0] == FINISH and int(p[2]) == j
-        ]
 
     def shared_demanding(self, j: int) -> NDArray[np.bool_]:
         """(L,) leaves with pending tasks of type j the shared stage may start."""
