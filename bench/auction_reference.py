@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from scheduler.abacus import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_DAMPING, _MIN_SLOPE, _TINY, NEGLIGIBLE
+from scheduler.abacus_steps import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_DAMPING, _MIN_SLOPE, _TINY, NEGLIGIBLE
 
 Matrix = list[list[float]]
 
