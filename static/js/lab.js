@@ -1,20 +1,29 @@
-/* An experiment run's page: poll its status while it runs; reload once it has finished. */
+/* Background runs' pages: poll a status URL while work runs; reload once it has finished.
+   LabPoll.watch(el, render): el carries data-status-url and data-finished; render(status)
+   updates the page from each answer. A run's page (#run-status) uses it here; a
+   simulation study's page (simulations.js) with its own render. */
 (function () {
   "use strict";
-  var el = document.getElementById("run-status");
-  if (!el || el.dataset.finished === "1") { return; }
-  function poll() {
-    fetch(el.dataset.statusUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (s) {
-        if (!s) { setTimeout(poll, 3000); return; }
-        document.getElementById("run-progress").value = s.progress;
-        document.getElementById("run-percent").textContent = Math.round(100 * s.progress) + " %";
-        document.getElementById("run-message").textContent = s.message;
-        document.getElementById("run-status-label").textContent = s.status;
-        if (s.finished) { window.location.reload(); } else { setTimeout(poll, 1000); }
-      })
-      .catch(function () { setTimeout(poll, 3000); });
+  function watch(el, render) {
+    if (!el || el.dataset.finished === "1") { return; }
+    function poll() {
+      fetch(el.dataset.statusUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (s) {
+          if (!s) { setTimeout(poll, 3000); return; }
+          render(s);
+          if (s.finished) { window.location.reload(); } else { setTimeout(poll, 1000); }
+        })
+        .catch(function () { setTimeout(poll, 3000); });
+    }
+    setTimeout(poll, 500);
   }
-  setTimeout(poll, 500);
+  window.LabPoll = { watch: watch };
+
+  watch(document.getElementById("run-status"), function (s) {
+    document.getElementById("run-progress").value = s.progress;
+    document.getElementById("run-percent").textContent = Math.round(100 * s.progress) + " %";
+    document.getElementById("run-message").textContent = s.message;
+    document.getElementById("run-status-label").textContent = s.status;
+  });
 })();
