@@ -39,7 +39,7 @@ from marketplace.models import ExperimentRun, SimulationStudy
 from marketplace.services.experiments import experiment_cancel, experiment_execute
 from scheduler.registry import UnknownName
 from simulator import experiments
-from simulator.experiments.simulation import CONFIG_KEYS, WORKLOAD_KEYS, specs
+from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
 from simulator.whatif import check_capacity, estimate_bytes, load_workload
 from simulator.whatif_compare import summary_table
 
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 SIMULATION_TASK = "marketplace.tasks.simulation_run_task"
 SIMULATION_QUEUE = "simulation"
 EXPERIMENT = "simulation"
-SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch")
+SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
 MAX_RUNS = 64
 _threads: list[threading.Thread] = []  # eager mode only
 
@@ -69,12 +69,16 @@ def _label(vary: str, value: Any) -> str:
 
 
 def simulation_plan(
-    *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int]
+    *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int],
+    vm_pools: str = "",
 ) -> list[tuple[str, dict[str, Any]]]:
     """The runs of a study: ``(label, params)`` per value of ``vary`` and seed, validated.
 
+    ``vm_pools`` (``"c2:10, c8:4"``), when given, is the cluster instead of ``capacity``
+    (``simulator.lab_pools``).
+
     Raises:
-        ValidationError: field-keyed (``workload`` keys, ``capacity``,
+        ValidationError: field-keyed (``workload`` keys, ``capacity``, ``vm_pools``,
             ``vary``, ``values``, ``seeds``, a config key, ``__all__`` for
             memory) on anything that would fail or not fit, before any run exists.
     """
@@ -92,7 +96,7 @@ def simulation_plan(
     experiment = experiments.get(EXPERIMENT)
     plan: list[tuple[str, dict[str, Any]]] = []
     for value, seed in combos:
-        params = {**workload, "capacity": list(capacity), **base, "seed": int(seed)}
+        params = {**workload, "capacity": list(capacity), "vm_pools": vm_pools, **base, "seed": int(seed)}
         if vary:
             params[vary] = value
         try:
@@ -103,7 +107,7 @@ def simulation_plan(
             raise ValidationError({vary or "mechanism": str(exc.args[0] if exc.args else exc)}) from None
         except (TypeError, ValueError) as exc:
             key, _, msg = str(exc).partition(": ")
-            raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, "capacity") else "__all__": msg or key}) from None
+            raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, *CLUSTER_KEYS) else "__all__": msg or key}) from None
         plan.append((_label(vary, value), values_))
     _check_workload(plan[0][1])
     return plan
@@ -118,7 +122,7 @@ def _check_workload(params: dict[str, Any]) -> None:
         raise ValidationError({"trace": "No such trace file."}) from None
     except ValueError as exc:
         key, _, msg = str(exc).partition(": ")
-        field = key if key in (*WORKLOAD_KEYS, "capacity") else "trace"
+        field = key if key in (*WORKLOAD_KEYS, *CLUSTER_KEYS) else "trace"
         raise ValidationError({field: msg if field == key else str(exc)}) from None
     need, limit = estimate_bytes(jobs, capacity, config.sample_interval), memory_limit_bytes()
     if need > limit:
@@ -137,6 +141,7 @@ def simulation_start(
     vary: str = "",
     values: Sequence[Any] = (),
     seeds: Sequence[int] = (0,),
+    vm_pools: str = "",
     user: Any,
     market: Any = None,
     live: dict[str, Any] | None = None,
@@ -149,7 +154,10 @@ def simulation_start(
     """
     if not (getattr(user, "is_staff", False) or hasattr(user, "tenant")):
         raise PermissionDenied("Only staff and tenants may start simulations.")
-    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds)
+    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds, vm_pools=vm_pools)
+    capacity = specs(plan[0][1])[1]  # the pools' slots when pools were given
+    if vm_pools:
+        workload = {**workload, "vm_pools": vm_pools}  # kept with the study's settings
     with transaction.atomic():
         study = SimulationStudy.objects.create(
             title=title[:200] or "what-if", kind=SimulationStudy.Kind.LIVE if market is not None else SimulationStudy.Kind.TRACE,
