@@ -55,10 +55,12 @@ class StudyForm(forms.Form):
         required=False, choices=[("", "none: replay the trace"), *((g, GENERATOR_LABELS[g]) for g in GENERATORS)],
         help_text="a synthetic workload instead of the trace: `hours` of its arrivals (workload seed 0)",
     )  # fmt: skip
-    rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=1.0, help_text="multiplies a generator's arrival rates")
+    rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=1.0,
+                                  help_text="multiplies a generator's arrival rates")  # fmt: skip
     deadline_factor = forms.FloatField(required=False, min_value=1, max_value=1e6, initial=3.0,
                                        help_text="a trace or Table 1 job's deadline: submit + this many ideal run times")  # fmt: skip
-    era_slack = forms.FloatField(required=False, min_value=1.5, max_value=1e6, initial=4.0, help_text="ERA jobs: largest window / duration factor")
+    era_slack = forms.FloatField(required=False, min_value=1.5, max_value=1e6, initial=4.0,
+                                 help_text="ERA jobs: largest window / duration factor")  # fmt: skip
     cura_max_deadline_s = forms.FloatField(required=False, min_value=0, max_value=1e9, initial=200.0,
                                            help_text="Cura jobs: largest deadline slack beyond the ideal time (simulated s)")  # fmt: skip
     capacity = forms.CharField(initial="100, 50", help_text="slots per type: map, reduce (SWF, ERA: processors / units)")
