@@ -16,7 +16,11 @@ Delivery: ``simulation_run_task`` is acknowledged early (``acks_late=False``),
 so Redis never redelivers a long run, whatever its length against the
 broker's ``visibility_timeout`` (600 s, kept short for the market's own
 tasks); a worker killed mid-run leaves the run "running" without heartbeat
-and ``experiment_reap`` marks it failed. The time limits are per task
+and ``experiment_reap`` queues it again (with backoff) while it has attempts
+left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a run whose attempt
+raised is retried the same way. Runs whose publication failed (broker down)
+stay queued with ``enqueued_at`` None until the sweeper's
+``experiment_requeue`` publishes them (``services.experiments``). The time limits are per task
 (``SIMULATION_TIME_LIMIT_S``).
 """
 
@@ -36,7 +40,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from marketplace.models import ExperimentRun, SimulationStudy
-from marketplace.services.experiments import experiment_cancel, experiment_execute
+from marketplace.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
 from scheduler.registry import UnknownName
 from simulator import experiments
 from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
@@ -45,8 +49,6 @@ from simulator.whatif_compare import summary_table
 
 log = logging.getLogger(__name__)
 
-SIMULATION_TASK = "marketplace.tasks.simulation_run_task"
-SIMULATION_QUEUE = "simulation"
 EXPERIMENT = "simulation"
 SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
 MAX_RUNS = 64
@@ -164,8 +166,10 @@ def simulation_start(
             workload=workload, capacity=list(capacity), base=base, vary=vary if vary != "seed" else "",
             market=market, live=live, created_by=user,
         )  # fmt: skip
+        most = int(getattr(settings, "SIMULATION_MAX_ATTEMPTS", 3))
         runs = ExperimentRun.objects.bulk_create(
-            [ExperimentRun(name=EXPERIMENT, params=p, label=label, study=study, created_by=user, message="queued") for label, p in plan]
+            [ExperimentRun(name=EXPERIMENT, params=p, label=label, study=study, created_by=user, message="queued", max_attempts=most)
+             for label, p in plan]
         )
         ids = [r.pk for r in runs]
         transaction.on_commit(lambda: _enqueue(ids))
@@ -176,6 +180,7 @@ def _enqueue(run_ids: list[int]) -> None:
     if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
         thread = threading.Thread(target=_execute_in_thread, args=(run_ids,), name=f"simulation-{run_ids[0]}", daemon=True)
         _threads.append(thread)
+        mark_enqueued(run_ids)
         thread.start()
         return
     from celery import group
@@ -184,8 +189,10 @@ def _enqueue(run_ids: list[int]) -> None:
 
     try:
         group(app.signature(SIMULATION_TASK, args=(pk,), queue=SIMULATION_QUEUE) for pk in run_ids).apply_async()
-    except Exception:  # the broker is down: the runs stay queued (cancel them or start again)
+    except Exception:  # the broker is down: the runs stay queued, unpublished, until the sweeper's experiment_requeue
         log.exception("could not enqueue simulation runs %s", run_ids)
+        return
+    mark_enqueued(run_ids)
 
 
 def _execute_in_thread(run_ids: list[int]) -> None:
