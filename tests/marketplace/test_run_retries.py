@@ -62,7 +62,7 @@ def test_backoff_doubles_per_attempt_up_to_its_cap() -> None:
     assert [exp.retry_backoff_s(k) for k in (1, 2, 3, 4)] == [10.0, 20.0, 25.0, 25.0]
 
 
-def test_a_failing_attempt_is_queued_again_with_backoff_until_attempts_run_out(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_attempt_is_requeued_with_backoff_until_attempts_run_out(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # given a queued lab run (3 attempts) whose experiment always raises, and a broker that records publications
     study = _study(staff, django_capture_on_commit_callbacks, execute=False)
     (run,) = ExperimentRun.objects.filter(study=study)
