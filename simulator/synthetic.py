@@ -41,6 +41,7 @@ message starts with the parameter's name.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,8 +136,10 @@ def ideal_s(job: TraceJob) -> float:
     return float(sum(d for n, d in zip(job.tasks, job.task_duration, strict=True) if n > 0))
 
 
+@functools.lru_cache(maxsize=8)
 def generate(spec: GeneratorSpec) -> Synthetic:
-    """The workload ``spec`` names. Raises ValueError on a bad parameter."""
+    """The workload ``spec`` names (cached: a run asks for its jobs and their terms
+    separately; callers must not mutate the result). Raises ValueError on a bad parameter."""
     spec.check()
     if spec.name == "abacus_table1":
         return abacus_table1(spec)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -170,8 +171,8 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
     spec.check()
     path = Path(spec.trace)
     if spec.kind() == "synthetic":
-        jobs = generate(spec.synthetic()).jobs
-        return jobs[: spec.max_jobs] if spec.max_jobs else _nonempty(jobs)
+        jobs = list(generate(spec.synthetic()).jobs)  # a copy: the generator's result is cached
+        return _nonempty(jobs[: spec.max_jobs] if spec.max_jobs else jobs)
     if spec.kind() == "jobs":
         jobs = _jobs_window(load_jobs_doc(path)[1], spec)
     elif spec.kind() == "swim":
@@ -426,7 +427,8 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
     revenue = cum[np.searchsorted(charge_t, t, side="right")]
     m = int(result.capacity.shape[0])
     rho = np.array([s.rho for s in picked], dtype=np.float64)  # (T, L, m)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a sample where no queue used a type: NaN, as meant
         rho_mean = np.nanmean(np.where(np.isfinite(rho) & (rho > 0), rho, np.nan), axis=2) if len(rho) else rho
     series = {
         "t": _rl(t - t0, 3),
