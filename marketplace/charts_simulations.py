@@ -64,8 +64,8 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
         figure("Revenue, cumulative", _lines(runs, lambda r: (r["series"]["t"], r["series"]["revenue"])), x_title=SIM_T, y_title="money")
     )
     economic.append(
-        figure("Welfare, cumulative: value of the jobs that met their deadline (paper 001, Sec. 4)", _lines(runs, _welfare),
-               x_title=SIM_T, y_title="money")
+        figure("Welfare, cumulative (paper 001, Sec. 4)", _lines(runs, _welfare),
+               x_title=SIM_T, y_title="value of the jobs done by their deadline (money)")
     )  # fmt: skip
     fairness = [
         figure("Sharing loss Ω (paper 002, Eq. 5)", _lines(runs, lambda r: (r["series"]["t"], r["series"]["loss"])),
