@@ -53,7 +53,7 @@ class StudyForm(forms.Form):
     max_jobs = forms.IntegerField(min_value=0, initial=0, help_text="0 = every job of the slice")
     generator = forms.ChoiceField(
         required=False, choices=[("", "none: replay the trace"), *((g, GENERATOR_LABELS[g]) for g in GENERATORS)],
-        help_text="a synthetic workload instead of the trace: `hours` of its arrivals (workload seed 0)",
+        help_text="a synthetic workload instead of the trace: `hours` of its arrivals, drawn afresh for each seed",
     )  # fmt: skip
     rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=1.0,
                                   help_text="multiplies a generator's arrival rates")  # fmt: skip

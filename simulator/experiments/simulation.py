@@ -28,12 +28,16 @@ def specs(params: Params) -> tuple[WorkloadSpec, list[int], ConfigSpec]:
     """The workload, capacities and configuration named by flat ``params``.
 
     The capacities are ``capacity``, or the slots of ``vm_pools`` when it is
-    given (``simulator.lab_pools``). Raises ValueError (``"vm_pools: ..."``) on bad pools.
+    given (``simulator.lab_pools``). A generator draws its workload with seed
+    ``workload_seed + seed``: the seeds of a study are replicas of the workload
+    (a trace's seeds vary only the bids and the dispatch), and every
+    configuration sees the same draws for the same seed. Raises ValueError (``"vm_pools: ..."``) on bad pools.
     """
     workload = WorkloadSpec(
         trace=str(params["trace"]), trace_format=str(params["trace_format"]), start_hour=float(params["start_hour"]),
         hours=float(params["hours"]), time_scale=float(params["time_scale"]), tenants=int(params["tenants"]),
-        groups=int(params["groups"]), max_jobs=int(params["max_jobs"]), seed=int(params["workload_seed"]),
+        groups=int(params["groups"]), max_jobs=int(params["max_jobs"]),
+        seed=int(params["workload_seed"]) + (int(params["seed"]) if params["generator"] else 0),
         generator=str(params["generator"]), rate_scale=float(params["rate_scale"]),
         deadline_factor=float(params["deadline_factor"]), era_slack=float(params["era_slack"]),
         cura_max_deadline_s=float(params["cura_max_deadline_s"]),

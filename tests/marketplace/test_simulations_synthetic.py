@@ -88,6 +88,16 @@ def test_bad_generator_pool_or_predictor_parameters_are_refused_by_field(staff, 
     assert not SimulationStudy.objects.exists() and not ExperimentRun.objects.exists()
 
 
+def test_seeds_of_a_generated_study_are_replicas_of_the_workload(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    study = _start(staff, django_capture_on_commit_callbacks, vary="alpha", values=[0.2, 0.8], seeds=[0, 1])
+    runs = {(r.params["alpha"], r.params["seed"]): r.result["jobs"] for r in ExperimentRun.objects.filter(study=study)}
+    for seed in (0, 1):  # the same draws under every configuration (seed 0 + workload_seed 5, then 6)
+        want = [j.job_id for j in generate(GeneratorSpec("era_classes", hours=1.0, tenants=3, seed=5 + seed)).jobs]
+        assert runs[(0.2, seed)]["job_id"] == runs[(0.8, seed)]["job_id"] == want
+        assert runs[(0.2, seed)]["value"] == runs[(0.8, seed)]["value"]
+    assert runs[(0.2, 0)]["value"] != runs[(0.2, 1)]["value"]
+
+
 def test_the_form_starts_a_table1_study(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     client = Client()
     client.force_login(staff)
