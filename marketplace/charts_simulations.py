@@ -63,6 +63,10 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
     economic.append(
         figure("Revenue, cumulative", _lines(runs, lambda r: (r["series"]["t"], r["series"]["revenue"])), x_title=SIM_T, y_title="money")
     )
+    economic.append(
+        figure("Welfare, cumulative (paper 001, Sec. 4)", _lines(runs, _welfare),
+               x_title=SIM_T, y_title="value of the jobs done by their deadline (money)")
+    )  # fmt: skip
     fairness = [
         figure("Sharing loss Ω (paper 002, Eq. 5)", _lines(runs, lambda r: (r["series"]["t"], r["series"]["loss"])),
                x_title=SIM_T, y_title="Ω summed over types (resource-s, ≤ 0)"),
@@ -70,6 +74,19 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
                x_title=SIM_T, y_title="min rho over queues (1 = entitled share)"),
     ]  # fmt: skip
     return {"system": system, "economic": economic, "fairness": fairness}
+
+
+def _welfare(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+    """Cumulative value of the deadline-met jobs at their finish times (at most 1000 points)."""
+    jobs = result["jobs"]
+    if "deadline_met" not in jobs:
+        return None  # a result stored before the lab kept deadlines
+    done = sorted((f, v) for f, v, ok in zip(jobs["finish_s"], jobs["value"], jobs["deadline_met"], strict=True) if ok and f is not None)
+    if not done:
+        return None
+    t, cum = np.array([f for f, _ in done]), np.cumsum([v for _, v in done])
+    idx = np.unique(np.linspace(0, len(t) - 1, min(len(t), 1000)).astype(np.int64))
+    return [round(float(x), 3) for x in t[idx]], [round(float(y), 4) for y in cum[idx]]
 
 
 def _min_rho(result: dict[str, Any]) -> tuple[list[float], list[float | None]] | None:

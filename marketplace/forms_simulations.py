@@ -10,7 +10,14 @@ from django import forms
 from django.conf import settings
 
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
-from simulator.whatif import FB2009
+from simulator.synthetic import GENERATORS
+from simulator.whatif import FB2009, PREDICTORS
+
+GENERATOR_LABELS = {
+    "abacus_table1": "Abacus Table 1: 3 users, Poisson arrivals (paper 000, Sec. 7.1.2)",
+    "era_classes": "ERA's 6 job classes, $1 / $10 per unit (paper 001, Sec. 4; 1 resource type)",
+    "cura_mix": "Cura's small / medium / large mix (paper 004, Sec. IV-A)",
+}
 
 SHARED_TRACES = Path("/work/shared/traces")
 MAX_UPLOAD_BYTES = 50 * 2**20
@@ -30,6 +37,8 @@ def _floats(text: str, field: str) -> list[float]:
     except ValueError:
         raise forms.ValidationError(f"{field}: enter numbers separated by commas, like 0.2, 0.5, 0.8") from None
 
+OPTIONAL_DEFAULTS = {"rate_scale": 1.0, "deadline_factor": 3.0, "era_slack": 4.0, "cura_max_deadline_s": 200.0, "predictor": "exact"}
+
 
 class StudyForm(forms.Form):
     title = forms.CharField(max_length=200, initial="alpha on FB-2009")
@@ -42,7 +51,24 @@ class StudyForm(forms.Form):
     tenants = forms.IntegerField(min_value=1, max_value=200, initial=8, help_text="tenants (leaf queues) jobs are mapped to")
     groups = forms.IntegerField(min_value=1, max_value=50, initial=2)
     max_jobs = forms.IntegerField(min_value=0, initial=0, help_text="0 = every job of the slice")
-    capacity = forms.CharField(initial="100, 50", help_text="slots per type: map, reduce (SWF: processors)")
+    generator = forms.ChoiceField(
+        required=False, choices=[("", "none: replay the trace"), *((g, GENERATOR_LABELS[g]) for g in GENERATORS)],
+        help_text="a synthetic workload instead of the trace: `hours` of its arrivals, drawn afresh for each seed",
+    )  # fmt: skip
+    rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=1.0,
+                                  help_text="multiplies a generator's arrival rates")  # fmt: skip
+    deadline_factor = forms.FloatField(required=False, min_value=1, max_value=1e6, initial=3.0,
+                                       help_text="a trace or Table 1 job's deadline: submit + this many ideal run times")  # fmt: skip
+    era_slack = forms.FloatField(required=False, min_value=1.5, max_value=1e6, initial=4.0,
+                                 help_text="ERA jobs: largest window / duration factor")  # fmt: skip
+    cura_max_deadline_s = forms.FloatField(required=False, min_value=0, max_value=1e9, initial=200.0,
+                                           help_text="Cura jobs: largest deadline slack beyond the ideal time (simulated s)")  # fmt: skip
+    capacity = forms.CharField(initial="100, 50", help_text="slots per type: map, reduce (SWF, ERA: processors / units)")
+    vm_pools = forms.CharField(required=False, label="VM pools",
+                               help_text="instead of capacity: VM pools like c2:10, c8:4 (types c2..c12; a VM gives a map slot "
+                                         "per vCPU and a reduce slot per 2)")  # fmt: skip
+    predictor = forms.ChoiceField(required=False, choices=[(p, p) for p in PREDICTORS], initial="exact",
+                                  help_text="task-duration predictor of the dispatcher: exact (known at start) or none")  # fmt: skip
     mechanism = forms.ChoiceField(choices=mechanism_choices)
     fairshare = forms.ChoiceField(choices=fairshare_choices, initial="hltrf")
     dispatch = forms.ChoiceField(choices=dispatch_choices, initial="stride")
@@ -51,7 +77,7 @@ class StudyForm(forms.Form):
     vary = forms.ChoiceField(
         required=False, initial="alpha",
         choices=[("", "nothing (one configuration)"), ("alpha", "alpha"), ("t_wait", "T_wait"), ("fairshare", "fair-share policy"),
-                 ("mechanism", "mechanism"), ("dispatch", "dispatch")],
+                 ("mechanism", "mechanism"), ("dispatch", "dispatch"), ("predictor", "duration predictor")],
     )  # fmt: skip
     values = forms.CharField(required=False, initial="0.2, 0.5, 0.8", help_text="comma-separated values of the swept parameter")
     seeds = forms.CharField(initial="0, 1, 2", help_text="comma-separated seeds (budgets, weights, dispatch)")
@@ -70,6 +96,9 @@ class StudyForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        for name, default in OPTIONAL_DEFAULTS.items():  # left out of a post: the experiment's default
+            if data.get(name) in (None, ""):
+                data[name] = default
         vary, raw = data.get("vary", ""), str(data.get("values", "") or "")
         if vary in ("alpha", "t_wait"):
             try:
@@ -78,7 +107,8 @@ class StudyForm(forms.Form):
                 self.add_error("values", exc)
         elif vary:
             names = [x.strip() for x in raw.split(",") if x.strip()]
-            known = {"fairshare": fairshare_choices, "mechanism": mechanism_choices, "dispatch": dispatch_choices}[vary]()
+            known = {"fairshare": fairshare_choices, "mechanism": mechanism_choices, "dispatch": dispatch_choices,
+                     "predictor": lambda: [(p, p) for p in PREDICTORS]}[vary]()  # fmt: skip
             bad = [n for n in names if n not in {k for k, _ in known}]
             if bad:
                 self.add_error("values", f"Unknown {vary} name(s): {', '.join(bad)} (known: {', '.join(k for k, _ in known)}).")
@@ -87,7 +117,7 @@ class StudyForm(forms.Form):
             data["values"] = []
         if vary and not data.get("values") and "values" not in self.errors:
             self.add_error("values", "Give the values to sweep.")
-        if data.get("trace") == "upload" and not data.get("upload"):
+        if data.get("trace") == "upload" and not data.get("upload") and not data.get("generator"):
             self.add_error("upload", "Choose a file to upload, or pick a repository trace.")
         upload = data.get("upload")
         if upload is not None and upload.size > MAX_UPLOAD_BYTES:
@@ -116,12 +146,16 @@ class StudyForm(forms.Form):
         d = self.cleaned_data
         return {
             "title": d["title"],
-            "workload": {"trace": self.trace_path(), "trace_format": d["trace_format"], "start_hour": d["start_hour"], "hours": d["hours"],
+            "workload": {"trace": str(FB2009) if d.get("generator") else self.trace_path(), "trace_format": d["trace_format"],
+                         "start_hour": d["start_hour"], "hours": d["hours"],
                          "time_scale": d["time_scale"], "tenants": d["tenants"], "groups": d["groups"], "max_jobs": d["max_jobs"],
-                         "workload_seed": 0},
+                         "workload_seed": 0, "generator": d.get("generator") or "", "rate_scale": d["rate_scale"],
+                         "deadline_factor": d["deadline_factor"], "era_slack": d["era_slack"],
+                         "cura_max_deadline_s": d["cura_max_deadline_s"]},
             "capacity": d["capacity"],
+            "vm_pools": d.get("vm_pools") or "",
             "base": {"mechanism": d["mechanism"], "fairshare": d["fairshare"], "dispatch": d["dispatch"], "alpha": d["alpha"],
-                     "t_wait": d["t_wait"]},
+                     "t_wait": d["t_wait"], "predictor": d["predictor"]},
             "vary": d.get("vary", ""),
             "values": d["values"],
             "seeds": d["seeds"],

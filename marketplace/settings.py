@@ -277,6 +277,12 @@ MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # f
 SIMULATION_TIME_LIMIT_S = env.int("SIMULATION_TIME_LIMIT_S", default=4 * 3600)
 SIMULATION_MEMORY_LIMIT_MB = env.int("SIMULATION_MEMORY_LIMIT_MB", default=0) or None
 SIMULATION_UPLOAD_DIR = BASE_DIR / "var" / "simulation-uploads"
+# Retries (services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
+# times (a raised attempt or a lost worker), waiting EXPERIMENT_RETRY_BACKOFF_S
+# doubled per attempt (at most EXPERIMENT_RETRY_MAX_BACKOFF_S) before the next.
+SIMULATION_MAX_ATTEMPTS = env.int("SIMULATION_MAX_ATTEMPTS", default=3)
+EXPERIMENT_RETRY_BACKOFF_S = env.float("EXPERIMENT_RETRY_BACKOFF_S", default=30.0)
+EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", default=600.0)
 CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
 
 LOGGING = {

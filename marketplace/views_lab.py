@@ -125,9 +125,10 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
-    """``{"status", "progress" (0-1), "message", "finished"}`` of a run, for the page's poller."""
+    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller."""
     run = get_object_or_404(ExperimentRun.objects.defer("result", "error"), pk=pk)
-    return JsonResponse({"status": run.status, "progress": run.progress, "message": run.message, "finished": run.finished})
+    return JsonResponse({"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
+                         "max_attempts": run.max_attempts, "finished": run.finished})  # fmt: skip
 
 
 @login_required

@@ -134,10 +134,11 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
-    """``{"finished", "runs": [{"id", "label", "seed", "status", "progress", "message"}]}`` for the poller."""
+    """``{"finished", "runs": [{"id", "label", "seed", "status", "attempts", "max_attempts", "progress", "message"}]}`` for the poller."""
     runs = _runs(get_object_or_404(SimulationStudy.objects.only("pk"), pk=pk))
     rows = [
-        {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "progress": r.progress, "message": r.message}
+        {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "attempts": r.attempts,
+         "max_attempts": r.max_attempts, "progress": r.progress, "message": r.message}
         for r in runs
     ]
     return JsonResponse({"finished": not any(r.status in ACTIVE for r in runs), "runs": rows})

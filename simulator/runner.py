@@ -98,6 +98,8 @@ class RunResult:
             passed to :func:`run` (empty otherwise: runs stay deterministic).
         samples: periodic fairness samples; ``final`` is one at ``end_time``.
         charges: what the jobs paid, under the Plans' payment rules.
+        average_shares: job id -> (m,) its shares averaged over its life, at
+            departure (paper 000, Sec. 5, Def. 1), for the finished jobs.
     """
 
     jobs: int
@@ -115,6 +117,7 @@ class RunResult:
     samples: list[FairnessSample]
     final: FairnessSample
     charges: list[Charge] = field(default_factory=list)
+    average_shares: dict[int, NDArray[np.float64]] = field(default_factory=dict)
 
     def response_times(self) -> NDArray[np.float64]:
         """(finished,) response time per finished job, seconds."""
@@ -169,6 +172,7 @@ class _Tally:
     finished: list[JobFinished] = field(default_factory=list)
     samples: list[FairnessSample] = field(default_factory=list)
     charges: list[Charge] = field(default_factory=list)
+    average_shares: dict[int, NDArray[np.float64]] = field(default_factory=dict)
     clearing_times: list[float] = field(default_factory=list)
     prices: list[NDArray[np.float64]] = field(default_factory=list)
     wall: list[float] = field(default_factory=list)
@@ -179,6 +183,7 @@ class _Tally:
         self.finished.extend(report.departures)
         self.samples.extend(report.samples)
         self.charges.extend(report.charges)
+        self.average_shares.update(report.average_shares)
 
     def clearing(self, now: float, plan: Plan, charges: list[Charge]) -> None:
         d = plan.diagnostics
@@ -265,6 +270,7 @@ def run(
         samples=t.samples,
         final=cluster.sample(),
         charges=t.charges,
+        average_shares=t.average_shares,
     )
 
 

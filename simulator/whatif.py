@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.fairshare import QueueTree
-from simulator.runner import MarketParams, RunResult, run
+from simulator.outcomes import deadline_met, realised_utility, trace_terms, utility_total, welfare
+from simulator.runner import MarketParams, RunResult, draw_bid, run
+from simulator.synthetic import GeneratorSpec, JobTerms, generate
 from simulator.workload import SwimRule, TraceJob, load_swf, load_swim
 
 REPO_TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
@@ -55,7 +58,16 @@ class WorkloadSpec:
         groups: tenant ``u<k>`` is in group ``g<k mod groups>`` (the queue
             tree is ``root.g*.u*``).
         max_jobs: keep at most this many jobs (the earliest); 0 = all.
-        seed: seed of the SWIM tenant draw.
+        seed: seed of the SWIM tenant draw, and of a synthetic generator.
+        generator: "" replays ``trace``; else a name in
+            ``simulator.synthetic.GENERATORS`` (Abacus Table 1, ERA's job
+            classes, Cura's size mix) generating ``hours`` of arrivals
+            (``start_hour`` and ``time_scale`` do not apply; ``rate_scale``
+            scales its arrival rates).
+        deadline_factor: a trace job's (and a Table 1 job's) deadline is its
+            submit time plus this many ideal run times (``simulator.outcomes``).
+        era_slack, cura_max_deadline_s: the ERA and Cura generators' deadline
+            parameters (``simulator.synthetic``).
     """
 
     trace: str = str(FB2009)
@@ -67,9 +79,26 @@ class WorkloadSpec:
     groups: int = 2
     max_jobs: int = 0
     seed: int = 0
+    generator: str = ""
+    rate_scale: float = 1.0
+    deadline_factor: float = 3.0
+    era_slack: float = 4.0
+    cura_max_deadline_s: float = 200.0
+
+    def synthetic(self) -> GeneratorSpec:
+        """The generator's spec (``generator`` set)."""
+        return GeneratorSpec(self.generator, hours=self.hours, rate_scale=self.rate_scale, tenants=self.tenants,
+                             deadline_factor=self.deadline_factor, era_slack=self.era_slack,
+                             cura_max_deadline_s=self.cura_max_deadline_s, seed=self.seed)  # fmt: skip
+
+    def tenant_count(self) -> int:
+        """Leaf queues of the run: Table 1's 3 users, else ``tenants``."""
+        return 3 if self.generator == "abacus_table1" else self.tenants
 
     def kind(self) -> str:
-        """"swim", "swf" or "jobs" (a live market's jobs, :func:`load_jobs_doc`). Raises ValueError on an unknown format."""
+        """"swim", "swf", "jobs" (a live market's jobs, :func:`load_jobs_doc`) or "synthetic". Raises ValueError on an unknown format."""
+        if self.generator:
+            return "synthetic"
         if self.trace_format in ("swim", "swf", "jobs"):
             return self.trace_format
         if self.trace_format != "auto":
@@ -87,7 +116,10 @@ class WorkloadSpec:
             raise ValueError("tenants: tenants and groups must be at least 1")
         if self.max_jobs < 0:
             raise ValueError("max_jobs: must be >= 0 (0 keeps every job)")
-        self.kind()
+        if not 1.0 <= self.deadline_factor < math.inf:
+            raise ValueError("deadline_factor: must be >= 1 (a deadline before the ideal finish cannot be met)")
+        if self.kind() == "synthetic":
+            self.synthetic().check()
 
 
 @dataclass(frozen=True)
@@ -101,15 +133,31 @@ class ConfigSpec:
     t_wait: float = 30.0
     seed: int = 0
     sample_interval: float = 60.0
+    predictor: str = "exact"
 
     def params(self) -> MarketParams:
+        """The runner's settings. Raises ValueError on an unknown ``predictor``."""
         return MarketParams(
             mechanism=self.mechanism, fairshare=self.fairshare, dispatch=self.dispatch, alpha=self.alpha,
             t_wait=self.t_wait, seed=self.seed, sample_interval=self.sample_interval,
+            known_durations=predictor_knows(self.predictor),
         )
 
+
+PREDICTORS = ("exact", "none")
+
+
+def predictor_knows(name: str) -> bool:
+    """The task-duration predictor the dispatcher plans with: "exact" tells it each task's
+    duration at start (``Cluster.known_durations``: the look-ahead of ``simulator.lookahead``
+    can place short tasks in gaps), "none" predicts nothing. Raises ValueError otherwise."""
+    if name not in PREDICTORS:
+        raise ValueError(f"predictor: {name!r} is not one of {', '.join(PREDICTORS)}")
+    return name == "exact"
+
 # Per-job record columns, in export order (PostgreSQL's jsonb keeps object keys in its own order).
-JOB_COLUMNS = ("job_id", "tenant", "submit_s", "start_s", "finish_s", "response_s", "slowdown", "payment")
+JOB_COLUMNS = ("job_id", "tenant", "submit_s", "start_s", "finish_s", "response_s", "slowdown", "payment",
+               "deadline_s", "deadline_met", "value", "utility")
 
 
 def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
@@ -122,6 +170,9 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
     """
     spec.check()
     path = Path(spec.trace)
+    if spec.kind() == "synthetic":
+        jobs = list(generate(spec.synthetic()).jobs)  # a copy: the generator's result is cached
+        return _nonempty(jobs[: spec.max_jobs] if spec.max_jobs else jobs)
     if spec.kind() == "jobs":
         jobs = _jobs_window(load_jobs_doc(path)[1], spec)
     elif spec.kind() == "swim":
@@ -136,9 +187,39 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
         jobs = jobs[: spec.max_jobs]
     if spec.time_scale != 1.0:
         jobs = [TraceJob(j.job_id, j.submit_time * spec.time_scale, j.user, j.group, j.tasks, j.task_duration) for j in jobs]
+    return _nonempty(jobs)
+
+
+def _nonempty(jobs: list[TraceJob]) -> list[TraceJob]:
     if not jobs:
         raise ValueError("hours: the slice holds no job (pick another start_hour or more hours)")
     return jobs
+
+
+def job_terms(spec: WorkloadSpec, config: ConfigSpec, jobs: Sequence[TraceJob], m: int) -> dict[int, JobTerms]:
+    """Each job's value, deadline and bid (``simulator.outcomes``): a generator's own terms,
+    else its bid as the run draws it (``runner.draw_bid``) with a ``deadline_factor`` deadline."""
+    if spec.kind() == "synthetic":
+        terms = generate(spec.synthetic()).terms
+        return {j.job_id: terms[j.job_id] for j in jobs}
+    params = _bid_params(spec, config.params())
+    bids = {j.job_id: draw_bid(j, params, m) for j in jobs}
+    return trace_terms(jobs, {k: b.budget for k, b in bids.items()}, spec.deadline_factor,
+                       {k: b.weights for k, b in bids.items()}, {k: b.utility for k, b in bids.items()})  # fmt: skip
+
+
+def _bid_params(spec: WorkloadSpec, params: MarketParams) -> MarketParams:
+    """``params`` with the workload's own bids: a live market's jobs keep theirs, a generator's its terms."""
+    if spec.kind() == "jobs":
+        doc, _ = load_jobs_doc(spec.trace)
+        bids = {int(j["job_id"]): j for j in doc["jobs"]}
+        return replace(params, budget=lambda j: float(bids[j.job_id]["budget"]), weights=lambda j: bids[j.job_id]["weights"],
+                       utility=lambda j: str(bids[j.job_id]["utility"]))  # fmt: skip
+    if spec.kind() == "synthetic":
+        terms = generate(spec.synthetic()).terms
+        return replace(params, budget=lambda j: terms[j.job_id].budget, weights=lambda j: terms[j.job_id].weights,
+                       utility=lambda j: terms[j.job_id].utility)  # fmt: skip
+    return params
 
 
 JobsDoc = dict[str, Any]
@@ -217,15 +298,12 @@ def simulate(
     """
     jobs = load_workload(spec)
     check_capacity(jobs, capacity)
-    tree, leaf = queue_tree(spec.tenants, spec.groups)
-    params = config.params()
-    if spec.kind() == "jobs":  # the live market's tree and each job's own bid
+    tree, leaf = queue_tree(spec.tenant_count(), spec.groups)
+    params = _bid_params(spec, config.params())
+    if spec.kind() == "jobs":  # the live market's tree
         doc, _ = load_jobs_doc(spec.trace)
         tree = QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
         leaf = {name: pos for pos, name in enumerate(tree.leaf_names)}
-        bids = {int(j["job_id"]): j for j in doc["jobs"]}
-        params = replace(params, budget=lambda j: float(bids[j.job_id]["budget"]), weights=lambda j: bids[j.job_id]["weights"],
-                         utility=lambda j: str(bids[j.job_id]["utility"]))  # fmt: skip
     result = run(jobs, tree=tree, leaf_of_user=leaf, capacity=[int(c) for c in capacity], params=params, progress=observer)
     return jobs, result
 
@@ -236,7 +314,7 @@ def leaf_names(spec: WorkloadSpec) -> list[str]:
         doc, _ = load_jobs_doc(spec.trace)
         tree = QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
         return list(tree.leaf_names)
-    return [name.rsplit(".", 1)[1] for name in queue_tree(spec.tenants, spec.groups)[0].leaf_names]
+    return [name.rsplit(".", 1)[1] for name in queue_tree(spec.tenant_count(), spec.groups)[0].leaf_names]
 
 
 def _r(value: float, digits: int = 6) -> float | None:
@@ -275,13 +353,15 @@ def _count_between(t: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[
     return out
 
 
-def job_records(jobs: Sequence[TraceJob], result: RunResult, staged: bool = True) -> dict[str, list[Any]]:
+def job_records(jobs: Sequence[TraceJob], result: RunResult, terms: Mapping[int, JobTerms], staged: bool = True) -> dict[str, list[Any]]:
     """Per-job records in columns (one entry per submitted job, trace order).
 
     ``slowdown = response / ideal`` with ``ideal`` the job's run time on an
     empty cluster (the sum of its stages' task durations when staged, their
-    maximum otherwise; at least 1 s); ``payment`` sums the job's charges.
-    Unfinished jobs have ``None`` start/finish/response/slowdown.
+    maximum otherwise; at least 1 s); ``payment`` sums the job's charges;
+    ``deadline_s``, ``value`` are its terms (``job_terms``), ``deadline_met``
+    and ``utility`` (realised, at its average shares) as ``simulator.outcomes``
+    defines them. Unfinished jobs have ``None`` start/finish/response/slowdown/utility.
     """
     done = {f.job_id: f for f in result.finished}
     paid: dict[int, float] = {}
@@ -289,7 +369,9 @@ def job_records(jobs: Sequence[TraceJob], result: RunResult, staged: bool = True
         paid[c.job_id] = paid.get(c.job_id, 0.0) + c.amount
     cols: dict[str, list[Any]] = {k: [] for k in JOB_COLUMNS}
     t0 = result.start_time
-    for job in jobs:
+    met = deadline_met(jobs, result.finished, terms)
+    utilities = realised_utility(jobs, {k: v.tolist() for k, v in result.average_shares.items()}, terms)
+    for job, ok, u in zip(jobs, met, utilities, strict=True):
         stages = [d for n, d in zip(job.tasks, job.task_duration, strict=True) if n > 0]
         ideal = max(1.0, (sum(stages) if staged else max(stages, default=0.0)))
         f = done.get(job.job_id)
@@ -301,10 +383,23 @@ def job_records(jobs: Sequence[TraceJob], result: RunResult, staged: bool = True
         cols["response_s"].append(None if f is None else _r(f.response_time, 3))
         cols["slowdown"].append(None if f is None else _r(f.response_time / ideal, 4))
         cols["payment"].append(_r(paid.get(job.job_id, 0.0), 4))
+        cols["deadline_s"].append(_r(terms[job.job_id].deadline - t0, 3))
+        cols["deadline_met"].append(bool(ok))
+        cols["value"].append(_r(terms[job.job_id].value, 4))
+        cols["utility"].append(None if u is None else _r(u, 6))
     return cols
 
 
-def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequence[str]) -> dict[str, Any]:
+def welfare_metrics(jobs: Sequence[TraceJob], recs: Mapping[str, list[Any]], terms: Mapping[int, JobTerms]) -> dict[str, Any]:
+    """``welfare`` (value of the jobs that met their deadline), ``welfare_share`` (of all
+    requested value), ``deadline_met_fraction`` and ``realised_utility`` (summed; paper 000)
+    from :func:`job_records`' columns (``simulator.outcomes``)."""
+    w = welfare(jobs, recs["deadline_met"], terms)
+    return {"welfare": _r(w.welfare, 4), "welfare_share": _r(w.share, 6), "deadline_met_fraction": _r(w.met_fraction, 6),
+            "realised_utility": _r(utility_total(recs["utility"]), 6)}  # fmt: skip
+
+
+def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequence[str], terms: Mapping[int, JobTerms]) -> dict[str, Any]:
     """The stored form of a run (JSON; simulated seconds since the first arrival).
 
     Keys: ``metrics`` (headline scalars), ``series`` (on the fairness-sample
@@ -314,14 +409,14 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
     types it used, paper 002 Eq. 3), ``loss``/``benefit`` summed over types
     (Eqs. 4-5), ``revenue`` cumulative money charged), ``prices`` (clearing
     times and per-type prices, min/max-downsampled) and ``jobs``
-    (:func:`job_records`).
+    (:func:`job_records`). ``terms``: each job's value and deadline (:func:`job_terms`).
     """
     t0 = result.start_time
     samples = result.samples or [result.final]
     step = max(1, math.ceil(len(samples) / (2 * MAX_SERIES_POINTS)))
     picked = samples[::step]
     t = np.array([s.time for s in picked], dtype=np.float64)
-    recs = job_records(jobs, result)
+    recs = job_records(jobs, result, terms)
     fin = {f.job_id: f for f in result.finished}
     start = np.array([fin[j].start_time if j in fin else math.inf for j in recs["job_id"]], dtype=np.float64)
     finish = np.array([fin[j].finish_time if j in fin else math.inf for j in recs["job_id"]], dtype=np.float64)
@@ -332,7 +427,8 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
     revenue = cum[np.searchsorted(charge_t, t, side="right")]
     m = int(result.capacity.shape[0])
     rho = np.array([s.rho for s in picked], dtype=np.float64)  # (T, L, m)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a sample where no queue used a type: NaN, as meant
         rho_mean = np.nanmean(np.where(np.isfinite(rho) & (rho > 0), rho, np.nan), axis=2) if len(rho) else rho
     series = {
         "t": _rl(t - t0, 3),
@@ -369,5 +465,6 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
         "min_rho": _r(float(np.nanmin(rho_mean[-1]))) if len(rho) and np.isfinite(rho_mean[-1]).any() else None,
         "clearings": result.clearings,
         "makespan_s": _r(result.end_time - t0, 3),
+        **welfare_metrics(jobs, recs, terms),
     }
     return {"metrics": metrics, "series": series, "prices": prices, "jobs": recs, "tenants": list(tenants)}

@@ -16,6 +16,14 @@ class ExperimentRun(models.Model):
     cannot run it twice. ``heartbeat_at`` is touched with every progress
     update; a run whose heartbeat is older than ``EXPERIMENT_STALE_S`` is
     marked failed by ``experiment_reap`` (its worker died).
+
+    Retries: a run may be tried ``max_attempts`` times (1 for the paper
+    experiments, ``SIMULATION_MAX_ATTEMPTS`` for simulation-lab runs). A failed
+    or reaped attempt with attempts left goes back to queued with ``retry_at``
+    set (exponential backoff); ``enqueued_at`` is when its task last reached
+    the broker, None while it has to be (re)published, which the sweeper
+    (``experiment_requeue``) does for runs whose publication failed or whose
+    retry is due.
     """
 
     class Status(models.TextChoices):
@@ -43,6 +51,10 @@ class ExperimentRun(models.Model):
         help_text="The simulation-lab study this run is one configuration of.",
     )
     label = models.CharField(max_length=120, blank=True, default="", help_text="The configuration inside its study (without the seed).")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker has started this run.")
+    max_attempts = models.PositiveSmallIntegerField(default=1, help_text="Attempts allowed before the run is failed for good.")
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="When its task last reached the broker (None: to publish).")
+    retry_at = models.DateTimeField(null=True, blank=True, help_text="A failed attempt's retry is not published before this.")
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]

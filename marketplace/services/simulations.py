@@ -16,7 +16,11 @@ Delivery: ``simulation_run_task`` is acknowledged early (``acks_late=False``),
 so Redis never redelivers a long run, whatever its length against the
 broker's ``visibility_timeout`` (600 s, kept short for the market's own
 tasks); a worker killed mid-run leaves the run "running" without heartbeat
-and ``experiment_reap`` marks it failed. The time limits are per task
+and ``experiment_reap`` queues it again (with backoff) while it has attempts
+left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a run whose attempt
+raised is retried the same way. Runs whose publication failed (broker down)
+stay queued with ``enqueued_at`` None until the sweeper's
+``experiment_requeue`` publishes them (``services.experiments``). The time limits are per task
 (``SIMULATION_TIME_LIMIT_S``).
 """
 
@@ -36,19 +40,17 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from marketplace.models import ExperimentRun, SimulationStudy
-from marketplace.services.experiments import experiment_cancel, experiment_execute
+from marketplace.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
 from scheduler.registry import UnknownName
 from simulator import experiments
-from simulator.experiments.simulation import CONFIG_KEYS, WORKLOAD_KEYS, specs
+from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
 from simulator.whatif import check_capacity, estimate_bytes, load_workload
 from simulator.whatif_compare import summary_table
 
 log = logging.getLogger(__name__)
 
-SIMULATION_TASK = "marketplace.tasks.simulation_run_task"
-SIMULATION_QUEUE = "simulation"
 EXPERIMENT = "simulation"
-SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch")
+SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
 MAX_RUNS = 64
 _threads: list[threading.Thread] = []  # eager mode only
 
@@ -69,12 +71,16 @@ def _label(vary: str, value: Any) -> str:
 
 
 def simulation_plan(
-    *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int]
+    *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int],
+    vm_pools: str = "",
 ) -> list[tuple[str, dict[str, Any]]]:
     """The runs of a study: ``(label, params)`` per value of ``vary`` and seed, validated.
 
+    ``vm_pools`` (``"c2:10, c8:4"``), when given, is the cluster instead of ``capacity``
+    (``simulator.lab_pools``).
+
     Raises:
-        ValidationError: field-keyed (``workload`` keys, ``capacity``,
+        ValidationError: field-keyed (``workload`` keys, ``capacity``, ``vm_pools``,
             ``vary``, ``values``, ``seeds``, a config key, ``__all__`` for
             memory) on anything that would fail or not fit, before any run exists.
     """
@@ -92,7 +98,7 @@ def simulation_plan(
     experiment = experiments.get(EXPERIMENT)
     plan: list[tuple[str, dict[str, Any]]] = []
     for value, seed in combos:
-        params = {**workload, "capacity": list(capacity), **base, "seed": int(seed)}
+        params = {**workload, "capacity": list(capacity), "vm_pools": vm_pools, **base, "seed": int(seed)}
         if vary:
             params[vary] = value
         try:
@@ -103,7 +109,7 @@ def simulation_plan(
             raise ValidationError({vary or "mechanism": str(exc.args[0] if exc.args else exc)}) from None
         except (TypeError, ValueError) as exc:
             key, _, msg = str(exc).partition(": ")
-            raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, "capacity") else "__all__": msg or key}) from None
+            raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, *CLUSTER_KEYS) else "__all__": msg or key}) from None
         plan.append((_label(vary, value), values_))
     _check_workload(plan[0][1])
     return plan
@@ -118,7 +124,7 @@ def _check_workload(params: dict[str, Any]) -> None:
         raise ValidationError({"trace": "No such trace file."}) from None
     except ValueError as exc:
         key, _, msg = str(exc).partition(": ")
-        field = key if key in (*WORKLOAD_KEYS, "capacity") else "trace"
+        field = key if key in (*WORKLOAD_KEYS, *CLUSTER_KEYS) else "trace"
         raise ValidationError({field: msg if field == key else str(exc)}) from None
     need, limit = estimate_bytes(jobs, capacity, config.sample_interval), memory_limit_bytes()
     if need > limit:
@@ -137,6 +143,7 @@ def simulation_start(
     vary: str = "",
     values: Sequence[Any] = (),
     seeds: Sequence[int] = (0,),
+    vm_pools: str = "",
     user: Any,
     market: Any = None,
     live: dict[str, Any] | None = None,
@@ -149,15 +156,20 @@ def simulation_start(
     """
     if not (getattr(user, "is_staff", False) or hasattr(user, "tenant")):
         raise PermissionDenied("Only staff and tenants may start simulations.")
-    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds)
+    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds, vm_pools=vm_pools)
+    capacity = specs(plan[0][1])[1]  # the pools' slots when pools were given
+    if vm_pools:
+        workload = {**workload, "vm_pools": vm_pools}  # kept with the study's settings
     with transaction.atomic():
         study = SimulationStudy.objects.create(
             title=title[:200] or "what-if", kind=SimulationStudy.Kind.LIVE if market is not None else SimulationStudy.Kind.TRACE,
             workload=workload, capacity=list(capacity), base=base, vary=vary if vary != "seed" else "",
             market=market, live=live, created_by=user,
         )  # fmt: skip
+        most = int(getattr(settings, "SIMULATION_MAX_ATTEMPTS", 3))
         runs = ExperimentRun.objects.bulk_create(
-            [ExperimentRun(name=EXPERIMENT, params=p, label=label, study=study, created_by=user, message="queued") for label, p in plan]
+            [ExperimentRun(name=EXPERIMENT, params=p, label=label, study=study, created_by=user, message="queued", max_attempts=most)
+             for label, p in plan]
         )
         ids = [r.pk for r in runs]
         transaction.on_commit(lambda: _enqueue(ids))
@@ -168,6 +180,7 @@ def _enqueue(run_ids: list[int]) -> None:
     if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
         thread = threading.Thread(target=_execute_in_thread, args=(run_ids,), name=f"simulation-{run_ids[0]}", daemon=True)
         _threads.append(thread)
+        mark_enqueued(run_ids)
         thread.start()
         return
     from celery import group
@@ -176,8 +189,10 @@ def _enqueue(run_ids: list[int]) -> None:
 
     try:
         group(app.signature(SIMULATION_TASK, args=(pk,), queue=SIMULATION_QUEUE) for pk in run_ids).apply_async()
-    except Exception:  # the broker is down: the runs stay queued (cancel them or start again)
+    except Exception:  # the broker is down: the runs stay queued, unpublished, until the sweeper's experiment_requeue
         log.exception("could not enqueue simulation runs %s", run_ids)
+        return
+    mark_enqueued(run_ids)
 
 
 def _execute_in_thread(run_ids: list[int]) -> None:

@@ -24,7 +24,10 @@ and L = 4 s: 5.5 s + clearing time, documented as 10 s
 (``settings.MARKET_STALENESS_BOUND_S``; the integration tests assert it).
 
 Run by ``manage.py run_clock`` (in-process: works while the broker is down) and
-by Celery beat's ``sweep_markets_task``. It also purges expired idempotency keys.
+by Celery beat's ``sweep_markets_task``. It also purges expired idempotency keys,
+and publishes experiment and simulation-lab runs that are queued but not with the
+broker (``services.experiments.experiment_requeue``: their publication failed
+while the broker was down, or a failed attempt's retry is due).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from django.db.models import F
 
 from marketplace.models import Market
 from marketplace.services.clearing import market_clear
+from marketplace.services.experiments import experiment_requeue
 from marketplace.services.idempotency import idempotency_purge
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,7 @@ class SweepResult:
 
     behind: dict[int, int] = field(default_factory=dict)  # market id -> state_version
     outcomes: dict[int, str] = field(default_factory=dict)  # market id -> ClearingResult.status
+    requeued: list[int] = field(default_factory=list)  # experiment runs published again
 
     @property
     def cleared(self) -> int:
@@ -86,6 +91,10 @@ def market_sweep(*, grace: bool = True) -> SweepResult:
         if outcome.status == "cleared":
             log.warning("market %s: cleared by the sweeper (version %s; trigger lost or lease expired)", pk, outcome.state_version)
     _purge_now_and_then()
+    try:
+        result.requeued = experiment_requeue()
+    except Exception:  # the broker or the database is still away: the next sweep tries again
+        log.exception("experiment run requeue failed")
     return result
 
 

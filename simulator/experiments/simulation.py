@@ -15,25 +15,49 @@ import math
 import time
 
 from simulator.experiments import Experiment, Params, Progress, Result, figure, register, table
-from simulator.whatif import FB2009, ConfigSpec, WorkloadSpec, compact_result, leaf_names, load_workload, simulate
+from simulator.lab_pools import pool_capacity
+from simulator.whatif import FB2009, ConfigSpec, WorkloadSpec, compact_result, job_terms, leaf_names, load_jobs_doc, load_workload, simulate
 
-WORKLOAD_KEYS = ("trace", "trace_format", "start_hour", "hours", "time_scale", "tenants", "groups", "max_jobs", "workload_seed")
-CONFIG_KEYS = ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "seed", "sample_interval")
+WORKLOAD_KEYS = ("trace", "trace_format", "start_hour", "hours", "time_scale", "tenants", "groups", "max_jobs", "workload_seed",
+                 "generator", "rate_scale", "deadline_factor", "era_slack", "cura_max_deadline_s")
+CONFIG_KEYS = ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "seed", "sample_interval", "predictor")
+CLUSTER_KEYS = ("capacity", "vm_pools")
 
 
 def specs(params: Params) -> tuple[WorkloadSpec, list[int], ConfigSpec]:
-    """The workload, capacities and configuration named by flat ``params``."""
+    """The workload, capacities and configuration named by flat ``params``.
+
+    The capacities are ``capacity``, or the slots of ``vm_pools`` when it is
+    given (``simulator.lab_pools``). A generator draws its workload with seed
+    ``workload_seed + seed``: the seeds of a study are replicas of the workload
+    (a trace's seeds vary only the bids and the dispatch), and every
+    configuration sees the same draws for the same seed. Raises ValueError (``"vm_pools: ..."``) on bad pools.
+    """
     workload = WorkloadSpec(
         trace=str(params["trace"]), trace_format=str(params["trace_format"]), start_hour=float(params["start_hour"]),
         hours=float(params["hours"]), time_scale=float(params["time_scale"]), tenants=int(params["tenants"]),
-        groups=int(params["groups"]), max_jobs=int(params["max_jobs"]), seed=int(params["workload_seed"]),
+        groups=int(params["groups"]), max_jobs=int(params["max_jobs"]),
+        seed=int(params["workload_seed"]) + (int(params["seed"]) if params["generator"] else 0),
+        generator=str(params["generator"]), rate_scale=float(params["rate_scale"]),
+        deadline_factor=float(params["deadline_factor"]), era_slack=float(params["era_slack"]),
+        cura_max_deadline_s=float(params["cura_max_deadline_s"]),
     )
     config = ConfigSpec(
         mechanism=str(params["mechanism"]), fairshare=str(params["fairshare"]), dispatch=str(params["dispatch"]),
         alpha=float(params["alpha"]), t_wait=float(params["t_wait"]), seed=int(params["seed"]),
-        sample_interval=float(params["sample_interval"]),
+        sample_interval=float(params["sample_interval"]), predictor=str(params["predictor"]),
     )
-    return workload, [int(c) for c in params["capacity"]], config
+    pools = str(params.get("vm_pools") or "").strip()
+    capacity = pool_capacity(pools, resource_types(workload)) if pools else [int(c) for c in params["capacity"]]
+    return workload, capacity, config
+
+
+def resource_types(workload: WorkloadSpec) -> int:
+    """How many resource types the workload's jobs have (SWF and ERA units: 1; SWIM, Table 1, Cura: 2)."""
+    kind = workload.kind()
+    if kind == "jobs":
+        return len(load_jobs_doc(workload.trace)[0]["capacity"])
+    return 1 if kind == "swf" or workload.generator == "era_classes" else 2
 
 
 def run(params: Params, progress: Progress) -> Result:
@@ -53,7 +77,8 @@ def run(params: Params, progress: Progress) -> Result:
     horizon[0], first[0] = len(jobs_preview), jobs_preview[0].submit_time
     progress(0.0, f"{len(jobs_preview)} jobs loaded")
     jobs, result = simulate(workload, capacity, config, observer)
-    out = compact_result(jobs, result, leaf_names(workload))
+    terms = job_terms(workload, config, jobs, len(capacity))
+    out = compact_result(jobs, result, leaf_names(workload), terms)
     s, mt = out["series"], out["metrics"]
     figures = [
         figure("Utilisation", [{"type": "scatter", "mode": "lines", "name": f"type {j}", "x": s["t"], "y": u}
@@ -83,9 +108,10 @@ EXPERIMENT = register(
         run=run,
         defaults={
             "trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 2.0, "time_scale": 1.0,
-            "tenants": 8, "groups": 2, "max_jobs": 0, "workload_seed": 0, "capacity": [100, 50],
+            "tenants": 8, "groups": 2, "max_jobs": 0, "workload_seed": 0, "generator": "", "rate_scale": 1.0,
+            "deadline_factor": 3.0, "era_slack": 4.0, "cura_max_deadline_s": 200.0, "capacity": [100, 50], "vm_pools": "",
             "mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0,
-            "seed": 0, "sample_interval": 60.0,
+            "seed": 0, "sample_interval": 60.0, "predictor": "exact",
         },
         description="One market configuration replayed on a trace slice; the simulation lab compares several side by side.",
         help={
@@ -95,6 +121,14 @@ EXPERIMENT = register(
             "tenants": "tenants (leaf queues) the jobs are mapped to",
             "t_wait": "H-LTRF starvation timeout (simulated s)",
             "alpha": "Abacus auction exponent in [0, 1]",
+            "generator": "'' replays the trace; abacus_table1 (paper 000 Table 1), era_classes (paper 001 Sec. 4), "
+                         "cura_mix (paper 004 Sec. IV-A) generate `hours` of arrivals",
+            "rate_scale": "multiplies a generator's arrival rates",
+            "deadline_factor": "a trace or Table 1 job's deadline: submit + this many ideal run times",
+            "era_slack": "ERA jobs' largest window / duration factor (>= 1.5)",
+            "cura_max_deadline_s": "Cura jobs' largest deadline slack beyond their ideal time (simulated s)",
+            "vm_pools": "cluster as VM pools, e.g. 'c2:10, c8:4' (overrides capacity; simulator.lab_pools)",
+            "predictor": "task-duration predictor of the dispatcher: exact (known at start) or none",
         },
     )
 )

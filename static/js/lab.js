@@ -25,5 +25,7 @@
     document.getElementById("run-percent").textContent = Math.round(100 * s.progress) + " %";
     document.getElementById("run-message").textContent = s.message;
     document.getElementById("run-status-label").textContent = s.status;
+    var attempts = document.getElementById("run-attempts");
+    if (attempts) { attempts.textContent = "(attempt " + s.attempts + " of " + s.max_attempts + ")"; }
   });
 })();

@@ -9,6 +9,7 @@
       row.querySelector("progress").value = run.progress;
       row.querySelector(".run-percent").textContent = Math.round(100 * run.progress) + " %";
       row.querySelector(".run-status").textContent = run.status;
+      row.querySelector(".run-attempts").textContent = run.attempts + " of " + run.max_attempts;
       row.querySelector(".run-message").textContent = run.message;
     });
   });

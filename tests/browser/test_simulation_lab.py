@@ -84,3 +84,44 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
             browser.close()
             for thread in svc._threads:
                 thread.join(timeout=60)
+
+
+def test_a_synthetic_workload_on_vm_pools_shows_welfare_and_deadlines(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS * 3)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS * 3)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{live_server.url}/login/")
+            page.get_by_label("Username").fill("ops")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            page.goto(f"{live_server.url}/lab/simulations/")
+            form = page.locator("#study-form")
+            form.get_by_label("Title").fill("ERA classes, two predictors")
+            form.get_by_label("Hours").fill("1")
+            form.get_by_label("Generator").select_option("era_classes")
+            form.get_by_label("VM pools").fill("c8:2, c4:2")  # 24 units, ERA's one resource type
+            form.get_by_label("Vary").select_option("predictor")
+            form.get_by_label("Values").fill("exact, none")
+            form.get_by_label("Seeds").fill("0")
+            form.get_by_role("button", name="Start study").click()
+            expect(page).to_have_url(re.compile(r"/lab/simulations/\d+/$"))
+            expect(page.locator("tr[data-run] .run-attempts").first).to_contain_text("of 3")
+            expect(page.locator("#summary-table")).to_be_visible()
+            for text in ("predictor=exact", "predictor=none", "welfare (money)", "deadlines met (fraction)"):
+                expect(page.locator("#summary-table")).to_contain_text(text)
+            expect(page.locator('[aria-label^="Welfare, cumulative"]')).to_be_visible()
+            page.screenshot(path=str(tmp_path / "study-era-welfare.png"), full_page=True)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "study-era-welfare.png", SHOTS / "study-era-welfare.png")
+            assert errors == [], errors
+        finally:
+            browser.close()
+            for thread in svc._threads:
+                thread.join(timeout=60)

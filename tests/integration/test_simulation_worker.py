@@ -1,6 +1,7 @@
 """The simulation lab on real services: runs and a sweep on a real `celery worker` consuming the
 ``simulation`` queue (Redis broker, PostgreSQL), cancellation of a running run, and a worker
-killed mid-run: its run is reaped as failed and never redelivered (acked early)."""
+killed mid-run: its run is never redelivered by the broker (acked early); the reaper queues
+it again while it has attempts left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed."""
 
 from __future__ import annotations
 
@@ -116,7 +117,9 @@ def test_a_running_run_is_cancelled_on_a_real_worker(sim_worker, staff) -> None:
     assert simulation_gather(study_id=study.pk)
 
 
-def test_a_killed_worker_leaves_a_failed_run_that_is_not_redelivered(real_services, staff) -> None:  # type: ignore[no-untyped-def]
+def test_a_killed_workers_run_is_not_redelivered_but_retried_by_the_reaper(real_services, staff, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.SIMULATION_MAX_ATTEMPTS = 2
+    settings.EXPERIMENT_RETRY_BACKOFF_S = 0.5
     proc = _spawn("killed")
     try:
         _wait_ping(proc)
@@ -129,17 +132,37 @@ def test_a_killed_worker_leaves_a_failed_run_that_is_not_redelivered(real_servic
     # the message was acked on receipt: nothing is left queued or in kombu's unacked set to redeliver
     assert real_services.llen(SIMULATION_QUEUE) == 0 and real_services.hlen("unacked") == 0
     time.sleep(1.5)
+    # the reaper finds the lost run and, with an attempt left, queues it again (published with its backoff)
     assert experiment_reap(stale_after_s=1.0) == 1
-    assert _statuses(study) == ["failed"]
     run = ExperimentRun.objects.get(study=study)
-    assert run.message == "worker lost (no heartbeat)"
-    # a fresh worker does not pick the run up again
+    assert (run.status, run.attempts) == ("queued", 1) and run.message.startswith("worker lost (no heartbeat) on attempt 1 of 2")
+    # a fresh worker runs it again, as attempt 2 (cancelled here: the 24 h run is long)
     again = _spawn("after")
     try:
         _wait_ping(again)
-        time.sleep(2.0)
-        assert _statuses(study) == ["failed"]
+        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", attempts=2, progress__gt=0).exists(), 60,
+              "the retry to progress")  # fmt: skip
+        assert simulation_cancel(study_id=study.pk, user=staff) == 1
+        _wait(lambda: _statuses(study) == ["cancelled"], 30, "the retry to stop")
     finally:
         _stop(again)
         connection.close()
     assert simulation_gather(study_id=study.pk) and SimulationStudy.objects.get(pk=study.pk).summary["failed"] == ["base"]
+
+
+def test_a_killed_worker_leaves_a_failed_run_when_no_attempt_is_left(real_services, staff, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.SIMULATION_MAX_ATTEMPTS = 1
+    proc = _spawn("killed-once")
+    try:
+        _wait_ping(proc)
+        study = simulation_start(title="killed", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
+        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        _stop(proc)
+        connection.close()
+    time.sleep(1.5)
+    assert experiment_reap(stale_after_s=1.0) == 1
+    assert _statuses(study) == ["failed"] and ExperimentRun.objects.get(study=study).message == "worker lost (no heartbeat)"
+    assert real_services.llen(SIMULATION_QUEUE) == 0  # nothing published again

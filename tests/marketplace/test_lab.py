@@ -144,7 +144,7 @@ def test_pages_staff_start_everyone_reads_and_csv(staff, alice: Tenant, django_c
     detail = tenant.get(reverse("lab-run", args=[run.pk]))
     assert detail.status_code == 200 and b"squares done" in detail.content and b'id="figure-0"' in detail.content
     status = tenant.get(reverse("lab-run-status", args=[run.pk])).json()
-    assert status == {"status": "done", "progress": 1.0, "message": "done", "finished": True}
+    assert status == {"status": "done", "progress": 1.0, "message": "done", "attempts": 1, "max_attempts": 1, "finished": True}
     csv_text = tenant.get(reverse("lab-run-table-csv", args=[run.pk, 0])).content.decode()
     assert csv_text.splitlines() == ["k,k²", "0,0", "1,1", "2,4"]
     assert tenant.get(reverse("lab-run-table-csv", args=[run.pk, 1])).status_code == 404

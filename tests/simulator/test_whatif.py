@@ -108,12 +108,12 @@ def test_a_raising_callback_aborts_the_run() -> None:
 def test_a_stored_result_stays_within_the_point_budget() -> None:
     # one fairness sample per simulated second over an hour: 3,600 samples, more than the cap
     from simulator.experiments import MAX_POINTS_PER_TRACE
-    from simulator.whatif import MAX_SERIES_POINTS, compact_result, leaf_names
+    from simulator.whatif import MAX_SERIES_POINTS, compact_result, job_terms, leaf_names
 
     spec = WorkloadSpec(hours=1.0, tenants=4)
     jobs, result = simulate(spec, [20, 10], ConfigSpec(sample_interval=1.0))
     assert len(result.samples) > 2 * MAX_SERIES_POINTS
-    out = compact_result(jobs, result, leaf_names(spec))
+    out = compact_result(jobs, result, leaf_names(spec), job_terms(spec, ConfigSpec(sample_interval=1.0), jobs, 2))
     lengths = [len(out["series"]["t"]), *(len(u) for u in out["series"]["utilisation"]), *(len(x) for x in out["prices"]["t"])]
     assert max(lengths) <= min(2 * MAX_SERIES_POINTS, MAX_POINTS_PER_TRACE)
     assert len(out["series"]["running_jobs"]) == len(out["series"]["t"]) and len(out["jobs"]["job_id"]) == len(jobs)

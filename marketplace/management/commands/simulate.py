@@ -27,7 +27,9 @@ from marketplace.forms_simulations import SHARED_TRACES
 from marketplace.services.simulations import SWEEPABLE, simulation_plan
 from marketplace.simulation_files import jobs_rows, study_document, summary_rows, write_csv
 from simulator import experiments
-from simulator.whatif import FB2009
+from simulator.experiments.simulation import specs
+from simulator.synthetic import GENERATORS
+from simulator.whatif import FB2009, PREDICTORS
 from simulator.whatif_compare import summary_table
 
 
@@ -47,7 +49,14 @@ class Command(BaseCommand):
         parser.add_argument("--tenants", type=int, default=8)
         parser.add_argument("--groups", type=int, default=2)
         parser.add_argument("--max-jobs", type=int, default=0)
+        parser.add_argument("--generator", default="", choices=["", *GENERATORS], help="a synthetic workload instead of the trace")
+        parser.add_argument("--rate-scale", type=float, default=1.0, help="multiplies a generator's arrival rates")
+        parser.add_argument("--deadline-factor", type=float, default=3.0, help="trace / Table 1 deadline in ideal run times")
+        parser.add_argument("--era-slack", type=float, default=4.0)
+        parser.add_argument("--cura-max-deadline-s", type=float, default=200.0)
         parser.add_argument("--capacity", type=int, nargs="+", default=[100, 50])
+        parser.add_argument("--vm-pools", default="", help="the cluster as VM pools, e.g. 'c2:10, c8:4' (overrides --capacity)")
+        parser.add_argument("--predictor", default="exact", choices=list(PREDICTORS))
         parser.add_argument("--mechanism", default="abacus")
         parser.add_argument("--fairshare", default="hltrf")
         parser.add_argument("--dispatch", default="stride")
@@ -65,10 +74,12 @@ class Command(BaseCommand):
         workload = {"trace": trace, "trace_format": o["format"], "start_hour": o["start_hour"], "hours": o["hours"],
                     "time_scale": o["time_scale"], "tenants": o["tenants"], "groups": o["groups"], "max_jobs": o["max_jobs"],
                     "workload_seed": 0}  # fmt: skip
-        base = {key: o[key] for key in ("mechanism", "fairshare", "dispatch", "alpha", "t_wait")}
+        workload.update({k: o[k] for k in ("generator", "rate_scale", "deadline_factor", "era_slack", "cura_max_deadline_s")})
+        base = {key: o[key] for key in ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "predictor")}
         values = [_value(o["vary"], v) for v in o["values"]]
         try:
-            plan = simulation_plan(workload=workload, capacity=o["capacity"], base=base, vary=o["vary"], values=values, seeds=o["seeds"])
+            plan = simulation_plan(workload=workload, capacity=o["capacity"], base=base, vary=o["vary"], values=values, seeds=o["seeds"],
+                                   vm_pools=o["vm_pools"])  # fmt: skip
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         out = Path(o["out"])
@@ -83,7 +94,9 @@ class Command(BaseCommand):
         summary = summary_table([(r["label"], int(r["params"]["seed"]), r["result"]["metrics"]) for r in runs])
         summary["failed"] = []
         write_csv(out / "summary.csv", summary_rows(summary))
-        settings_ = {"id": None, "title": "manage.py simulate", "workload": workload, "capacity": o["capacity"], "base": base,
+        if o["vm_pools"]:
+            workload["vm_pools"] = o["vm_pools"]
+        settings_ = {"id": None, "title": "manage.py simulate", "workload": workload, "capacity": specs(plan[0][1])[1], "base": base,
                      "vary": o["vary"], "live": None}  # fmt: skip
         (out / "study.json").write_text(json.dumps(study_document(settings_, summary, runs), indent=1))
         width = max(len(str(c)) for row in summary["rows"] for c in row[:1]) + 2
