@@ -46,15 +46,16 @@ for the rest of the run and later searches skip it: the failed searches cost
 O(arcs) in total, and in an oversubscribed history most requests are refused
 after looking at a window of dead slots.
 
-Searches are breadth-first (Edmonds-Karp), so each increment terminates also
-with real-valued capacities. Amounts below ``EPS`` (relative to the largest
-capacity) count as zero.
+Paths are shortest paths (breadth-first levels, Edmonds and Karp 1972: a
+path traced through a search's levels later is still shortest, as residual
+distances never shrink), so each increment terminates also with real-valued
+capacities. Amounts below ``EPS`` (relative to the largest capacity) count as
+zero.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,164 +81,172 @@ class FlowAllocation:
     units: FloatArray
 
 
+def _bits(mask: int) -> Iterator[int]:
+    """The set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
 class _Network:
-    """The residual network of the module docstring, as plain Python lists (fast per element)."""
+    """The residual network of the module docstring, at the level of slots.
+
+    A path moves request j into a slot, then a unit of another request out of that
+    (full) slot into another slot of its window, and so on until a slot with room.
+    Sets of slots are Python integers used as bit sets: ``room[k]`` holds the slots
+    where request k may take more (x_kt < W_k), ``reach(t)`` the slots a unit held in
+    slot t can move to (the union of its holders' ``room``, cached), ``free_mask`` the
+    slots with room and ``dead`` the slots that cannot reach one (module docstring).
+    A breadth-first search then costs one union per slot visited, not a walk over
+    every holder's window.
+    """
 
     def __init__(self, units: list[float], arrival: list[int], deadline: list[int], capacity: float, horizon: int) -> None:
-        self.w, self.a, self.d = units, arrival, deadline
+        self.w, self.a = units, arrival
         self.x: list[list[float]] = [[0.0] * (d - a) for a, d in zip(arrival, deadline, strict=True)]
+        self.room = [((1 << (d - a)) - 1) << a for a, d in zip(arrival, deadline, strict=True)]
+        self.held: list[set[int]] = [set() for _ in units]  # slots where x_kt > 0
+        self.holders: list[set[int]] = [set() for _ in range(horizon)]  # requests with x_kt > 0
         self.free = [float(capacity)] * horizon
-        self.holders: list[set[int]] = [set() for _ in range(horizon)]
-        self.dead_slot = bytearray(horizon)
-        self.dead_job = bytearray(len(units))
+        self.free_mask = (1 << horizon) - 1
+        self.dead = 0
+        self._reach = [0] * horizon
+        self._reach_ok = bytearray(horizon)
         self.eps = EPS * max([float(capacity), *units, 1.0])
-        self.horizon = horizon
-        self.free_slots = list(range(horizon))  # sorted; a slot's load only grows, so it never returns
+        self.span = max((d - a for a, d in zip(arrival, deadline, strict=True)), default=1)  # longest window
+
+    def reach(self, t: int) -> int:
+        """Slots a unit held in slot t can move to (cached until a holder's room changes)."""
+        if not self._reach_ok[t]:
+            mask = 0
+            room = self.room
+            for k in self.holders[t]:
+                mask |= room[k]
+            self._reach[t] = mask
+            self._reach_ok[t] = 1
+        return self._reach[t]
+
+    def _set(self, k: int, t: int, value: float) -> None:
+        """x_kt = value, keeping ``room``, ``held``, ``holders`` and the ``reach`` caches in step."""
+        bit = 1 << t
+        if value <= self.eps:
+            value = 0.0
+        self.x[k][t - self.a[k]] = value
+        has_room = value < self.w[k] - self.eps
+        if has_room != bool(self.room[k] & bit):
+            self.room[k] ^= bit
+            for s in self.held[k]:
+                self._reach_ok[s] = 0
+        if value > 0.0 and t not in self.held[k]:
+            self.held[k].add(t)
+            self.holders[t].add(k)
+            if self._reach_ok[t]:
+                self._reach[t] |= self.room[k]
+        elif value == 0.0 and t in self.held[k]:
+            self.held[k].discard(t)
+            self.holders[t].discard(k)
+            self._reach_ok[t] = 0
 
     def _take(self, t: int, amount: float) -> None:
-        """Slot t's load grows by ``amount``; a slot left without room leaves ``free_slots``."""
+        """Slot t's load grows by ``amount`` (loads never shrink: paths only move units)."""
         self.free[t] -= amount
         if self.free[t] <= self.eps:
             self.free[t] = 0.0
-            del self.free_slots[bisect_left(self.free_slots, t)]
+            self.free_mask &= ~(1 << t)
 
     def fill_directly(self, j: int, want: float) -> float:
         """Paths of one arc (request j -> a slot with room): returns the amount pushed."""
-        eps, w, a, x, free = self.eps, self.w[j], self.a[j], self.x[j], self.free
-        pushed = 0.0
-        for off in range(len(x)):
-            if want - pushed <= eps:
+        pushed, ak, xj = 0.0, self.a[j], self.x[j]
+        for t in _bits(self.room[j] & self.free_mask):
+            if want - pushed <= self.eps:
                 break
-            t = a + off
-            room = min(free[t], w - x[off], want - pushed)
-            if room > eps:
-                x[off] += room
-                self._take(t, room)
-                self.holders[t].add(j)
-                pushed += room
+            amount = min(self.free[t], self.w[j] - xj[t - ak], want - pushed)
+            self._set(j, t, xj[t - ak] + amount)
+            self._take(t, amount)
+            pushed += amount
         return pushed
 
     def augment(self, j: int, want: float) -> float:
-        """One augmenting path from request j: the amount pushed, or 0 when none is left.
+        """Push flow from request j along shortest augmenting paths: 0 when there is none, and
+        then every slot the search visited is dead for good (module docstring).
 
-        A cheap directed walk towards the nearest free slot first (:meth:`_walk`); when it
-        gets stuck, the complete breadth-first search (:meth:`_search`), which marks every
-        node it visited dead when it fails (module docstring)."""
-        target = self._target(j)
-        if target < 0:
-            self.dead_job[j] = 1
+        One breadth-first search, level by level over bit sets, then as many paths through
+        its levels as can still be traced back from a slot with room (a path is checked
+        against the current flow arc by arc, so a stale level only ends the reuse)."""
+        levels = self._levels(j)
+        if levels is None:
             return 0.0
-        found = self._walk(j, target)
-        if found is None:
-            found = self._search(j)
-        if found is None:
-            return 0.0
-        return self._push(j, want, *found)
+        pushed = 0.0
+        while want - pushed > self.eps:
+            hits = levels[-1] & self.free_mask
+            path = self._path(j, levels, (hits & -hits).bit_length() - 1) if hits else None
+            if path is None:
+                break
+            pushed += self._push(path, want - pushed)
+        return pushed
 
-    def _walk(self, j: int, target: int) -> tuple[int, dict[int, int], dict[int, int]] | None:
-        """A path j -> t1 -> k1 -> t2 -> ... -> free slot, each step moving to the slot nearest
-        ``target`` that any request holding the current slot may move a unit to. None when a
-        step brings the path no nearer (the caller then searches in full)."""
-        eps, free, dead_job = self.eps, self.free, self.dead_job
-        slot_from: dict[int, int] = {}
-        job_from: dict[int, int] = {j: -1}
-        movers = [j]
-        gap_here = self.horizon + 1
-        while True:
-            best, best_k, best_gap = -1, -1, gap_here
-            for k in movers:
-                t = self._nearest(k, target, slot_from)
-                if t >= 0 and abs(t - target) < best_gap:
-                    best, best_k, best_gap = t, k, abs(t - target)
-            if best < 0:
-                return None
-            slot_from[best] = best_k
-            if free[best] > eps:
-                return best, slot_from, job_from
-            gap_here = best_gap
-            movers = []
-            for k2 in self.holders[best]:
-                if k2 not in job_from and not dead_job[k2]:
-                    job_from[k2] = best
-                    movers.append(k2)
-
-    def _nearest(self, k: int, target: int, taken: dict[int, int]) -> int:
-        """The slot of request k's window nearest ``target`` where k may take one more unit
-        (not dead, not on the path yet, x_kt < W_k); -1 when there is none."""
-        eps, dead_slot, ak, wk, xk = self.eps, self.dead_slot, self.a[k], self.w[k], self.x[k]
-        hi = ak + len(xk) - 1
-        if target <= ak:
-            order: range | list[int] = range(ak, hi + 1)
-        elif target >= hi:
-            order = range(hi, ak - 1, -1)
-        else:
-            order = sorted(range(ak, hi + 1), key=lambda t: abs(t - target))
-        for t in order:
-            if not (dead_slot[t] or t in taken or xk[t - ak] >= wk - eps):
-                return t
-        return -1
-
-    def _search(self, j: int) -> tuple[int, dict[int, int], dict[int, int]] | None:
-        """Breadth-first search for a shortest augmenting path from request j; when there is
-        none, every node visited is marked dead (module docstring)."""
-        eps, free, dead_slot, dead_job, x, w = self.eps, self.free, self.dead_slot, self.dead_job, self.x, self.w
-        slot_from: dict[int, int] = {}  # slot -> request whose forward arc reached it
-        job_from: dict[int, int] = {j: -1}  # request -> slot whose reverse arc reached it
-        queue = deque([j])
-        while queue:
-            k = queue.popleft()
-            wk, ak, xk = w[k], self.a[k], x[k]
-            for off in range(len(xk)):
-                t = ak + off
-                if dead_slot[t] or t in slot_from or xk[off] >= wk - eps:
-                    continue
-                slot_from[t] = k
-                if free[t] > eps:
-                    return t, slot_from, job_from
-                for k2 in self.holders[t]:
-                    if k2 not in job_from and not dead_job[k2]:
-                        job_from[k2] = t
-                        queue.append(k2)
-        for t in slot_from:
-            dead_slot[t] = 1
-        for k in job_from:
-            dead_job[k] = 1
+    def _levels(self, j: int) -> list[int] | None:
+        """Breadth-first levels of slots from request j, the last one holding a slot with
+        room; None, after marking every slot visited dead, when no slot with room is reached."""
+        frontier = self.room[j] & ~self.dead
+        levels, seen = [frontier], frontier
+        reach, reach_ok, holders, room = self._reach, self._reach_ok, self.holders, self.room
+        while frontier:
+            if frontier & self.free_mask:
+                return levels
+            nxt, rest = 0, frontier
+            while rest:  # the union of reach(s) over the frontier, reach inlined (the hot loop)
+                low = rest & -rest
+                rest ^= low
+                s = low.bit_length() - 1
+                if not reach_ok[s]:
+                    mask = 0
+                    for k in holders[s]:
+                        mask |= room[k]
+                    reach[s], reach_ok[s] = mask, 1
+                nxt |= reach[s]
+            frontier = nxt & ~(seen | self.dead)
+            seen |= frontier
+            levels.append(frontier)
+        self.dead |= seen
         return None
 
-    def _target(self, j: int) -> int:
-        """The free slot nearest request j's window (-1 when no slot has room)."""
-        free_slots = self.free_slots
-        if not free_slots:
-            return -1
-        centre = (self.a[j] + self.d[j] - 1) / 2
-        i = bisect_left(free_slots, centre)
-        near = [free_slots[p] for p in (i - 1, i) if 0 <= p < len(free_slots)]
-        return min(near, key=lambda t: abs(t - centre))
-
-    def _push(self, j: int, want: float, end: int, slot_from: dict[int, int], job_from: dict[int, int]) -> float:
-        """Push the bottleneck along the path that ends at slot ``end``."""
-        path: list[tuple[int, int, int]] = []  # (request, slot it moves into, slot it leaves or -1)
+    def _path(self, j: int, levels: list[int], end: int) -> list[tuple[int, int, int]] | None:
+        """A path from request j to slot ``end`` through ``levels`` (end in the last one), as
+        (request, slot it moves into, slot it leaves or -1) from the end back: walks back
+        level by level to a slot one of whose holders may move into the current one. None
+        when a level has no such slot any more."""
+        path: list[tuple[int, int, int]] = []
         t = end
+        for level in reversed(levels[:-1]):
+            bit = 1 << t
+            # a holder that moves into t holds a slot of its window, within self.span of t
+            near = level & (((1 << (2 * self.span + 1)) - 1) << max(0, t - self.span))
+            s = next((s for s in _bits(near) if self.reach(s) & bit), -1)
+            if s < 0:
+                return None
+            k = next(k for k in self.holders[s] if self.room[k] & bit)
+            path.append((k, t, s))
+            t = s
+        if not self.room[j] & (1 << t):
+            return None
+        path.append((j, t, -1))
+        return path
+
+    def _push(self, path: list[tuple[int, int, int]], want: float) -> float:
+        """Push the bottleneck (at most ``want``) along ``path`` (:meth:`_path`)."""
+        x, a = self.x, self.a
+        end = path[0][1]
         delta = min(want, self.free[end])
-        while True:
-            k = slot_from[t]
-            delta = min(delta, self.w[k] - self.x[k][t - self.a[k]])
-            back = job_from[k]
-            if back >= 0:
-                delta = min(delta, self.x[k][back - self.a[k]])
-            path.append((k, t, back))
-            if back < 0:
-                break
-            t = back
         for k, into, out in path:
-            xk, ak = self.x[k], self.a[k]
-            xk[into - ak] += delta
-            self.holders[into].add(k)
+            delta = min(delta, self.w[k] - x[k][into - a[k]])
             if out >= 0:
-                xk[out - ak] -= delta
-                if xk[out - ak] <= self.eps:
-                    xk[out - ak] = 0.0
-                    self.holders[out].discard(k)
+                delta = min(delta, x[k][out - a[k]])
+        for k, into, out in path:
+            self._set(k, into, x[k][into - a[k]] + delta)
+            if out >= 0:
+                self._set(k, out, x[k][out - a[k]] - delta)
         self._take(end, delta)
         return delta
 
