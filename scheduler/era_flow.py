@@ -181,9 +181,10 @@ class _Network:
         while want - pushed > self.eps:
             hits = levels[-1] & self.free_mask
             path = self._path(j, levels, (hits & -hits).bit_length() - 1) if hits else None
-            if path is None:
+            step = self._push(path, want - pushed) if path is not None else 0.0
+            if step <= self.eps:
                 break
-            pushed += self._push(path, want - pushed)
+            pushed += step
         return pushed
 
     def _levels(self, j: int) -> list[int] | None:
