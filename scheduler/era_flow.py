@@ -224,10 +224,15 @@ class _Network:
             bit = 1 << t
             # a holder that moves into t holds a slot of its window, within self.span of t
             near = level & (((1 << (2 * self.span + 1)) - 1) << max(0, t - self.span))
-            s = next((s for s in _bits(near) if self.reach(s) & bit), -1)
-            if s < 0:
+            s = k = -1
+            for s in _bits(near):
+                if self._reach_ok[s] and not self._reach[s] & bit:
+                    continue  # a valid cache says no; otherwise ask the holders (cheaper than a rebuild)
+                k = next((k for k in self.holders[s] if self.room[k] & bit), -1)
+                if k >= 0:
+                    break
+            if k < 0:
                 return None
-            k = next(k for k in self.holders[s] if self.room[k] & bit)
             path.append((k, t, s))
             t = s
         if not self.room[j] & (1 << t):
