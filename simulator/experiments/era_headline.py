@@ -63,7 +63,7 @@ def day_night(params: Params) -> list[StreamResult]:
     horizon = days * per_day
     out = []
     for name, pred in (
-        ("LP predictor", LPPredictor(history, capacity, horizon, period=per_day, solver=str(params["lp_solver"]))),
+        ("LP predictor", LPPredictor(history, capacity, horizon, period=per_day, solver=str(params.get("lp_solver", "flow")))),
         ("spreading predictor", SpreadingPredictor(history, horizon, period=per_day)),
     ):
         out.append(run_stream(name, BasicEcon(capacity, horizon, pred), requests))
