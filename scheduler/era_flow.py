@@ -40,11 +40,12 @@ Why nodes may be pruned for good. Call a node dead when it cannot reach the
 sink in the residual network. Augmenting along a path P only adds arcs that
 reverse arcs of P, and every node of P could reach the sink; so a node that
 reaches the sink afterwards reached it before (follow its new path to the
-first new arc; that arc starts on P). Adding request k adds no arc into an old
-node. So once a search from request k fails, every node it visited is dead
-for the rest of the run and later searches skip it: the failed searches cost
-O(arcs) in total, and in an oversubscribed history most requests are refused
-after looking at a window of dead slots.
+first new arc; that arc starts on P). Adding request k adds arcs out of k
+only, and nothing reaches k before flow passes through it (an augmentation,
+above). So once a search from request k fails, every node it visited is dead
+for the rest of the run and later searches skip it: each slot is visited by
+at most one failed search, and in an oversubscribed history most requests are
+refused after looking at a window of dead slots.
 
 Paths are shortest paths (breadth-first levels, Edmonds and Karp 1972: a
 path traced through a search's levels later is still shortest, as residual
