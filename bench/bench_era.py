@@ -11,9 +11,12 @@ and the LP-based predictor's solve time.
    prices from a spreading predictor, then the prefix search).
 2. LP predictor: n past requests with 24-slot windows over a day of 1,440 slots,
    W in [1, 10], T in [1, 12], capacity 100; the time to build ``LPPredictor``
-   (the windowed sparse LP solved by HiGHS, then the demand curves).
+   (the allocation, then the demand curves) with each solver: "flow", the exact
+   greedy flow algorithm of ``scheduler.era_flow`` (the default), and "highs",
+   the windowed sparse LP solved by HiGHS. Their welfare is asserted equal.
 
-Medians of ``--repeats`` runs (the naive loop runs once). Run from the repository root:
+Medians of ``--repeats`` runs (the naive loop runs once; the LP rows use
+``--lp-repeats``). Run from the repository root:
 
     .venv/bin/python -m bench.bench_era
 """
@@ -40,6 +43,18 @@ def _median_ms(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
         result = run()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times), result
+
+
+def _median_wall_cpu_ms(run: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    """Median wall and CPU (this process) milliseconds: on a shared machine the CPU time
+    is the figure that does not depend on the other processes' load."""
+    walls, cpus, result = [], [], None
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run()
+        walls.append((time.perf_counter() - wall) * 1e3)
+        cpus.append((time.process_time() - cpu) * 1e3)
+    return statistics.median(walls), statistics.median(cpus), result
 
 
 def prefix_search(cost: np.ndarray, duration: int) -> tuple[int, float]:
@@ -83,9 +98,13 @@ def search_row(length: int, repeats: int, rng: np.random.Generator) -> str:
 
 def lp_row(n: int, repeats: int, rng: np.random.Generator) -> str:
     history = _history(rng, n, 1440)
-    ms, pred = _median_ms(lambda: LPPredictor(history, 100.0, 1440), repeats)
+    flow_ms, flow_cpu, flow = _median_wall_cpu_ms(lambda: LPPredictor(history, 100.0, 1440, solver="flow"), repeats)
+    highs_ms, highs_cpu, highs = _median_wall_cpu_ms(lambda: LPPredictor(history, 100.0, 1440, solver="highs"), repeats)
+    a, b = flow.solution.welfare, highs.solution.welfare
+    assert abs(a - b) <= 1e-7 * max(1.0, abs(b)), (a, b)
     variables = sum(r.deadline - r.arrival for r in history) + n
-    return f"{'lp':>8} {n:>7} {variables:>9} {ms:>10.1f}  welfare {pred.solution.welfare:,.0f}"
+    return (f"{'lp':>8} {n:>7} {variables:>9} {flow_ms:>8.1f} / {flow_cpu:<8.1f} {highs_ms:>8.1f} / {highs_cpu:<8.1f}"
+            f" {highs_cpu / flow_cpu:>6.1f}x  welfare {a:,.2f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,15 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=[1440, 10080])
     parser.add_argument("--requests", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--lp-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     print(f"{'':>8} {'slots L':>7} {'T':>6} {'prefix ms':>10} {'naive ms':>10} {'ratio':>10} {'quote ms':>9}")
     for length in args.lengths:
         print(search_row(length, args.repeats, rng), flush=True)
-    print(f"\n{'':>8} {'past n':>7} {'variables':>9} {'build ms':>10}")
+    print(f"\n{'':>8} {'past n':>7} {'variables':>9} {'flow ms wall / CPU':>19} {'HiGHS ms wall / CPU':>19} {'ratio':>7}")
     for n in args.requests:
-        print(lp_row(n, max(1, args.repeats // 2), rng), flush=True)
+        print(lp_row(n, args.lp_repeats, rng), flush=True)
     return 0
 
 

@@ -46,8 +46,9 @@ def test_a_stream_through_basic_econ_runs_at_its_reserved_starts() -> None:
     assert result.revenue == pytest.approx(6 * 6.0) and result.share == 1.0
 
 
-def test_day_night_lp_beats_spreading_by_refusing_low_value_jobs_at_night() -> None:
-    lp, spread = day_night({"dn_days": 6, "dn_capacity": 10, "seed": 2})
+@pytest.mark.parametrize("solver", ["flow", "highs"])
+def test_day_night_lp_beats_spreading_by_refusing_low_value_jobs_at_night(solver: str) -> None:
+    lp, spread = day_night({"dn_days": 6, "dn_capacity": 10, "seed": 2, "lp_solver": solver})
     assert lp.by_class[2][0] == 0  # no low-value job: the night is priced at the medium value
     assert spread.by_class[2][0] > 0 and spread.by_class[1][0] < lp.by_class[1][0]
     assert lp.welfare > spread.welfare
