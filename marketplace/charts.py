@@ -268,7 +268,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
-        name = f"{labels.get(job_id, f'job {job_id}')} · {resource}"
+        name = f"{labels.get(job_id, f'#{job_id}')} · {resource}"
         times = [float(r["sim_time"]) for r in group]
         shares = [_finite(r["share"]) for r in group]
         end = until.get(job_id)

@@ -22,7 +22,7 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.defaults import page_not_found
 from plotly.utils import PlotlyJSONEncoder
 
@@ -111,6 +111,8 @@ def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> lis
                 {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
             ],
             "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
+            # A cancelled job never finished: its end is a cancellation, and it has no response time.
+            "cancelled": job.status == Job.Status.CANCELLED,
             "finish": charts.format_hms(job.sim_finish_time),
             "response": charts.format_hms(job.response_time),
         })
@@ -288,10 +290,17 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @tenant_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the confirmation page (a plain form, so it works without JavaScript); POST: cancel."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
+    if request.method == "GET":
+        if job.status not in Job.ACTIVE:
+            messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
+            return redirect("job-detail", pk=job.pk)
+        row = _job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
+        return _render(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
     try:
         job_cancel(job=job, user=request.user)
     except ValidationError as exc:
