@@ -20,6 +20,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from marketplace.money import ABACUS_PRICE_UNIT, price_unit
+
 Row = Mapping[str, Any]
 Figure = dict[str, Any]
 
@@ -232,7 +234,7 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
          "hovertemplate": "%{y:.4g} per unit<extra>" + resource + "</extra>"}
         for resource, group in _by_key(rows, "resource").items()
     ]
-    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), "Price per unit",
+    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})",
                                    yaxis={"rangemode": "tozero"}))
 
 

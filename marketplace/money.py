@@ -67,12 +67,16 @@ def price_unit(per: str) -> str:
     return f"{currency()} per {per}"
 
 
+def format_price_number(value: object) -> str:
+    """A price's number alone, four significant digits (for a cell whose header names the unit)."""
+    d = _decimal(value)
+    return "—" if d is None else f"{float(d):.4g}"
+
+
 def format_price(value: object, per: str) -> str:
     """A price (a rate, four significant digits) with its unit: ``"0.01234 credits per VM-second"``."""
-    d = _decimal(value)
-    if d is None:
-        return "—"
-    return f"{float(d):.4g} {price_unit(per)}"
+    text = format_price_number(value)
+    return text if text == "—" else f"{text} {price_unit(per)}"
 
 
 def money_title(label: str) -> str:

@@ -29,6 +29,7 @@ from plotly.utils import PlotlyJSONEncoder
 from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
+from marketplace.money import format_price_number
 from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
@@ -133,13 +134,13 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     meters = {}
     for k, r in enumerate(overview["resources"]):
         text[f"util-{k}"] = f"{r['utilisation']:.0%} ({r['running']}/{r['capacity']})"
-        text[f"price-{k}"] = f"{overview['prices'].get(r['name'], 0.0):.4g}" if overview["prices"] else "—"
+        text[f"price-{k}"] = format_price_number(overview["prices"].get(r["name"], 0.0)) if overview["prices"] else "—"
         meters[f"meter-{k}"] = min(max(r["utilisation"], 0.0), 1.0)
     last = overview["last_clearing"]
     if last:
         text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
         text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
-        text["clearing-jobs"] = f"{last['n_jobs']} jobs at {charts.format_hms(last['sim_time'])}"
+        text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
     return {"text": text, "meters": meters}
 
 

@@ -27,8 +27,7 @@ def price(value: object, per: str = m.ABACUS_PRICE_UNIT) -> str:
 @register.filter
 def price_bare(value: object) -> str:
     """A price's number alone (four significant digits), for a cell whose header has the unit."""
-    text = m.format_price(value, "")
-    return text.split(" ", 1)[0]
+    return m.format_price_number(value)
 
 
 @register.simple_tag
