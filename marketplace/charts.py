@@ -46,6 +46,9 @@ def time_unit(span_s: float) -> tuple[str, float]:
     return _TIME_UNITS[-1][0], _TIME_UNITS[-1][1]
 
 
+LEGEND_CHARS = 40  # a longer job name would squeeze the plot into a sliver beside its legend
+
+
 def format_hms(seconds: float | None) -> str:
     """Simulated seconds as ``h:mm:ss`` (hours unbounded); an em dash for None."""
     if seconds is None or not math.isfinite(seconds):
@@ -271,6 +274,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
         name = f"{labels.get(job_id, f'#{job_id}')} · {resource}"
+        legend = name if len(name) <= LEGEND_CHARS else f"{name[:LEGEND_CHARS - 1]}…"  # the hover keeps it whole
         times = [float(r["sim_time"]) for r in group]
         shares = [_finite(r["share"]) for r in group]
         end = until.get(job_id)
@@ -279,7 +283,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
             shares.append(shares[-1])
         traces.append({
             "type": "scatter", "mode": "lines+markers" if len(group) <= 30 else "lines", "marker": {"size": 5},
-            "name": name, "line": {"shape": "hv"}, "legendgroup": str(job_id),
+            "name": legend, "line": {"shape": "hv"}, "legendgroup": str(job_id),
             "x": [_x(t, unit) for t in times], "y": shares, "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
         })
     extra: dict[str, Any] = {"yaxis": {"tickformat": ".2~%", "rangemode": "tozero"}}
