@@ -66,7 +66,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
 
             # Submit a bid through the form.
             nav.get_by_role("link", name="Submit bid").click()
-            expect(page.locator("#balance-available")).to_have_text("1,000.00")
+            expect(page.locator("#balance-available")).to_have_text("1,000.00 credits")
             page.get_by_label("Job name").fill("browser-wordcount")
             page.get_by_label("Budget").fill("120")
             page.get_by_label("map tasks").fill("30")

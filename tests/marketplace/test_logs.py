@@ -8,7 +8,6 @@ import logging
 import sys
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
