@@ -61,8 +61,8 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
             "x": [_x(t, unit) for t in times], "y": [_finite(p) for p in curve["unit_price"]],
         })
     slot = curve["slot_seconds"]
-    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']})", _time_title(unit),
-                                   f"{price_unit(ERA_PRICE_UNIT)} (slot = {slot:g} simulated s)"))
+    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
+                                   _time_title(unit), price_unit(ERA_PRICE_UNIT)))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
