@@ -71,3 +71,26 @@ def test_cancel_confirmation_of_another_tenants_job_is_404(market, alice, bob, c
     job = bid_submit(tenant=bob, budget="10", work=[WorkItem("map", 5, 40.0)])
     client.force_login(alice.user)
     assert client.get(reverse("job-cancel", args=[job.pk])).status_code == 404
+
+
+def test_share_legend_labels_carry_the_job_numbers_of_the_tables(market, alice, bob, client):
+    import re
+
+    from marketplace.services.clearing import market_clear
+
+    # given jobs whose names hold other numbers (as replayed trace jobs do)
+    jobs = [bid_submit(tenant=t, budget="10", name=n, work=[WorkItem("map", 30, 300.0)])
+            for t, n in ((alice, "trace-3"), (bob, "trace-1"), (alice, ""))]
+    market_clear(market_id=market.pk)
+    cluster_advance(market_id=market.pk, until=120.0)
+    client.force_login(alice.user)
+    figures = client.get(reverse("dashboard-data")).json()["figures"]
+    detail = client.get(reverse("job-detail", args=[jobs[0].pk])).content.decode()
+    # then each trace's legend starts with "#<job id>", the job of its legend group, as on the job pages
+    traces = figures["jobs"]["data"]
+    assert traces
+    for trace in traces:
+        number = re.match(r"#(\d+)\b", trace["name"])
+        assert number and number.group(1) == trace["legendgroup"], trace["name"]
+        assert int(number.group(1)) in {j.pk for j in jobs}
+    assert f"Job #{jobs[0].pk}" in detail

@@ -92,3 +92,12 @@ def test_500_page_is_in_the_site_style(db):
 @pytest.mark.parametrize("template", ["404.html", "403.html"])
 def test_error_pages_extend_the_layout(template):
     assert (ROOT / "templates" / template).read_text().startswith('{% extends "base.html" %}')
+
+
+def test_work_tables_label_every_input_for_the_phone_layout():
+    # On a phone the work table's header row is hidden and each cell shows its data-label.
+    for template in (ROOT / "templates").rglob("*.html"):
+        text = template.read_text()
+        for body in re.findall(r'class="table work-table">.*?<tbody>(.*?)</tbody>', text, flags=re.S):
+            cells = re.findall(r"<td\b[^>]*>", body)
+            assert cells and all("data-label=" in c for c in cells), template.name
