@@ -9,11 +9,19 @@
     if (el) { el.classList.add("chart-failed"); el.removeAttribute("aria-busy"); }
   }
 
+  // On a narrow element (a phone) a legend beside the plot would squeeze it to a sliver:
+  // put the legend under the plot instead.
+  function fitted(el, layout) {
+    if (el.clientWidth >= 560) { return layout; }
+    var legend = Object.assign({}, layout.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -0.35, yanchor: "top" });
+    return Object.assign({}, layout, { legend: legend });
+  }
+
   function draw(el, figure) {
     if (!el || !figure) { return; }
     if (typeof Plotly === "undefined") { failed(el); return; }
     el.setAttribute("aria-busy", "true");
-    Plotly.react(el, figure.data || [], figure.layout || {}, CONFIG).then(
+    Plotly.react(el, figure.data || [], fitted(el, figure.layout || {}), CONFIG).then(
       function () { el.removeAttribute("aria-busy"); el.classList.remove("chart-failed"); },
       function () { failed(el); }
     );
