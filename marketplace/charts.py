@@ -20,6 +20,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from marketplace.money import ABACUS_PRICE_UNIT, price_unit
+
 Row = Mapping[str, Any]
 Figure = dict[str, Any]
 
@@ -42,6 +44,9 @@ def time_unit(span_s: float) -> tuple[str, float]:
         if span_s <= limit:
             return label, size
     return _TIME_UNITS[-1][0], _TIME_UNITS[-1][1]
+
+
+LEGEND_CHARS = 40  # a longer job name would squeeze the plot into a sliver beside its legend
 
 
 def format_hms(seconds: float | None) -> str:
@@ -232,7 +237,7 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
          "hovertemplate": "%{y:.4g} per unit<extra>" + resource + "</extra>"}
         for resource, group in _by_key(rows, "resource").items()
     ]
-    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), "Price per unit",
+    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})",
                                    yaxis={"rangemode": "tozero"}))
 
 
@@ -268,7 +273,8 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
-        name = f"{labels.get(job_id, f'job {job_id}')} · {resource}"
+        name = f"{labels.get(job_id, f'#{job_id}')} · {resource}"
+        legend = name if len(name) <= LEGEND_CHARS else f"{name[:LEGEND_CHARS - 1]}…"  # the hover keeps it whole
         times = [float(r["sim_time"]) for r in group]
         shares = [_finite(r["share"]) for r in group]
         end = until.get(job_id)
@@ -277,7 +283,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
             shares.append(shares[-1])
         traces.append({
             "type": "scatter", "mode": "lines+markers" if len(group) <= 30 else "lines", "marker": {"size": 5},
-            "name": name, "line": {"shape": "hv"}, "legendgroup": str(job_id),
+            "name": legend, "line": {"shape": "hv"}, "legendgroup": str(job_id),
             "x": [_x(t, unit) for t in times], "y": shares, "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
         })
     extra: dict[str, Any] = {"yaxis": {"tickformat": ".2~%", "rangemode": "tozero"}}

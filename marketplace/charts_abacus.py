@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from marketplace.charts import Figure, _figure, _finite, _layout
+from marketplace.money import currency
 
 
 def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights: Sequence[float], intercept: float,
@@ -52,21 +53,21 @@ def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str]
     traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines+markers", "name": f"share of {t}", "x": budgets,
          "y": [_finite(r["shares"].get(t)) for r in rows], "yaxis": "y",
-         "hovertemplate": f"budget %{{x:.4g}}: {t} share %{{y:.3f}}<extra></extra>"}
+         "hovertemplate": f"budget %{{x:.4g}} {currency()}: {t} share %{{y:.3f}}<extra></extra>"}
         for t in types
     ] if rows else []
     if rows:
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": "estimated finish (min)", "x": budgets,
             "y": [None if r["finish_s"] is None else _finite(r["finish_s"] / 60.0) for r in rows], "yaxis": "y2",
-            "line": {"dash": "dash"}, "hovertemplate": "budget %{x:.4g}: finish in %{y:.1f} simulated min<extra></extra>",
+            "line": {"dash": "dash"}, "hovertemplate": f"budget %{{x:.4g}} {currency()}: finish in %{{y:.1f}} simulated min<extra></extra>",
         })
     shapes = [] if entered is None or not rows else [{
         "type": "line", "xref": "x", "yref": "paper", "x0": entered, "x1": entered, "y0": 0, "y1": 1,
         "line": {"color": "#6b7280", "dash": "dot"},
     }]
     layout = _layout(
-        "Estimate: what a budget would buy now", "Budget (money units, log scale)", "Share within your queue (0-1)",
+        "Estimate: what a budget would buy now", f"Budget ({currency()}, log scale)", "Share within your queue (0-1)",
         xaxis={"type": "log"}, yaxis={"range": [0, 1.05]}, hovermode="closest", height=320, shapes=shapes,
         yaxis2={"title": {"text": "Estimated finish (simulated min)"}, "overlaying": "y", "side": "right",
                 "rangemode": "tozero", "automargin": True},

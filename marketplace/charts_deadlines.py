@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from marketplace.charts import Figure, _figure, _finite, _layout, time_unit
+from marketplace.money import money_title
 
 
 def deadline_payment_figure(
@@ -36,6 +37,6 @@ def deadline_payment_figure(
         })
     planned = "" if alpha_err == 1 else f", planned with D' = {alpha_err:g} D"
     return _figure(traces, _layout(
-        f"Cost of urgency: payment against deadline{planned}", f"Deadline D from now, simulated time ({unit[0]})", "Payment (money)",
+        f"Cost of urgency: payment against deadline{planned}", f"Deadline D from now, simulated time ({unit[0]})", money_title("Payment"),
         yaxis={"rangemode": "tozero"}, hovermode="closest",
     ))

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from marketplace.charts import Figure, _figure, _finite, _layout, _time_title, _x, time_unit
+from marketplace.money import ERA_PRICE_UNIT, currency, money_title, price_unit
 
 
 def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternatives: Iterable[Sequence[float]],
@@ -31,7 +32,7 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": "Price of this start", "marker": {"size": 4}, "connectgaps": False,
             "x": [_x(t, unit) for t in times], "y": [_finite(p) for _, p in offers],
-            "hovertemplate": "start %{x:.2f} " + unit[0] + "<br>price %{y:.4f}<extra></extra>",
+            "hovertemplate": "start %{x:.2f} " + unit[0] + "<br>price %{y:.4f} " + currency() + "<extra></extra>",
         })
         price = next((p for t, p in offers if float(t) == float(start)), None)
         traces.append({
@@ -45,7 +46,7 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
                 "y": [_finite(p) for _, p in alt], "marker": {"symbol": "diamond", "size": 11, "color": "#ea580c"},
             })
     title = f"Price of {units} units for {duration:g} s, by start"
-    return _figure(traces, _layout(title, f"Start, {_time_title(unit).lower()}", "Price of the reservation (money)"))
+    return _figure(traces, _layout(title, f"Start, {_time_title(unit).lower()}", money_title("Price of the reservation")))
 
 
 def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
@@ -60,8 +61,8 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
             "x": [_x(t, unit) for t in times], "y": [_finite(p) for p in curve["unit_price"]],
         })
     slot = curve["slot_seconds"]
-    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']})", _time_title(unit),
-                                   f"Money per unit-slot ({slot:g} s)"))
+    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
+                                   _time_title(unit), price_unit(ERA_PRICE_UNIT)))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
@@ -94,4 +95,4 @@ def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
              "y": [_finite(r["welfare"]) for r in rows]},
         ]
     return _figure(traces, _layout("Revenue and welfare of reservations", f"Reservation start, {_time_title(unit).lower()}",
-                                   "Cumulative money"))
+                                   money_title("Cumulative amount")))

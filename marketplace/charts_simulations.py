@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.money import ABACUS_PRICE_UNIT, money_title, price_unit
 from simulator.experiments import figure
 
 SIM_T = "simulated time since the first arrival (s)"
@@ -57,11 +58,12 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
     ]  # fmt: skip
     economic = [
         figure(f"Clearing price, type {j}", _lines(runs, lambda r, j=j: (r["prices"]["t"][j], r["prices"]["price"][j])),
-               x_title=SIM_T, y_title="unit price (money / slot)")
+               x_title=SIM_T, y_title=f"unit price ({price_unit(ABACUS_PRICE_UNIT)})")
         for j in range(m)
     ]  # fmt: skip
     economic.append(
-        figure("Revenue, cumulative", _lines(runs, lambda r: (r["series"]["t"], r["series"]["revenue"])), x_title=SIM_T, y_title="money")
+        figure("Revenue, cumulative", _lines(runs, lambda r: (r["series"]["t"], r["series"]["revenue"])), x_title=SIM_T,
+               y_title=money_title("revenue"))
     )
     economic.append(
         figure("Welfare, cumulative (paper 001, Sec. 4)", _lines(runs, _welfare),

@@ -24,6 +24,7 @@ from marketplace import charts, selectors
 from marketplace.charts_deadlines import deadline_payment_figure
 from marketplace.forms import apply_service_errors
 from marketplace.models import ResourceType, Tenant
+from marketplace.money import format_money
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
 from marketplace.services.deadlines import DeadlineQuote, deadline_book, deadline_quote
 from marketplace.views import _render, tenant_required
@@ -95,7 +96,7 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
         try:
             if "book" in request.POST:
                 job, _ = deadline_book(tenant=tenant, max_payment=d["max_payment"], name=d["name"], user=request.user, **args)
-                messages.success(request, f"Booked: job #{job.pk} holds its slots from now and was charged {job.charged}.")
+                messages.success(request, f"Booked: job #{job.pk} holds its slots from now and was charged {format_money(job.charged)}.")
                 return redirect("job-detail", pk=job.pk)
             quote = deadline_quote(market=market, **args)
         except ValidationError as exc:

@@ -16,6 +16,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from marketplace.models import Job, Market, ResourceType
+from marketplace.money import MONEY_PLACES, currency, money_title
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
 from marketplace.services.config import T_WAIT_REQUIRED, parse_t_wait
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, history_choices
@@ -61,7 +62,7 @@ class BidForm(forms.Form):
                            widget=forms.TextInput(attrs={"placeholder": "e.g. nightly-etl", "autocomplete": "off"}))
     budget = forms.CharField(
         strip=False,  # " 5 " is refused, as in the API (validation.parse_decimal_strict)
-        label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimals.",
+        label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimal places.",
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
     # A fresh key per rendered form: submitting it twice (a double click, a reload after a
@@ -90,6 +91,10 @@ class BidForm(forms.Form):
 
     def __init__(self, *args: object, resource_types: Iterable[ResourceType], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["budget"].label = money_title("Budget")
+        self.fields["budget"].help_text = (
+            f"Held now, charged when the job completes. A positive amount in {currency()}, at most {MONEY_PLACES} decimal places."
+        )
         self.resource_types = list(resource_types)
         self.keys = self._field_keys(self.resource_types)
         for k, rt in enumerate(self.resource_types):
@@ -99,7 +104,7 @@ class BidForm(forms.Form):
                 widget=forms.NumberInput(attrs={"min": 0, "step": 1}),
             )
             self.fields[f"{key}_duration"] = forms.FloatField(
-                label=f"{rt.name} seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[_positive],
+                label=f"{rt.name} simulated seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[_positive],
                 widget=forms.NumberInput(attrs={"min": 0, "step": "any"}),
             )
             self.fields[f"{key}_weight"] = forms.FloatField(

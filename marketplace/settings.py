@@ -7,11 +7,11 @@ and cache) switch to real services with real workers.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
 import environ
-import plotly
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"  # runtime files (SQLite database, generated secret); not committed
@@ -237,15 +237,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Static files -----------------------------------------------------------
-# plotly.js comes from the pinned plotly package (its bundled plotly.min.js),
-# served locally under static/vendor/plotly/: no CDN, the pages work offline.
+# plotly.js is served locally (no CDN, the pages work offline): static/vendor/plotly/
+# holds plotly.js's minified "basic" partial bundle (scatter, bar, pie: 1.2 MB, not the
+# full 4.8 MB bundle), at the version the pinned plotly package bundles (README there).
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root before collectstatic
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("vendor/plotly", Path(plotly.__file__).resolve().parent / "package_data"),
-]
+STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 
 # --- I18N -------------------------------------------------------------------
@@ -255,6 +253,8 @@ USE_I18N = True
 USE_TZ = True
 
 # --- Market -----------------------------------------------------------------
+# The currency shown with every amount (marketplace.money: money kept and shown to 4 places).
+MARKET_CURRENCY = os.environ.get("MARKET_CURRENCY", "credits")
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
 # Experiment runs (simulator.experiments): in a background thread of the web
 # process when Celery is eager (no broker), else as Celery tasks; a running run
@@ -285,10 +285,13 @@ EXPERIMENT_RETRY_BACKOFF_S = env.float("EXPERIMENT_RETRY_BACKOFF_S", default=30.
 EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", default=600.0)
 CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
 
+# Expected refusals (403 PermissionDenied, DRF 401/403, 404) are one line each, without a
+# traceback (marketplace.logs); errors keep theirs.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"expected_refusals": {"()": "marketplace.logs.ExpectedRefusals"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["expected_refusals"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
     "loggers": {"marketplace": {"level": env.str("MARKET_LOG_LEVEL", default="INFO")}},
 }

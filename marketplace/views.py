@@ -22,13 +22,14 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.defaults import page_not_found
 from plotly.utils import PlotlyJSONEncoder
 
 from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
+from marketplace.money import format_price_number
 from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
@@ -111,6 +112,8 @@ def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> lis
                 {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
             ],
             "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
+            # A cancelled job never finished: its end is a cancellation, and it has no response time.
+            "cancelled": job.status == Job.Status.CANCELLED,
             "finish": charts.format_hms(job.sim_finish_time),
             "response": charts.format_hms(job.response_time),
         })
@@ -131,13 +134,13 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     meters = {}
     for k, r in enumerate(overview["resources"]):
         text[f"util-{k}"] = f"{r['utilisation']:.0%} ({r['running']}/{r['capacity']})"
-        text[f"price-{k}"] = f"{overview['prices'].get(r['name'], 0.0):.4g}" if overview["prices"] else "—"
+        text[f"price-{k}"] = format_price_number(overview["prices"].get(r["name"], 0.0)) if overview["prices"] else "—"
         meters[f"meter-{k}"] = min(max(r["utilisation"], 0.0), 1.0)
     last = overview["last_clearing"]
     if last:
         text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
         text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
-        text["clearing-jobs"] = f"{last['n_jobs']} jobs at {charts.format_hms(last['sim_time'])}"
+        text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
     return {"text": text, "meters": meters}
 
 
@@ -288,10 +291,17 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @tenant_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the confirmation page (a plain form, so it works without JavaScript); POST: cancel."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
+    if request.method == "GET":
+        if job.status not in Job.ACTIVE:
+            messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
+            return redirect("job-detail", pk=job.pk)
+        row = _job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
+        return _render(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
     try:
         job_cancel(job=job, user=request.user)
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from marketplace import charts_pools, selectors, selectors_pools
 from marketplace.forms import apply_service_errors
 from marketplace.forms_pools import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.models import Tenant, VMPool
+from marketplace.money import format_money
 from marketplace.services.pools import (
     SETTINGS_FIELDS,
     cura_job_submit,
@@ -102,7 +103,8 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
         else:
             assert job.vm_type is not None
             times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s"
-            messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, cost {job.cost:.2f}.")
+            vms = f"{job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name}"
+            messages.success(request, f"Job {job.pk}: {vms} {times} (simulated), cost {format_money(job.cost)}.")
             return redirect("cura-jobs")
     return _render(request, "marketplace/pools/jobs.html", {
         "nav": "cura", "form": form, "page": _page(request, selectors_pools.cura_jobs_of(tenant=tenant)),

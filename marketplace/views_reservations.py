@@ -19,6 +19,7 @@ from marketplace import reservation_selectors as rsel
 from marketplace import selectors
 from marketplace.forms import apply_service_errors
 from marketplace.models import ReservationQuote, Tenant
+from marketplace.money import format_money
 from marketplace.services.reservations import QuoteMoved, reservation_accept, reservation_decline, reservation_quote
 from marketplace.views import _render, tenant_required
 
@@ -92,8 +93,8 @@ def reservation_quote_action(request: HttpRequest, pk: int, action: str) -> Http
         if exc.quote is None:
             messages.error(request, "The quote expired and no start in the window has room any more.")
             return redirect("reservation-new")
-        messages.warning(request, f"The quote expired or the market moved: the new price is {exc.quote.price} "
-                                  f"from {exc.quote.start:g} s. Review it and accept again.")
+        messages.warning(request, f"The quote expired or the market moved: the new price is {format_money(exc.quote.price)} "
+                                  f"from simulated {exc.quote.start:g} s. Review it and accept again.")
         return redirect("reservation-quote", pk=exc.quote.pk)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))

@@ -72,7 +72,9 @@ class Job(models.Model):
 
     @property
     def response_time(self) -> float | None:
-        if self.sim_finish_time is None:
+        """Simulated seconds from submission to completion; None unless the job finished
+        (a cancelled job's ``sim_finish_time`` is when it was cancelled: no response)."""
+        if self.status != self.Status.FINISHED or self.sim_finish_time is None:
             return None
         return self.sim_finish_time - self.sim_submit_time
 

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from marketplace import adapters
 from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, ResourceType, Tenant
+from marketplace.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
 from marketplace.services.market import engine_context, market_changed
@@ -52,8 +53,9 @@ def parse_budget(value: object) -> Decimal:
         raise ValidationError({"budget": "The budget must be greater than zero."})
     if budget > MAX_BUDGET:
         raise ValidationError({"budget": f"The budget may not exceed {MAX_BUDGET}."})
-    if budget != budget.quantize(Decimal("0.0001")):
-        raise ValidationError({"budget": "Use at most 4 decimal places."})
+    # Kept and shown to MONEY_PLACES (marketplace.money): a finer budget would be shown rounded.
+    if budget != budget.quantize(MONEY_QUANTUM):
+        raise ValidationError({"budget": f"Use at most {MONEY_PLACES} decimal places (the smallest amount is {MONEY_QUANTUM})."})
     return budget
 
 

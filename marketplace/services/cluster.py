@@ -102,7 +102,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
         return 0
-    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id"))}
+    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id", "sim_start_time"))}
     charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
@@ -122,7 +122,10 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         )
         done = finished[job_id]
         achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
-        done_rows.append((Job.Status.FINISHED, job.charged, done.start_time, done.finish_time, now, achieved, job_id))
+        # The first start recorded (shown while the job ran) stays: an engine restarted by a
+        # structure change re-dispatches requeued tasks and reports a later "first" start.
+        start = done.start_time if job.sim_start_time is None else job.sim_start_time
+        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, job_id))
     rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility"), ("id",),
                      done_rows)  # fmt: skip
     return len(done_rows)

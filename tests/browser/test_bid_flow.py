@@ -66,13 +66,13 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
 
             # Submit a bid through the form.
             nav.get_by_role("link", name="Submit bid").click()
-            expect(page.locator("#balance-available")).to_have_text("1,000.00")
+            expect(page.locator("#balance-available")).to_have_text("1,000.00 credits")
             page.get_by_label("Job name").fill("browser-wordcount")
             page.get_by_label("Budget").fill("120")
             page.get_by_label("map tasks").fill("30")
-            page.get_by_label("map seconds per task").fill("120")
+            page.get_by_label("map simulated seconds per task").fill("120")
             page.get_by_label("reduce tasks").fill("3")
-            page.get_by_label("reduce seconds per task").fill("60")
+            page.get_by_label("reduce simulated seconds per task").fill("60")
             page.get_by_label("Logscale").check()
             page.get_by_role("button", name="Place bid").click()
             expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))

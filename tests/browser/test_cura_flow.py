@@ -58,7 +58,9 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             tenant.get_by_label("Job (profiled)").select_option("4")
             tenant.get_by_label("Deadline (simulated s from now)").fill("270")
             tenant.get_by_role("button", name="Submit").click()
-            expect(tenant.locator(".messages")).to_contain_text("10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s, cost 416.67")
+            expect(tenant.locator(".messages")).to_contain_text(
+                "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (simulated), cost 416.6667 credits"
+            )
             expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")
             tenant.get_by_label("Job (profiled)").select_option("3")
             tenant.get_by_label("Deadline (simulated s from now)").fill("100")

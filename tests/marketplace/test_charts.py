@@ -165,7 +165,7 @@ def test_price_figure_steps_per_resource():
     assert [t["name"] for t in fig["data"]] == ["map", "reduce"]
     assert list(_trace(fig, "map")["y"]) == [1.5, 3.0] and list(_trace(fig, "map")["x"]) == [10, 30]
     assert _trace(fig, "map")["line"]["shape"] == "hv"
-    assert _titles(fig) == ("Simulated time (s)", "Price per unit")
+    assert _titles(fig) == ("Simulated time (s)", "Implied price (credits per slot)")
     assert _is_empty_figure(charts.price_figure([]))
 
 
@@ -180,10 +180,10 @@ def test_job_share_figure_one_step_line_per_job_and_resource_with_labels():
         {"sim_time": 60, "job_id": 9, "resource": "map", "share": 0.6},
     ]
     fig = charts.job_share_figure(rows, labels={7: "#7 etl"}, unit=("s", 1.0))
-    assert [t["name"] for t in fig["data"]] == ["#7 etl · map", "#7 etl · reduce", "job 9 · map"]
+    assert [t["name"] for t in fig["data"]] == ["#7 etl · map", "#7 etl · reduce", "#9 · map"]
     assert list(_trace(fig, "#7 etl · map")["y"]) == [1.0, 0.4]
-    assert list(_trace(fig, "job 9 · map")["x"]) == [60]
-    assert _trace(fig, "job 9 · map")["line"]["shape"] == "hv"
+    assert list(_trace(fig, "#9 · map")["x"]) == [60]
+    assert _trace(fig, "#9 · map")["line"]["shape"] == "hv"
     assert _titles(fig) == ("Simulated time (s)", "Share s_ij")
     assert _is_empty_figure(charts.job_share_figure([]))
 
@@ -225,7 +225,7 @@ def test_job_share_holds_the_last_share_until_the_job_ends_and_marks_short_serie
     rows = [{"sim_time": 0, "job_id": 7, "resource": "map", "share": 0.5},
             {"sim_time": 0, "job_id": 9, "resource": "map", "share": 0.5}]
     fig = charts.job_share_figure(rows, until={7: 120.0, 9: 0.0}, unit=("s", 1.0))
-    seven, nine = _trace(fig, "job 7 · map"), _trace(fig, "job 9 · map")
+    seven, nine = _trace(fig, "#7 · map"), _trace(fig, "#9 · map")
     assert list(seven["x"]) == [0, 120.0] and list(seven["y"]) == [0.5, 0.5]
     assert list(nine["x"]) == [0]  # no extension backwards or in place
     assert "markers" in seven["mode"]

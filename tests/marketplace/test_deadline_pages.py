@@ -7,6 +7,7 @@ import pytest
 from marketplace.charts import validated
 from marketplace.charts_deadlines import deadline_payment_figure
 from marketplace.models import DeadlineBooking, Job
+from marketplace.money import currency, format_money
 
 FORM = {"name": "report", "deadline": "400", "alpha_err": "0.8", "beta_err": "1.25",
         "map_tasks": "20", "map_duration": "30", "reduce_tasks": "4", "reduce_duration": "60"}
@@ -31,7 +32,7 @@ def test_quote_shows_vector_time_payment_guarantee_and_chart(alice_client, marke
     q = resp.context["quote"]
     assert q.feasible and q.planned_deadline == pytest.approx(320.0)
     html = resp.content.decode()
-    assert f"<strong>{q.price}</strong>" in html and "Guaranteed real time" in html and 'id="deadline-figure"' in html
+    assert f"<strong>{format_money(q.price)}</strong>" in html and "Guaranteed real time" in html and 'id="deadline-figure"' in html
     assert f'name="max_payment" value="{q.price}"' in html  # "Book" accepts at most this price
     fig = resp.context["figure"]
     assert fig["data"][-1]["name"] == "Your quote" and len(fig["data"][0]["x"]) > 5
@@ -74,7 +75,7 @@ def test_figure_is_valid_plotly_with_units():
     fig = validated(deadline_payment_figure([(100.0, 5.0, 4.0), (200.0, 4.0, 4.0)], quoted=(150.0, 4.5), alpha_err=0.7))
     assert [t["name"] for t in fig["data"]] == ["Whole slots (booked)", "Divisible optimum (paper 003, Alg. 1)", "Your quote"]
     assert "simulated time (min)" in fig["layout"]["xaxis"]["title"]["text"]
-    assert "money" in fig["layout"]["yaxis"]["title"]["text"]
+    assert fig["layout"]["yaxis"]["title"]["text"] == f"Payment ({currency()})"
     empty = validated(deadline_payment_figure([]))
     assert empty["data"] == () or list(empty["data"]) == []
 

@@ -29,7 +29,7 @@ def test_quote_flow_from_form_to_booking(alice_web):
     assert page.status_code == 200
     figure = page.context["figure"]
     assert [t["name"] for t in figure["data"]] == ["Price of this start", "Cheapest (quoted)", "Next cheapest"]
-    assert b"Accept and pay 0.4000" in page.content
+    assert b"Accept and pay 0.40 credits" in page.content
     done = alice_web.post(f"/reservations/quotes/{quote.pk}/accept/")
     assert done.status_code == 302 and done["Location"] == "/reservations/"
     listing = alice_web.get("/reservations/")

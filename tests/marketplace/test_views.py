@@ -124,7 +124,7 @@ def test_dashboard_shows_headline_numbers(alice_client, running_market):
     for element in ["jobs-queued", "jobs-running", "jobs-finished", "util-0", "util-1", "price-0", "clearing-rounds", "chart-alloc-0",
                     "chart-rho-1", "chart-jobs", "chart-util", "chart-sharing", "chart-prices"]:
         assert f'id="{element}"' in body
-    assert "vendor/plotly/plotly.min.js" in body and "cdn" not in body.lower()
+    assert "vendor/plotly/plotly-basic.min.js" in body and "cdn" not in body.lower()
 
 
 def test_staff_without_tenant_sees_dashboard_but_not_tenant_pages(staff_client, running_market):
@@ -213,7 +213,7 @@ def test_valid_bid_creates_job_and_hold_and_redirects(alice_client, alice):
 
 def test_bid_form_shows_balance_and_a_field_per_resource_type(alice_client):
     body = alice_client.get(reverse("bid-new")).content.decode()
-    assert 'id="balance-available">1,000.00<' in body
+    assert 'id="balance-available">1,000.00 credits<' in body
     for field in ["map_tasks", "map_duration", "map_weight", "reduce_tasks", "reduce_duration", "reduce_weight", "budget", "utility"]:
         assert f'name="{field}"' in body
     assert '<label class="visually-hidden" for="id_map_tasks">' in body
@@ -271,7 +271,10 @@ def test_another_tenants_job_is_404(bob_client, alice_job):
 
 
 def test_cancel_releases_the_hold(alice_client, alice, alice_job):
-    assert alice_client.get(reverse("job-cancel", args=[alice_job.pk])).status_code == 405
+    # a GET is the confirmation page: it cancels nothing
+    assert alice_client.get(reverse("job-cancel", args=[alice_job.pk])).status_code == 200
+    alice_job.refresh_from_db()
+    assert alice_job.status in Job.ACTIVE
     resp = alice_client.post(reverse("job-cancel", args=[alice_job.pk]), follow=True)
     assert resp.status_code == 200 and b"cancelled" in resp.content
     alice_job.refresh_from_db()
@@ -341,7 +344,7 @@ def test_account_page_shows_balances_and_paginates_ledger(alice_client, alice):
         _submit(alice, budget="1", name=f"j{i}")
     resp = alice_client.get(reverse("account"))
     body = resp.content.decode()
-    assert 'id="account-available">975.00<' in body and 'id="account-held">25.00<' in body
+    assert 'id="account-available">975.00 credits<' in body and 'id="account-held">25.00 credits<' in body
     assert len(resp.context["page"].object_list) == PAGE_SIZE
     assert len(alice_client.get(reverse("account"), {"page": 2}).context["page"].object_list) == 1
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from marketplace import adapters
+from marketplace.management.progress import Progress, progress
 from marketplace.models import Job, Market, Queue, Tenant
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
@@ -119,7 +121,8 @@ def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.r
             for j in range(len(job.tasks))
             if job.tasks[j] > 0
         ]
-        bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace job {job.job_id}",
+        # Named "trace-N", not "trace job N": on the pages "#N" is always the market's job number.
+        bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace-{job.job_id}",
                "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear"}
         out.append((job, owner[job.user], bid))
     return out
@@ -153,25 +156,38 @@ def _advance_to(market_id: int, until: float, now: float | None = None) -> float
     return cluster_advance(market_id=market_id, until=until).sim_time
 
 
+def _stream(cmd: Command) -> Any:
+    """The command's raw output stream: the progress bar writes carriage returns, which
+    Django's ``OutputWrapper`` would end with a newline each."""
+    return getattr(cmd.stdout, "_out", cmd.stdout)
+
+
 def _drain(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
     ids, rejected = [], 0
     now = None
-    with clearings_deferred():  # each bid is cleared by the tick that follows it
-        for bid in bids:
+    with clearings_deferred(), progress(len(bids), stream=_stream(cmd)) as bar:  # each bid is cleared by the tick that follows it
+        for k, bid in enumerate(bids, 1):
             now = _advance_to(market.pk, offset + bid[0].submit_time, now)
             job_id = _submit(bid)
             if job_id is None:
                 rejected += 1
             else:
                 ids.append(job_id)
+            bar.update(k, sim_t=f"{now:.0f}s", rejected=rejected)
         for _ in range(MAX_TICKS):
             now = cluster_advance(market_id=market.pk, until=(now or 0.0) + 3600.0, stop_when_idle=True).sim_time
+            bar.update(len(bids), sim_t=f"{now:.0f}s", rejected=rejected, draining="yes")
             if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
                 break
     return ids, rejected
 
 
 def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
+    with progress(len(bids), stream=_stream(cmd)) as bar:
+        return _live_loop(bar, market, bids, offset, opts)
+
+
+def _live_loop(bar: Progress, market: Market, bids: list, offset: float, opts: dict) -> tuple[list[int], int]:
     ids, rejected, nxt = [], 0, 0
     last = time.monotonic()
     while nxt < len(bids) or Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
@@ -189,10 +205,5 @@ def _live(cmd: Command, market: Market, bids: list, offset: float, opts: dict) -
                 ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
-        cmd.stdout.write(
-            f"t={result.sim_time:8.0f}s submitted={nxt}/{len(bids)} "
-            f"active_jobs={result.active_jobs} tasks_finished={result.finished_tasks}",
-            ending="\r",
-        )
-    cmd.stdout.write("")
+        bar.update(nxt, sim_t=f"{result.sim_time:.0f}s", active_jobs=result.active_jobs, tasks_finished=result.finished_tasks)
     return ids, rejected

@@ -1,0 +1,84 @@
+"""How money is shown: one currency (``settings.MARKET_CURRENCY``) and one rule for decimals.
+
+The rule: money is kept to ``MONEY_PLACES`` (4) decimal places (``models.accounts.MONEY``)
+and every accepted amount is shown exactly. The services refuse amounts with more places
+(``services.bids.parse_budget``, which the bid form and the API both reach), and
+:func:`format_money` shows at least two decimals and up to four, so the display precision
+is the storage precision: 0.0001 is shown as ``0.0001``, never ``0.00``.
+
+Prices are rates (floats): :func:`format_price` shows four significant digits, and
+:func:`price_unit` names the unit of each mechanism's price (money per slot, per unit-slot,
+per VM-second ...).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+
+from django.conf import settings
+
+MONEY_PLACES = 4
+MONEY_QUANTUM = Decimal(1).scaleb(-MONEY_PLACES)  # Decimal("0.0001")
+MIN_SHOWN_PLACES = 2
+
+# The unit of each kind of price (what one price number buys).
+ABACUS_PRICE_UNIT = "slot"  # implied price: Σ sub-budgets ÷ capacity (paper 000, Sec. 3)
+ERA_PRICE_UNIT = "unit-slot"  # one unit of a resource for one time slot (paper 001, Sec. 3)
+DEADLINE_PRICE_UNIT = "slot-second"  # one slot for one simulated second (paper 003, Sec. 3)
+POOL_PRICE_UNIT = "VM-second"  # one VM for one simulated second (paper 004, Sec. III-A)
+
+
+def currency() -> str:
+    """The market's currency, shown with every amount (``MARKET_CURRENCY``, default ``credits``)."""
+    return str(getattr(settings, "MARKET_CURRENCY", "credits"))
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        d = value if isinstance(value, Decimal) else Decimal(repr(value) if isinstance(value, float) else str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        return None
+    return d if d.is_finite() else None
+
+
+def format_amount(value: object) -> str:
+    """``12.5`` -> ``"12.50"``, ``0.0001`` -> ``"0.0001"``, ``1234567`` -> ``"1,234,567.00"``;
+    rounded (half-even) to ``MONEY_PLACES`` only if it has more places than money is kept with."""
+    d = _decimal(value)
+    if d is None:
+        return "—"
+    d = d.quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
+    text = f"{d:,.{MONEY_PLACES}f}"
+    whole, _, frac = text.partition(".")
+    frac = frac.rstrip("0").ljust(MIN_SHOWN_PLACES, "0")
+    return f"{whole}.{frac}"
+
+
+def format_money(value: object) -> str:
+    """An amount with the currency: ``"12.50 credits"`` (``"—"`` for none)."""
+    text = format_amount(value)
+    return text if text == "—" else f"{text} {currency()}"
+
+
+def price_unit(per: str) -> str:
+    """``"credits per slot-second"`` for ``per="slot-second"``: the unit of a price."""
+    return f"{currency()} per {per}"
+
+
+def format_price_number(value: object) -> str:
+    """A price's number alone, four significant digits (for a cell whose header names the unit)."""
+    d = _decimal(value)
+    return "—" if d is None else f"{float(d):.4g}"
+
+
+def format_price(value: object, per: str) -> str:
+    """A price (a rate, four significant digits) with its unit: ``"0.01234 credits per VM-second"``."""
+    text = format_price_number(value)
+    return text if text == "—" else f"{text} {price_unit(per)}"
+
+
+def money_title(label: str) -> str:
+    """An axis or column title for amounts: ``"Revenue (credits)"``."""
+    return f"{label} ({currency()})"

@@ -1,0 +1,132 @@
+"""Units and money on the pages (issue 8, item 3): one currency, and amounts shown exactly.
+
+The rule (``marketplace.money``): money is kept to 4 decimal places and every amount the
+services accept is shown to that precision; more places are refused by the service (so the
+bid form and the API agree). Prices name their unit; times say simulated or wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marketplace import charts, charts_deadlines, charts_reservations
+from marketplace.money import MONEY_PLACES, format_amount, format_money, format_price
+from marketplace.services.bids import MAX_BUDGET, WorkItem, bid_submit, parse_budget
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+BID = {"name": "tiny", "budget": "0.0001", "utility": "linear", "map_tasks": "1", "map_duration": "10", "map_weight": "1",
+       "reduce_tasks": "0", "reduce_duration": "10", "reduce_weight": "1"}
+
+
+def _client(user) -> Client:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (Decimal("0.0001"), "0.0001"), (Decimal("12.5"), "12.50"), (Decimal("3"), "3.00"), (Decimal("1234567.891"), "1,234,567.891"),
+    (Decimal("-2.25"), "-2.25"), (0.1, "0.10"), (None, "—"),
+])
+def test_amounts_keep_their_four_places(value, shown):
+    assert format_amount(value) == shown
+
+
+@given(st.decimals(min_value=Decimal("0.0001"), max_value=MAX_BUDGET, places=MONEY_PLACES, allow_nan=False, allow_infinity=False))
+def test_every_accepted_budget_is_shown_exactly(budget):
+    # given any budget the service accepts (the bid form and the API both parse through it)
+    accepted = parse_budget(format(budget, "f"))
+    # then what the pages show reads back as the same amount: nothing is rounded away
+    assert Decimal(format_amount(accepted).replace(",", "")) == accepted
+
+
+@given(st.decimals(min_value=Decimal("0.00001"), max_value=Decimal("1000"), places=MONEY_PLACES + 1, allow_nan=False, allow_infinity=False))
+def test_finer_budgets_are_refused_by_the_service(budget):
+    text = format(budget, "f")
+    if budget == budget.quantize(Decimal("0.0001")):
+        assert parse_budget(text) == budget
+    else:
+        with pytest.raises(ValidationError) as err:
+            parse_budget(text)
+        assert "decimal places" in str(err.value.message_dict["budget"])
+
+
+def test_form_and_api_agree_on_too_fine_budgets(market, alice):
+    client = _client(alice.user)
+    page = client.post(reverse("bid-new"), BID | {"budget": "0.00001"})
+    assert page.status_code == 200 and "decimal places" in page.content.decode()
+    api = client.post("/api/jobs/", json.dumps({"name": "x", "budget": "0.00001", "utility": "linear",
+                                                "work": [{"resource_type": "map", "tasks": 1, "task_duration": 10}]}),
+                      content_type="application/json")
+    assert api.status_code == 400 and "budget" in api.json()
+
+
+def test_smallest_budget_is_shown_exactly_with_the_currency(market, alice, settings):
+    settings.MARKET_CURRENCY = "tokens"
+    client = _client(alice.user)
+    response = client.post(reverse("bid-new"), BID)
+    assert response.status_code == 302
+    detail = client.get(response.url).content.decode()
+    assert '<dd id="job-budget">0.0001 tokens</dd>' in detail  # not "0.00"
+    jobs = client.get(reverse("job-list")).content.decode()
+    assert "Budget (tokens)" in re.sub(r"<[^>]+>", "", jobs) and "0.0001" in jobs
+    account = re.sub(r"<[^>]+>", "", client.get(reverse("account")).content.decode())
+    assert "When (wall clock, UTC)" in account and "Amount (tokens)" in account
+
+
+def test_times_are_labelled_simulated_or_wall_clock(market, alice):
+    bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 10.0)])
+    client = _client(alice.user)
+    jobs = re.sub(r"<[^>]+>", "", client.get(reverse("job-list")).content.decode())
+    assert "Submitted (sim)" in jobs and "simulated h:mm:ss" in jobs
+
+
+# Variables that hold money or prices: a template that shows one through floatformat (or raw)
+# instead of the money/price filters fails here, so a new page cannot slip back.
+MONEY_NAMES = re.compile(
+    r"\{\{\s*[\w.]*\b(budget|price|amount|charged|held|available|cost|revenue|payment|welfare|value)\w*\s*(\|[^}]*)?\}\}"
+)
+ALLOWED_FILTERS = ("|money", "|price", "|price_bare", "|json_script", "|stringformat")
+
+
+# Names that match but hold no money: a price formatted by the view (through marketplace.money),
+# an experiment parameter, a price's source text, free slots.
+NOT_MONEY = {"{{ r.price_text }}", "{{ p.value }}", "{{ quote.price_source }}", "{{ b.price_source }}", "{{ r.available }}"}
+
+
+def test_templates_show_money_through_the_money_filters():
+    offenders = [
+        f"{path.relative_to(TEMPLATES)}: {m.group(0)}"
+        for path in TEMPLATES.rglob("*.html")
+        for m in MONEY_NAMES.finditer(path.read_text())
+        if not any(f in m.group(0) for f in ALLOWED_FILTERS) and m.group(0) not in NOT_MONEY
+    ]
+    assert offenders == []
+
+
+def test_price_axes_name_their_currency_and_unit(settings):
+    settings.MARKET_CURRENCY = "tokens"
+    price = charts.price_figure([{"sim_time": 0.0, "resource": "map", "price": 1.5}])
+    assert price["layout"]["yaxis"]["title"]["text"] == "Implied price (tokens per slot)"
+    curve = charts_reservations.price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0]})
+    assert "tokens per unit-slot" in curve["layout"]["yaxis"]["title"]["text"]
+    quote = charts_reservations.quote_figure([[0.0, 3.0], [60.0, 2.0]], start=60.0, alternatives=[], units=1, duration=60.0)
+    assert quote["layout"]["yaxis"]["title"]["text"] == "Price of the reservation (tokens)"
+    payment = charts_deadlines.deadline_payment_figure([(60.0, 2.0, 1.5), (120.0, 1.0, 1.0)])
+    assert payment["layout"]["yaxis"]["title"]["text"] == "Payment (tokens)"
+
+
+def test_money_and_price_strings(settings):
+    settings.MARKET_CURRENCY = "credits"
+    assert format_money(Decimal("7")) == "7.00 credits"
+    assert format_price(0.0123456, "VM-second") == "0.01235 credits per VM-second"
