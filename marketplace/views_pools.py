@@ -13,9 +13,9 @@ from marketplace import charts_pools, selectors, selectors_pools
 from marketplace.forms import apply_service_errors
 from marketplace.forms_pools import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.models import Tenant, VMPool
+from marketplace.services.cura import cura_job_submit
 from marketplace.services.pools import (
     SETTINGS_FIELDS,
-    cura_job_submit,
     pool_resize,
     pool_settings_of,
     pool_settings_update,

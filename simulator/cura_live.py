@@ -171,6 +171,22 @@ class CuraDriver:
         sched.waiting = sched._by_arrival(sched.waiting)
         sched.window_end[:] = self.now
 
+    def cancel(self, job_id: int) -> None:
+        """The tenant withdrew the job: its reservation or its run's VMs are freed now."""
+        s = self.sched
+        if job_id in s.tentative:
+            s._cancel(job_id)
+        p = s.started.pop(job_id, None)
+        if p is not None:
+            s.pools[p.vm_type].remove(job_id)
+        s.waiting = [i for i in s.waiting if i != job_id]
+        s.new = [i for i in s.new if i != job_id]
+        s.jobs.pop(job_id, None)
+        self.scale.pop(job_id, None)
+        for v, d in enumerate(s.decider):
+            if d == job_id:  # its window ends now: the next plan re-decides it
+                s.window_end[v] = self.now
+
     def resize(self, sizes: Sequence[int], ready_after: float = 0.0) -> None:
         """Staff changed the pools by hand: the scheduler's pools follow."""
         if list(sizes) != self.sched.pool_sizes:

@@ -17,7 +17,8 @@ from marketplace import selectors, selectors_pools
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import CuraJob
-from marketplace.services.pools import SETTINGS_FIELDS, cura_job_submit, pool_settings_of, pool_settings_update
+from marketplace.services.cura import cura_job_submit
+from marketplace.services.pools import SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
 
 class PoolSettingsSerializer(serializers.Serializer[Any]):

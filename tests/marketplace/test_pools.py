@@ -8,8 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from marketplace.models import ConfigChange, CuraJob, Market, PoolReconfiguration, Tenant, VMInstanceType
+from marketplace.services.cura import cura_job_submit
+from marketplace.services.ledger import account_deposit
 from marketplace.services.pools import (
-    cura_job_submit,
     pool_resize,
     pool_settings_of,
     pool_settings_update,
@@ -19,7 +20,8 @@ from marketplace.services.pools import (
 
 
 @pytest.fixture
-def pools(market: Market) -> list[VMInstanceType]:
+def pools(market: Market, alice: Tenant) -> list[VMInstanceType]:
+    account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
     return pools_setup_paper(market=market)
 
 

@@ -29,7 +29,8 @@ def _jobs(spec: list[tuple[int, float, float]]) -> list[CuraJob]:
 
 
 def _drive(jobs: list[CuraJob], pools: list[int], *, slices: list[float], reconfig: bool) -> dict[int, tuple[int, int, float, float]]:
-    manager = ReconfigurationManager(PAPER_VM_TYPES, sum(np.array(pools) * [2, 4, 8]), window=300.0, framework_start=0.0) if reconfig else None
+    budget = int(np.dot(pools, [2, 4, 8]))
+    manager = ReconfigurationManager(PAPER_VM_TYPES, budget, window=300.0, framework_start=0.0) if reconfig else None
     driver = CuraDriver(VMAwareScheduler(PAPER_VM_TYPES, pools, PAPER_SIZES, framework_start=0.0), manager)
     placed: dict[int, tuple[int, int, float, float]] = {}
     i, cuts = 0, iter(slices)
@@ -61,9 +62,12 @@ def _drive(jobs: list[CuraJob], pools: list[int], *, slices: list[float], reconf
     st.lists(st.sampled_from([10, 20, 40]), min_size=3, max_size=3),
     st.lists(st.floats(1.0, 400.0), max_size=6),
 )
-def test_the_driver_places_every_job_as_the_simulator_does(spec: list[tuple[int, float, float]], pools: list[int], gaps: list[float]) -> None:
+def test_the_driver_places_every_job_as_the_simulator_does(
+    spec: list[tuple[int, float, float]], pools: list[int], gaps: list[float],
+) -> None:
     jobs = _jobs(spec)
-    want = {o.job_id: (o.vm_type, o.vms, o.start, o.end) for o in run_cura(jobs, PAPER_VM_TYPES, pools, PAPER_SIZES, framework_start=0.0).outcomes if o.ran}
+    run = run_cura(jobs, PAPER_VM_TYPES, pools, PAPER_SIZES, framework_start=0.0)
+    want = {o.job_id: (o.vm_type, o.vms, o.start, o.end) for o in run.outcomes if o.ran}
     got = _drive(jobs, pools, slices=list(np.cumsum(gaps)), reconfig=False)
     assert got.keys() == want.keys(), (spec, pools, gaps)
     for job_id, (v, k, s, e) in want.items():
