@@ -30,7 +30,8 @@ def _held(market: Market) -> list[tuple[int, int, float, float]]:
     """(VM type id, VMs, start, end) of every reservation and run: a run ends when it
     really did (``finished_s``), a reservation when it is planned to."""
     rows = CuraJob.objects.filter(market=market, status__in=HOLDING, start_s__isnull=False)
-    return [(t, k, s, f if f is not None else e) for t, k, s, e, f in rows.values_list("vm_type_id", "vms", "start_s", "end_s", "finished_s")]
+    fields = ("vm_type_id", "vms", "start_s", "end_s", "finished_s")
+    return [(t, k, s, f if f is not None else e) for t, k, s, e, f in rows.values_list(*fields)]
 
 
 def pool_rows(*, market: Market) -> list[dict[str, Any]]:
