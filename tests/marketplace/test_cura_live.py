@@ -159,3 +159,27 @@ def test_learnt_profile_estimates_a_slow_class_from_its_runs(market: Market, ric
     second.refresh_from_db()
     # the estimate was right: its run took what was planned
     assert second.finished_s == pytest.approx(second.end_s, rel=1e-6)
+
+
+def test_cancel_through_the_api_and_the_page(market: Market, rich: Tenant, bob: Tenant, alice_api: object, bob_api: object) -> None:
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    assert isinstance(alice_api, APIClient) and isinstance(bob_api, APIClient)
+    created = alice_api.post("/api/cura/jobs/", {"job_type": 3, "deadline_in_s": 2000, "job_class": "nightly"}, format="json")
+    assert created.status_code == 201 and created.data["held"] != "0.0000" and created.data["job_class"] == "nightly"
+    job_id = created.data["id"]
+    assert bob_api.post(f"/api/cura/jobs/{job_id}/cancel/").status_code == 404  # another tenant's job
+    done = alice_api.post(f"/api/cura/jobs/{job_id}/cancel/")
+    assert done.status_code == 200 and done.data["status"] == "cancelled" and done.data["held"] == "0.0000"
+    assert alice_api.post(f"/api/cura/jobs/{job_id}/cancel/").status_code == 400  # already ended
+    client = Client()
+    client.force_login(rich.user)
+    second = cura_job_submit(tenant=rich, job_type=4, deadline_in_s=900)
+    page = client.get("/cura/jobs/")
+    assert f"Cancel #{second.pk}".encode() in page.content and b"Cancelled" in page.content
+    client.post(f"/cura/jobs/{second.pk}/cancel/")
+    second.refresh_from_db()
+    assert second.status == CuraJob.Status.CANCELLED and second.held == 0
+    rich.account.refresh_from_db()
+    assert rich.account.held == 0 and ledger_reconcile(account=rich.account) == []
