@@ -128,9 +128,7 @@ def learnt_profile(*, tenant: Tenant, job_type: int, job_class: str, V: int, fra
 def cura_advance(*, market: Market, until: float) -> StepEvents | None:
     """Run the pools' schedule up to ``until`` (the caller holds the market row lock)."""
     if not CuraJob.objects.filter(market=market, status__in=CuraJob.LIVE).exists():
-        # nothing in flight: the next submission starts a fresh driver (and pool-manager window) at its time
-        PoolSettings.objects.filter(market=market).exclude(engine_state={}).update(engine_state={})
-        return None
+        return None  # nothing in flight (one query a tick): the next submission catches the driver up
     types = list(VMInstanceType.objects.filter(market=market).select_related("pool"))
     ps = pool_settings_of(market=market)
     driver = _load(market, types, ps)
