@@ -134,19 +134,20 @@ class CuraDriver:
         sched.missed.clear()
         return ev
 
-    def advance(self, until: float) -> StepEvents:
+    def advance(self, until: float, events: StepEvents | None = None) -> StepEvents:
         """Step through every instant strictly before ``until``; runs that end by
         ``until`` are reported finished. An instant at ``until`` itself is left for
         the next call or for :meth:`step` with the arrivals of that instant, as the
         simulator decides an instant's events and arrivals together."""
-        ev = StepEvents()
+        ev = events if events is not None else StepEvents()
         while True:
             nxt = self.next_time()
             if not nxt < until - EPS:
                 break
             self.step(nxt, ev)
-        ev.finished += self.sched.finished(until)  # run ends need no event: the timelines hold them
-        for p in ev.finished:
+        done = self.sched.finished(until)  # run ends need no event: the timelines hold them
+        ev.finished += done
+        for p in done:
             self.scale.pop(p.job_id, None)
         return ev
 

@@ -252,7 +252,7 @@ def cluster_advance(
                     break
             if acceptance:  # fixed prices of the last clearing's Plan
                 _apply_money(StepReport.idle(market.sim_time), acceptance)
-            cura_advance(market=market, until=market.sim_time)  # the VM pools' jobs (paper 004), same clock
+            cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))

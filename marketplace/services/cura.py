@@ -92,14 +92,22 @@ def _estimate_of(job: CuraJob, V: int) -> np.ndarray[Any, np.dtype[np.float64]]:
     return np.asarray(PAPER_PROFILES[job.job_type].runtime[:V], dtype=np.float64)
 
 
-def _load(market: Market, types: list[VMInstanceType], ps: PoolSettings) -> CuraDriver:
+def _load(market: Market, types: list[VMInstanceType], ps: PoolSettings) -> tuple[CuraDriver, StepEvents]:
+    """The stored driver brought up to the market's time (every instant before it), or a
+    fresh one when staff changed the VM types or the manager's settings; a pool staff
+    re-sized by hand is re-sized in the scheduler (Sec. III-B's resize) and re-planned now."""
     now = float(market.sim_time)
     state = ps.engine_state or {}
     if state.get("signature") == _signature(types, ps):
         driver = CuraDriver.from_state(state["driver"])
-        driver.resize([t.pool.size for t in types], ps.shutdown_s + ps.boot_s)  # staff re-sized a pool by hand
-        return driver
-    return _fresh(market, types, ps, now)
+        ev = StepEvents()
+        sizes = [t.pool.size for t in types]
+        if sizes != driver.sched.pool_sizes:  # since the last tick: effective from the driver's time
+            driver.resize(sizes, ps.shutdown_s + ps.boot_s)
+            driver.step(driver.now, ev)
+        return driver, driver.advance(now, ev)
+    driver = _fresh(market, types, ps, now)
+    return driver, driver.step(now)
 
 
 def _store(ps: PoolSettings, types: list[VMInstanceType], driver: CuraDriver) -> None:
@@ -125,14 +133,14 @@ def learnt_profile(*, tenant: Tenant, job_type: int, job_class: str, V: int, fra
 # ------------------------------------------------------------------ the clock
 
 
-def cura_advance(*, market: Market, until: float) -> StepEvents | None:
-    """Run the pools' schedule up to ``until`` (the caller holds the market row lock)."""
+def cura_advance(*, market: Market) -> StepEvents | None:
+    """Run the pools' schedule up to the market's simulated time (the caller holds the
+    market row lock and has moved ``market.sim_time``)."""
     if not CuraJob.objects.filter(market=market, status__in=CuraJob.LIVE).exists():
         return None  # nothing in flight (one query a tick): the next submission catches the driver up
     types = list(VMInstanceType.objects.filter(market=market).select_related("pool"))
     ps = pool_settings_of(market=market)
-    driver = _load(market, types, ps)
-    ev = driver.advance(until)
+    driver, ev = _load(market, types, ps)
     _apply(market, types, driver, ev)
     _store(ps, types, driver)
     return ev
@@ -249,8 +257,7 @@ def cura_job_submit(
                                            f"this market has {len(types)}."})
     ps = pool_settings_of(market=market)
     now = float(market.sim_time)
-    driver = _load(market, types, ps)
-    ev = driver.advance(now)
+    driver, ev = _load(market, types, ps)
     profile = learnt_profile(tenant=tenant, job_type=job_type, job_class=job_class, V=len(types),
                              framework_start=ps.framework_start_s)
     job = CuraJob.objects.create(
@@ -306,9 +313,9 @@ def cura_job_cancel(*, job: CuraJob, user: object = None) -> CuraJob:
         raise ValidationError(f"Cura job {job.pk} has already ended ({job.status}).")
     types = list(VMInstanceType.objects.filter(market=market).select_related("pool"))
     ps = pool_settings_of(market=market)
-    driver = _load(market, types, ps)
-    ev = driver.advance(float(market.sim_time))
+    driver, ev = _load(market, types, ps)
     driver.cancel(job.pk)
+    driver.step(float(market.sim_time), ev)  # freed VMs and a closed window: re-plan now
     _apply(market, types, driver, ev)
     job.refresh_from_db()
     if job.status in CuraJob.LIVE:

@@ -183,3 +183,18 @@ def test_cancel_through_the_api_and_the_page(market: Market, rich: Tenant, bob: 
     assert second.status == CuraJob.Status.CANCELLED and second.held == 0
     rich.account.refresh_from_db()
     assert rich.account.held == 0 and ledger_reconcile(account=rich.account) == []
+
+
+def test_a_pool_staff_empty_by_hand_takes_no_new_runs(market: Market, rich: Tenant) -> None:
+    from marketplace.models import VMInstanceType
+    from marketplace.services.pools import pool_resize
+
+    running = [cura_job_submit(tenant=rich, job_type=4, deadline_in_s=3000) for _ in range(2)]
+    later = cura_job_submit(tenant=rich, job_type=4, deadline_in_s=3000)
+    assert {j.vm_type.name for j in running} == {"VM-1"} and later.vm_type is not None and later.vm_type.name == "VM-1"
+    assert later.status == CuraJob.Status.RESERVED  # VM-1 is full until the first two end
+    pool_resize(pool=VMInstanceType.objects.get(market=market, name="VM-1").pool, size=0, reason="maintenance")
+    cluster_advance(market_id=market.pk, until=5000.0)
+    later.refresh_from_db()
+    assert later.status == CuraJob.Status.DONE and later.vm_type.name != "VM-1"  # re-planned onto another pool
+    assert {CuraJob.objects.get(pk=j.pk).status for j in running} == {CuraJob.Status.DONE}  # nothing was killed
