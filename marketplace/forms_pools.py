@@ -22,7 +22,7 @@ class PoolSettingsForm(forms.Form):
         min_value=0, label="Framework start (s)", help_text="Paid by every job on pool VMs (10 s in the paper).",
     )
     core_budget = forms.IntegerField(
-        min_value=0, label="Core budget (vCPUs)", help_text="Servers x cores; 0 keeps the pools' current cores.",
+        min_value=0, max_value=1_000_000_000, label="Core budget (vCPUs)", help_text="Servers x cores; 0 keeps the pools' current cores.",
     )
     reason = forms.CharField(max_length=200, required=False)
 
