@@ -22,7 +22,7 @@ class PoolSettingsForm(forms.Form):
         min_value=0, label="Framework start (s)", help_text="Paid by every job on pool VMs (10 s in the paper).",
     )
     core_budget = forms.IntegerField(
-        min_value=0, label="Core budget (vCPUs)", help_text="Servers x cores; 0 keeps the pools' current cores.",
+        min_value=0, max_value=1_000_000_000, label="Core budget (vCPUs)", help_text="Servers x cores; 0 keeps the pools' current cores.",
     )
     reason = forms.CharField(max_length=200, required=False)
 
@@ -44,3 +44,11 @@ class VMTypeForm(forms.Form):
 class CuraJobForm(forms.Form):
     job_type = forms.TypedChoiceField(choices=JOB_TYPES, coerce=int, label="Job (profiled)")
     deadline_in_s = forms.FloatField(min_value=0.001, label="Deadline (simulated s from now)")
+    job_class = forms.CharField(required=False, max_length=60, label="Job class (optional)",
+                                help_text="Your name for repeats of this job: its completed runs refine its profile.")
+    runtime_scale = forms.FloatField(required=False, min_value=0.01, max_value=100, label="Real run / profile (simulation)",
+                                     help_text="How long the job really runs relative to its built-in profile; 1 if empty.")
+
+    def clean_runtime_scale(self) -> float:
+        value = self.cleaned_data.get("runtime_scale")
+        return 1.0 if value is None else float(value)

@@ -17,11 +17,21 @@ def vm_types_of(*, market: Market) -> list[VMInstanceType]:
 def busy_at(*, market: Market, t: float) -> dict[int, int]:
     """VM type id -> VMs held by Cura jobs running at simulated time t."""
     out: dict[int, int] = {}
-    for vm_type_id, vms in CuraJob.objects.filter(
-        market=market, status=CuraJob.Status.RESERVED, start_s__lte=t, end_s__gt=t,
-    ).values_list("vm_type_id", "vms"):
-        out[vm_type_id] = out.get(vm_type_id, 0) + vms
+    for vm_type_id, vms, start, end in _held(market):
+        if start <= t < end:
+            out[vm_type_id] = out.get(vm_type_id, 0) + vms
     return out
+
+
+HOLDING = (CuraJob.Status.RESERVED, CuraJob.Status.RUNNING, CuraJob.Status.DONE)
+
+
+def _held(market: Market) -> list[tuple[int, int, float, float]]:
+    """(VM type id, VMs, start, end) of every reservation and run: a run ends when it
+    really did (``finished_s``), a reservation when it is planned to."""
+    rows = CuraJob.objects.filter(market=market, status__in=HOLDING, start_s__isnull=False)
+    fields = ("vm_type_id", "vms", "start_s", "end_s", "finished_s")
+    return [(t, k, s, f if f is not None else e) for t, k, s, e, f in rows.values_list(*fields)]
 
 
 def pool_rows(*, market: Market) -> list[dict[str, Any]]:
@@ -40,7 +50,7 @@ def pool_series(*, market: Market, types: list[VMInstanceType]) -> dict[str, lis
     VMs busy: rows ``{"t": s, "size": VMs, "busy": VMs}`` at every reservation start or
     end and every executed reconfiguration (sizes before the first come from it)."""
     recs = list(PoolReconfiguration.objects.filter(market=market, executed=True).order_by("time_s"))
-    jobs = list(CuraJob.objects.filter(market=market, status=CuraJob.Status.RESERVED).values_list("vm_type_id", "vms", "start_s", "end_s"))
+    jobs = _held(market)
     now = float(market.sim_time)
     out: dict[str, list[dict[str, Any]]] = {}
     for t in types:

@@ -43,6 +43,7 @@ urlpatterns = [
     path("market/settings/twait-explorer.json", views_fairshare.twait_explorer_data, name="twait-explorer"),
     path("pools/", views_pools.pools_admin, name="pools"),
     path("cura/jobs/", views_pools.cura_jobs, name="cura-jobs"),
+    path("cura/jobs/<int:pk>/cancel/", views_pools.cura_job_cancel_view, name="cura-job-cancel"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

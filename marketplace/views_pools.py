@@ -14,9 +14,9 @@ from marketplace.forms import apply_service_errors
 from marketplace.forms_pools import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.models import Tenant, VMPool
 from marketplace.money import format_money
+from marketplace.services.cura import cura_job_cancel, cura_job_submit
 from marketplace.services.pools import (
     SETTINGS_FIELDS,
-    cura_job_submit,
     pool_resize,
     pool_settings_of,
     pool_settings_update,
@@ -96,17 +96,33 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
     form = CuraJobForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            job = cura_job_submit(tenant=tenant, job_type=form.cleaned_data["job_type"], deadline_in_s=form.cleaned_data["deadline_in_s"],
-                                  user=request.user)
+            job = cura_job_submit(tenant=tenant, user=request.user, **form.cleaned_data)
         except ValidationError as exc:
             apply_service_errors(form, exc)
         else:
-            assert job.vm_type is not None
-            times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s"
-            vms = f"{job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name}"
-            messages.success(request, f"Job {job.pk}: {vms} {times} (simulated), cost {format_money(job.cost)}.")
+            if job.vm_type is None:
+                messages.success(request, f"Job {job.pk} waits for room in a pool; {format_money(job.held)} is held.")
+            else:
+                times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s (simulated)"
+                messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, "
+                                          f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")
     return _render(request, "marketplace/pools/jobs.html", {
         "nav": "cura", "form": form, "page": _page(request, selectors_pools.cura_jobs_of(tenant=tenant)),
         "pools": selectors_pools.pool_rows(market=tenant.market),
     }, market=tenant.market)
+
+
+@tenant_required
+@require_http_methods(["POST"])
+def cura_job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Tenants: withdraw a Cura job that has not ended; its hold is released."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    job = get_object_or_404(selectors_pools.cura_jobs_of(tenant=tenant), pk=pk)
+    try:
+        cura_job_cancel(job=job, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Job {job.pk} cancelled; its hold was released.")
+    return redirect("cura-jobs")

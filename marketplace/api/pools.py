@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,7 +17,8 @@ from marketplace import selectors, selectors_pools
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import CuraJob
-from marketplace.services.pools import SETTINGS_FIELDS, cura_job_submit, pool_settings_of, pool_settings_update
+from marketplace.services.cura import cura_job_cancel, cura_job_submit
+from marketplace.services.pools import SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
 
 class PoolSettingsSerializer(serializers.Serializer[Any]):
@@ -26,13 +27,17 @@ class PoolSettingsSerializer(serializers.Serializer[Any]):
     boot_s = serializers.FloatField(required=False, min_value=0)
     shutdown_s = serializers.FloatField(required=False, min_value=0)
     framework_start_s = serializers.FloatField(required=False, min_value=0)
-    core_budget = serializers.IntegerField(required=False, min_value=0)
+    core_budget = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000_000)
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 
 class CuraJobInSerializer(serializers.Serializer[Any]):
     job_type = serializers.IntegerField(min_value=1, max_value=4, help_text="Profiled job type (paper 004, Tables II-V).")
     deadline_in_s = serializers.FloatField(min_value=0.001, help_text="Simulated seconds from now by which the job must end.")
+    job_class = serializers.CharField(required=False, allow_blank=True, max_length=60,
+                                      help_text="Your name for repeats of this job: completed runs refine its profile.")
+    runtime_scale = serializers.FloatField(required=False, min_value=0.01, max_value=100,
+                                           help_text="Simulation only: the job's real run / the built-in profile's run (default 1).")
 
 
 class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
@@ -41,7 +46,8 @@ class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
 
     class Meta:
         model = CuraJob
-        fields = ("id", "job_type", "arrival_s", "deadline_s", "status", "vm_type", "vms", "start_s", "end_s", "cost")
+        fields = ("id", "job_type", "job_class", "arrival_s", "deadline_s", "status", "vm_type", "vms", "start_s", "end_s",
+                  "finished_s", "cost", "held", "charged")
 
 
 def _pools_state() -> dict[str, Any]:
@@ -102,3 +108,18 @@ class CuraJobsView(APIView):
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
         return Response(CuraJobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+
+class CuraJobCancelView(APIView):
+    """``POST``: withdraw one of your waiting, reserved or running Cura jobs; its hold is released."""
+
+    @extend_schema(request=None, responses=CuraJobSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        job = selectors_pools.cura_jobs_of(tenant=_tenant(request)).filter(pk=pk).first()
+        if job is None:
+            raise NotFound("No such Cura job of yours.")
+        try:
+            job = cura_job_cancel(job=job, user=request.user)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(CuraJobSerializer(job).data)

@@ -27,6 +27,7 @@ urlpatterns = [
     path("bids/preview/", abacus.BidPreviewView.as_view(), name="api-bid-preview"),
     path("pools/", pools.PoolsView.as_view(), name="api-pools"),
     path("cura/jobs/", pools.CuraJobsView.as_view(), name="api-cura-jobs"),
+    path("cura/jobs/<int:pk>/cancel/", pools.CuraJobCancelView.as_view(), name="api-cura-job-cancel"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

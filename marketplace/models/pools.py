@@ -62,6 +62,7 @@ class PoolSettings(models.Model):
     shutdown_s = models.FloatField(default=10.0, help_text="VM shutdown time, seconds.")
     framework_start_s = models.FloatField(default=10.0, help_text="Framework (Hadoop) start on ready VMs, seconds.")
     core_budget = models.PositiveIntegerField(default=0, help_text="vCPUs the servers offer (0: the pools' current cores).")
+    engine_state = models.JSONField(default=dict, blank=True, help_text="The live Cura driver (simulator.cura_live), between ticks.")
 
     def __str__(self) -> str:
         return f"pool settings of {self.market}"
@@ -71,8 +72,15 @@ class CuraJob(models.Model):
     """A tenant's job run by Cura: a job type and a deadline in, a configuration out."""
 
     class Status(models.TextChoices):
-        RESERVED = "reserved"
+        WAITING = "waiting"  # no reservation yet: Alg. 1 places it when a window has room
+        RESERVED = "reserved"  # a tentative reservation, re-planned on arrivals and window ends
+        RUNNING = "running"
+        DONE = "done"
+        MISSED = "missed"  # no configuration could meet its deadline any more: never ran, hold released
+        CANCELLED = "cancelled"
         REJECTED = "rejected"
+
+    LIVE = (Status.WAITING, Status.RESERVED, Status.RUNNING)
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="cura_jobs")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="cura_jobs")
@@ -86,6 +94,14 @@ class CuraJob(models.Model):
     end_s = models.FloatField(null=True, blank=True)
     cost = models.DecimalField(null=True, blank=True, **RATE, help_text="Resource cost: VMs x unit price x runtime.")
     earliest_deadline_s = models.FloatField(null=True, blank=True, help_text="For a rejected job: the earliest deadline that works.")
+    job_class = models.CharField(max_length=60, blank=True,
+                                 help_text="Runs of one tenant's class teach its profile (paper 004, Sec. II-C).")
+    runtime_scale = models.FloatField(default=1.0, validators=[MinValueValidator(0.01)],
+                                      help_text="The simulated cluster's truth: real run / the built-in profile's run.")
+    estimate = models.JSONField(default=list, blank=True, help_text="(V, S) seconds the scheduler planned with (learnt or built in).")
+    held = models.DecimalField(default=0, max_digits=18, decimal_places=4, help_text="Money still held on the tenant's account.")
+    charged = models.DecimalField(default=0, max_digits=18, decimal_places=4)
+    finished_s = models.FloatField(null=True, blank=True, help_text="Simulated seconds the run really ended.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

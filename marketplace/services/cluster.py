@@ -25,6 +25,7 @@ from marketplace import adapters, reservation_adapters
 from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
 from marketplace.services import rows
 from marketplace.services.clearing import plan_store
+from marketplace.services.cura import cura_advance
 from marketplace.services.ledger import job_charge, job_settle, money
 from marketplace.services.market import (
     ENGINE_FIELDS,
@@ -254,6 +255,7 @@ def cluster_advance(
                     break
             if acceptance:  # fixed prices of the last clearing's Plan
                 _apply_money(StepReport.idle(market.sim_time), acceptance)
+            cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))

@@ -107,8 +107,15 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     return amount
 
 
+def cura_money(*, tenant_id: int, cura_job_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
+    """Hold, charge or release money of a Cura job (paper 004; ``services.cura``): one
+    account lock, entries linked to the Cura job. Raises ValidationError like :func:`job_hold`."""
+    _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user, cura_job_id=cura_job_id)
+
+
 def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job | None,
-               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False) -> list[LedgerEntry]:
+               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False,
+               cura_job_id: int | None = None) -> list[LedgerEntry]:
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
@@ -144,7 +151,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
                 raise ValidationError({"amount": f"Only {held} is held on this account."})
             available += d_avail
             held += d_held
-            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, memo, by, now))
+            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, cura_job_id, memo, by, now))
         updated = Account._meta.get_field("updated_at")
         with connection.cursor() as cursor:
             cursor.execute(
@@ -157,9 +164,9 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
 
 
 _ENTRY_FIELDS = ("account", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                 "job", "memo", "created_by", "created_at")
+                 "job", "cura_job", "memo", "created_by", "created_at")
 _ENTRY_ATTRS = ("account_id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                "job_id", "memo", "created_by_id", "created_at")
+                "job_id", "cura_job_id", "memo", "created_by_id", "created_at")
 _ACCOUNTS = rows.table(Account)
 _AVAILABLE = rows.column(Account, "available")
 _HELD = rows.column(Account, "held")

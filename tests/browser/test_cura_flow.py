@@ -24,7 +24,7 @@ def people(live_server) -> Tenant:  # type: ignore[no-untyped-def]
     market = market_create(name="cura", resources={"map": 10, "reduce": 5}, hierarchy={"root": 1.0, "root.orga": 1.0})
     queue = Queue.objects.get(market=market, name="orga")
     User.objects.create_user("ops", password=PASSWORD, is_staff=True)
-    return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("100"))
+    return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("100000"))
 
 
 def _login(page, url: str, user: str) -> None:  # type: ignore[no-untyped-def]
@@ -61,12 +61,21 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             expect(tenant.locator(".messages")).to_contain_text(
                 "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (simulated), cost 416.6667 credits"
             )
+            expect(tenant.locator(".messages")).to_contain_text("held until it ends")  # the hold on the account
             expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")
+            expect(tenant.locator("#cura-jobs")).to_contain_text("Running")
             tenant.get_by_label("Job (profiled)").select_option("3")
             tenant.get_by_label("Deadline (simulated s from now)").fill("100")
             tenant.get_by_role("button", name="Submit").click()
             expect(tenant.get_by_role("form", name="Submit a job")).to_contain_text("the earliest deadline that works is 258 s from now")
             tenant.screenshot(path=str(tmp_path / "cura-jobs.png"), full_page=True)
+            tenant.get_by_label("Job (profiled)").select_option("2")
+            tenant.get_by_label("Deadline (simulated s from now)").fill("3000")
+            tenant.get_by_role("button", name="Submit").click()
+            expect(tenant.locator(".messages")).to_contain_text("held")
+            tenant.locator("#cura-jobs button").first.click()  # the newest job first: cancel it
+            expect(tenant.locator(".messages")).to_contain_text("cancelled; its hold was released")
+            expect(tenant.locator("#cura-jobs")).to_contain_text("Cancelled")
 
             staff.reload()
             expect(staff.locator("#pools-table")).to_contain_text("10")  # VM-1 busy now

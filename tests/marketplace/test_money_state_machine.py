@@ -1,6 +1,8 @@
 """A hypothesis state machine over the money-moving services, across several tenants.
 
-Rules: bid (affordable or not), reserve (an ERA quote, then accept or decline: the
+Rules: bid (affordable or not), a Cura job on the VM pools (paper 004: the dearest
+deadline-meeting configuration held at submission, the chosen one charged when it ends)
+and its cancellation, reserve (an ERA quote, then accept or decline: the
 price is held and charged at acceptance), cancel, tick (the cluster clock; jobs
 finish and are charged), clear (a market clearing), complete (run everything to the
 end), and a tenant reading another tenant's job through the API. After every step:
@@ -10,6 +12,9 @@ end), and a tenant reading another tenant's job through the API. After every ste
   released nothing (charged nothing, unless a reservation's price was charged at
   acceptance); finished and cancelled jobs hold nothing, and their charge plus release
   equals the budget (a cancelled bid: all released; a reservation keeps its price);
+* every Cura job's money is in one state: live jobs hold what was held at submission;
+  done ones are charged their configuration's cost and the rest released; missed and
+  cancelled ones have everything released;
 * money is conserved: deposits = available + held + charged, over all tenants;
 * a tenant's job lists hold only its own jobs, and another tenant's job is a 404.
 
@@ -36,12 +41,14 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from rest_framework.test import APIClient
 
 from marketplace import adapters, selectors
-from marketplace.models import Job, LedgerEntry, Market, Reservation, ReservationQuote, Tenant
+from marketplace.models import CuraJob, Job, LedgerEntry, Market, Reservation, ReservationQuote, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.services.cura import cura_job_cancel, cura_job_submit
+from marketplace.services.ledger import ledger_reconcile, money
 from marketplace.services.market import engine_forget
+from marketplace.services.pools import pool_resize, vm_type_save
 from marketplace.services.reservations import reservation_accept, reservation_decline, reservation_quote
 from tests.factories import MarketFactory, TenantFactory, leaf
 
@@ -60,6 +67,7 @@ work = st.lists(
 
 class MoneyMachine(RuleBasedStateMachine):
     jobs = Bundle("jobs")
+    cura_jobs = Bundle("cura_jobs")
     market: Market
     tenants: list[Tenant]
 
@@ -71,6 +79,10 @@ class MoneyMachine(RuleBasedStateMachine):
             TenantFactory(market=cls.market, username=f"sm{n}-{k}", deposit=DEPOSIT, queue=leaf(cls.market, path))
             for k, path in enumerate(LEAVES)
         ]
+        # VM pools for Cura jobs, at prices these deposits afford (the paper's are 1/6..2/3 per VM-second)
+        for name, vcpus in (("VM-1", 2), ("VM-2", 4), ("VM-3", 8)):
+            vt = vm_type_save(market=cls.market, name=name, vcpus=vcpus, memory_gb=float(vcpus), price=Decimal("0.0002") * vcpus)
+            pool_resize(pool=vt.pool, size=20)
 
     def __init__(self) -> None:
         super().__init__()
@@ -139,6 +151,29 @@ class MoneyMachine(RuleBasedStateMachine):
         assert reservation.price <= tenant.account.available + tenant.account.held
         return reservation.job_id
 
+    @rule(target=cura_jobs, who=st.integers(0, len(LEAVES) - 1), job_type=st.integers(1, 4),
+          deadline=st.sampled_from([100.0, 400.0, 1000.0, 3000.0]))
+    def cura_submit(self, who: int, job_type: int, deadline: float) -> object:
+        tenant = self.tenants[who]
+        before = LedgerEntry.objects.count()
+        try:
+            job = cura_job_submit(tenant=tenant, job_type=job_type, deadline_in_s=deadline)
+        except ValidationError:
+            assert LedgerEntry.objects.count() == before  # refused (deadline or funds): nothing moved
+            return None
+        assert job.held > 0 and (job.cost is None or job.held >= money(float(job.cost)))
+        return job.pk
+
+    @rule(job_id=consumes(cura_jobs))
+    def cura_cancel(self, job_id: int | None) -> None:
+        if job_id is None:
+            return
+        job = CuraJob.objects.get(pk=job_id)
+        try:
+            cura_job_cancel(job=job)
+        except ValidationError:
+            assert job.status not in CuraJob.LIVE  # refused only once it has ended
+
     @rule(job_id=consumes(jobs))
     def cancel(self, job_id: int | None) -> None:
         if job_id is None:
@@ -199,12 +234,30 @@ class MoneyMachine(RuleBasedStateMachine):
                     assert charged == 0
 
     @invariant()
+    def each_cura_jobs_money_is_in_exactly_one_state(self) -> None:
+        sums: dict[tuple[int, str], Decimal] = {
+            (r["cura_job_id"], r["kind"]): r["s"]
+            for r in LedgerEntry.objects.filter(cura_job__market=self.market).values("cura_job_id", "kind").annotate(s=Sum("amount"))
+        }
+        for job in CuraJob.objects.filter(market=self.market):
+            hold = sums.get((job.pk, "hold"), Decimal(0))
+            charged = sums.get((job.pk, "charge"), Decimal(0))
+            released = sums.get((job.pk, "release"), Decimal(0))
+            assert hold > 0 and charged == job.charged, (job.pk, hold, charged, job.charged)
+            if job.status in CuraJob.LIVE:
+                assert charged == released == 0 and job.held == hold, (job.pk, job.status, charged, released)
+            else:
+                assert job.held == 0 and charged + released == hold, (job.pk, job.status, charged, released, hold)
+                want = money(float(job.cost or 0)) if job.status == CuraJob.Status.DONE else Decimal(0)
+                assert charged == want, (job.pk, job.status, charged, want)
+
+    @invariant()
     def money_is_conserved(self) -> None:
         total = Decimal(0)
         for tenant in self.tenants:
             tenant.account.refresh_from_db()
             total += tenant.account.available + tenant.account.held
-        charged = LedgerEntry.objects.filter(job__market=self.market, kind="charge").aggregate(s=Sum("amount"))["s"] or 0
+        charged = LedgerEntry.objects.filter(account__tenant__market=self.market, kind="charge").aggregate(s=Sum("amount"))["s"] or 0
         assert total + charged == DEPOSIT * len(self.tenants)
 
     @invariant()
@@ -241,5 +294,28 @@ def test_the_reserve_rule_books_and_pays_at_acceptance(settings) -> None:  # typ
         machine.money_is_conserved()
         assert Job.objects.get(pk=job_id).status == Job.Status.FINISHED
         assert machine.reserve(who=1, units=2, duration=300.0, lead=60.0, accept=False) is None
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.django_db
+def test_the_cura_rules_hold_charge_and_release(settings) -> None:  # type: ignore[no-untyped-def]
+    # the machine's Cura steps, run once by hand: a job really holds, runs and is charged; a cancel releases
+    MoneyMachine.create_market()
+    machine = MoneyMachine()
+    try:
+        ran = machine.cura_submit(who=0, job_type=4, deadline=1000.0)
+        dropped = machine.cura_submit(who=1, job_type=3, deadline=3000.0)
+        assert ran is not None and dropped is not None
+        machine.each_cura_jobs_money_is_in_exactly_one_state()
+        machine.cura_cancel(dropped)
+        machine.complete()
+        machine.each_cura_jobs_money_is_in_exactly_one_state()
+        machine.money_is_conserved()
+        machine.ledgers_reconcile_and_balances_are_non_negative()
+        done = CuraJob.objects.get(pk=ran)
+        assert done.status == CuraJob.Status.DONE and done.charged > 0
+        assert LedgerEntry.objects.get(cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
+        assert CuraJob.objects.get(pk=dropped).status == CuraJob.Status.CANCELLED
     finally:
         machine.teardown()

@@ -8,8 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from marketplace.models import ConfigChange, CuraJob, Market, PoolReconfiguration, Tenant, VMInstanceType
+from marketplace.services.cura import cura_job_submit
+from marketplace.services.ledger import account_deposit
 from marketplace.services.pools import (
-    cura_job_submit,
     pool_resize,
     pool_settings_of,
     pool_settings_update,
@@ -19,7 +20,8 @@ from marketplace.services.pools import (
 
 
 @pytest.fixture
-def pools(market: Market) -> list[VMInstanceType]:
+def pools(market: Market, alice: Tenant) -> list[VMInstanceType]:
+    account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
     return pools_setup_paper(market=market)
 
 
@@ -107,3 +109,11 @@ def test_the_pool_manager_reconfigures_after_a_window(market: Market, alice: Ten
     assert rec.after["VM-1"] > rec.before["VM-1"]
     assert sum(rec.after[n] * c for n, c in (("VM-1", 2), ("VM-2", 4), ("VM-3", 8))) <= 40 * (2 + 4 + 8)
     assert VMInstanceType.objects.get(market=market, name="VM-1").pool.size == rec.after["VM-1"]
+
+
+def test_a_core_budget_beyond_the_column_is_a_field_error(market: Market, pools: list[VMInstanceType]) -> None:
+    # found by the schema fuzzer on PostgreSQL: 1.5e35 vCPUs overflowed the integer column (a 500)
+    with pytest.raises(ValidationError) as info:
+        pool_settings_update(market=market, core_budget=153328876742088052633355217482547200)
+    assert "core_budget" in info.value.message_dict
+    assert pool_settings_of(market=market).core_budget == 0

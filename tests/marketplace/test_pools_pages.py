@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
@@ -11,6 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from marketplace.models import ConfigChange, CuraJob, Market, Tenant
+from marketplace.services.ledger import account_deposit
 from marketplace.services.pools import pool_settings_update, pools_setup_paper
 
 
@@ -20,7 +22,8 @@ def staff(market: Market) -> User:
 
 
 @pytest.fixture
-def paper_pools(market: Market) -> None:
+def paper_pools(market: Market, alice: Tenant) -> None:
+    account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
     pools_setup_paper(market=market)
     pool_settings_update(market=market, framework_start_s=0.0)
 
@@ -78,7 +81,7 @@ def test_cura_api(alice_api: APIClient, paper_pools: None, market: Market) -> No
 
 def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_pools: None, market: Market) -> None:
     from marketplace import charts_pools, selectors_pools
-    from marketplace.services.pools import cura_job_submit
+    from marketplace.services.cura import cura_job_submit
 
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=270)  # 10 VM-1 over [0, 250)
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=150)  # 20 VM-1 over [0, 131.57)
