@@ -7,6 +7,7 @@ and cache) switch to real services with real workers.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -93,6 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "marketplace.context_processors.roles",  # the navigation shows what the role can use
             ],
         },
     },
@@ -196,9 +198,12 @@ API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
 FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
 
 REST_FRAMEWORK = {
+    # The token class first: its scheme is the WWW-Authenticate challenge, so missing or bad
+    # credentials are a 401 (with the session class first DRF answers 403). Pages' scripts
+    # that call the API with the session cookie get the same 401 when the session ends.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "marketplace.api.authentication.ExpiringTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     # 429 with Retry-After over these rates (marketplace.throttling; fail open if the cache is down).
     "DEFAULT_THROTTLE_CLASSES": [
@@ -212,9 +217,14 @@ REST_FRAMEWORK = {
         "writes": env.str("THROTTLE_WRITES", default="120/min"),
     },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # page / page_size (1-500), ordering over each view's ordering_fields (unknown: 400)
+    # and filters (unknown values: 400): marketplace.api.conventions.
+    "DEFAULT_PAGINATION_CLASS": "marketplace.api.conventions.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "marketplace.api.conventions.StrictOrderingFilter",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
         "marketplace.api.parsers.SafeJSONParser",  # nesting limit: 400, never RecursionError
@@ -255,6 +265,8 @@ USE_I18N = True
 USE_TZ = True
 
 # --- Market -----------------------------------------------------------------
+# The name of the money every amount is in (pages and the API's schema show it).
+MARKET_CURRENCY = os.environ.get("MARKET_CURRENCY", "credits")
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
 # Experiment runs (simulator.experiments): in a background thread of the web
 # process when Celery is eager (no broker), else as Celery tasks; a running run
