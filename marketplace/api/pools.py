@@ -17,16 +17,17 @@ from marketplace import selectors, selectors_pools
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import CuraJob
-from marketplace.services.pools import SETTINGS_FIELDS, cura_job_submit, pool_settings_of, pool_settings_update
+from marketplace.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, cura_job_submit, pool_settings_of, pool_settings_update
 
 
 class PoolSettingsSerializer(serializers.Serializer[Any]):
-    beta = serializers.FloatField(required=False, min_value=0)
-    reconf_window_s = serializers.FloatField(required=False, min_value=0.001)
-    boot_s = serializers.FloatField(required=False, min_value=0)
-    shutdown_s = serializers.FloatField(required=False, min_value=0)
-    framework_start_s = serializers.FloatField(required=False, min_value=0)
-    core_budget = serializers.IntegerField(required=False, min_value=0)
+    beta = serializers.FloatField(required=False, min_value=0, help_text="Reconfigure when benefit > beta x cost; dimensionless.")
+    reconf_window_s = serializers.FloatField(required=False, min_value=0.001, help_text="Reconfiguration window, simulated seconds.")
+    boot_s = serializers.FloatField(required=False, min_value=0, help_text="VM boot time, simulated seconds.")
+    shutdown_s = serializers.FloatField(required=False, min_value=0, help_text="VM shutdown time, simulated seconds.")
+    framework_start_s = serializers.FloatField(required=False, min_value=0, help_text="Framework start time, simulated seconds.")
+    core_budget = serializers.IntegerField(required=False, min_value=0, max_value=MAX_CORE_BUDGET,
+                                           help_text="vCPUs the servers offer (0: the pools' current cores).")
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 

@@ -25,11 +25,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import reservation_selectors as rsel
-from marketplace import selectors
+from marketplace import roles, selectors
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import Job, ReservationQuote, ResourceType
+from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import job_cancel
 from marketplace.services.config import resource_capacity_set
 from marketplace.services.market import market_changed
@@ -40,8 +41,6 @@ from marketplace.services.reservations import (
     reservation_quote,
     reservation_request,
 )
-
-CLUSTER_MANAGER = "cluster-manager"
 
 
 class RequestSerializer(serializers.Serializer):
@@ -210,8 +209,7 @@ class IsClusterManager(BasePermission):
     message = "Only a cluster manager may call the cluster interface."
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and (user.is_superuser or user.groups.filter(name=CLUSTER_MANAGER).exists()))
+        return roles.is_cluster_manager(request.user)
 
 
 def cluster_manager_group() -> Group:

@@ -84,7 +84,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
         tenant = _tenant(request)
         bid = s.BidSerializer(data=request.data)
         bid.is_valid(raise_exception=True)
@@ -102,7 +102,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses={200: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
     @idempotent
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
+    def cancel(self, request: Request, pk: str | None = None, **kwargs: object) -> Response:
         job = self.get_object()
         try:
             job = job_cancel(job=job, user=request.user)

@@ -34,6 +34,7 @@ from scheduler.cura_reconfig import ReconfigurationManager
 from scheduler.cura_timeline import Interval
 
 MAX_POOL = 100_000
+MAX_CORE_BUDGET = 2_147_483_647  # the column's (PositiveIntegerField) largest value
 SETTINGS_FIELDS = ("beta", "reconf_window_s", "boot_s", "shutdown_s", "framework_start_s", "core_budget")
 
 
@@ -143,6 +144,8 @@ def pool_settings_update(*, market: Market, user: object = None, reason: str = "
             errors[field] = "Must be 0 or more."
         elif field == "core_budget" and int(value) != value:
             errors[field] = "The core budget is a whole number of vCPUs."
+        elif field == "core_budget" and value > MAX_CORE_BUDGET:
+            errors[field] = f"At most {MAX_CORE_BUDGET} vCPUs."
     if errors:
         raise ValidationError(errors)
     Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
