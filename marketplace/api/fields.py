@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import ClassVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.functional import lazy
 from rest_framework import serializers
 
 from marketplace.validation import NOT_A_NUMBER, parse_decimal_strict
@@ -43,8 +44,16 @@ def currency() -> str:
     return str(settings.MARKET_CURRENCY)
 
 
-def money_help(text: str) -> str:
-    return f"{text} In {currency()}: a decimal string with exactly {MONEY_PLACES} places."
+def _money_help(text: str) -> str:
+    return f"{text} {money_sentence()}"
+
+
+def money_sentence() -> str:
+    return f"In {currency()}: a decimal string with exactly {MONEY_PLACES} places."
+
+
+# Lazy: the schema names the currency configured when it is served, not at import.
+money_help = lazy(_money_help, str)
 
 
 def money_text(value: object) -> str | None:

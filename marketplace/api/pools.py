@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors, selectors_pools
+from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import CuraJob
@@ -38,7 +39,7 @@ class CuraJobInSerializer(serializers.Serializer[Any]):
 
 class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
     vm_type = serializers.CharField(source="vm_type.name", default=None)
-    cost = serializers.DecimalField(max_digits=24, decimal_places=6)
+    cost = MoneyField(help_text="Resource cost: VMs x unit price x runtime (rounded to the money format).", allow_null=True)
 
     class Meta:
         model = CuraJob

@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 
 from marketplace import reservation_selectors as rsel
 from marketplace import roles, selectors
+from marketplace.api.fields import MoneyField
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
@@ -79,8 +80,8 @@ class ReservationSerializer(serializers.Serializer):
     end = serializers.FloatField()
     arrival = serializers.FloatField()
     deadline = serializers.FloatField()
-    price = serializers.DecimalField(max_digits=18, decimal_places=4)
-    value = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
+    value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
     quote = serializers.IntegerField(source="quote_id", allow_null=True)
 
 

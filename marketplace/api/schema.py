@@ -21,6 +21,8 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from marketplace.api.schema_fields import describe_fields
+
 log = logging.getLogger(__name__)
 
 BUDGET_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,4})?$"
@@ -67,6 +69,7 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
                     "CancelJob": {"operationId": "jobs_cancel_create", "parameters": {"id": "$response.body#/id"}},
                 }
     _describe_conventions(result)
+    describe_fields(schemas)
     names = _resource_names()
     _complete_bid(schemas, names)
     if names:

@@ -6,6 +6,7 @@ import math
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.functional import lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -116,9 +117,12 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
 SIM_TIME_HELP = "Simulated seconds since the market opened (market clock, not wall time)."
 
 
-def price_help() -> str:
+def _price_help() -> str:
     return (f"Implied unit price, {currency()} per slot: the sub-budgets bidding for this resource type divided by "
             "its capacity in slots (Abacus, paper 000; scheduler.abacus.implied_prices). A rate, not an amount: a JSON number.")
+
+
+price_help = lazy(_price_help, str)
 
 
 class FairnessSampleSerializer(serializers.ModelSerializer):
