@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -84,15 +84,19 @@ class PoolsView(APIView):
         return Response(_pools_state())
 
 
-class CuraJobsView(APIView):
-    """``GET``: the tenant's Cura jobs with the configuration chosen; ``POST``: submit one (job type, deadline)."""
+class CuraJobsView(generics.GenericAPIView):
+    """``GET``: the tenant's Cura jobs with the configuration chosen (paginated); ``POST``: submit one (job type, deadline)."""
 
     parser_classes = (SafeJSONParser,)
+    serializer_class = CuraJobSerializer
+    ordering_fields = ("id", "arrival_s", "deadline_s")
+    ordering = ("-id",)
+    ordering_default = "-id (newest first)"
 
     @extend_schema(responses=CuraJobSerializer(many=True))
     def get(self, request: Request) -> Response:
-        jobs = selectors_pools.cura_jobs_of(tenant=_tenant(request))[:500]
-        return Response(CuraJobSerializer(jobs, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(selectors_pools.cura_jobs_of(tenant=_tenant(request))))
+        return self.get_paginated_response(CuraJobSerializer(page, many=True).data)
 
     @extend_schema(request=CuraJobInSerializer, responses=CuraJobSerializer)
     def post(self, request: Request) -> Response:

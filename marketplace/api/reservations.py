@@ -17,7 +17,7 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -95,15 +95,19 @@ def _quote_of(request: Request, pk: int) -> ReservationQuote:
     return get_object_or_404(ReservationQuote, pk=pk, tenant=_tenant(request))  # another tenant's quote: 404
 
 
-class QuoteListView(APIView):
-    """GET: the caller's quotes. POST: a new quote (no commitment, valid until ``expires_at``)."""
+class QuoteListView(generics.GenericAPIView):
+    """GET: the caller's quotes, newest first, paginated. POST: a new quote (no commitment,
+    valid until ``expires_at``)."""
 
     parser_classes = (SafeJSONParser,)
+    serializer_class = QuoteSerializer
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
 
     @extend_schema(responses=QuoteSerializer(many=True))
     def get(self, request: Request) -> Response:
-        quotes = rsel.tenant_quotes(tenant=_tenant(request))[:100]
-        return Response(QuoteSerializer(quotes, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_quotes(tenant=_tenant(request))))
+        return self.get_paginated_response(QuoteSerializer(page, many=True).data)
 
     @extend_schema(request=RequestSerializer, responses={201: QuoteSerializer})
     def post(self, request: Request) -> Response:
@@ -171,11 +175,17 @@ class RequestView(APIView):
         return Response(body, status=status.HTTP_201_CREATED if result.accepted else status.HTTP_200_OK)
 
 
-class ReservationListView(APIView):
+class ReservationListView(generics.GenericAPIView):
+    """The caller's reservations, newest first, paginated."""
+
+    serializer_class = ReservationSerializer
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
+
     @extend_schema(responses=ReservationSerializer(many=True))
     def get(self, request: Request) -> Response:
-        rows = rsel.tenant_reservations(tenant=_tenant(request))[:200]
-        return Response(ReservationSerializer(rows, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=_tenant(request))))
+        return self.get_paginated_response(ReservationSerializer(page, many=True).data)
 
 
 class PriceCurveView(APIView):
