@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors_abacus
+from marketplace.api.fields import money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import BidSerializer
 from marketplace.api.views import _service_errors, _tenant
@@ -65,10 +66,10 @@ class UtilityAdoptView(APIView):
 def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
     at = preview.at_entered
     return {
-        "estimate": True, "note": preview.note, "budget": preview.entered,
+        "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
-        "curve": preview.rows(),
+        "curve": [row | {"budget": money_text(row["budget"])} for row in preview.rows()],  # amounts: the API's money format
     }
 
 
