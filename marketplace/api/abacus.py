@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors_abacus
+from marketplace.api.answers import PreviewOut
 from marketplace.api.fields import money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import BidSerializer
@@ -69,7 +70,8 @@ def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
-        "curve": [row | {"budget": money_text(row["budget"])} for row in preview.rows()],  # amounts: the API's money format
+        "curve": [row | {"budget": money_text(row["budget"]), "sub_budgets": {k: money_text(v) for k, v in row["sub_budgets"].items()}}
+                  for row in preview.rows()],  # amounts in the API's money format
     }
 
 
@@ -81,7 +83,7 @@ class BidPreviewView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=BidSerializer, responses=None)
+    @extend_schema(request=BidSerializer, responses=PreviewOut)
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         bid = BidSerializer(data=request.data)

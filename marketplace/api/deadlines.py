@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -83,7 +84,7 @@ class DeadlineQuoteView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineRequestSerializer, responses={200: dict})
+    @extend_schema(request=DeadlineRequestSerializer, responses={200: DeadlineQuoteOut})
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         req = DeadlineRequestSerializer(data=request.data)
@@ -103,7 +104,7 @@ class DeadlineBookView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineBookSerializer, responses={201: dict}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(request=DeadlineBookSerializer, responses={201: DeadlineBookOut}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
