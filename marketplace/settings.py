@@ -244,6 +244,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Error answers, resource-type enums, a bid example and create->read/cancel links (marketplace.api.schema).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "marketplace.api.schema.complete_schema"],
+    # One name per "status" choice set (jobs, quotes and Cura jobs each have their own).
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "marketplace.models.jobs.Job.Status",
+        "QuoteStatusEnum": "marketplace.models.reservations.ReservationQuote.Status",
+        "CuraJobStatusEnum": "marketplace.models.pools.CuraJob.Status",
+    },
 }
 
 # --- Static files -----------------------------------------------------------

@@ -89,6 +89,7 @@ class CuraJobsView(generics.GenericAPIView):
 
     parser_classes = (SafeJSONParser,)
     serializer_class = CuraJobSerializer
+    queryset = CuraJob.objects.none()  # the schema's model; get() reads the caller's Cura jobs
     ordering_fields = ("id", "arrival_s", "deadline_s")
     ordering = ("-id",)
     ordering_default = "-id (newest first)"

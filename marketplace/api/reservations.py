@@ -30,7 +30,7 @@ from marketplace.api.fields import MoneyField
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
-from marketplace.models import Job, ReservationQuote, ResourceType
+from marketplace.models import Job, Reservation, ReservationQuote, ResourceType
 from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import job_cancel
 from marketplace.services.config import resource_capacity_set
@@ -101,6 +101,7 @@ class QuoteListView(generics.GenericAPIView):
 
     parser_classes = (SafeJSONParser,)
     serializer_class = QuoteSerializer
+    queryset = ReservationQuote.objects.none()  # the schema's model; get() reads the caller's quotes
     ordering_fields = ("id", "start", "price")
     ordering_default = "-id (newest first)"
 
@@ -179,6 +180,7 @@ class ReservationListView(generics.GenericAPIView):
     """The caller's reservations, newest first, paginated."""
 
     serializer_class = ReservationSerializer
+    queryset = Reservation.objects.none()  # the schema's model; get() reads the caller's reservations
     ordering_fields = ("id", "start", "price")
     ordering_default = "-id (newest first)"
 
