@@ -173,7 +173,8 @@ class _SeriesView(generics.ListAPIView):
 
 
 class FairnessSeriesView(_SeriesView):
-    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first, paginated."""
+    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first (``ordering=-sim_time``:
+    newest first), paginated; ``latest=true`` gives only the newest sample time."""
 
     serializer_class = s.FairnessSampleSerializer
 
@@ -188,7 +189,8 @@ class FairnessSeriesView(_SeriesView):
 
 
 class MarketSeriesView(_SeriesView):
-    """Sharing benefit and loss and utilisation per resource type over time."""
+    """Sharing benefit and loss and utilisation per resource type over simulated time (filters as
+    the fairness series)."""
 
     serializer_class = s.MarketSampleSerializer
 
@@ -199,7 +201,8 @@ class MarketSeriesView(_SeriesView):
 
 
 class PriceSeriesView(_SeriesView):
-    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity)."""
+    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity, money
+    per slot); ``latest=true`` gives the current prices in one request."""
 
     serializer_class = s.PriceSampleSerializer
 
