@@ -44,6 +44,7 @@ class Roles:
     tenant: bool
     staff: bool
     cluster_manager: bool
+    admin: bool = False  # Django's admin is useful only with some model permission (a superuser has all)
 
     @property
     def all_tenants(self) -> bool:
@@ -55,4 +56,6 @@ def roles_of(user: Any) -> Roles:
         return Roles(False, False, False, False)
     from marketplace.selectors import tenant_of
 
-    return Roles(True, tenant_of(user=user) is not None, is_staff(user), is_cluster_manager(user))
+    staff = is_staff(user)
+    admin = staff and (user.is_superuser or bool(user.get_all_permissions()))
+    return Roles(True, tenant_of(user=user) is not None, staff, is_cluster_manager(user), admin)

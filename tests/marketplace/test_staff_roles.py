@@ -59,6 +59,19 @@ def test_staff_see_staff_links_and_no_tenant_links_and_tenants_the_reverse(marke
     assert not staff_links & {"/bid/", "/jobs/", "/account/", "/reservations/", "/cura/jobs/"}
 
 
+def test_the_admin_link_needs_a_model_permission(market, staff) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import Permission
+
+    client = Client()
+    client.force_login(staff)
+    assert "/admin/" not in _nav_links(client)  # staff without model permissions: the admin shows nothing
+    staff.user_permissions.add(Permission.objects.get(codename="view_job"))
+    staff = get_user_model().objects.get(pk=staff.pk)  # permissions are cached on the instance
+    client.force_login(staff)
+    assert "/admin/" in _nav_links(client)
+    assert client.get("/admin/marketplace/job/").status_code == 200
+
+
 def test_the_staff_jobs_page_lists_every_tenant_and_filters(market, alice, bob, staff) -> None:  # type: ignore[no-untyped-def]
     for tenant, name in ((alice, "alice-etl"), (bob, "bob-train")):
         bid_submit(tenant=tenant, budget=Decimal("10"), work=[WorkItem("map", 1, 30.0, 1.0)], utility="linear", name=name, user=tenant.user)
