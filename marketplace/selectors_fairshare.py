@@ -35,6 +35,9 @@ def _seconds(x: float) -> str:
     return "off" if x == math.inf else f"{x:.0f} s" if x >= 10 else f"{x:.1f} s"
 
 
+OTHER_TENANT_JOB = "another tenant's job"
+
+
 def _reason_text(r: WaitReason, names: dict[int, str], resource: str) -> list[str]:
     """Plain sentences for one resource type, most decisive first."""
     out = []
@@ -42,7 +45,7 @@ def _reason_text(r: WaitReason, names: dict[int, str], resource: str) -> list[st
         out.append(f"Its {resource} tasks wait for the job's earlier stages to finish.")
     if r.jobs_ahead:
         out.append(f"{len(r.jobs_ahead)} older job(s) of its queue still have {resource} tasks pending: "
-                   + ", ".join(names.get(j, f"#{j}") for j in r.jobs_ahead) + ".")
+                   + ", ".join(names.get(j, OTHER_TENANT_JOB) for j in r.jobs_ahead) + ".")
     block = r.blocking
     if block is not None and r.policy in ("ltrf", "hltrf", "mlrf"):
         out.append(
@@ -73,7 +76,8 @@ def job_waiting(*, job: Job) -> dict[str, Any] | None:
     """Why an active job with pending tasks waits, per resource type, and an estimated
     start; None for a job that is not waiting. Keys: ``known`` (the clock has seen
     the job), ``estimated_start`` (simulated s or None), ``resources`` (list of dicts:
-    ``resource``, ``position``, ``jobs_ahead`` [{id, name, budget}], ``budget_ahead``,
+    ``resource``, ``position``, ``jobs_ahead`` [{id, name, budget}; id, budget None and the
+    name "another tenant's job" for other tenants' jobs], ``budget_ahead``,
     ``levels``, ``waited``, ``t_wait`` ("off" or s), ``lowest``, ``running``, ``share``,
     ``share_within_queue``, ``reasons`` [sentences])."""
     works = list(JobWork.objects.filter(job=job).select_related("resource_type"))
@@ -90,11 +94,15 @@ def job_waiting(*, job: Job) -> dict[str, Any] | None:
         if not any(w.resource_type_id == rt.pk and w.pending for w in works):
             continue
         r = explain_wait(cluster, job.pk, j)
-        ahead = {row["id"]: row for row in Job.objects.filter(pk__in=r.jobs_ahead).values("id", "name", "budget")}
-        names = {pk: (row["name"] or f"#{pk}") for pk, row in ahead.items()}
+        ahead = {row["id"]: row for row in Job.objects.filter(pk__in=r.jobs_ahead).values("id", "name", "budget", "tenant_id")}
+        # Privacy (selectors_visibility): another tenant's job ahead is shown without its id,
+        # name or budget; the sum of the budgets ahead is an aggregate and stays.
+        mine = {pk for pk, row in ahead.items() if row["tenant_id"] == job.tenant_id}
+        names = {pk: (row["name"] or f"#{pk}") if pk in mine else OTHER_TENANT_JOB for pk, row in ahead.items()}
         rows.append({
             "resource": rt.name, "position": r.position,
-            "jobs_ahead": [{"id": pk, "name": names[pk], "budget": float(ahead[pk]["budget"])} for pk in r.jobs_ahead if pk in ahead],
+            "jobs_ahead": [{"id": pk if pk in mine else None, "name": names[pk],
+                            "budget": float(ahead[pk]["budget"]) if pk in mine else None} for pk in r.jobs_ahead if pk in ahead],
             "budget_ahead": float(sum((row["budget"] for row in ahead.values()), Decimal(0))),
             "levels": [vars(lv) for lv in r.levels], "waited": r.waited,
             "t_wait": "off" if r.t_wait == math.inf else r.t_wait, "lowest": r.lowest, "running": r.running,

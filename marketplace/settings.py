@@ -93,6 +93,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "marketplace.context_processors.roles",  # the navigation shows what the role can use
             ],
         },
     },
@@ -196,9 +197,12 @@ API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
 FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
 
 REST_FRAMEWORK = {
+    # The token class first: its scheme is the WWW-Authenticate challenge, so missing or bad
+    # credentials are a 401 (with the session class first DRF answers 403). Pages' scripts
+    # that call the API with the session cookie get the same 401 when the session ends.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "marketplace.api.authentication.ExpiringTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     # 429 with Retry-After over these rates (marketplace.throttling; fail open if the cache is down).
     "DEFAULT_THROTTLE_CLASSES": [
@@ -212,9 +216,14 @@ REST_FRAMEWORK = {
         "writes": env.str("THROTTLE_WRITES", default="120/min"),
     },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # page / page_size (1-500), ordering over each view's ordering_fields (unknown: 400)
+    # and filters (unknown values: 400): marketplace.api.conventions.
+    "DEFAULT_PAGINATION_CLASS": "marketplace.api.conventions.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "marketplace.api.conventions.StrictOrderingFilter",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
         "marketplace.api.parsers.SafeJSONParser",  # nesting limit: 400, never RecursionError
@@ -234,6 +243,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Error answers, resource-type enums, a bid example and create->read/cancel links (marketplace.api.schema).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "marketplace.api.schema.complete_schema"],
+    # One name per "status" choice set (jobs, quotes and Cura jobs each have their own).
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "marketplace.models.jobs.Job.Status",
+        "QuoteStatusEnum": "marketplace.models.reservations.ReservationQuote.Status",
+        "CuraJobStatusEnum": "marketplace.models.pools.CuraJob.Status",
+    },
 }
 
 # --- Static files -----------------------------------------------------------

@@ -2,7 +2,17 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from marketplace import deadline_pages, views, views_abacus, views_fairshare, views_lab, views_pools, views_reservations, views_simulations
+from marketplace import (
+    deadline_pages,
+    views,
+    views_abacus,
+    views_fairshare,
+    views_lab,
+    views_pools,
+    views_reservations,
+    views_simulations,
+    views_staff,
+)
 from marketplace.auth_views import ThrottledLoginView
 
 urlpatterns = [
@@ -44,6 +54,8 @@ urlpatterns = [
     path("pools/", views_pools.pools_admin, name="pools"),
     path("cura/jobs/", views_pools.cura_jobs, name="cura-jobs"),
     path("cura/jobs/<int:pk>/cancel/", views_pools.cura_job_cancel_view, name="cura-job-cancel"),
+    path("staff/jobs/", views_staff.staff_jobs, name="staff-jobs"),
+    path("staff/ledger/adjust/", views_staff.staff_ledger_adjust, name="staff-ledger-adjust"),
     path("admin/", admin.site.urls),
     path("api/", include("marketplace.api.urls")),
 ]

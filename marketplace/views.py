@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.defaults import page_not_found
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare
+from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare, selectors_visibility
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.money import format_price_number
@@ -171,23 +171,33 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     market = selectors.market_or_none()
     if market is None:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
-    tenant = selectors.tenant_of(user=request.user) if request.GET.get("jobs") == "mine" else None
+    # The share chart carries job names: the viewer's own jobs for a tenant, every tenant's for
+    # staff and cluster managers (selectors_visibility); "?jobs=mine" narrows staff to their own.
+    viewer = selectors_visibility.viewer_of(user=request.user)
+    only_own = request.GET.get("jobs") == "mine"
     # The figures change only with a clearing (prices, shares) or a new sample (fairness,
     # utilisation): cached per cleared version and newest sample, shared by every viewer;
     # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
     last_sample = selectors.last_sample_time(market=market)
-    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{tenant.pk if tenant else '-'}"
+    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{_chart_scope(viewer, only_own)}"
     figures = cache_get(key)
     if figures is None:
-        figures = json.loads(json.dumps(_dashboard_figures(market, tenant), cls=PlotlyJSONEncoder))
+        figures = json.loads(json.dumps(_dashboard_figures(market, viewer, only_own), cls=PlotlyJSONEncoder))
         cache_set(key, figures, DASHBOARD_CACHE_S)
     payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": figures}
     return JsonResponse(payload, encoder=PlotlyJSONEncoder)
 
 
-def _dashboard_figures(market: Market, tenant: Tenant | None) -> dict[str, charts.Figure]:
+def _chart_scope(viewer: selectors_visibility.Viewer, only_own: bool) -> str:
+    """The cache key's part for whose jobs the figures show."""
+    if viewer.all_tenants and not only_own:
+        return "all"
+    return f"t{viewer.tenant.pk}" if viewer.tenant else "none"
+
+
+def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only_own: bool) -> dict[str, charts.Figure]:
     times = selectors.sample_times(market=market, max_points=MAX_POINTS)
-    labels = selectors.chart_jobs(market=market, tenant=tenant)
+    labels = selectors_visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
     return charts.dashboard_figures(
         resources=[(t.name, t.capacity) for t in selectors.resource_types_of(market=market)],
         fairness=selectors.fairness_points(market=market, times=times),

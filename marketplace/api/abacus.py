@@ -12,6 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors_abacus
+from marketplace.api.answers import PreviewOut
+from marketplace.api.fields import money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import BidSerializer
 from marketplace.api.views import _service_errors, _tenant
@@ -65,10 +67,11 @@ class UtilityAdoptView(APIView):
 def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
     at = preview.at_entered
     return {
-        "estimate": True, "note": preview.note, "budget": preview.entered,
+        "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
-        "curve": preview.rows(),
+        "curve": [row | {"budget": money_text(row["budget"]), "sub_budgets": {k: money_text(v) for k, v in row["sub_budgets"].items()}}
+                  for row in preview.rows()],  # amounts in the API's money format
     }
 
 
@@ -80,7 +83,7 @@ class BidPreviewView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=BidSerializer, responses=None)
+    @extend_schema(request=BidSerializer, responses=PreviewOut)
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         bid = BidSerializer(data=request.data)

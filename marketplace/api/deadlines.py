@@ -18,6 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
+from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.serializers import WorkItemSerializer
@@ -47,8 +49,13 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
+def _money(x: float) -> str | None:
+    return money_text(x) if math.isfinite(x) else None
+
+
 def quote_data(q: DeadlineQuote) -> dict[str, Any]:
-    """The quote as JSON (infinite amounts as null). Times in simulated seconds, money in money units."""
+    """The quote as JSON (infinite values as null). Times in simulated seconds; amounts in the
+    API's money format (``api.fields.money_text``); unit prices are rates (money per slot-second)."""
     return {
         "feasible": q.feasible,
         "start": q.start, "deadline": q.deadline, "relative_deadline": q.relative_deadline,
@@ -58,13 +65,13 @@ def quote_data(q: DeadlineQuote) -> dict[str, Any]:
             {"resource_type": t, "tasks": n, "work": w, "unit_price": b, "available": a, "slots": r, "continuous": c}
             for t, n, w, b, a, r, c in zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots, q.continuous, strict=True)
         ],
-        "exec_time": _finite(q.exec_time), "payment": str(q.price) if q.feasible else None,
-        "continuous_exec_time": _finite(q.continuous_exec_time), "continuous_payment": _finite(q.continuous_payment),
-        "rounding_cost": _finite(q.rounding_cost), "rounded_up_payment": _finite(q.rounded_up_payment),
-        "nominal_payment": _finite(q.nominal_payment), "extra_cost": _finite(q.extra_cost),
+        "exec_time": _finite(q.exec_time), "payment": money_text(q.price) if q.feasible else None,
+        "continuous_exec_time": _finite(q.continuous_exec_time), "continuous_payment": _money(q.continuous_payment),
+        "rounding_cost": _money(q.rounding_cost), "rounded_up_payment": _money(q.rounded_up_payment),
+        "nominal_payment": _money(q.nominal_payment), "extra_cost": _money(q.extra_cost),
         "guarantee": [_finite(x) for x in q.guarantee], "paper_guarantee": [_finite(x) for x in q.paper_guarantee],
         "fastest_time": _finite(q.fastest_time),
-        "curve": [{"relative_deadline": d, "payment": p, "continuous_payment": c} for d, p, c in q.curve],
+        "curve": [{"relative_deadline": d, "payment": _money(p), "continuous_payment": _money(c)} for d, p, c in q.curve],
     }
 
 
@@ -77,7 +84,7 @@ class DeadlineQuoteView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineRequestSerializer, responses={200: dict})
+    @extend_schema(request=DeadlineRequestSerializer, responses={200: DeadlineQuoteOut})
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
         req = DeadlineRequestSerializer(data=request.data)
@@ -97,7 +104,7 @@ class DeadlineBookView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineBookSerializer, responses={201: dict}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(request=DeadlineBookSerializer, responses={201: DeadlineBookOut}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
     def post(self, request: Request) -> Response:
         tenant = _tenant(request)
@@ -111,6 +118,6 @@ class DeadlineBookView(APIView):
             )
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
-        data = quote_data(q) | {"job": job.pk, "payment": str(job.charged)}
+        data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}
         data.pop("curve")
         return Response(data, status=status.HTTP_201_CREATED)

@@ -7,27 +7,29 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors, selectors_pools
+from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
 from marketplace.models import CuraJob
 from marketplace.services.cura import cura_job_cancel, cura_job_submit
-from marketplace.services.pools import SETTINGS_FIELDS, pool_settings_of, pool_settings_update
+from marketplace.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
 
 class PoolSettingsSerializer(serializers.Serializer[Any]):
-    beta = serializers.FloatField(required=False, min_value=0)
-    reconf_window_s = serializers.FloatField(required=False, min_value=0.001)
-    boot_s = serializers.FloatField(required=False, min_value=0)
-    shutdown_s = serializers.FloatField(required=False, min_value=0)
-    framework_start_s = serializers.FloatField(required=False, min_value=0)
-    core_budget = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000_000)
+    beta = serializers.FloatField(required=False, min_value=0, help_text="Reconfigure when benefit > beta x cost; dimensionless.")
+    reconf_window_s = serializers.FloatField(required=False, min_value=0.001, help_text="Reconfiguration window, simulated seconds.")
+    boot_s = serializers.FloatField(required=False, min_value=0, help_text="VM boot time, simulated seconds.")
+    shutdown_s = serializers.FloatField(required=False, min_value=0, help_text="VM shutdown time, simulated seconds.")
+    framework_start_s = serializers.FloatField(required=False, min_value=0, help_text="Framework start time, simulated seconds.")
+    core_budget = serializers.IntegerField(required=False, min_value=0, max_value=MAX_CORE_BUDGET,
+                                           help_text="vCPUs the servers offer (0: the pools' current cores).")
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 
@@ -42,7 +44,9 @@ class CuraJobInSerializer(serializers.Serializer[Any]):
 
 class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
     vm_type = serializers.CharField(source="vm_type.name", default=None)
-    cost = serializers.DecimalField(max_digits=24, decimal_places=6)
+    cost = MoneyField(help_text="Resource cost: VMs x unit price x runtime (rounded to the money format).", allow_null=True)
+    held = MoneyField(help_text="Money still held on the tenant's account for this job.")
+    charged = MoneyField(help_text="Money charged for this job (on completion).")
 
     class Meta:
         model = CuraJob
@@ -88,15 +92,20 @@ class PoolsView(APIView):
         return Response(_pools_state())
 
 
-class CuraJobsView(APIView):
-    """``GET``: the tenant's Cura jobs with the configuration chosen; ``POST``: submit one (job type, deadline)."""
+class CuraJobsView(generics.GenericAPIView):
+    """``GET``: the tenant's Cura jobs with the configuration chosen (paginated); ``POST``: submit one (job type, deadline)."""
 
     parser_classes = (SafeJSONParser,)
+    serializer_class = CuraJobSerializer
+    queryset = CuraJob.objects.none()  # the schema's model; get() reads the caller's Cura jobs
+    ordering_fields = ("id", "arrival_s", "deadline_s")
+    ordering = ("-id",)
+    ordering_default = "-id (newest first)"
 
     @extend_schema(responses=CuraJobSerializer(many=True))
     def get(self, request: Request) -> Response:
-        jobs = selectors_pools.cura_jobs_of(tenant=_tenant(request))[:500]
-        return Response(CuraJobSerializer(jobs, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(selectors_pools.cura_jobs_of(tenant=_tenant(request))))
+        return self.get_paginated_response(CuraJobSerializer(page, many=True).data)
 
     @extend_schema(request=CuraJobInSerializer, responses=CuraJobSerializer)
     def post(self, request: Request) -> Response:

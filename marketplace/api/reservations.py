@@ -17,7 +17,7 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -25,11 +25,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import reservation_selectors as rsel
-from marketplace import selectors
+from marketplace import roles, selectors
+from marketplace.api.fields import MoneyField
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
-from marketplace.models import Job, ReservationQuote, ResourceType
+from marketplace.models import Job, Reservation, ReservationQuote, ResourceType
+from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import job_cancel
 from marketplace.services.config import resource_capacity_set
 from marketplace.services.market import market_changed
@@ -40,8 +42,6 @@ from marketplace.services.reservations import (
     reservation_quote,
     reservation_request,
 )
-
-CLUSTER_MANAGER = "cluster-manager"
 
 
 class RequestSerializer(serializers.Serializer):
@@ -80,8 +80,8 @@ class ReservationSerializer(serializers.Serializer):
     end = serializers.FloatField()
     arrival = serializers.FloatField()
     deadline = serializers.FloatField()
-    price = serializers.DecimalField(max_digits=18, decimal_places=4)
-    value = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
+    value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
     quote = serializers.IntegerField(source="quote_id", allow_null=True)
 
 
@@ -95,15 +95,20 @@ def _quote_of(request: Request, pk: int) -> ReservationQuote:
     return get_object_or_404(ReservationQuote, pk=pk, tenant=_tenant(request))  # another tenant's quote: 404
 
 
-class QuoteListView(APIView):
-    """GET: the caller's quotes. POST: a new quote (no commitment, valid until ``expires_at``)."""
+class QuoteListView(generics.GenericAPIView):
+    """GET: the caller's quotes, newest first, paginated. POST: a new quote (no commitment,
+    valid until ``expires_at``)."""
 
     parser_classes = (SafeJSONParser,)
+    serializer_class = QuoteSerializer
+    queryset = ReservationQuote.objects.none()  # the schema's model; get() reads the caller's quotes
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
 
     @extend_schema(responses=QuoteSerializer(many=True))
     def get(self, request: Request) -> Response:
-        quotes = rsel.tenant_quotes(tenant=_tenant(request))[:100]
-        return Response(QuoteSerializer(quotes, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_quotes(tenant=_tenant(request))))
+        return self.get_paginated_response(QuoteSerializer(page, many=True).data)
 
     @extend_schema(request=RequestSerializer, responses={201: QuoteSerializer})
     def post(self, request: Request) -> Response:
@@ -171,11 +176,18 @@ class RequestView(APIView):
         return Response(body, status=status.HTTP_201_CREATED if result.accepted else status.HTTP_200_OK)
 
 
-class ReservationListView(APIView):
+class ReservationListView(generics.GenericAPIView):
+    """The caller's reservations, newest first, paginated."""
+
+    serializer_class = ReservationSerializer
+    queryset = Reservation.objects.none()  # the schema's model; get() reads the caller's reservations
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
+
     @extend_schema(responses=ReservationSerializer(many=True))
     def get(self, request: Request) -> Response:
-        rows = rsel.tenant_reservations(tenant=_tenant(request))[:200]
-        return Response(ReservationSerializer(rows, many=True).data)
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=_tenant(request))))
+        return self.get_paginated_response(ReservationSerializer(page, many=True).data)
 
 
 class PriceCurveView(APIView):
@@ -210,8 +222,7 @@ class IsClusterManager(BasePermission):
     message = "Only a cluster manager may call the cluster interface."
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and (user.is_superuser or user.groups.filter(name=CLUSTER_MANAGER).exists()))
+        return roles.is_cluster_manager(request.user)
 
 
 def cluster_manager_group() -> Group:

@@ -21,13 +21,16 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from marketplace.api.schema_fields import describe_fields
+
 log = logging.getLogger(__name__)
 
 BUDGET_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,4})?$"
 ERRORS = {
-    "400": "Invalid input: a JSON object naming each bad field (or `body`, or the query parameter).",
-    "401": "Not authenticated, or the token has expired.",
-    "403": "Not allowed (not logged in, not a tenant, or not staff).",
+    "400": "Invalid input: a JSON object naming each bad field (or `body`, or the query parameter: an unknown filter "
+           "value, ordering field or page_size is a 400 naming it, never an empty 200).",
+    "401": "Missing, malformed or expired credentials (token or session); the WWW-Authenticate header names the scheme.",
+    "403": "Authenticated but not allowed: not a tenant, not staff, or not a cluster manager.",
     "404": "No such object (another tenant's job is a 404 too).",
     "413": "The request body is larger than the limit.",
     "422": "The Idempotency-Key was used before with a different request.",
@@ -58,19 +61,44 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
             for code, text in ERRORS.items():
                 responses.setdefault(code, {"description": text, "content": error_body})
             responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
+            responses["401"].setdefault("headers", {"WWW-Authenticate": {
+                "schema": {"type": "string"}, "description": "The scheme to authenticate with: `Token` (Authorization: Token <key>)."}})
             if path == "/api/jobs/" and method == "post":
                 responses["201"]["links"] = {
                     "ReadJob": {"operationId": "jobs_retrieve", "parameters": {"id": "$response.body#/id"}},
                     "CancelJob": {"operationId": "jobs_cancel_create", "parameters": {"id": "$response.body#/id"}},
                 }
+    _describe_conventions(result)
+    describe_fields(schemas)
     names = _resource_names()
     _complete_bid(schemas, names)
     if names:
-        for path in ("/api/market/fairness/", "/api/market/series/", "/api/market/prices/"):
+        for path in ("/api/market/fairness/", "/api/market/series/", "/api/market/prices/", "/api/reservations/prices/"):
             for param in result["paths"].get(path, {}).get("get", {}).get("parameters", []):
                 if param["name"] == "resource":
                     param["schema"] = {"type": "string", "enum": names}
     return result
+
+
+def _describe_conventions(result: dict[str, Any]) -> None:
+    from marketplace.api.conventions import MAX_PAGE_SIZE, PAGE_SIZE
+    from marketplace.api.fields import MONEY_PLACES, currency
+
+    info = result.setdefault("info", {})
+    info["description"] = (
+        f"{info.get('description', '')}\n\n"
+        f"**Money.** Every amount is in {currency()} (setting MARKET_CURRENCY), written as a JSON string holding a "
+        f"decimal with exactly {MONEY_PLACES} places (\"25.5000\"); amounts sent may have at most {MONEY_PLACES} places. "
+        "Prices are rates, JSON numbers whose description names the unit.\n\n"
+        "**Time.** `sim_time`, `sim_*_time`, `arrival`, `deadline`, `start` and the series filters are simulated seconds "
+        "on the market clock (since it opened); `*_at` fields are wall-clock time (ISO 8601, UTC).\n\n"
+        f"**Lists.** `page` and `page_size` (1 to {MAX_PAGE_SIZE}, default {PAGE_SIZE}); `ordering` over the fields "
+        "each list names ('-' for descending). Series: `resource`, `sim_time_min`, `sim_time_max`, `latest=true`, "
+        "`ordering=-sim_time` for newest first. Unknown values are a 400 naming the parameter.\n\n"
+        "**Authentication.** `Authorization: Token <key>` (POST /api/auth/token/) or the site's session; missing or bad "
+        "credentials are a 401 with WWW-Authenticate. **Privacy.** A tenant reads its own jobs in full and other "
+        "tenants' only as per-queue totals; staff and cluster managers read every tenant's."
+    )
 
 
 def _complete_bid(schemas: dict[str, Any], names: list[str]) -> None:

@@ -6,10 +6,11 @@ import math
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.functional import lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from marketplace.api.fields import StrictDecimalField
+from marketplace.api.fields import MoneyField, StrictDecimalField, currency, money_help, money_text
 from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.services.config import parse_t_wait
@@ -27,7 +28,8 @@ class BidSerializer(serializers.Serializer):
     """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
 
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    budget = StrictDecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET)
+    budget = StrictDecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET,
+                                help_text=money_help("The most the job may pay; held until it completes. At most 4 decimal places."))
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
     job_class = serializers.CharField(max_length=120, required=False, allow_blank=True, default="",
@@ -62,7 +64,9 @@ class JobSerializer(serializers.ModelSerializer):
     queue = serializers.SerializerMethodField(help_text="Dotted path of the job's leaf queue, e.g. root.orga.analytics.")
     work = JobWorkSerializer(many=True, read_only=True)
     shares = serializers.SerializerMethodField(help_text="Within-queue allocation probability per resource type at the latest clearing.")
-    held = serializers.SerializerMethodField(help_text="Amount still held for this job.")
+    budget = MoneyField(help_text="The bid's budget.")
+    charged = MoneyField(help_text="What the job has paid so far.")
+    held = serializers.SerializerMethodField()
     slo = serializers.SerializerMethodField(
         help_text="SLO jobs: in_pool (prolific pool at the latest clearing), predicted utility, achieved utility, met.",
     )
@@ -90,17 +94,47 @@ class JobSerializer(serializers.ModelSerializer):
     def get_shares(self, job: Job) -> dict[str, float]:
         return self.context.get("shares", {}).get(job.pk, {})
 
-    def get_held(self, job: Job) -> str:
-        return str(self.context.get("money", {}).get(job.pk, (Decimal("0"), Decimal("0")))[0])
+    @extend_schema_field(MoneyField(help_text="Amount still held for this job."))
+    def get_held(self, job: Job) -> str | None:
+        return money_text(self.context.get("money", {}).get(job.pk, (Decimal("0"), Decimal("0")))[0])
 
 
 class LedgerEntrySerializer(serializers.ModelSerializer):
+    """One ledger entry; ``created_at`` is wall-clock time (UTC), not simulated time."""
+
+    amount = MoneyField(help_text="The movement (always positive; the deltas carry the sign).")
+    available_delta = MoneyField(help_text="Change of the available balance.")
+    held_delta = MoneyField(help_text="Change of the held balance.")
+    available_after = MoneyField(help_text="Available balance after this entry.")
+    held_after = MoneyField(help_text="Held balance after this entry.")
+    created_at = serializers.DateTimeField(read_only=True, help_text="Wall-clock time of the entry (ISO 8601, UTC).")
+
     class Meta:
         model = LedgerEntry
         fields = ("id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo", "created_at")
 
 
+SIM_TIME_HELP = "Simulated seconds since the market opened (market clock, not wall time)."
+
+
+def _price_help() -> str:
+    return (f"Implied unit price, {currency()} per slot: the sub-budgets bidding for this resource type divided by "
+            "its capacity in slots (Abacus, paper 000; scheduler.abacus.implied_prices). A rate, not an amount: a JSON number.")
+
+
+price_help = lazy(_price_help, str)
+
+
 class FairnessSampleSerializer(serializers.ModelSerializer):
+    """A leaf queue's fairness on one resource type at a simulated time (paper 002, Eqs. 1-5)."""
+
+    sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
+    usage = serializers.FloatField(help_text="Accumulated usage f_i, resource-seconds (slot-seconds).")
+    share = serializers.FloatField(help_text="Fair share S_i, slots.")
+    demand = serializers.FloatField(help_text="Current demand d_i, slots.")
+    entitled = serializers.FloatField(help_text="Integral of min(d_i, S_i), slot-seconds.")
+    rho = serializers.FloatField(allow_null=True, help_text="Fairness degree f_i / entitled, dimensionless; null where infinite.")
+    running = serializers.IntegerField(help_text="Slots held now.")
     queue = serializers.SerializerMethodField(help_text="Dotted path of the leaf queue.")
     resource_type = serializers.CharField(source="resource_type.name")
 
@@ -114,6 +148,11 @@ class FairnessSampleSerializer(serializers.ModelSerializer):
 
 
 class MarketSampleSerializer(serializers.ModelSerializer):
+    sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
+    benefit = serializers.FloatField(help_text="Sharing benefit Psi = sum of max(rho - 1, 0), dimensionless (paper 002).")
+    loss = serializers.FloatField(help_text="Sharing loss Omega = sum of min(rho - 1, 0), dimensionless (paper 002).")
+    utilisation = serializers.FloatField(help_text="Running slots / capacity, a fraction from 0 to 1.")
+    active_jobs = serializers.IntegerField(help_text="Jobs queued or running, a count.")
     resource_type = serializers.CharField(source="resource_type.name")
 
     class Meta:
@@ -122,8 +161,10 @@ class MarketSampleSerializer(serializers.ModelSerializer):
 
 
 class PriceSampleSerializer(serializers.ModelSerializer):
+    sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
+    price = serializers.FloatField(help_text=price_help())
     resource_type = serializers.CharField(source="resource_type.name")
-    snapshot = serializers.IntegerField(source="snapshot_id")
+    snapshot = serializers.IntegerField(source="snapshot_id", help_text="Id of the clearing that set the price.")
 
     class Meta:
         model = PriceSample
@@ -133,21 +174,36 @@ class PriceSampleSerializer(serializers.ModelSerializer):
 class AllocationEntrySerializer(serializers.Serializer):
     job_id = serializers.IntegerField()
     tenant = serializers.CharField()
-    queue = serializers.CharField()
+    queue = serializers.CharField(help_text="Dotted path of the job's leaf queue.")
     status = serializers.CharField()
-    running = serializers.DictField(child=serializers.IntegerField(), help_text="Units held now per resource type.")
-    pending = serializers.DictField(child=serializers.IntegerField(), help_text="Tasks waiting per resource type.")
-    shares = serializers.DictField(child=serializers.FloatField(), help_text="Within-queue shares per resource type.")
+    running = serializers.DictField(child=serializers.IntegerField(), help_text="Slots held now per resource type.")
+    pending = serializers.DictField(child=serializers.IntegerField(), help_text="Tasks waiting per resource type, a count.")
+    shares = serializers.DictField(child=serializers.FloatField(),
+                                   help_text="Within-queue allocation probability per resource type, 0 to 1.")
+
+
+class QueueTotalsSerializer(serializers.Serializer):
+    """Public per-queue totals over every tenant's active jobs (no job ids or names)."""
+
+    queue = serializers.CharField(help_text="Dotted path of the leaf queue.")
+    jobs = serializers.IntegerField(help_text="Active jobs in the queue, a count.")
+    running = serializers.DictField(child=serializers.IntegerField(), help_text="Slots held now per resource type.")
+    pending = serializers.DictField(child=serializers.IntegerField(), help_text="Tasks waiting per resource type, a count.")
 
 
 class AllocationSerializer(serializers.Serializer):
-    """What ``GET /api/market/allocation/`` returns: the clock and versions, and one entry per active job."""
+    """What ``GET /api/market/allocation/`` returns: the clock and versions, the jobs the
+    caller may see (every active job for staff and cluster managers, the caller's own for a
+    tenant) and the public per-queue totals."""
 
-    sim_time = serializers.FloatField(help_text="Simulated seconds since the market opened.")
+    sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
     state_version = serializers.IntegerField()
     cleared_version = serializers.IntegerField()
     snapshot = serializers.IntegerField(allow_null=True, help_text="Id of the newest stored clearing (null before the first).")
+    scope = serializers.ChoiceField(choices=["all", "own"],
+                                    help_text='"all": every tenant\'s jobs (staff, cluster managers); "own": the caller\'s.')
     jobs = AllocationEntrySerializer(many=True)
+    queues = QueueTotalsSerializer(many=True)
 
 
 class ResourceStateSerializer(serializers.Serializer):
@@ -170,8 +226,9 @@ class LastClearingSerializer(serializers.Serializer):
 
 class AccountSerializer(serializers.Serializer):
     tenant = serializers.CharField()
-    available = serializers.DecimalField(max_digits=18, decimal_places=4)
-    held = serializers.DecimalField(max_digits=18, decimal_places=4)
+    currency = serializers.CharField(help_text="The currency of every amount (settings.MARKET_CURRENCY).")
+    available = MoneyField(help_text="Balance free for new bids.")
+    held = MoneyField(help_text="Balance held for active bids.")
 
 
 @extend_schema_field({"oneOf": [{"type": "number", "minimum": 0}, {"type": "string", "enum": ["off"]}],

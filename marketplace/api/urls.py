@@ -2,7 +2,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from marketplace.api import abacus, deadlines, fairshare, pools, reservations, views
+from marketplace.api import abacus, deadlines, fairshare, pools, reservations, staff, views
 from marketplace.api.auth import TokenView
 
 router = DefaultRouter()
@@ -28,6 +28,8 @@ urlpatterns = [
     path("pools/", pools.PoolsView.as_view(), name="api-pools"),
     path("cura/jobs/", pools.CuraJobsView.as_view(), name="api-cura-jobs"),
     path("cura/jobs/<int:pk>/cancel/", pools.CuraJobCancelView.as_view(), name="api-cura-job-cancel"),
+    path("staff/jobs/", staff.StaffJobsView.as_view(), name="api-staff-jobs"),
+    path("staff/ledger/adjust/", staff.LedgerAdjustView.as_view(), name="api-staff-ledger-adjust"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

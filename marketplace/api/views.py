@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -12,8 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace import selectors, selectors_abacus
+from marketplace import selectors, selectors_abacus, selectors_visibility
 from marketplace.api import serializers as s
+from marketplace.api.conventions import SeriesFilter
+from marketplace.api.fields import currency
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.models import FairnessSample, Job, LedgerEntry, MarketSample, PriceSample, Tenant
@@ -45,6 +47,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     serializer_class = s.JobSerializer
     filterset_class = JobFilter
+    ordering_fields = ("id", "sim_submit_time", "budget", "status")
+    ordering_default = "-id (newest first)"
     lookup_value_regex = r"[0-9]+"
     parser_classes = (SafeJSONParser,)
 
@@ -80,7 +84,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
         tenant = _tenant(request)
         bid = s.BidSerializer(data=request.data)
         bid.is_valid(raise_exception=True)
@@ -98,7 +102,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses={200: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
     @idempotent
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
+    def cancel(self, request: Request, pk: str | None = None, **kwargs: object) -> Response:
         job = self.get_object()
         try:
             job = job_cancel(job=job, user=request.user)
@@ -138,27 +142,39 @@ class MarketStateView(APIView):
 
 
 class AllocationView(APIView):
-    """The current allocation, for cluster managers (paper 001, Sec. 2.3.2 current_allocation)."""
+    """The current allocation (paper 001, Sec. 2.3.2 current_allocation).
+
+    Staff and cluster managers get every active job (``scope`` "all"); a tenant gets its
+    own jobs and, for the others, only the per-queue totals (``scope`` "own"; see
+    ``selectors_visibility``)."""
 
     @extend_schema(responses=s.AllocationSerializer)
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
-        rows = selectors.current_allocation(market=market)
+        view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
         snap = selectors.latest_snapshot(market=market)
         return Response({
             "sim_time": market.sim_time,
             "state_version": market.state_version,
             "cleared_version": market.cleared_version,
             "snapshot": snap.pk if snap else None,
-            "jobs": s.AllocationEntrySerializer([r.__dict__ for r in rows], many=True).data,
+            "scope": view["scope"],
+            "jobs": s.AllocationEntrySerializer([r.__dict__ for r in view["jobs"]], many=True).data,
+            "queues": view["queues"],
         })
 
 
-_RESOURCE = OpenApiParameter("resource", str, description="Resource type name (e.g. map); all types when omitted.")
+class _SeriesView(generics.ListAPIView):
+    """A time series: filters and ordering of ``api.conventions.SeriesFilter``."""
+
+    filterset_class = SeriesFilter
+    ordering_fields = ("sim_time",)
+    ordering_default = "sim_time (oldest first); -sim_time for newest first"
 
 
-class FairnessSeriesView(generics.ListAPIView):
-    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first, paginated."""
+class FairnessSeriesView(_SeriesView):
+    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first (``ordering=-sim_time``:
+    newest first), paginated; ``latest=true`` gives only the newest sample time."""
 
     serializer_class = s.FairnessSampleSerializer
 
@@ -166,44 +182,34 @@ class FairnessSeriesView(generics.ListAPIView):
         market = selectors.market_default()
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
-    @extend_schema(parameters=[_RESOURCE])
-    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
-        return super().get(request, *args, **kwargs)
-
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return FairnessSample.objects.none()
-        return selectors.fairness_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+        return selectors.fairness_series(market=selectors.market_default())
 
 
-class MarketSeriesView(generics.ListAPIView):
-    """Sharing benefit and loss and utilisation per resource type over time."""
+class MarketSeriesView(_SeriesView):
+    """Sharing benefit and loss and utilisation per resource type over simulated time (filters as
+    the fairness series)."""
 
     serializer_class = s.MarketSampleSerializer
-
-    @extend_schema(parameters=[_RESOURCE])
-    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
-        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return MarketSample.objects.none()
-        return selectors.market_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+        return selectors.market_series(market=selectors.market_default())
 
 
-class PriceSeriesView(generics.ListAPIView):
-    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity)."""
+class PriceSeriesView(_SeriesView):
+    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity, money
+    per slot); ``latest=true`` gives the current prices in one request."""
 
     serializer_class = s.PriceSampleSerializer
-
-    @extend_schema(parameters=[_RESOURCE])
-    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
-        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return PriceSample.objects.none()
-        return selectors.price_series(market=selectors.market_default(), resource=self.request.query_params.get("resource"))
+        return selectors.price_series(market=selectors.market_default())
 
 
 class AccountView(APIView):
@@ -213,13 +219,17 @@ class AccountView(APIView):
     def get(self, request: Request) -> Response:
         tenant = _tenant(request)
         acct = selectors.account_of(tenant=tenant)
-        return Response(s.AccountSerializer({"tenant": tenant.name, "available": acct.available, "held": acct.held}).data)
+        body = {"tenant": tenant.name, "currency": currency(), "available": acct.available, "held": acct.held}
+        return Response(s.AccountSerializer(body).data)
 
 
 class LedgerView(generics.ListAPIView):
     """The caller's ledger entries, newest first."""
 
     serializer_class = s.LedgerEntrySerializer
+    filterset_fields = ("kind",)
+    ordering_fields = ("id", "created_at", "amount")
+    ordering_default = "-id (newest first)"
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):

@@ -58,7 +58,9 @@ class LedgerEntry(models.Model):
     """One money movement; rows are never updated or deleted.
 
     Deltas by kind: deposit (+available), hold (-available, +held),
-    charge (-held), release (+available, -held).
+    charge (-held), release (+available, -held); staff adjustments credit
+    (+available) and debit (-available), with the reason as memo and the staff
+    member as ``created_by`` (``services.ledger_adjust``).
     """
 
     class Kind(models.TextChoices):
@@ -66,6 +68,8 @@ class LedgerEntry(models.Model):
         HOLD = "hold", "Hold for a bid"
         CHARGE = "charge", "Charge on completion"
         RELEASE = "release", "Release of a hold"
+        CREDIT = "credit", "Credit by staff"
+        DEBIT = "debit", "Debit by staff"
 
     account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="entries")
     kind = models.CharField(max_length=10, choices=Kind.choices)

@@ -22,6 +22,8 @@ _DELTAS: dict[str, tuple[int, int]] = {
     LedgerEntry.Kind.HOLD: (-1, 1),
     LedgerEntry.Kind.CHARGE: (0, -1),
     LedgerEntry.Kind.RELEASE: (1, -1),
+    LedgerEntry.Kind.CREDIT: (1, 0),
+    LedgerEntry.Kind.DEBIT: (-1, 0),
 }
 
 
@@ -40,6 +42,12 @@ def _post(*, account_id: int, kind: str, amount: Decimal, job: Job | None = None
 def account_deposit(*, account: Account, amount: Decimal, memo: str = "", user: object = None) -> LedgerEntry:
     """Credit ``amount`` to the account's available balance."""
     return _post(account_id=account.pk, kind=LedgerEntry.Kind.DEPOSIT, amount=amount, memo=memo, user=user)
+
+
+def tenant_post(*, tenant_id: int, kind: str, amount: Decimal, memo: str, user: object) -> LedgerEntry:
+    """One movement without a job on a tenant's account, in a savepoint of its own
+    (``services.ledger_adjust``'s credits and debits)."""
+    return _post_many(tenant_id=tenant_id, job=None, movements=[(kind, amount, memo)], user=user, savepoint=True)[0]
 
 
 def ledger_hold(*, account: Account, job: Job, amount: Decimal, user: object = None) -> LedgerEntry:

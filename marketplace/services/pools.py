@@ -18,7 +18,7 @@ from marketplace.models import ConfigChange, Market
 from marketplace.models.pools import PoolSettings, VMInstanceType, VMPool
 
 MAX_POOL = 100_000
-MAX_CORES = 1_000_000_000  # the column is a 32-bit integer
+MAX_CORE_BUDGET = 2_147_483_647  # the column's (PositiveIntegerField) largest value
 SETTINGS_FIELDS = ("beta", "reconf_window_s", "boot_s", "shutdown_s", "framework_start_s", "core_budget")
 
 
@@ -126,8 +126,10 @@ def pool_settings_update(*, market: Market, user: object = None, reason: str = "
             errors[field] = "The reconfiguration window must be longer than 0 s."
         elif value < 0:
             errors[field] = "Must be 0 or more."
-        elif field == "core_budget" and (int(value) != value or value > MAX_CORES):
-            errors[field] = f"The core budget is a whole number of vCPUs up to {MAX_CORES:,}."
+        elif field == "core_budget" and int(value) != value:
+            errors[field] = "The core budget is a whole number of vCPUs."
+        elif field == "core_budget" and value > MAX_CORE_BUDGET:
+            errors[field] = f"At most {MAX_CORE_BUDGET} vCPUs."
     if errors:
         raise ValidationError(errors)
     Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)

@@ -3,6 +3,8 @@ preview compute with the real auction on a copy of the market and write nothing.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pytest
 from django.test import Client
@@ -41,7 +43,8 @@ def test_api_preview_is_a_dry_run_that_matches_placing_the_bid(busy: Market, ali
     body = resp.json()
     assert _stored(busy) == before  # nothing written
     assert body["estimate"] is True and "estimate" in body["note"]
-    assert [r["budget"] for r in body["curve"]] == [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0]
+    assert [Decimal(r["budget"]) for r in body["curve"]] == [5, 10, 20, 40, 80, 160, 320]
+    assert all(r["budget"].endswith(".0000") for r in body["curve"])  # the API's money format
     maps = [r["shares"]["map"] for r in body["curve"]]
     assert maps == sorted(maps) and 0 < body["shares"]["map"] < 1
     assert body["finish_s"] is not None and body["finish_s"] > 0

@@ -139,3 +139,24 @@ def test_settings_page_carries_the_explorer(staff, market) -> None:  # type: ign
     body = staff.get(reverse("market-settings")).content.decode()
     assert 'id="twait-explorer"' in body and "twait_explorer.js" in body
     assert math.isfinite(market.t_wait)
+
+
+def test_a_waiting_job_names_only_its_own_tenants_jobs_ahead(busy_market, alice) -> None:  # type: ignore[no-untyped-def]
+    # given carol, in alice's leaf queue, whose job waits behind alice's older job
+    from tests.factories import TenantFactory, leaf
+
+    market, _ = busy_market
+    carol = TenantFactory(market=market, username="carol", queue=leaf(market, "root.orga.analytics"))
+    job = _submit(carol, "carol-job")
+    market_clear(market_id=market.pk)
+    cluster_advance(market_id=market.pk, seconds=1)
+    api = APIClient()
+    api.force_authenticate(carol.user)
+    # when she asks why it waits
+    data = api.get(reverse("api-job-waiting", args=[job.pk])).json()
+    maps = next(r for r in data["resources"] if r["resource"] == "map")
+    # then the jobs ahead are counted and summed, but alice's are neither named nor priced
+    assert maps["jobs_ahead"] and all(j == {"id": None, "name": "another tenant's job", "budget": None} for j in maps["jobs_ahead"])
+    assert maps["budget_ahead"] == pytest.approx(50.0 * len(maps["jobs_ahead"]))
+    page = _client(carol.user).get(reverse("job-detail", args=[job.pk])).content.decode()
+    assert "alice" not in str(data) and "alice-etl" not in page and "another tenant" in page

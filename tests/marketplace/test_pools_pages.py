@@ -73,7 +73,7 @@ def test_cura_api(alice_api: APIClient, paper_pools: None, market: Market) -> No
     bad = alice_api.post("/api/cura/jobs/", data=json.dumps({"job_type": 9, "deadline_in_s": "NaN"}), content_type="application/json")
     assert bad.status_code == 400 and set(bad.data) == {"job_type", "deadline_in_s"}
     listed = alice_api.get("/api/cura/jobs/")
-    assert [j["vm_type"] for j in listed.data] == ["VM-2"]
+    assert [j["vm_type"] for j in listed.data["results"]] == ["VM-2"]
     pools = alice_api.get("/api/pools/")
     assert [p["size"] for p in pools.data["pools"]] == [40, 40, 40] and pools.data["pools"][1]["busy"] == 20
     assert alice_api.patch("/api/pools/", {"beta": 3}, format="json").status_code == 403

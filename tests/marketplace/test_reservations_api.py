@@ -32,7 +32,7 @@ def test_quote_then_accept(alice_api):
     assert accepted.status_code == 201, accepted.data
     assert (accepted.data["start"], accepted.data["end"], accepted.data["price"]) == (0.0, 600.0, "0.4000")
     mine = alice_api.get("/api/reservations/")
-    assert [r["id"] for r in mine.data] == [accepted.data["id"]]
+    assert [r["id"] for r in mine.data["results"]] == [accepted.data["id"]]
     again = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/")
     assert again.status_code == 400 and "quote" in again.data
 

@@ -1,0 +1,90 @@
+"""Documented shapes (with units) of answers built as plain dicts: the deadline quote and
+booking (paper 003) and the bid preview (paper 000, Sec. 5). Used only for the schema
+(``extend_schema(responses=...)``); the fuzz test checks the answers against them."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from marketplace.api.fields import money_help
+
+SIM_S = "simulated seconds"
+
+
+def _money(text: str, *, null: bool = False) -> serializers.CharField:
+    return serializers.CharField(allow_null=null, help_text=money_help(text + (" Null when infinite." if null else "")))
+
+
+def _seconds(text: str, *, null: bool = False) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=null, help_text=f"{text}, {SIM_S}." + (" Null when infinite." if null else ""))
+
+
+class DeadlineResourceOut(serializers.Serializer):
+    resource_type = serializers.CharField(help_text="Resource type name.")
+    tasks = serializers.IntegerField(help_text="Tasks of this type, a count.")
+    work = serializers.FloatField(help_text="Work: tasks x seconds per task, slot-seconds.")
+    unit_price = serializers.FloatField(help_text="Price b_k per slot-second (money per slot-second), a rate (paper 003, Sec. 3).")
+    available = serializers.IntegerField(help_text="Slots available to the booking, a count.")
+    slots = serializers.IntegerField(help_text="Whole slots booked, a count.")
+    continuous = serializers.FloatField(help_text="Slots of the continuous (fractional) optimum.")
+
+
+class DeadlineCurveOut(serializers.Serializer):
+    relative_deadline = serializers.FloatField(help_text=f"Deadline from now, {SIM_S}.")
+    payment = _money("Payment for that deadline.", null=True)
+    continuous_payment = _money("Payment of the continuous optimum.", null=True)
+
+
+class DeadlineQuoteOut(serializers.Serializer):
+    """The cheapest whole-slot booking that meets the deadline (paper 003, Definition 2)."""
+
+    feasible = serializers.BooleanField(help_text="Whether the deadline can be met.")
+    start = _seconds("Start on the market clock")
+    deadline = _seconds("Deadline on the market clock")
+    relative_deadline = _seconds("Deadline from the start")
+    planned_deadline = _seconds("Deadline planned for (shortened by the estimate's error range)")
+    alpha_err = serializers.FloatField(help_text="Lowest estimate / real work ratio, dimensionless.")
+    beta_err = serializers.FloatField(help_text="Highest estimate / real work ratio, dimensionless.")
+    node = serializers.CharField(help_text="The market (node) that prices the booking.")
+    price_source = serializers.CharField(help_text="Where the unit prices come from.")
+    resources = DeadlineResourceOut(many=True, help_text="Per resource type.")
+    exec_time = _seconds("Execution time of the booking", null=True)
+    payment = _money("What the booking costs (null when infeasible).", null=True)
+    continuous_exec_time = _seconds("Execution time of the continuous optimum", null=True)
+    continuous_payment = _money("Payment of the continuous optimum.", null=True)
+    rounding_cost = _money("Extra cost of whole slots over the continuous optimum.", null=True)
+    rounded_up_payment = _money("Payment when every slot count is rounded up.", null=True)
+    nominal_payment = _money("Payment without the deadline's pressure.", null=True)
+    extra_cost = _money("Payment above the nominal one.", null=True)
+    guarantee = serializers.ListField(child=serializers.FloatField(allow_null=True),
+                                      help_text=f"Guaranteed finish range [lo, hi], {SIM_S} (null: infinite).")
+    paper_guarantee = serializers.ListField(child=serializers.FloatField(allow_null=True),
+                                            help_text=f"The paper's bound [lo, hi], {SIM_S} (null: infinite).")
+    fastest_time = _seconds("Fastest possible execution", null=True)
+    curve = DeadlineCurveOut(many=True, help_text="Payment against relative deadline.")
+
+
+class DeadlineBookOut(DeadlineQuoteOut):
+    job = serializers.IntegerField(help_text="The job booked.")
+
+
+class PreviewRowOut(serializers.Serializer):
+    budget = _money("The budget tried.")
+    shares = serializers.DictField(child=serializers.FloatField(), help_text="Share per resource type name, 0 to 1.")
+    sub_budgets = serializers.DictField(child=serializers.CharField(), help_text=money_help("Sub-budget per resource type name."))
+    finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
+    converged = serializers.BooleanField(help_text="Whether the auction converged.")
+    in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
+
+
+class PreviewOut(serializers.Serializer):
+    """A dry run of a bid: an estimate, nothing placed or held."""
+
+    estimate = serializers.BooleanField(help_text="Always true: this is an estimate.")
+    note = serializers.CharField(help_text="What the estimate assumes.")
+    budget = _money("The budget entered.")
+    shares = serializers.DictField(child=serializers.FloatField(), help_text="Share per resource type name at the budget, 0 to 1.")
+    finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
+    in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
+    converged = serializers.BooleanField(help_text="Whether the auction converged.")
+    curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget.")

@@ -1,0 +1,123 @@
+"""The API's list conventions, one place: pagination, ordering, series filters.
+
+* ``page`` and ``page_size`` (1 to ``MAX_PAGE_SIZE``, default ``PAGE_SIZE``) on every list;
+* ``ordering`` -- one of the fields a view names (``-`` for descending); an unknown field is
+  a 400 naming ``ordering`` (DRF's own filter ignores it silently);
+* the series (fairness, market samples, prices): ``resource`` (a resource type name),
+  ``sim_time_min`` / ``sim_time_max`` (simulated seconds since the market opened, not wall
+  time), ``latest=true`` (only the newest sample time) and ``ordering=-sim_time`` (newest
+  first). An unknown value is a 400 naming the parameter, never an empty 200.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Max, QuerySet
+from django_filters import rest_framework as filters
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import OrderingFilter
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+
+
+class Pagination(PageNumberPagination):
+    """``page`` and ``page_size`` (1 to 500, default 50); a bad page is a 404 (DRF), a bad size a 400."""
+
+    page_size = PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= MAX_PAGE_SIZE:
+            raise ValidationError({"page_size": f"Enter a whole number from 1 to {MAX_PAGE_SIZE}."})
+        return size
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        params = super().get_schema_operation_parameters(view)
+        for p in params:
+            if p["name"] == "page_size":
+                p["schema"] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": PAGE_SIZE}
+                p["description"] = f"Results per page, 1 to {MAX_PAGE_SIZE} (default {PAGE_SIZE})."
+            if p["name"] == "page":
+                p["schema"] = {"type": "integer", "minimum": 1}
+        return params
+
+
+class StrictOrderingFilter(OrderingFilter):
+    """``ordering=<field>`` or ``-<field>`` over the view's ``ordering_fields``; unknown: 400."""
+
+    def get_ordering(self, request: Request, queryset: QuerySet, view: Any) -> list[str] | None:
+        raw = request.query_params.get(self.ordering_param)
+        if raw is None:
+            return self.get_default_ordering(view)
+        allowed = list(getattr(view, "ordering_fields", None) or [])
+        if not allowed:
+            raise ValidationError({"ordering": "This list has a fixed order."})
+        fields = [f.strip() for f in raw.split(",") if f.strip()]
+        bad = [f for f in fields if f.lstrip("-") not in allowed]
+        if bad or not fields:
+            raise ValidationError({"ordering": f"Unknown ordering {', '.join(bad) or repr(raw)}; use one of: "
+                                               + ", ".join(f"{f}, -{f}" for f in allowed) + "."})
+        return [*fields, *(["id"] if "id" not in {f.lstrip("-") for f in fields} else [])]  # a stable order for paging
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        allowed = list(getattr(view, "ordering_fields", None) or [])
+        if not allowed:
+            return []
+        default = getattr(view, "ordering_default", "id")
+        return [{
+            "name": self.ordering_param, "required": False, "in": "query",
+            "description": f"Sort by one field, '-' for descending (default {default}); an unknown field is a 400.",
+            "schema": {"type": "string", "enum": [*allowed, *(f"-{f}" for f in allowed)]},
+        }]
+
+
+SIM_TIME_LIMIT = Decimal("1e12")  # simulated seconds: ~30,000 years; bounds keep the SQL comparison in range
+TRUE_FALSE = (("true", "true"), ("false", "false"))
+
+
+class SeriesFilter(filters.FilterSet):
+    """Filters of the time series: resource type, a window of simulated time, the latest sample."""
+
+    resource = filters.CharFilter(method="filter_resource", help_text="Resource type name (e.g. map); all types when omitted.")
+    sim_time_min = filters.NumberFilter(field_name="sim_time", lookup_expr="gte", min_value=-SIM_TIME_LIMIT, max_value=SIM_TIME_LIMIT,
+                                        help_text="Simulated seconds since the market opened (not wall time): samples at or after.")
+    sim_time_max = filters.NumberFilter(field_name="sim_time", lookup_expr="lte", min_value=-SIM_TIME_LIMIT, max_value=SIM_TIME_LIMIT,
+                                        help_text="Simulated seconds since the market opened (not wall time): samples at or before.")
+    latest = filters.ChoiceFilter(choices=TRUE_FALSE, method="filter_latest",
+                                  help_text="true: only the samples at the newest simulated time (after the other filters).")
+
+    def filter_resource(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        names = self.resource_names()
+        if value not in names:
+            raise ValidationError({"resource": f"Unknown resource type '{value}'; known: {', '.join(names)}."})
+        return queryset.filter(resource_type__name=value)
+
+    def resource_names(self) -> list[str]:
+        from marketplace import selectors
+
+        return [t.name for t in selectors.resource_types_of(market=selectors.market_default())]
+
+    def filter_latest(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if value != "true":
+            return queryset
+        newest = queryset.aggregate(t=Max("sim_time"))["t"]
+        return queryset.none() if newest is None else queryset.filter(sim_time=newest)
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        # ``latest`` last: "the newest" means the newest of what the other filters keep.
+        latest = self.form.cleaned_data.pop("latest", None)
+        queryset = super().filter_queryset(queryset)
+        return self.filter_latest(queryset, "latest", latest) if latest else queryset
