@@ -34,7 +34,7 @@ def manager(db):  # type: ignore[no-untyped-def]
 
 def _nav_links(client: Client) -> list[str]:
     html = client.get("/").content.decode()
-    nav = html[html.index('<nav aria-label="Main">'):html.index("</nav>")]
+    nav = html[html.index('<nav aria-label="Main"'):html.index("</nav>")]
     return re.findall(r'href="([^"]+)"', nav)
 
 
