@@ -441,17 +441,25 @@ def clearing_convergence(*, market: Market, last: int = 200) -> dict[str, Any]:
 # --- Experiment runs (simulator.experiments) ------------------------------------------------------
 
 
-def experiment_runs(*, name: str | None = None, limit: int = 50) -> list[ExperimentRun]:
-    """The newest runs (of experiment ``name`` when given), newest first, without their results."""
-    runs = ExperimentRun.objects.defer("result", "error").select_related("created_by")
+def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = None) -> list[ExperimentRun]:
+    """The newest runs (of experiment ``name`` when given), newest first, without their results;
+    with ``user``, only those ``user`` may read (``selectors_visibility.runs_visible_to``)."""
+    from marketplace.selectors_visibility import runs_visible_to
+
+    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
+    runs = runs.defer("result", "error").select_related("created_by")
     if name:
         runs = runs.filter(name=name)
     return list(runs[:limit])
 
 
-def experiment_latest_done(*, names: list[str]) -> dict[str, ExperimentRun]:
-    """For each experiment name, its newest finished-successfully run (results deferred)."""
+def experiment_latest_done(*, names: list[str], user: Any = None) -> dict[str, ExperimentRun]:
+    """For each experiment name, its newest finished-successfully run (results deferred);
+    with ``user``, among those ``user`` may read (``selectors_visibility.runs_visible_to``)."""
+    from marketplace.selectors_visibility import runs_visible_to
+
+    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
     out: dict[str, ExperimentRun] = {}
-    for run in ExperimentRun.objects.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):
+    for run in runs.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):
         out.setdefault(run.name, run)
     return out

@@ -22,7 +22,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from marketplace import roles, selectors
-from marketplace.models import Job, Market, Tenant
+from marketplace.models import ExperimentRun, Job, Market, SimulationStudy, Tenant
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,20 @@ def staff_job_list(*, market: Market, viewer: Viewer, tenant: str | None = None,
     if status:
         jobs = jobs.filter(status=status)
     return jobs.select_related("tenant__user", "queue").prefetch_related("work__resource_type").order_by("-id")
+
+
+def studies_visible_to(*, user: Any) -> QuerySet[SimulationStudy]:
+    """The simulation studies ``user`` may read: every study replayed from a trace or a
+    generator (public: simulated data only); studies replayed from the live market
+    (``SimulationStudy.Kind.LIVE``: every tenant's recent bids, per job) only for staff
+    and cluster managers, who see every tenant's jobs anyway.
+    """
+    studies = SimulationStudy.objects.all()
+    return studies if roles.sees_all_tenants(user) else studies.exclude(kind=SimulationStudy.Kind.LIVE)
+
+
+def runs_visible_to(*, user: Any) -> QuerySet[ExperimentRun]:
+    """The lab's runs ``user`` may read: a run of a live-market study only under the rule
+    of :func:`studies_visible_to`; every other run (paper experiments, trace studies) is public."""
+    runs = ExperimentRun.objects.all()
+    return runs if roles.sees_all_tenants(user) else runs.exclude(study__kind=SimulationStudy.Kind.LIVE)

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from marketplace import selectors
 from marketplace.models import ExperimentRun
+from marketplace.selectors_visibility import runs_visible_to
 from marketplace.services.experiments import experiment_cancel, experiment_start
 from marketplace.views import _render
 from simulator import experiments
@@ -84,7 +85,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
                 return redirect("lab-run", pk=run.pk)
         errors[name] = field_errors
         posted[name] = {**registry[name].defaults, **{k: request.POST.get(f"p_{k}", "") for k in registry[name].defaults}}
-    latest = selectors.experiment_latest_done(names=list(registry))
+    latest = selectors.experiment_latest_done(names=list(registry), user=request.user)
     cards = [
         {
             "experiment": exp,
@@ -96,16 +97,15 @@ def lab_index(request: HttpRequest) -> HttpResponse:
         for name, exp in sorted(registry.items())
     ]
     status = 400 if errors else 200
-    return _render(
-        request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": selectors.experiment_runs(limit=20)}, status=status
-    )
+    runs = selectors.experiment_runs(limit=20, user=request.user)
+    return _render(request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
 
 
 @login_required
 @require_GET
 def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     """One run: progress while it runs, then its summary, figures and tables."""
-    run = get_object_or_404(ExperimentRun, pk=pk)
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk)
     try:
         experiment: experiments.Experiment | None = experiments.get(run.name)
     except experiments.UnknownExperiment:
@@ -126,7 +126,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller."""
-    run = get_object_or_404(ExperimentRun.objects.defer("result", "error"), pk=pk)
+    run = get_object_or_404(runs_visible_to(user=request.user).defer("result", "error"), pk=pk)
     return JsonResponse({"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
                          "max_attempts": run.max_attempts, "finished": run.finished})  # fmt: skip
 
@@ -134,7 +134,7 @@ def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 @require_POST
 def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    get_object_or_404(ExperimentRun.objects.only("pk"), pk=pk)
+    get_object_or_404(runs_visible_to(user=request.user).only("pk"), pk=pk)
     try:
         experiment_cancel(run_id=pk, user=request.user)
     except PermissionDenied:
@@ -147,7 +147,7 @@ def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The stored result (figures, tables, summary, params) as a JSON download."""
-    run = get_object_or_404(ExperimentRun, pk=pk, status=ExperimentRun.Status.DONE)
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
     response = JsonResponse(run.result, json_dumps_params={"indent": 1})
     response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}.json"'
     return response
@@ -157,7 +157,7 @@ def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def lab_run_table_csv(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """Table ``index`` of a finished run as CSV."""
-    run = get_object_or_404(ExperimentRun, pk=pk, status=ExperimentRun.Status.DONE)
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
     tables = (run.result or {}).get("tables", [])
     if not 0 <= index < len(tables):
         raise Http404("No such table.")

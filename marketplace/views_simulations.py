@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,6 +24,8 @@ from marketplace import selectors
 from marketplace.charts_simulations import comparison_figures
 from marketplace.forms_simulations import LiveForm, StudyForm
 from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.roles import sees_all_tenants
+from marketplace.selectors_visibility import runs_visible_to, studies_visible_to
 from marketplace.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start
 from marketplace.simulation_files import jobs_rows, study_document, summary_rows
 from marketplace.views import _render
@@ -54,12 +56,15 @@ def sim_index(request: HttpRequest) -> HttpResponse:
 
 
 def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -> HttpResponse:
-    studies = SimulationStudy.objects.select_related("created_by")[:20]
-    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": selectors.market_or_none()}
+    studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
+    live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
+    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market}
     return _render(request, "marketplace/lab/simulations.html", context, status=status)
 
 
 def _live(request: HttpRequest) -> HttpResponse:
+    if not sees_all_tenants(request.user):
+        raise PermissionDenied("Only staff and cluster managers may replay the live market (it holds every tenant's bids).")
     live = LiveForm(request.POST, prefix="live")
     market = selectors.market_or_none()
     if market is None:
@@ -109,7 +114,7 @@ def _runs(study: SimulationStudy) -> list[ExperimentRun]:
 @require_GET
 def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
     """A study: its runs' progress, then the comparison and the summary table."""
-    study = get_object_or_404(SimulationStudy, pk=pk)
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
     runs = _runs(study)
     finished = not any(r.status in ACTIVE for r in runs)
     if finished and study.summary is None and simulation_gather(study_id=study.pk):
@@ -135,7 +140,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"finished", "runs": [{"id", "label", "seed", "status", "attempts", "max_attempts", "progress", "message"}]}`` for the poller."""
-    runs = _runs(get_object_or_404(SimulationStudy.objects.only("pk"), pk=pk))
+    runs = _runs(get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk))
     rows = [
         {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "attempts": r.attempts,
          "max_attempts": r.max_attempts, "progress": r.progress, "message": r.message}
@@ -147,7 +152,7 @@ def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 @require_POST
 def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    get_object_or_404(SimulationStudy.objects.only("pk"), pk=pk)
+    get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk)
     n = simulation_cancel(study_id=pk, user=request.user)
     messages.info(request, f"Study #{pk}: cancel requested for {n} run(s).")
     return redirect("sim-study", pk=pk)
@@ -157,7 +162,7 @@ def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """The summary table as CSV: per configuration and metric, mean, 95 % half-width and seeds."""
-    study = get_object_or_404(SimulationStudy, pk=pk)
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
     if not study.summary:
         raise Http404("The study has not finished.")
     response = HttpResponse(content_type="text/csv")
@@ -170,7 +175,7 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
-    study = get_object_or_404(SimulationStudy, pk=pk)
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
     runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
     settings_ = {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
                  "vary": study.vary, "live": study.live}  # fmt: skip
@@ -184,7 +189,7 @@ def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """A finished run's per-job records as CSV (simulated seconds since the first arrival)."""
-    run = get_object_or_404(ExperimentRun, pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
     csv.writer(response).writerows(jobs_rows(run.result["jobs"]))

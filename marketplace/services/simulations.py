@@ -40,6 +40,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.roles import sees_all_tenants
 from marketplace.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
 from scheduler.registry import UnknownName
 from simulator import experiments
@@ -267,7 +268,8 @@ def simulation_from_market(
     the window and still running in it are not replayed.
 
     Raises:
-        PermissionDenied: neither staff nor a tenant.
+        PermissionDenied: neither staff nor a cluster manager (the replay holds
+            every tenant's bids, which tenants see only as aggregates).
         ValidationError: ``window_h`` not > 0, no job in the window, or see
             :func:`simulation_plan`.
     """
@@ -275,6 +277,8 @@ def simulation_from_market(
 
     from marketplace.adapters import live_workload
 
+    if not sees_all_tenants(user):
+        raise PermissionDenied("Only staff and cluster managers may replay the live market.")
     if not window_h > 0:
         raise ValidationError({"window_h": "The window must be longer than 0 simulated hours."})
     market.refresh_from_db()

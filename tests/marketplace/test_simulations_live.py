@@ -63,3 +63,45 @@ def test_the_live_form_shows_errors_at_its_fields(market, alice) -> None:  # typ
     assert bad.status_code == 400 and "alpha: enter numbers" in bad.content.decode()
     empty = client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "0.8"})
     assert empty.status_code == 400 and "No job was submitted in the last 1 simulated hours" in empty.content.decode()
+
+
+def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_studies(market, alice, bob) -> None:  # type: ignore[no-untyped-def]
+    """Issue 8, item 1: the live replay holds every tenant's bids (budget, queue, tasks per job), so
+    a tenant can neither start one nor read one; studies of traces stay public."""
+    from django.contrib.auth.models import Group
+    from django.core.exceptions import PermissionDenied
+
+    from marketplace.models import SimulationStudy
+    from marketplace.roles import CLUSTER_MANAGER
+
+    staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    manager = get_user_model().objects.create_user("rm", password="pw-rm-1234")
+    manager.groups.add(Group.objects.get_or_create(name=CLUSTER_MANAGER)[0])
+    # given a live-market study with a finished run, and a trace study
+    live = SimulationStudy.objects.create(title="live", kind=SimulationStudy.Kind.LIVE, market=market, created_by=staff,
+                                          live={"jobs": 1}, summary={"columns": [], "rows": []})
+    run = ExperimentRun.objects.create(name="simulation", params={}, created_by=staff, study=live, status="done",
+                                       result={"jobs": {"job_id": [1], "tenant": ["alice"], "payment": [12.5]}})
+    trace = SimulationStudy.objects.create(title="trace", created_by=staff)
+    # when a tenant asks to start one, the service refuses, and the form is not offered
+    with pytest.raises(PermissionDenied):
+        simulation_from_market(market=market, user=bob.user, window_h=1.0, vary="alpha", values=[0.8])
+    client = Client()
+    client.force_login(bob.user)
+    assert client.post(reverse("sim"), {"live": "1", "live-window_h": "1", "live-vary": "alpha", "live-values": "0.8"}).status_code == 403
+    index = client.get(reverse("sim")).content.decode()
+    assert 'id="live-title"' not in index and reverse("sim-study", args=[live.pk]) not in index
+    # then every reading of the live study and its run is a 404 to the tenant, the trace study a 200
+    for name, pk in (("sim-study", live.pk), ("sim-study-status", live.pk), ("sim-study-json", live.pk),
+                     ("sim-study-csv", live.pk), ("sim-run-jobs-csv", run.pk), ("lab-run", run.pk),
+                     ("lab-run-json", run.pk), ("lab-run-status", run.pk)):
+        assert client.get(reverse(name, args=[pk])).status_code == 404, name
+    assert client.get(reverse("sim-study", args=[trace.pk])).status_code == 200
+    assert reverse("lab-run", args=[run.pk]) not in client.get(reverse("lab")).content.decode()
+    # and staff and cluster managers read it
+    for user in (staff, manager):
+        client.force_login(user)
+        assert client.get(reverse("sim-study-status", args=[live.pk])).status_code == 200
+        assert client.get(reverse("sim-run-jobs-csv", args=[run.pk])).status_code == 200
+    client.force_login(staff)
+    assert 'id="live-title"' in client.get(reverse("sim")).content.decode()
