@@ -1,0 +1,214 @@
+"""Joint Newton solve of the auction's equilibrium (paper 000, Sec. 4.2, Lemma 2; SPEC 3.1).
+
+Algorithm 2 moves each job toward its best response to the others' bids. When a
+small budget meets a large one (budgets 1e-2 against 1e6) with linear utilities
+near alpha = 1, that map is unstable: the small job is a price taker whose payoff
+is almost flat in its split (its KKT slope is -2 s_ij ~ 0), so its best response
+jumps between resources when the rich job's split moves by a hair, and the rich
+job's split follows the small job's bids (as sqrt(b_small) at alpha = 1). The
+loop gain is ~ b_large / b_small: every per-job damping short of that cycles,
+simultaneous or sequential (the rounds hit the cap).
+
+Here all jobs' KKT conditions are solved at once, so the coupling is in the
+Jacobian instead of in the loop. Unknowns are y_ij = log(b_ij / b_i) on the
+entries a job bids on (scale-free: budgets from cents to millions give the
+same system) and one multiplier lambda_i per job; the equations are
+
+    g_ij(y) - lambda_i = 0,  g_ij = log x_ij - log b_ij    (Lemma 2: equal du/db)
+    log sum_j exp(y_ij) = 0                                 (the budget)
+
+with x_ij Algorithm 2's ``(du/ds) s (1 - s)``. dg_ij / dy_kj =
+c_ij alpha (delta_ik - s_kj) - delta_ik, with c_ij = 1 - s_ij / (1 - s_ij)
+(linear) or -s_ij / (1 - s_ij) (log). Corners exist only for linear utilities at
+alpha = 1, where du/db_ij at b_ij = 0 is finite, w_ij alpha / P_j (P_j the
+rivals' power): an entry leaves the support when its bid falls below
+NEGLIGIBLE b_i and comes back when w_ij / P_j exceeds exp(lambda_i). Steps are
+Newton's, halved until the residual's norm falls (a backtracking line search).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.abacus_steps import _TINY, NEGLIGIBLE
+
+if TYPE_CHECKING:
+    from scheduler.abacus import _Market
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+SharesFn = Callable[[FloatArray, "_Market"], tuple[FloatArray, FloatArray]]
+GroupSumFn = Callable[[FloatArray, NDArray[np.intp], int], FloatArray]
+
+MAX_UNKNOWNS = 1200  # dense Jacobian: (unknowns)^2 floats; larger markets keep the rounds
+_MAX_LOG_STEP = 8.0  # largest move of one log b_ij in a Newton step
+_LOG_FLOOR = float(np.log(NEGLIGIBLE))
+_REENTRY = 1e-9  # a corner re-enters when its log marginal beats lambda_i by this
+_SOLVED = 1e-12  # ||F|| (differences of log marginals) at which the support is solved
+
+
+def _residual(y: FloatArray, lam: FloatArray, support: BoolArray, mk: _Market,
+              shares_and_rest: SharesFn) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(F over the support, F of the budget rows, shares, rest) at y."""
+    b = np.where(support, np.exp(y) * mk.budgets[:, None], 0.0)
+    shares, rest = shares_and_rest(b, mk)
+    x = _marginal_x(shares, rest, mk)
+    g = np.log(np.where(support, np.maximum(x, _TINY), 1.0)) - np.log(np.where(support, b, 1.0))
+    f_entries = np.where(support, g - lam[:, None], 0.0)
+    row_total = np.sum(np.where(support, np.exp(np.where(support, y, 0.0)), 0.0), axis=1)
+    has = support.any(axis=1)
+    f_rows = np.where(has, np.log(np.where(has, row_total, 1.0)), 0.0)
+    return f_entries, f_rows, shares, rest
+
+
+def _marginal_x(shares: FloatArray, rest: FloatArray, mk: _Market) -> FloatArray:
+    linear = mk.weights * shares * rest
+    log = mk.weights * rest
+    out: FloatArray = np.where(mk.is_log[:, None], log, linear)
+    return out
+
+
+def _jacobian(support: BoolArray, shares: FloatArray, rest: FloatArray, mk: _Market,
+              y: FloatArray) -> FloatArray:
+    """Dense Jacobian of (entries on the support, budget rows) in (y on the support, lambda)."""
+    rows_i, cols_j = np.nonzero(support)
+    k = rows_i.shape[0]
+    has = np.nonzero(support.any(axis=1))[0]
+    n_rows = has.shape[0]
+    lam_index = -np.ones(mk.budgets.shape[0], dtype=np.intp)
+    lam_index[has] = k + np.arange(n_rows)
+    jac = np.zeros((k + n_rows, k + n_rows))
+    ratio = shares / np.maximum(rest, _TINY)
+    c = np.where(mk.is_log[:, None], -ratio, 1.0 - ratio)
+    group = mk.group_index
+    for a in range(k):
+        i, j = rows_i[a], cols_j[a]
+        same = np.nonzero((cols_j == j) & (group[rows_i] == group[i]))[0]  # bids on the same (group, j)
+        jac[a, same] = -c[i, j] * mk.alpha * shares[rows_i[same], j]
+        jac[a, a] += c[i, j] * mk.alpha - 1.0
+        jac[a, lam_index[i]] = -1.0
+    weights = np.where(support, np.exp(np.where(support, y, -np.inf)), 0.0)
+    row_total = weights.sum(axis=1)
+    for a in range(k):
+        i = rows_i[a]
+        jac[lam_index[i], a] = weights[i, cols_j[a]] / row_total[i]
+    return jac
+
+
+
+def joint_newton(mk: _Market, start: FloatArray, shares_and_rest: SharesFn, group_sum: GroupSumFn,
+                 max_iterations: int) -> tuple[FloatArray, int]:
+    """Newton's method on every job's KKT condition at once, from ``start``.
+
+    Returns (sub-budgets, iterations used). The caller decides convergence with
+    Algorithm 1's test, as for the rounds. Rows whose job bids on fewer than two
+    contested entries keep their best response from ``start``'s structure:
+    only the contested support is solved for (the uncontested entries of a job
+    are bid 0, as in the rounds; see scheduler.abacus's module doc).
+    """
+    budgets = mk.budgets
+    corners_possible = (~mk.is_log[:, None]) & (mk.alpha >= 1.0)
+    # every contested entry is interior unless a corner is possible (linear, alpha = 1)
+    support = mk.contested & ((start > NEGLIGIBLE * budgets[:, None]) | ~corners_possible)
+    # a job with no contested entry keeps the start (the rounds' fallback split)
+    fixed_rows: BoolArray = ~np.any(support, axis=1)
+    fixed = np.where(fixed_rows[:, None], start, 0.0)
+    frac = start / np.where(budgets > 0, budgets, 1.0)[:, None]
+    y = np.where(support, np.log(np.maximum(np.where(support, frac, 1.0), NEGLIGIBLE)), 0.0)
+    lam = np.zeros(budgets.shape[0])
+    iterations = 0
+
+    def assemble(y_: FloatArray, support_: BoolArray) -> FloatArray:
+        b = np.where(support_, np.exp(np.where(support_, y_, 0.0)) * budgets[:, None], 0.0)
+        b = np.where(fixed_rows[:, None], fixed, b)
+        return np.where(mk.contested & ~fixed_rows[:, None], np.maximum(b, _TINY), b)
+
+    f_e, f_r, shares, rest = _residual(y, lam, support, mk, shares_and_rest)
+    # lambda_i: the budget-weighted mean of g over the support (a least-squares start)
+    g = f_e + lam[:, None]
+    wts = np.where(support, np.exp(np.where(support, y, -np.inf)), 0.0)
+    lam = np.where(support.any(axis=1), np.sum(wts * g, axis=1) / np.maximum(wts.sum(axis=1), _TINY), 0.0)
+    while iterations < max_iterations:
+        iterations += 1
+        f_e, f_r, shares, rest = _residual(y, lam, support, mk, shares_and_rest)
+        has = support.any(axis=1)
+        vector = np.concatenate([f_e[support], f_r[has]])
+        norm = float(np.linalg.norm(vector))
+        if norm < _SOLVED:
+            # solved on this support: re-admit corners that KKT says should bid
+            if not corners_possible.any():
+                break
+            support, y, added = _readmit(support, y, lam, mk, corners_possible, assemble, group_sum)
+            if not added:
+                break
+            continue
+        y, lam = _newton_step(y, lam, support, vector, norm, shares, rest, mk, shares_and_rest)
+        if corners_possible.any():
+            support = _drop_corners(support, y, corners_possible)
+    b = assemble(y, support)
+    return b, iterations
+
+
+def _newton_step(y: FloatArray, lam: FloatArray, support: BoolArray, vector: FloatArray, norm: float,
+                 shares: FloatArray, rest: FloatArray, mk: _Market,
+                 shares_and_rest: SharesFn) -> tuple[FloatArray, FloatArray]:
+    """One Newton step on the support, halved until ||F|| falls (at most 40 halvings)."""
+    has = support.any(axis=1)
+    jac = _jacobian(support, shares, rest, mk, y)
+    try:
+        delta = np.linalg.solve(jac, -vector)
+    except np.linalg.LinAlgError:
+        delta = np.linalg.lstsq(jac, -vector, rcond=None)[0]
+    k = int(support.sum())
+    dy = np.zeros_like(y)
+    dy[support] = delta[:k]
+    dlam = np.zeros_like(lam)
+    dlam[has] = delta[k:]
+    largest = float(np.max(np.abs(dy), initial=0.0))
+    t = min(1.0, _MAX_LOG_STEP / largest) if largest > 0 else 1.0
+    for _ in range(40):
+        y_try, lam_try = y + t * dy, lam + t * dlam
+        fe_try, fr_try, _, _ = _residual(y_try, lam_try, support, mk, shares_and_rest)
+        trial = float(np.linalg.norm(np.concatenate([fe_try[support], fr_try[has]])))
+        if np.isfinite(trial) and trial < norm * (1.0 - 1e-4 * t):
+            return y_try, lam_try
+        t *= 0.5
+    return y, lam  # no descent: the caller's iteration cap ends it
+
+
+def _drop_corners(support: BoolArray, y: FloatArray, corners_possible: BoolArray) -> BoolArray:
+    """Linear, alpha = 1: a bid below NEGLIGIBLE b_i leaves the support (b_ij = 0),
+    except a job's last entry (its budget has to go somewhere)."""
+    drop = support & corners_possible & (y < _LOG_FLOOR)
+    keep_one = drop.all(axis=1, where=support) & support.any(axis=1)
+    if keep_one.any():
+        best = np.argmax(np.where(support, y, -np.inf), axis=1)
+        drop[keep_one, best[keep_one]] = False
+    out: BoolArray = support & ~drop
+    return out
+
+
+def _readmit(support: BoolArray, y: FloatArray, lam: FloatArray, mk: _Market,
+             corners_possible: BoolArray, assemble: Callable[[FloatArray, BoolArray], FloatArray],
+             group_sum: GroupSumFn) -> tuple[BoolArray, FloatArray, bool]:
+    """Linear, alpha = 1, solved on the support: re-admit each contested corner whose
+    marginal at 0, w_ij / P_j (P_j the rivals' money), beats exp(lambda_i)
+    (complementary slackness fails there), starting at 1e-6 of the budget."""
+    b = assemble(y, support)
+    power = np.where(mk.active, b, 0.0)
+    total = group_sum(power, mk.group_index, mk.n_groups)
+    if mk.rival_power is not None:
+        total = total + mk.rival_power
+    rivals = np.maximum(total - np.where(support, power, 0.0), _TINY)
+    with np.errstate(divide="ignore"):
+        g0 = np.log(np.where(mk.weights > 0, mk.weights, _TINY)) - np.log(rivals)
+    enter = mk.contested & corners_possible & ~support & support.any(axis=1, keepdims=True) \
+        & (g0 > lam[:, None] + _REENTRY)
+    if not enter.any():
+        return support, y, False
+    return support | enter, np.where(enter, np.log(1e-6), y), True
+
