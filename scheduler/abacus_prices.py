@@ -46,13 +46,20 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
 _BISECTIONS = 90  # halvings of a log bracket ~1e3 wide: below 1e-16 relative
-_SOLVED = 1e-14  # largest |excess share| at which the market clears
+_SOLVED = 1e-14  # ||excess shares|| at which the market clears
+# smoothing of the linear corner max(0, 1 - t), stage by stage; the last is ~exact
+# (a corner's share is then ~mu^2 / (t - 1), far below NEGLIGIBLE)
+_SMOOTHING = (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-13)
 
 
-def _phi(t: FloatArray, is_log: BoolArray) -> tuple[FloatArray, FloatArray]:
-    """(s(t), t s'(t)) per entry: linear max(0, 1 - t), logscale 1 / (1 + t)."""
-    lin = np.maximum(1.0 - t, 0.0)
-    lin_slope = np.where(t < 1.0, -t, 0.0)
+def _phi(t: FloatArray, is_log: BoolArray, mu: float) -> tuple[FloatArray, FloatArray]:
+    """(s(t), t s'(t)) per entry: linear max(0, 1 - t), smoothed to
+    ((1 - t) + sqrt((1 - t)^2 + 4 mu^2)) / 2 (Chen-Harker-Kanzow-Smale; exact at mu = 0),
+    logscale 1 / (1 + t)."""
+    gap = 1.0 - t
+    root = np.sqrt(gap * gap + 4.0 * mu * mu)
+    lin = 0.5 * (gap + root)
+    lin_slope = -0.5 * t * (1.0 + gap / np.where(root > 0, root, 1.0))
     inv = 1.0 / (1.0 + t)
     log_slope = -t * inv * inv
     log = is_log[:, None]
@@ -67,7 +74,7 @@ def _column_sums(values: FloatArray, mk: _Market) -> FloatArray:
 
 
 def _lambdas_at(log_p: FloatArray, log_w: FloatArray, mk: _Market, comp: BoolArray,
-                rows: BoolArray) -> FloatArray:
+                rows: BoolArray, mu: float) -> FloatArray:
     """(n,) log lambda_i at which job i spends exactly b_i at the prices p (n, m per job's
     group): bisection on its decreasing spend, vectorised over jobs."""
     base = np.where(comp, log_w - log_p, np.nan)  # t_ij = 1 at log lambda = log(w / p)
@@ -77,7 +84,7 @@ def _lambdas_at(log_p: FloatArray, log_w: FloatArray, mk: _Market, comp: BoolArr
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
         t = np.exp(np.minimum(mid[:, None] + log_p - log_w, 700.0))
-        spend = np.sum(np.where(comp, p * _phi(t, mk.is_log)[0], 0.0), axis=1)
+        spend = np.sum(np.where(comp, p * _phi(t, mk.is_log, mu)[0], 0.0), axis=1)
         over = spend > mk.budgets  # spending too much: lambda must rise
         lo = np.where(over, mid, lo)
         hi = np.where(over, hi, mid)
@@ -89,17 +96,17 @@ class _State:
     """Everything at one price vector: lambda(p), shares, t s'(t), excess shares."""
 
     def __init__(self, log_price: FloatArray, log_w: FloatArray, mk: _Market, comp: BoolArray,
-                 rows: BoolArray, columns: BoolArray) -> None:
+                 rows: BoolArray, columns: BoolArray, mu: float) -> None:
         self.log_price = log_price  # (n_groups, m), meaningful on columns
         log_p = np.where(comp, log_price[mk.group_index], 0.0)
         self.p = np.where(comp, np.exp(log_p), 0.0)
-        self.log_lam = _lambdas_at(log_p, log_w, mk, comp, rows)
+        self.log_lam = _lambdas_at(log_p, log_w, mk, comp, rows, mu)
         t = np.exp(np.minimum(self.log_lam[:, None] + log_p - log_w, 700.0))
-        s, ts = _phi(t, mk.is_log)
+        s, ts = _phi(t, mk.is_log, mu)
         self.s = np.where(comp, s, 0.0)
         self.ts = np.where(comp, ts, 0.0)
         self.excess = (_column_sums(self.s, mk) - 1.0)[columns]
-        self.norm = float(np.max(np.abs(self.excess), initial=0.0))
+        self.norm = float(np.linalg.norm(self.excess))  # 2-norm: Newton descends on it
 
 
 def _jacobian(st: _State, mk: _Market, columns: BoolArray) -> FloatArray:
@@ -124,6 +131,30 @@ def _jacobian(st: _State, mk: _Market, columns: BoolArray) -> FloatArray:
     return out
 
 
+def _newton_move(st: _State, mk: _Market, columns: BoolArray, log_w: FloatArray, comp: BoolArray,
+                 rows: BoolArray, mu: float) -> _State | None:
+    """One Newton step in log p, halved until ||z|| falls; else a tatonnement step
+    (log p += z: raise the price of over-demanded columns); None if neither helps."""
+    jac = _jacobian(st, mk, columns)
+    try:
+        delta = np.linalg.solve(jac, -st.excess)
+    except np.linalg.LinAlgError:
+        delta = np.linalg.lstsq(jac, -st.excess, rcond=None)[0]
+    largest = float(np.max(np.abs(delta), initial=0.0))
+    scale = min(1.0, 5.0 / largest) if largest > 0 else 1.0
+    for _ in range(30):
+        step = np.zeros_like(st.log_price)
+        step[columns] = scale * delta
+        trial = _State(st.log_price + step, log_w, mk, comp, rows, columns, mu)
+        if trial.norm < st.norm * (1.0 - 1e-4 * scale):
+            return trial
+        scale *= 0.5
+    step = np.zeros_like(st.log_price)
+    step[columns] = np.clip(st.excess, -1.0, 1.0)
+    trial = _State(st.log_price + step, log_w, mk, comp, rows, columns, mu)
+    return trial if trial.norm < st.norm else None
+
+
 def price_equilibrium(mk: _Market, start: FloatArray, max_iterations: int) -> tuple[FloatArray, int]:
     """Sub-budgets b_ij = p_j s_ij at alpha = 1 from Newton in log p, and iterations used.
 
@@ -136,35 +167,19 @@ def price_equilibrium(mk: _Market, start: FloatArray, max_iterations: int) -> tu
     columns = _column_sums(comp.astype(np.float64), mk) >= 2
     log_w = np.log(np.where(comp, mk.weights, 1.0))
     totals = _column_sums(np.where(comp, start, 0.0), mk)
-    st = _State(np.log(np.where(columns & (totals > 0), totals, 1.0)), log_w, mk, comp, rows, columns)
+    log_price = np.log(np.where(columns & (totals > 0), totals, 1.0))
+    smoothing = _SMOOTHING if (~mk.is_log).any() else (0.0,)
     iterations = 0
-    while iterations < max_iterations:
-        iterations += 1
-        if st.norm < _SOLVED:
-            break
-        jac = _jacobian(st, mk, columns)
-        try:
-            delta = np.linalg.solve(jac, -st.excess)
-        except np.linalg.LinAlgError:
-            delta = np.linalg.lstsq(jac, -st.excess, rcond=None)[0]
-        largest = float(np.max(np.abs(delta), initial=0.0))
-        scale = min(1.0, 5.0 / largest) if largest > 0 else 1.0
-        moved = False
-        for _ in range(30):
-            step = np.zeros_like(st.log_price)
-            step[columns] = scale * delta
-            trial = _State(st.log_price + step, log_w, mk, comp, rows, columns)
-            if trial.norm < st.norm * (1.0 - 1e-4 * scale):
-                st, moved = trial, True
+    for mu in smoothing:  # a homotopy: each stage starts from the last one's prices
+        st = _State(log_price, log_w, mk, comp, rows, columns, mu)
+        last = mu == smoothing[-1]
+        while iterations < max_iterations and st.norm >= (_SOLVED if last else mu):
+            iterations += 1
+            moved = _newton_move(st, mk, columns, log_w, comp, rows, mu)
+            if moved is None:
                 break
-            scale *= 0.5
-        if not moved:  # tatonnement: raise the price of over-demanded columns
-            step = np.zeros_like(st.log_price)
-            step[columns] = np.clip(st.excess, -1.0, 1.0)
-            trial = _State(st.log_price + step, log_w, mk, comp, rows, columns)
-            if not trial.norm < st.norm:
-                break
-            st = trial
+            st = moved
+        log_price = st.log_price
     b = np.where(comp, st.p * st.s, 0.0)
     total = b.sum(axis=1, keepdims=True)
     b = np.where(rows[:, None], b / np.where(total > 0, total, 1.0) * mk.budgets[:, None], start)
