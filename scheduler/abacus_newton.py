@@ -19,10 +19,12 @@ same system) and one multiplier lambda_i per job; the equations are
 
 with x_ij Algorithm 2's ``(du/ds) s (1 - s)``. dg_ij / dy_kj =
 c_ij alpha (delta_ik - s_kj) - delta_ik, with c_ij = 1 - s_ij / (1 - s_ij)
-(linear) or -s_ij / (1 - s_ij) (log). Corners exist only for linear utilities at
-alpha = 1, where du/db_ij at b_ij = 0 is finite, w_ij alpha / P_j (P_j the
-rivals' power): an entry leaves the support when its bid falls below
-NEGLIGIBLE b_i and comes back when w_ij / P_j exceeds exp(lambda_i). Steps are
+(linear) or -s_ij / (1 - s_ij) (log). Corners (b_ij = 0 while du/db_ij at 0 is
+finite) exist only for linear utilities at alpha = 1; there x_ij is replaced by
+x_ij + mu_i, the KKT condition of the job's utility plus a barrier
+mu_i sum_j log b_ij (an interior-point method), and mu is driven from 1e-2 to
+1e-16 of the job's mean marginal, each stage starting from the last: a corner
+ends at b_ij ~ mu b_i, below the money resolution, and is set to 0+. Steps are
 Newton's, halved until the residual's norm falls (a backtracking line search).
 """
 
@@ -46,17 +48,18 @@ GroupSumFn = Callable[[FloatArray, NDArray[np.intp], int], FloatArray]
 
 MAX_UNKNOWNS = 1200  # dense Jacobian: (unknowns)^2 floats; larger markets keep the rounds
 _MAX_LOG_STEP = 8.0  # largest move of one log b_ij in a Newton step
-_LOG_FLOOR = float(np.log(NEGLIGIBLE))
-_REENTRY = 1e-9  # a corner re-enters when its log marginal beats lambda_i by this
+_START_FLOOR = 1e-12  # a start below this fraction of the budget starts here
+# barrier weights (relative to a job's mean marginal), stage by stage: linear, alpha = 1
+_BARRIERS = (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-14, 1e-16)
 _SOLVED = 1e-12  # ||F|| (differences of log marginals) at which the support is solved
 
 
 def _residual(y: FloatArray, lam: FloatArray, support: BoolArray, mk: _Market,
-              shares_and_rest: SharesFn) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(F over the support, F of the budget rows, shares, rest) at y."""
+              shares_and_rest: SharesFn, barrier: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(F over the support, F of the budget rows, shares, rest) at y; ``barrier`` (n,) mu_i."""
     b = np.where(support, np.exp(y) * mk.budgets[:, None], 0.0)
     shares, rest = shares_and_rest(b, mk)
-    x = _marginal_x(shares, rest, mk)
+    x = _marginal_x(shares, rest, mk) + barrier[:, None]
     g = np.log(np.where(support, np.maximum(x, _TINY), 1.0)) - np.log(np.where(support, b, 1.0))
     f_entries = np.where(support, g - lam[:, None], 0.0)
     row_total = np.sum(np.where(support, np.exp(np.where(support, y, 0.0)), 0.0), axis=1)
@@ -73,7 +76,7 @@ def _marginal_x(shares: FloatArray, rest: FloatArray, mk: _Market) -> FloatArray
 
 
 def _jacobian(support: BoolArray, shares: FloatArray, rest: FloatArray, mk: _Market,
-              y: FloatArray) -> FloatArray:
+              y: FloatArray, barrier: FloatArray) -> FloatArray:
     """Dense Jacobian of (entries on the support, budget rows) in (y on the support, lambda)."""
     rows_i, cols_j = np.nonzero(support)
     k = rows_i.shape[0]
@@ -84,6 +87,9 @@ def _jacobian(support: BoolArray, shares: FloatArray, rest: FloatArray, mk: _Mar
     jac = np.zeros((k + n_rows, k + n_rows))
     ratio = shares / np.maximum(rest, _TINY)
     c = np.where(mk.is_log[:, None], -ratio, 1.0 - ratio)
+    if barrier.any():  # d log(x + mu) = x / (x + mu) d log x
+        x = _marginal_x(shares, rest, mk)
+        c = c * x / np.maximum(x + barrier[:, None], _TINY)
     group = mk.group_index
     for a in range(k):
         i, j = rows_i[a], cols_j[a]
@@ -112,53 +118,52 @@ def joint_newton(mk: _Market, start: FloatArray, shares_and_rest: SharesFn, grou
     """
     budgets = mk.budgets
     corners_possible = (~mk.is_log[:, None]) & (mk.alpha >= 1.0)
-    # every contested entry is interior unless a corner is possible (linear, alpha = 1)
-    support = mk.contested & ((start > NEGLIGIBLE * budgets[:, None]) | ~corners_possible)
+    support = mk.contested.copy()
     # a job with no contested entry keeps the start (the rounds' fallback split)
     fixed_rows: BoolArray = ~np.any(support, axis=1)
     fixed = np.where(fixed_rows[:, None], start, 0.0)
     frac = start / np.where(budgets > 0, budgets, 1.0)[:, None]
-    y = np.where(support, np.log(np.maximum(np.where(support, frac, 1.0), NEGLIGIBLE)), 0.0)
-    lam = np.zeros(budgets.shape[0])
-    iterations = 0
-
-    def assemble(y_: FloatArray, support_: BoolArray) -> FloatArray:
-        b = np.where(support_, np.exp(np.where(support_, y_, 0.0)) * budgets[:, None], 0.0)
-        b = np.where(fixed_rows[:, None], fixed, b)
-        return np.where(mk.contested & ~fixed_rows[:, None], np.maximum(b, _TINY), b)
-
-    f_e, f_r, shares, rest = _residual(y, lam, support, mk, shares_and_rest)
-    # lambda_i: the budget-weighted mean of g over the support (a least-squares start)
-    g = f_e + lam[:, None]
+    y = np.where(support, np.log(np.maximum(np.where(support, frac, 1.0), _START_FLOOR)), 0.0)
+    has: BoolArray = np.any(support, axis=1)
+    zero = np.zeros(budgets.shape[0])
+    f_e, _, shares, rest = _residual(y, zero, support, mk, shares_and_rest, zero)
     wts = np.where(support, np.exp(np.where(support, y, -np.inf)), 0.0)
-    lam = np.where(support.any(axis=1), np.sum(wts * g, axis=1) / np.maximum(wts.sum(axis=1), _TINY), 0.0)
-    while iterations < max_iterations:
-        iterations += 1
-        f_e, f_r, shares, rest = _residual(y, lam, support, mk, shares_and_rest)
-        has = support.any(axis=1)
-        vector = np.concatenate([f_e[support], f_r[has]])
-        norm = float(np.linalg.norm(vector))
-        if norm < _SOLVED:
-            # solved on this support: re-admit corners that KKT says should bid
-            if not corners_possible.any():
+    lam = np.where(has, np.sum(wts * f_e, axis=1) / np.maximum(wts.sum(axis=1), _TINY), 0.0)
+    iterations = 0
+    stages = _BARRIERS if corners_possible.any() else (0.0,)
+    for mu in stages:
+        # mu_i in units of x: relative to the job's mean marginal, so corners sit at ~mu b_i
+        x = _marginal_x(shares, rest, mk)
+        scale = np.sum(np.where(support, x, 0.0), axis=1) / np.maximum(support.sum(axis=1), 1)
+        barrier = np.where(has & corners_possible.any(axis=1), mu * scale, 0.0)
+        target = _SOLVED if mu == stages[-1] else 1e-3 * mu
+        while iterations < max_iterations:
+            iterations += 1
+            f_e, f_r, shares, rest = _residual(y, lam, support, mk, shares_and_rest, barrier)
+            vector = np.concatenate([f_e[support], f_r[has]])
+            norm = float(np.linalg.norm(vector))
+            if norm < target:
                 break
-            support, y, added = _readmit(support, y, lam, mk, corners_possible, assemble, group_sum)
-            if not added:
+            moved = _newton_step(y, lam, support, vector, norm, shares, rest, mk, shares_and_rest, barrier)
+            if moved is None:
                 break
-            continue
-        y, lam = _newton_step(y, lam, support, vector, norm, shares, rest, mk, shares_and_rest)
-        if corners_possible.any():
-            support = _drop_corners(support, y, corners_possible)
-    b = assemble(y, support)
-    return b, iterations
+            y, lam = moved
+    b = np.where(support, np.exp(np.where(support, y, 0.0)) * budgets[:, None], 0.0)
+    b = np.where(fixed_rows[:, None], fixed, b)
+    # a corner's bid ~mu b_i is below the money resolution: bid 0+ there
+    b = np.where(corners_possible & support & (b < NEGLIGIBLE * budgets[:, None]), 0.0, b)
+    total = b.sum(axis=1, keepdims=True)
+    b = np.where(has[:, None], b / np.where(total > 0, total, 1.0) * budgets[:, None], b)
+    out: FloatArray = np.where(mk.contested & ~fixed_rows[:, None], np.maximum(b, _TINY), b)
+    return out, iterations
 
 
 def _newton_step(y: FloatArray, lam: FloatArray, support: BoolArray, vector: FloatArray, norm: float,
                  shares: FloatArray, rest: FloatArray, mk: _Market,
-                 shares_and_rest: SharesFn) -> tuple[FloatArray, FloatArray]:
+                 shares_and_rest: SharesFn, barrier: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """One Newton step on the support, halved until ||F|| falls (at most 40 halvings)."""
     has = support.any(axis=1)
-    jac = _jacobian(support, shares, rest, mk, y)
+    jac = _jacobian(support, shares, rest, mk, y, barrier)
     try:
         delta = np.linalg.solve(jac, -vector)
     except np.linalg.LinAlgError:
@@ -172,43 +177,9 @@ def _newton_step(y: FloatArray, lam: FloatArray, support: BoolArray, vector: Flo
     t = min(1.0, _MAX_LOG_STEP / largest) if largest > 0 else 1.0
     for _ in range(40):
         y_try, lam_try = y + t * dy, lam + t * dlam
-        fe_try, fr_try, _, _ = _residual(y_try, lam_try, support, mk, shares_and_rest)
+        fe_try, fr_try, _, _ = _residual(y_try, lam_try, support, mk, shares_and_rest, barrier)
         trial = float(np.linalg.norm(np.concatenate([fe_try[support], fr_try[has]])))
         if np.isfinite(trial) and trial < norm * (1.0 - 1e-4 * t):
             return y_try, lam_try
         t *= 0.5
-    return y, lam  # no descent: the caller's iteration cap ends it
-
-
-def _drop_corners(support: BoolArray, y: FloatArray, corners_possible: BoolArray) -> BoolArray:
-    """Linear, alpha = 1: a bid below NEGLIGIBLE b_i leaves the support (b_ij = 0),
-    except a job's last entry (its budget has to go somewhere)."""
-    drop = support & corners_possible & (y < _LOG_FLOOR)
-    keep_one = drop.all(axis=1, where=support) & support.any(axis=1)
-    if keep_one.any():
-        best = np.argmax(np.where(support, y, -np.inf), axis=1)
-        drop[keep_one, best[keep_one]] = False
-    out: BoolArray = support & ~drop
-    return out
-
-
-def _readmit(support: BoolArray, y: FloatArray, lam: FloatArray, mk: _Market,
-             corners_possible: BoolArray, assemble: Callable[[FloatArray, BoolArray], FloatArray],
-             group_sum: GroupSumFn) -> tuple[BoolArray, FloatArray, bool]:
-    """Linear, alpha = 1, solved on the support: re-admit each contested corner whose
-    marginal at 0, w_ij / P_j (P_j the rivals' money), beats exp(lambda_i)
-    (complementary slackness fails there), starting at 1e-6 of the budget."""
-    b = assemble(y, support)
-    power = np.where(mk.active, b, 0.0)
-    total = group_sum(power, mk.group_index, mk.n_groups)
-    if mk.rival_power is not None:
-        total = total + mk.rival_power
-    rivals = np.maximum(total - np.where(support, power, 0.0), _TINY)
-    with np.errstate(divide="ignore"):
-        g0 = np.log(np.where(mk.weights > 0, mk.weights, _TINY)) - np.log(rivals)
-    enter = mk.contested & corners_possible & ~support & support.any(axis=1, keepdims=True) \
-        & (g0 > lam[:, None] + _REENTRY)
-    if not enter.any():
-        return support, y, False
-    return support | enter, np.where(enter, np.log(1e-6), y), True
-
+    return None  # no descent

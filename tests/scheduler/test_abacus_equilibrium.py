@@ -138,7 +138,7 @@ def test_the_issue_instances_converge_to_a_nash_equilibrium(n: int) -> None:
         assert largest_gain(result.sub_budgets, budgets, weights, "linear", 1.0) < 1e-6, seed
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(2, 8), m=st.integers(2, 4), seed=st.integers(0, 2**32 - 1),
        kind=st.sampled_from(["linear", "log"]), alpha=st.sampled_from([0.5, 0.9, 1.0]),
        decades=st.integers(1, 8))
