@@ -46,7 +46,7 @@ BoolArray = NDArray[np.bool_]
 SharesFn = Callable[[FloatArray, "_Market"], tuple[FloatArray, FloatArray]]
 GroupSumFn = Callable[[FloatArray, NDArray[np.intp], int], FloatArray]
 
-MAX_UNKNOWNS = 1200  # dense Jacobian: (unknowns)^2 floats; larger markets keep the rounds
+MAX_UNKNOWNS = 150  # dense Jacobian and solve per iteration; larger markets keep the rounds
 _MAX_LOG_STEP = 8.0  # largest move of one log b_ij in a Newton step
 _START_FLOOR = 1e-12  # a start below this fraction of the budget starts here
 # barrier weights (relative to a job's mean marginal), stage by stage: linear, alpha = 1
@@ -90,18 +90,15 @@ def _jacobian(support: BoolArray, shares: FloatArray, rest: FloatArray, mk: _Mar
     if barrier.any():  # d log(x + mu) = x / (x + mu) d log x
         x = _marginal_x(shares, rest, mk)
         c = c * x / np.maximum(x + barrier[:, None], _TINY)
-    group = mk.group_index
-    for a in range(k):
-        i, j = rows_i[a], cols_j[a]
-        same = np.nonzero((cols_j == j) & (group[rows_i] == group[i]))[0]  # bids on the same (group, j)
-        jac[a, same] = -c[i, j] * mk.alpha * shares[rows_i[same], j]
-        jac[a, a] += c[i, j] * mk.alpha - 1.0
-        jac[a, lam_index[i]] = -1.0
+    group = mk.group_index[rows_i]
+    same = (cols_j[:, None] == cols_j[None, :]) & (group[:, None] == group[None, :])  # bids on one (group, j)
+    coef = c[rows_i, cols_j] * mk.alpha
+    jac[:k, :k] = np.where(same, -coef[:, None] * shares[rows_i, cols_j][None, :], 0.0)
+    jac[np.arange(k), np.arange(k)] += coef - 1.0
+    jac[np.arange(k), lam_index[rows_i]] = -1.0
     weights = np.where(support, np.exp(np.where(support, y, -np.inf)), 0.0)
     row_total = weights.sum(axis=1)
-    for a in range(k):
-        i = rows_i[a]
-        jac[lam_index[i], a] = weights[i, cols_j[a]] / row_total[i]
+    jac[lam_index[rows_i], np.arange(k)] = weights[rows_i, cols_j] / row_total[rows_i]
     return jac
 
 
