@@ -93,7 +93,8 @@ def test_fig10_abacus_within_five_percent_of_fifo_when_overloaded() -> None:
 
 def test_fig11_fit_recovers_a_map_heavy_ratio() -> None:
     """Sec. 7.1.4: fits of user 3's utility from its jobs' (average shares, 1 / response time)
-    land around the true map:reduce ratio 6 (the paper: usually 5 to 9)."""
-    r = experiments.run("abacus_fig11", {"ratios": [1, 6, 16], "seeds": [0], "ks": [30], "draws": 10, "k_scatter": 30})
-    [row] = r["tables"][0]["rows"]
-    assert 3.0 <= row[1] <= 12.0  # median fitted ratio
+    land around the true map:reduce ratio 6 (the paper: usually 5 to 9). The experiment's
+    default jobs (5 reported ratios x 2 seeds); one seed alone is too few for k = 20."""
+    r = experiments.run("abacus_fig11", {"ks": [20, 40], "draws": 20, "k_scatter": 20})
+    for row in r["tables"][0]["rows"]:
+        assert row[1] is not None and 3.0 <= row[1] <= 12.0, row  # median fitted ratio
