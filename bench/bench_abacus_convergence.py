@@ -4,8 +4,11 @@ Paper 000's set-up (Sec. 7.1.1: 32 users, 4 resource types, budgets U[50, 200],
 weights U[0.5, 2]), default tol 1e-6 and cap 1000 rounds, seeds 0..seeds-1; then
 a harder mix: budgets log-uniform on [1e-2, 1e6] in one market with 30 % zero
 weights, for n = 2, 8, 32, 200. Prints converged runs, median and largest rounds.
+``--hard``: only the issue's hard case, linear at alpha = 1 on that mix, for
+n = 2, 3, 4, 5, 6, 8 and seeds 0..seeds-1 (100 per n: 600 markets).
 
     .venv/bin/python bench/bench_abacus_convergence.py
+    .venv/bin/python bench/bench_abacus_convergence.py --hard --seeds 100
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ def _mixed(seed: int, n: int, m: int = 4) -> tuple[np.ndarray, np.ndarray]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--hard", action="store_true", help="linear, alpha 1, 2-8 jobs on the 1e-2..1e6 mix only")
     args = parser.parse_args(argv)
+    if args.hard:
+        print(f"{'n':>3} {'converged':>9} {'median':>6} {'max':>5}")
+        for n in (2, 3, 4, 5, 6, 8):
+            results = [auction(*_mixed(seed, n), utility="linear", alpha=1.0) for seed in range(args.seeds)]
+            rounds = [r.rounds for r in results]
+            ok = sum(r.converged for r in results)
+            print(f"{n:>3} {ok:>4}/{args.seeds:<4} {statistics.median(rounds):>6} {max(rounds):>5}")
+        return 0
     print(f"{'set-up':>14} {'utility':>7} {'alpha':>5}  {'converged':>9} {'median':>6} {'max':>5}")
     setups = [("paper n=32", lambda s: _paper(s))] + [(f"mixed n={n}", lambda s, n=n: _mixed(s, n)) for n in (2, 8, 32, 200)]
     for label, make in setups:

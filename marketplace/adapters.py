@@ -154,7 +154,7 @@ def plan_of(data: bytes | memoryview) -> Plan:
 
 def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
     """Replay a live market's jobs through the offline runner (``simulator.runner.run``):
-    the same bids (budget, per-type weights, utility), submit times, leaf queues,
+    the same bids (budget, per-type weights, utility, SLO), submit times, leaf queues,
     capacities, stage names and parameters, and the live engine's dispatcher seed
     (``market.pk``). Job ids are the live primary keys, so the two runs can be
     compared job by job (the live and offline loops are the same engine).
@@ -172,7 +172,8 @@ def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
         fairshare=market.fairshare_policy, dispatch=market.dispatch_mode, t_wait=market.t_wait,
         history=market.fairshare_history, history_length=market.fairshare_history_length,
         budget=lambda j: by_id[j.job_id][1].budget, weights=lambda j: by_id[j.job_id][1].weights,
-        utility=lambda j: by_id[j.job_id][1].utility, sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, seed=market.pk,
+        utility=lambda j: by_id[j.job_id][1].utility, min_utility=lambda j: by_id[j.job_id][1].min_utility,
+        sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, seed=market.pk,
     )
     leaves = {str(k): k for k in range(len(tree_map.leaf_queue_ids))}
     return run(jobs, tree=tree_map.tree, leaf_of_user=leaves, capacity=[t.capacity for t in types], params=params)

@@ -205,7 +205,8 @@ class AbacusSloPolicy(AbacusPolicy):
             min_utility=slo, groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
         )
         result = AuctionResult(pool.shares, pool.sub_budgets, pool.rounds, pool.converged)
-        kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand & pool.in_pool[:, None])
+        kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand & pool.in_pool[:, None],
+                           snapshot.group)
         ids = np.array(snapshot.job_ids, dtype=np.int64, copy=True)
         return Plan(
             job_ids=ids, shares=pool.shares, sub_budgets=pool.sub_budgets, payments=budget_payments(snapshot),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 if TYPE_CHECKING:
     from scheduler.abacus import _Market
@@ -121,3 +121,27 @@ def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta:
     total = _row_sum(moved)
     # divide first: a row whose money sits in a subnormal entry would overflow budget / total
     return np.where(total > 0, moved / np.where(total > 0, total, 1.0) * budgets[:, None], moved)
+
+
+def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
+    if groups is None:
+        return np.zeros(n, dtype=np.intp), 1 if n else 0
+    arr = np.asarray(groups)
+    if arr.shape != (n,):
+        raise ValueError(f"groups has shape {arr.shape}, expected ({n},)")
+    if n and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"groups must be integers, got dtype {arr.dtype}")
+    labels, index = np.unique(arr, return_inverse=True)
+    return index.astype(np.intp).reshape(n), int(labels.shape[0])
+
+
+def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int) -> FloatArray:
+    """Sum (n, m) values over each group, broadcast back to (n, m) (a read-only view
+    for a single group: one column sum instead of a gather)."""
+    if n_groups == 1:
+        return np.broadcast_to(values.sum(axis=0, keepdims=True), values.shape)
+    m = values.shape[1]
+    totals = np.empty((n_groups, m), dtype=np.float64)
+    for j in range(m):
+        totals[:, j] = np.bincount(market_index, weights=values[:, j], minlength=n_groups)
+    return totals[market_index]

@@ -28,6 +28,7 @@ from simulator.workload import TraceJob
 BudgetFn = Callable[[TraceJob], float]
 WeightsFn = Callable[[TraceJob], Sequence[float]]
 UtilityFn = Callable[[TraceJob], str]
+MinUtilityFn = Callable[[TraceJob], float | None]
 ProgressFn = Callable[[float, int, int], None]
 
 
@@ -41,6 +42,8 @@ class MarketParams:
         mechanism: within-queue mechanism, a name in
             ``scheduler.registry.MECHANISMS``.
         utility: "linear" or "log" for every job, or job -> kind.
+        min_utility: job -> its SLO (paper 000, Sec. 6: the minimum utility; None
+            for a job without one); None: no job has an SLO.
         budget: job -> budget (> 0); None draws U[50, 200] per job.
         weights: job -> (m,) utility weights (>= 0); None draws U[0.5, 2]
             per type. The defaults are paper 000's auction-efficiency set-up
@@ -58,6 +61,7 @@ class MarketParams:
     max_rounds: int = 1000
     mechanism: str = "abacus"
     utility: str | UtilityFn = "log"
+    min_utility: MinUtilityFn | None = None
     budget: BudgetFn | None = None
     weights: WeightsFn | None = None
     fairshare: str = "hltrf"
@@ -162,7 +166,8 @@ def draw_bid(job: TraceJob, params: MarketParams, m: int) -> Bid:
     if len(weights) != m:
         raise ValueError(f"job {job.job_id}: weights must have {m} entries")
     utility = params.utility if isinstance(params.utility, str) else params.utility(job)
-    return Bid(budget, weights, utility)
+    slo = params.min_utility(job) if params.min_utility else None
+    return Bid(budget, weights, utility, None if slo is None else float(slo))
 
 
 @dataclass

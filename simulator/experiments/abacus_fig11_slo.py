@@ -19,7 +19,16 @@ import numpy as np
 
 from scheduler.utility_fit import fit_weights
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
-from simulator.experiments._abacus_table1 import CAPACITY, MAP_TASKS, REDUCE_TASKS, TABLE1, Job, simulate, table1_jobs
+from simulator.experiments._abacus_table1 import (
+    CAPACITY,
+    MAP_TASKS,
+    REDUCE_TASKS,
+    STAGED,
+    TABLE1,
+    Job,
+    simulate,
+    table1_jobs,
+)
 from simulator.market import Bid
 
 SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS} map + {REDUCE_TASKS} reduce tasks per "
@@ -29,7 +38,8 @@ SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS}
 # --- Fig. 11: utility learning
 
 
-def _user3_jobs(ratios: list[float], seeds: list[int], progress: Progress) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _user3_jobs(ratios: list[float], seeds: list[int], progress: Progress,
+                staged: bool = STAGED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(served shares (k, 2), life-average shares (k, 2), 1 / response time (k,)) of user 3's jobs over the runs."""
     served, life, utilities = [], [], []
     total = max(len(ratios) * len(seeds), 1)
@@ -41,7 +51,7 @@ def _user3_jobs(ratios: list[float], seeds: list[int], progress: Progress) -> tu
                 weights = (ratio, 1.0) if j.user == 2 else TABLE1[j.user].true_weights
                 return Bid(TABLE1[j.user].budget, weights, "linear")
 
-            for o in simulate(table1_jobs(TABLE1, seed=seed), bid, seed=seed):
+            for o in simulate(table1_jobs(TABLE1, seed=seed), bid, seed=seed, staged=staged):
                 if o.job.user == 2:
                     served.append(o.served_shares)
                     life.append(o.average_shares)
@@ -73,7 +83,8 @@ def _ratio(w: np.ndarray) -> np.ndarray:
 
 
 def run_fig11(params: Params, progress: Progress) -> Result:
-    served, life, utilities = _user3_jobs([float(r) for r in params["ratios"]], [int(s) for s in params["seeds"]], progress)
+    served, life, utilities = _user3_jobs([float(r) for r in params["ratios"]], [int(s) for s in params["seeds"]], progress,
+                                          bool(params.get("staged", STAGED)))
     ks = [int(k) for k in params["ks"] if int(k) <= len(utilities)]
     draws = int(params["draws"])
     true_ratio = TABLE1[2].map_s / TABLE1[2].reduce_s
@@ -130,14 +141,16 @@ def run_fig11(params: Params, progress: Progress) -> Result:
 register(Experiment(
     name="abacus_fig11", title="Abacus Fig. 11: utility learning from user 3's jobs", source="paper 000, Sec. 7.1.4, Fig. 11",
     run=run_fig11,
-    defaults={"ratios": [0.25, 1, 4, 6, 16], "seeds": [0, 1], "ks": [3, 5, 10, 20, 40], "draws": 20, "k_scatter": 5, "seed": 0},
+    defaults={"ratios": [0.25, 1, 4, 6, 16], "seeds": [0, 1], "ks": [3, 5, 10, 20, 40], "draws": 20, "k_scatter": 5, "seed": 0,
+              "staged": False},
     description=("Measured utility = 1 / response time; regressors = each job's average share of map and of reduce slots "
                  "over the time it was served on that type (the engine's share of a type drops to 0 once the job has no "
                  "work left there, which would make the life averages of map and reduce both ~1 / response time and the "
                  "fit degenerate; the life-average fit is reported beside). Non-negative least squares (Eq. 2) on k random "
                  "jobs, repeated. " + SETUP + "."),
     help={"ratios": "map:reduce ratios user 3 reports while its jobs are recorded", "seeds": "workload seeds",
-          "ks": "jobs per fit", "draws": "fits per k", "k_scatter": "k shown in the scatter", "seed": "seed of the draws"},
+          "ks": "jobs per fit", "draws": "fits per k", "k_scatter": "k shown in the scatter", "seed": "seed of the draws",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))
 
 
@@ -166,7 +179,8 @@ def run_slo(params: Params, progress: Progress) -> Result:
             for mech in mechanisms:
                 progress(step / total, f"load x{load:g}, seed {seed}, {mech}")
                 step += 1
-                out = simulate(jobs, bid, alpha=float(params["alpha"]), mechanism=mech, seed=seed)
+                out = simulate(jobs, bid, alpha=float(params["alpha"]), mechanism=mech, seed=seed,
+                               staged=bool(params.get("staged", STAGED)))
                 ok = sum(1 for o in out if not math.isnan(o.achieved) and o.achieved >= float(slo[o.job.job_id]) - 1e-9)
                 per[mech].append((ok, len(jobs), sum(TABLE1[o.job.user].budget for o in out if o.paid)))
         for mech in mechanisms:
@@ -205,10 +219,11 @@ def run_slo(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_slo_pool", title="Abacus SLO jobs: the prolific pool as load grows", source="paper 000, Sec. 6 (and 7.2.3)",
-    run=run_slo, defaults={"loads": [0.5, 1, 1.5, 2], "seeds": [0, 1], "slo_range": [0.1, 0.3], "alpha": 0.5},
+    run=run_slo, defaults={"loads": [0.5, 1, 1.5, 2], "seeds": [0, 1], "slo_range": [0.1, 0.3], "alpha": 0.5, "staged": False},
     description=("Every job bids $200 with its user's true utility normalised to weights summing to 1 (so its utility is "
                  "a weighted average share, in [0, 1]) and an SLO drawn uniformly from slo_range; it pays only if the "
                  "utility of its average shares reaches the SLO. " + SETUP + "."),
     help={"loads": "multiples of the Table 1 arrival rates", "seeds": "workload seeds",
-          "slo_range": "[low, high] of the uniform SLO draw", "alpha": "auction exponent"},
+          "slo_range": "[low, high] of the uniform SLO draw", "alpha": "auction exponent",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))

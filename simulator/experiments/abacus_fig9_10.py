@@ -19,6 +19,7 @@ from simulator.experiments._abacus_table1 import (
     CAPACITY,
     MAP_TASKS,
     REDUCE_TASKS,
+    STAGED,
     TABLE1,
     Job,
     User,
@@ -32,6 +33,16 @@ from simulator.market import Bid
 
 SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS} map + {REDUCE_TASKS} reduce tasks per "
          f"job, {CAPACITY[0]} map + {CAPACITY[1]} reduce slots, one queue, stride dispatch")
+
+
+def _staged(params: Params) -> bool:
+    """The ``staged`` parameter: reduces only after all maps (the paper: independent types)."""
+    return bool(params.get("staged", STAGED))
+
+
+def _model(params: Params) -> str:
+    return ("map -> reduce staged (reduces after all maps)" if _staged(params)
+            else "map and reduce as independent resource types (paper Sec. 7.1)")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -68,7 +79,7 @@ def run_fig9a(params: Params, progress: Progress) -> Result:
     def one(budget: float, seed: int) -> list[float]:
         jobs = table1_jobs(TABLE1, seed=seed)
         bid = lambda j: Bid(budget if j.user == 2 else TABLE1[j.user].budget, TABLE1[j.user].true_weights, "linear")  # noqa: E731
-        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed), 3)
+        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed, staged=_staged(params)), 3)
 
     runs = _sweep(budgets, seeds, progress, "user 3 budget $", one)
     eff = [[_mean([r[k] for r in row]) * 1000.0 for k in range(3)] for row in runs]  # 1/ks
@@ -86,7 +97,7 @@ def run_fig9a(params: Params, progress: Progress) -> Result:
                            x_title="user 3's budget ($)", y_title="job efficiency (1 / 1000 simulated s)")],
         "tables": [
             table("Mean job efficiency per user (1 / 1000 simulated s)", ["user 3 budget ($)", "user 1", "user 2", "user 3"], rows,
-                  note=SETUP),
+                  note=SETUP + "; " + _model(params)),
             table("Beside the paper (Sec. 7.1.2)", ["claim", "paper", "ours"], [
                 ["user 3's efficiency rises with its budget", "yes", "yes" if rising else "no"],
                 ["with diminishing returns (gain per $ falls)", "yes",
@@ -104,10 +115,11 @@ def run_fig9a(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig9a", title="Abacus Fig. 9a: job efficiency against user 3's budget", source="paper 000, Sec. 7.1.2, Fig. 9a",
-    run=run_fig9a, defaults={"budgets": [50, 100, 200, 400, 800], "seeds": [0, 1, 2], "alpha": 0.5},
+    run=run_fig9a, defaults={"budgets": [50, 100, 200, 400, 800], "seeds": [0, 1, 2], "alpha": 0.5, "staged": False},
     description=("Users 1 and 2 bid $200 with their true utilities; user 3's budget varies. Job efficiency = 1 / response "
                  "time, averaged over each user's jobs and the seeds. " + SETUP + "."),
-    help={"budgets": "user 3's budgets ($)", "seeds": "workload seeds (one run each)", "alpha": "auction exponent in [0, 1]"},
+    help={"budgets": "user 3's budgets ($)", "seeds": "workload seeds (one run each)", "alpha": "auction exponent in [0, 1]",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))
 
 
@@ -126,7 +138,7 @@ def run_fig9b(params: Params, progress: Progress) -> Result:
             weights = (ratio, 1.0) if user == 2 else TABLE1[user].true_weights
             return Bid(TABLE1[user].budget, weights, "linear")
 
-        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed), 3)
+        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed, staged=_staged(params)), 3)
 
     runs = _sweep(ratios, seeds, progress, "user 3 map:reduce", one)
     eff = [[_mean([r[k] for r in row]) * 1000.0 for k in range(3)] for row in runs]
@@ -141,7 +153,8 @@ def run_fig9b(params: Params, progress: Progress) -> Result:
                            x_title="user 3's map:reduce weight ratio (log scale)",
                            y_title="job efficiency (1 / 1000 simulated s)", xaxis={"type": "log"})],
         "tables": [
-            table("Mean job efficiency per user (1 / 1000 simulated s)", ["ratio", "user 1", "user 2", "user 3"], rows, note=SETUP),
+            table("Mean job efficiency per user (1 / 1000 simulated s)", ["ratio", "user 1", "user 2", "user 3"], rows,
+                  note=SETUP + "; " + _model(params)),
             table("Beside the paper (Sec. 7.1.2)", ["quantity", "paper", "ours"], [
                 ["true map:reduce ratio of user 3 (60 s : 10 s)", "about 6", f"{true_ratio:g}"],
                 ["ratio where user 3's efficiency peaks", "4 (of the 5 tested)", f"{best:g}"],
@@ -154,10 +167,11 @@ def run_fig9b(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig9b", title="Abacus Fig. 9b: job efficiency against user 3's weight ratio", source="paper 000, Sec. 7.1.2, Fig. 9b",
-    run=run_fig9b, defaults={"ratios": [0.25, 1, 2, 4, 6, 8, 16], "seeds": [0, 1, 2], "alpha": 0.5},
+    run=run_fig9b, defaults={"ratios": [0.25, 1, 2, 4, 6, 8, 16], "seeds": [0, 1, 2], "alpha": 0.5, "staged": False},
     description=("All users bid $200; users 1 and 2 report their true utilities, user 3 reports u = r x + y for each ratio r. "
                  + SETUP + "."),
-    help={"ratios": "user 3's reported map:reduce weight ratios", "seeds": "workload seeds", "alpha": "auction exponent"},
+    help={"ratios": "user 3's reported map:reduce weight ratios", "seeds": "workload seeds", "alpha": "auction exponent",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))
 
 
@@ -173,8 +187,8 @@ def run_fig9c(params: Params, progress: Progress) -> Result:
     def one(alpha: float, seed: int) -> list[float]:
         jobs = table1_jobs(users, seed=seed)
         bid = lambda j: Bid(users[j.user].budget, users[j.user].true_weights, "linear")  # noqa: E731
-        out = simulate(jobs, bid, alpha=alpha, seed=seed)
-        return [*slowdown_by_user(out, 3), *response_by_user(out, 3)]
+        out = simulate(jobs, bid, alpha=alpha, seed=seed, staged=_staged(params))
+        return [*slowdown_by_user(out, 3, _staged(params)), *response_by_user(out, 3)]
 
     runs = _sweep(alphas, seeds, progress, "alpha", one)
     means = [[_mean([r[k] for r in row]) for k in range(6)] for row in runs]
@@ -192,7 +206,7 @@ def run_fig9c(params: Params, progress: Progress) -> Result:
         "tables": [
             table("Per user: mean slowdown, its spread, and mean response time (simulated s)",
                   ["alpha", "slowdown 1", "slowdown 2", "slowdown 3", "max - min", "time 1 (s)", "time 2 (s)", "time 3 (s)"],
-                  rows, note=SETUP + f"; budgets {budgets}"),
+                  rows, note=SETUP + f"; budgets {budgets}; " + _model(params)),
             table("Beside the paper (Sec. 7.1.2)", ["claim", "paper", "ours"], [
                 ["small alpha: almost identical job times", "yes", f"slowdown spread {spread[0]:.2f} at alpha {alphas[0]:g}"],
                 ["larger alpha spreads the users apart", "yes",
@@ -206,11 +220,12 @@ def run_fig9c(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig9c", title="Abacus Fig. 9c: job times against alpha", source="paper 000, Sec. 7.1.2, Fig. 9c",
-    run=run_fig9c, defaults={"alphas": [0, 0.25, 0.5, 0.75, 1], "seeds": [0, 1, 2], "budgets": [100, 200, 400]},
+    run=run_fig9c, defaults={"alphas": [0, 0.25, 0.5, 0.75, 1], "seeds": [0, 1, 2], "budgets": [100, 200, 400], "staged": False},
     description=("Users bid their true utilities with different budgets (alpha only matters between differing bids). "
                  "The users' jobs differ in size, so their times are compared as slowdowns: response time over the "
                  "job's time alone on the cluster. " + SETUP + "."),
-    help={"alphas": "auction exponents in [0, 1]", "seeds": "workload seeds", "budgets": "budgets of users 1-3 ($)"},
+    help={"alphas": "auction exponents in [0, 1]", "seeds": "workload seeds", "budgets": "budgets of users 1-3 ($)",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))
 
 
@@ -237,7 +252,7 @@ def run_fig10(params: Params, progress: Progress) -> Result:
             jobs = table1_jobs(users, seed=seed, rate_scale=float(params["rate_scale"]))
             bid = lambda j, users=users: Bid(users[j.user].budget, users[j.user].true_weights, "linear")  # noqa: E731
             for name, fifo in (("abacus", False), ("fifo", True)):
-                out = simulate(jobs, bid, alpha=float(params["alpha"]), fifo=fifo, seed=seed)
+                out = simulate(jobs, bid, alpha=float(params["alpha"]), fifo=fifo, seed=seed, staged=_staged(params))
                 spans[name].append(max(o.job.submit + o.response_s for o in out) if out else 0.0)
         ab, ff = float(np.mean(spans["abacus"])), float(np.mean(spans["fifo"]))
         abacus_line.append(finite(ab / 60.0, 2))
@@ -252,7 +267,7 @@ def run_fig10(params: Params, progress: Progress) -> Result:
                            x_title="number of users", y_title="time to finish all jobs (simulated min)")],
         "tables": [
             table("Total completion time (simulated min)", ["users", "Abacus", "FIFO", "Abacus vs FIFO (%)"], rows,
-                  note=SETUP + "; users beyond 3 repeat the Table 1 profiles; the cluster stays the same"),
+                  note=SETUP + "; users beyond 3 repeat the Table 1 profiles; the cluster stays the same; " + _model(params)),
             table("Beside the paper (Sec. 7.1.3)", ["claim", "paper", "ours"], [
                 ["Abacus at most this much slower than FIFO", "5 %", f"{worst:.1f} %"],
                 ["Abacus ahead with few users (< 5)", "in most settings",
@@ -266,9 +281,10 @@ def run_fig10(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig10", title="Abacus Fig. 10: total completion time against FIFO", source="paper 000, Sec. 7.1.3, Fig. 10",
-    run=run_fig10, defaults={"users": [1, 2, 3, 4, 5, 6], "seeds": [0, 1], "alpha": 0.5, "rate_scale": 1.0},
+    run=run_fig10, defaults={"users": [1, 2, 3, 4, 5, 6], "seeds": [0, 1], "alpha": 0.5, "rate_scale": 1.0, "staged": False},
     description=("Time until every job submitted in the 30 minutes has finished, for a growing number of users on the same "
                  "cluster, under Abacus (budgets $200, true utilities) and under FIFO (jobs in arrival order). " + SETUP + "."),
     help={"users": "numbers of users", "seeds": "workload seeds", "alpha": "auction exponent",
-          "rate_scale": "multiplies every arrival rate"},
+          "rate_scale": "multiplies every arrival rate",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))

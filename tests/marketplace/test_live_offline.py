@@ -76,7 +76,8 @@ def _slice(*, start_hour: float, hours: float, seed: int) -> list[TraceJob]:
 # ------------------------------------------------------------------------------- live
 
 
-def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], seed: int, *, deferred: bool = False) -> list[Replayed]:
+def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], seed: int, *, deferred: bool = False,
+                 slo: tuple[float, float] | None = None) -> list[Replayed]:
     """Submit the trace as bids on the market clock, then drain, as ``replay_trace
     --drain`` does (its own ``_advance_to``: one tick to the bid's time, which clears
     each departure on the way, and no tick at all when the clock is already at the
@@ -91,7 +92,7 @@ def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], se
     out = []
     scope = clearings_deferred() if deferred else contextlib.nullcontext()
     with scope:
-        _submit_all(market, jobs, owner, types, rng, t0, out)
+        _submit_all(market, jobs, owner, types, rng, t0, out, slo)
         ids = [r.job.pk for r in out]
         for _ in range(MAX_TICKS):
             if not Job.objects.filter(pk__in=ids, status__in=Job.ACTIVE).exists():
@@ -105,17 +106,24 @@ def _replay_live(market: Market, tenants: list[Tenant], jobs: list[TraceJob], se
 
 
 def _submit_all(market: Market, jobs: list[TraceJob], owner: dict, types: list, rng: np.random.Generator, t0: float,
-                out: list[Replayed]) -> None:
+                out: list[Replayed], slo: tuple[float, float] | None = None) -> None:
+    """``slo``: every linear job asks for a minimum utility of U[lo, hi] times its full-share
+    utility sum_j w_j (paper 000, Sec. 6)."""
     for tj in jobs:
         tenant, utility = owner[tj.user]
         budget = Decimal(f"{rng.uniform(20.0, 120.0):.2f}")
         weights = rng.uniform(0.5, 2.0, size=len(types))
+        on = [j for j in range(len(types)) if tj.tasks[j] > 0]
+        min_utility = None
+        if slo is not None and utility == "linear":
+            min_utility = round(float(rng.uniform(*slo) * weights[on].sum()), 4)
         work = [
             WorkItem(types[j].name, int(tj.tasks[j]), float(tj.task_duration[j]), float(weights[j]))
             for j in range(len(types)) if tj.tasks[j] > 0
         ]
         _advance_to(market.pk, tj.submit_time - t0)
-        job = bid_submit(tenant=tenant, budget=budget, work=work, utility=utility, external_id=str(tj.job_id))
+        job = bid_submit(tenant=tenant, budget=budget, work=work, utility=utility, external_id=str(tj.job_id),
+                         min_utility=min_utility)
         out.append(Replayed(tj, job))
 
 
@@ -237,3 +245,20 @@ def test_live_and_offline_agree_on_arrivals_at_the_same_instant(market, alice, b
     # then both sides agree: the replay does not tick between the two bids (a zero-length tick
     # would hand every free map slot to job 17 before job 19 exists; offline clears both first)
     _assert_same(market, tenants, replayed, result)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_live_and_offline_agree_with_slo_jobs(market, alice, bob):
+    # given the busy minutes, where bob's (linear) jobs carry SLOs of 50-150 % of their full-share utility (above 100 %: never met)
+    tenants = _tenants(market, alice, bob)
+    _prepare(market)
+    jobs = _slice(start_hour=0.3, hours=0.1, seed=3)
+    # when replayed live and offline (the offline replay reads the SLOs back with the bids)
+    replayed = _replay_live(market, tenants, jobs, seed=5, slo=(0.5, 1.5))
+    result = _replay_offline(market, tenants, replayed)
+    # then both sides agree job by job, and the SLO path really ran: some SLO job paid, some did not
+    _assert_same(market, tenants, replayed, result)
+    with_slo = [r.job for r in replayed if r.job.min_utility is not None]
+    assert with_slo
+    assert any(j.charged > 0 for j in with_slo) and any(j.charged == 0 for j in with_slo), [
+        (j.pk, j.min_utility, j.charged) for j in with_slo]

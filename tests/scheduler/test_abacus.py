@@ -222,7 +222,7 @@ def test_converged_point_satisfies_kkt(market: dict[str, Any]) -> None:
     """Lemma 2 with the erratum: at the fixed point, x_ij / b_ij is equal across j."""
     result = auction(**market, tol=1e-7, max_rounds=5000)
     assert result.converged
-    residual = kkt_residual(result, market["weights"], market["utility"], market["demand"])
+    residual = kkt_residual(result, market["weights"], market["utility"], market["demand"], market["groups"])
     assert residual.max() < 1e-5
 
 
