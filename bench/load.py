@@ -189,6 +189,7 @@ async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> No
     base = args.url.rstrip("/")
     think = (args.think_min, args.think_max)
     stats = Stats()
+    cpu0 = time.process_time()
     t0 = time.monotonic()
     stop_at = t0 + args.duration
     tasks = []
@@ -201,6 +202,9 @@ async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> No
     await asyncio.gather(*tasks)
     report(stats, time.monotonic() - t0, f"{args.users} users, {args.mix} mix, think {think[0]}-{think[1]} s, {args.duration:.0f} s "
            f"against {base}")
+    wall = time.monotonic() - t0
+    cpu = time.process_time() - cpu0
+    print(f"load generator: {cpu:.1f} s CPU over {wall:.1f} s ({100 * cpu / wall:.0f}% of one core)")
 
 
 def main() -> None:

@@ -32,8 +32,9 @@ from scheduler.fairshare import twait_guidance
 
 
 def market_default() -> Market:
-    """The market the pages show (the first one)."""
-    return Market.objects.earliest("id")  # raises Market.DoesNotExist before seeding
+    """The market the pages show (the first one), without its stored engine (read only by the
+    services that load the engine; deferred, so such a caller still gets it)."""
+    return Market.objects.defer("engine_state").earliest("id")  # raises Market.DoesNotExist before seeding
 
 
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:

@@ -13,10 +13,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors, selectors_abacus
+from marketplace.api import job_list
 from marketplace.api import serializers as s
+from marketplace.api.conditional import conditional
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.models import FairnessSample, Job, LedgerEntry, MarketSample, PriceSample, Tenant
+from marketplace.models import FairnessSample, Job, LedgerEntry, Market, MarketSample, PriceSample, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.config import market_configure
 
@@ -26,6 +28,15 @@ def _tenant(request: Request) -> Tenant:
     if tenant is None:
         raise PermissionDenied("This account is not a tenant: it cannot hold jobs.")
     return tenant
+
+
+def _market(tenant: Tenant) -> Market:
+    """The tenant's market without its stored engine (one query per request, remembered on the tenant)."""
+    cached = tenant._state.fields_cache.get("market")
+    if cached is None:
+        cached = Market.objects.defer("engine_state").get(pk=tenant.market_id)
+        tenant._state.fields_cache["market"] = cached
+    return cached
 
 
 def _service_errors(exc: DjangoValidationError) -> ValidationError:
@@ -57,15 +68,16 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         ctx = super().get_serializer_context()
         tenant = getattr(self.request.user, "tenant", None)
         if tenant is not None:
-            ctx["shares"] = selectors.current_shares(market=tenant.market)
-            ctx["queue_paths"] = selectors.queue_paths(market=tenant.market)
+            market = _market(tenant)
+            ctx["shares"] = selectors.current_shares(market=market)
+            ctx["queue_paths"] = selectors.queue_paths(market=market)
         return ctx
 
+    @conditional(scope="user")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        ids = [j.pk for j in page]
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=ids), "slo": self._slo(page)}
-        return self.get_paginated_response(s.JobSerializer(page, many=True, context=ctx).data)
+        tenant = _tenant(request)
+        rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
+        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
@@ -76,7 +88,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         slo_jobs = [j for j in jobs if j.min_utility is not None]
         if not slo_jobs:
             return {}
-        return dict(selectors_abacus.slo_status(market=_tenant(self.request).market, jobs=slo_jobs))
+        return dict(selectors_abacus.slo_status(market=_market(_tenant(self.request)), jobs=slo_jobs))
 
     @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -117,6 +129,7 @@ class MarketStateView(APIView):
     parser_classes = (SafeJSONParser,)
 
     @extend_schema(responses=s.MarketStateSerializer)
+    @conditional(scope="market")
     def get(self, request: Request) -> Response:
         return Response(selectors.market_overview(market=selectors.market_default()))
 
@@ -141,6 +154,7 @@ class AllocationView(APIView):
     """The current allocation, for cluster managers (paper 001, Sec. 2.3.2 current_allocation)."""
 
     @extend_schema(responses=s.AllocationSerializer)
+    @conditional(scope="user")
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
         rows = selectors.current_allocation(market=market)
@@ -167,6 +181,7 @@ class FairnessSeriesView(generics.ListAPIView):
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
     @extend_schema(parameters=[_RESOURCE])
+    @conditional(scope="market", depends="samples")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -182,6 +197,7 @@ class MarketSeriesView(generics.ListAPIView):
     serializer_class = s.MarketSampleSerializer
 
     @extend_schema(parameters=[_RESOURCE])
+    @conditional(scope="market", depends="samples")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -197,6 +213,7 @@ class PriceSeriesView(generics.ListAPIView):
     serializer_class = s.PriceSampleSerializer
 
     @extend_schema(parameters=[_RESOURCE])
+    @conditional(scope="market", depends="samples")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
