@@ -40,7 +40,7 @@ for run in ${LOAD_RUNS:-api both}; do
   esac
   $BIN/python bench/cpu_split.py snap "$cpu_file" "${roots[@]}"
   $BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
-    --mix "$run" "${think[@]}"
+    --mix "$run" "${think[@]}" ${LOAD_CONDITIONAL:+--conditional}
   $BIN/python bench/cpu_split.py diff "$cpu_file" "${roots[@]}"
 done
 rm -f "$cpu_file"

@@ -164,8 +164,16 @@ class AllocationView(APIView):
             "state_version": market.state_version,
             "cleared_version": market.cleared_version,
             "snapshot": snap.pk if snap else None,
-            "jobs": s.AllocationEntrySerializer([r.__dict__ for r in rows], many=True).data,
+            "jobs": [allocation_entry(r) for r in rows],  # AllocationEntrySerializer's output, without its walk per entry
         })
+
+
+def allocation_entry(row: selectors.RunningUnits) -> dict[str, object]:
+    """``AllocationEntrySerializer(row).data``: the same keys and types (ints, str, dicts of int and float)."""
+    return {"job_id": int(row.job_id), "tenant": str(row.tenant), "queue": str(row.queue), "status": str(row.status),
+            "running": {str(k): int(v) for k, v in row.running.items()},
+            "pending": {str(k): int(v) for k, v in row.pending.items()},
+            "shares": {str(k): float(v) for k, v in row.shares.items()}}
 
 
 _RESOURCE = OpenApiParameter("resource", str, description="Resource type name (e.g. map); all types when omitted.")

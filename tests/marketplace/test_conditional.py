@@ -157,7 +157,7 @@ def test_a_remembered_token_costs_no_query_and_a_deleted_one_is_refused(alice, m
 
 def test_requests_get_their_own_user_objects(alice, market):
     api = _token_client(alice)
-    from marketplace.api.authentication import ExpiringTokenAuthentication, _REMEMBERED
+    from marketplace.api.authentication import _REMEMBERED, ExpiringTokenAuthentication
 
     assert api.get("/api/account/").status_code == 200
     key = next(iter(_REMEMBERED))
@@ -167,3 +167,29 @@ def test_requests_get_their_own_user_objects(alice, market):
     user1.tenant.name = "changed too"
     user2, _ = auth.authenticate_credentials(key)
     assert user2 is not user1 and user2.first_name != "changed by a request" and user2.tenant.name != "changed too"
+
+
+def test_the_allocation_is_the_serializers_output(alice_api, alice, bob, market):
+    """Oracle: the allocation's entries equal AllocationEntrySerializer's, built here from model
+    instances (every active job, its units and pending tasks per type, its latest shares)."""
+    from marketplace import selectors
+    from marketplace.api.serializers import AllocationEntrySerializer
+    from marketplace.models import JobWork
+
+    for k in range(4):
+        bid_submit(tenant=alice, budget=str(5 + k), work=WORK, name=f"a{k}")
+        bid_submit(tenant=bob, budget="3", work=WORK[:1], name=f"b{k}")
+    market_clear(market_id=market.pk)
+    cluster_advance(market_id=market.pk, seconds=10.0)  # tasks running, none finished
+    bid_submit(tenant=bob, budget="4", work=WORK, name="late")  # active, in no clearing yet: no shares
+    got = alice_api.get("/api/market/allocation/").json()["jobs"]
+    shares = selectors.current_shares(market=market)
+    paths = selectors.queue_paths(market=market)
+    expected = []
+    for job in Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant").order_by("id"):
+        works = list(JobWork.objects.filter(job=job).select_related("resource_type"))
+        expected.append({"job_id": job.pk, "tenant": job.tenant.name, "queue": paths[job.queue_id], "status": job.status,
+                         "running": {w.resource_type.name: w.running for w in works},
+                         "pending": {w.resource_type.name: w.pending for w in works}, "shares": shares.get(job.pk, {})})
+    assert len(expected) >= 3 and any(e["running"] and any(e["running"].values()) for e in expected)
+    assert got == [dict(e) for e in AllocationEntrySerializer(expected, many=True).data]
