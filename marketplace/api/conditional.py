@@ -57,16 +57,18 @@ _VERSION = "1"  # bump when the shape of any tagged answer changes (a deploy mus
 
 
 @lru_cache(maxsize=4)
-def _marks_sql(vendor: str) -> str:
+def _marks_sql(vendor: str, by_id: bool) -> str:
     q = connection.ops.quote_name
     cols = ", ".join(q(Market._meta.get_field(f).column) for f in _ALL)
-    return f"SELECT {cols} FROM {q(Market._meta.db_table)} ORDER BY {q('id')} LIMIT 1"
+    where = f" WHERE {q('id')} = %s" if by_id else ""
+    return f"SELECT {cols} FROM {q(Market._meta.db_table)}{where} ORDER BY {q('id')} LIMIT 1"
 
 
-def market_marks() -> tuple[Any, ...] | None:
-    """The first market's version columns (see the module docstring), or None before any market exists."""
+def market_marks(market_id: int | None = None) -> tuple[Any, ...] | None:
+    """The version columns (see the module docstring) of market ``market_id``, or of the first
+    market (the one the pages and the market-wide endpoints show); None if there is none."""
     with connection.cursor() as cursor:
-        cursor.execute(_marks_sql(connection.vendor))
+        cursor.execute(_marks_sql(connection.vendor, market_id is not None), [] if market_id is None else [market_id])
         row = cursor.fetchone()
     return tuple(row) if row is not None else None
 
@@ -131,19 +133,30 @@ def _matches(request: Request, tag: str) -> bool:
     return "*" in tags or tag in tags or f"W/{tag}" in tags
 
 
-def conditional(*, scope: str, depends: str = "all") -> Callable[[Callable[..., Response]], Callable[..., HttpResponse]]:
-    """Decorate a DRF ``get`` (or ``list``) method: ETag, 304 and, for ``scope="market"``, a shared body cache."""
-    if scope not in ("market", "user") or depends not in DEPENDS:
-        raise ValueError(f"scope {scope!r} / depends {depends!r}")
+_Handler = Callable[..., Response]
+
+
+def conditional(*, scope: str, depends: str = "all", market: str = "default") -> Callable[[_Handler], Callable[..., HttpResponse]]:
+    """Decorate a DRF ``get`` (or ``list``) method: ETag, 304 and, for ``scope="market"``, a shared body cache.
+
+    ``market="default"``: the view shows the first market (``selectors.market_default``);
+    ``"tenant"``: the caller's own market (``request.user.tenant.market_id``; no tag without a tenant).
+    """
+    if scope not in ("market", "user") or depends not in DEPENDS or market not in ("default", "tenant"):
+        raise ValueError(f"scope {scope!r} / depends {depends!r} / market {market!r}")
     width = DEPENDS[depends]
 
-    def decorate(method: Callable[..., Response]) -> Callable[..., HttpResponse]:
+    def decorate(method: _Handler) -> Callable[..., HttpResponse]:
         @wraps(method)
         def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
             renderer = getattr(request, "accepted_renderer", None)
             if getattr(renderer, "format", None) != "json" or request.method not in ("GET", "HEAD"):
                 return method(self, request, *args, **kwargs)
-            marks = market_marks()
+            if market == "tenant":
+                tenant = getattr(request.user, "tenant", None)
+                marks = market_marks(tenant.market_id) if tenant is not None else None
+            else:
+                marks = market_marks()
             if marks is None:
                 return method(self, request, *args, **kwargs)
             tag = etag_for(request, marks[:width], scope)

@@ -73,7 +73,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             ctx["queue_paths"] = selectors.queue_paths(market=market)
         return ctx
 
-    @conditional(scope="user")
+    @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         tenant = _tenant(request)
         rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))

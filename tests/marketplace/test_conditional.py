@@ -193,3 +193,18 @@ def test_the_allocation_is_the_serializers_output(alice_api, alice, bob, market)
                          "pending": {w.resource_type.name: w.pending for w in works}, "shares": shares.get(job.pk, {})})
     assert len(expected) >= 3 and any(e["running"] and any(e["running"].values()) for e in expected)
     assert got == [dict(e) for e in AllocationEntrySerializer(expected, many=True).data]
+
+
+def test_a_tenant_of_a_second_market_is_tagged_by_that_market(alice_api, alice, market):
+    from tests.factories import MarketFactory
+
+    other = MarketFactory(name="second")
+    carol = TenantFactory(market=other, username="carol", deposit=Decimal("100"))
+    carol_api = APIClient()
+    carol_api.force_authenticate(carol.user)
+    bid_submit(tenant=alice, budget="1", work=WORK[:1])
+    first = carol_api.get("/api/jobs/")
+    assert first.status_code == 200 and first.json()["count"] == 0
+    bid_submit(tenant=carol, budget="1", work=WORK[:1])  # only the second market changes
+    again = carol_api.get("/api/jobs/", HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 200 and again.json()["count"] == 1
