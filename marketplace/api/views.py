@@ -62,6 +62,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):  # schema generation: the model, no request
             return Job.objects.none()
+        if self.action == "cancel":  # only the job itself: job_cancel locks and reads it again
+            return Job.objects.filter(tenant=_tenant(self.request))
         return selectors.tenant_jobs(tenant=_tenant(self.request))
 
     def get_serializer_context(self) -> dict:
