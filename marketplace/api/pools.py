@@ -26,7 +26,7 @@ class PoolSettingsSerializer(serializers.Serializer[Any]):
     boot_s = serializers.FloatField(required=False, min_value=0)
     shutdown_s = serializers.FloatField(required=False, min_value=0)
     framework_start_s = serializers.FloatField(required=False, min_value=0)
-    core_budget = serializers.IntegerField(required=False, min_value=0)
+    core_budget = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)  # the column is a 32-bit integer
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 
