@@ -17,17 +17,23 @@ server) with an API token each. An error is a 5xx, a 429, a connection failure o
 timeout, or a 4xx that the request could not expect (a cancel of a job that has
 finished meanwhile answers 400 and is not an error).
 
+With --conditional every GET carries If-None-Match with the ETag of the last 200 for the
+same path (a 304 counts as a success); without it (the default) every GET asks for the
+whole answer.
+
 Prints, per request kind and overall: count, errors, median, p95 and p99 latency (ms),
-and requests per second.
+requests per second, and the generator's own CPU time (it shares the cores with the
+server: a lean HTTP/1.1 client on asyncio streams, one keep-alive connection per user).
 
 Usage: .venv/bin/python bench/load.py --url http://127.0.0.1:8070 [--users 50] [--duration 60]
-       [--think-min 0.2] [--think-max 1.0] [--mix api|pages|both]
+       [--think-min 0.2] [--think-max 1.0] [--mix api|pages|both] [--conditional]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -38,9 +44,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse
-
-import httpx
+from urllib.parse import urlencode, urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -110,17 +114,118 @@ def _market_counters() -> tuple[int, int, int]:
     return m if m is not None else (0, 0, 0)
 
 
-async def _send(client: httpx.AsyncClient, stats: Stats, kind: str, method: str, url: str, expect: tuple[int, ...] = (),
-                **kw: object) -> httpx.Response | None:
+class Http:
+    """A minimal HTTP/1.1 client on one keep-alive connection (asyncio streams).
+
+    The generator shares the machine's cores with the server it measures, so it must cost
+    little per request: httpx's AsyncClient took about 2.7 ms of CPU a request here, this
+    about a tenth of that. It speaks just what the mix needs: GET and POST with a JSON or
+    form body, Content-Length or chunked answers, cookies (the session and CSRF ones) and
+    reconnecting after the server closes a connection. ``If-None-Match`` is sent with the
+    ETag of the last 200 for that path when ``conditional`` is set, as a polling client
+    that keeps its answers does.
+    """
+
+    def __init__(self, base: str, headers: dict[str, str] | None = None, conditional: bool = False) -> None:
+        u = urlparse(base)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"{self.host}:{self.port}", **(headers or {})}.items())
+        self.cookies: dict[str, str] = {}
+        self.etags: dict[str, str] = {}
+        self.conditional = conditional
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, body: bytes | None = None, content_type: str = "",
+                      headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        for attempt in (0, 1):
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            head = f"{method} {path} HTTP/1.1\r\n{self.fixed}"
+            if headers:
+                head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            if self.cookies:
+                head += "Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()) + "\r\n"
+            if self.conditional and method == "GET" and path in self.etags:
+                head += f"If-None-Match: {self.etags[path]}\r\n"
+            if body is not None or method != "GET":
+                body = body or b""
+                head += f"Content-Length: {len(body)}\r\n" + (f"Content-Type: {content_type}\r\n" if content_type else "")
+            self.writer.write(head.encode("latin-1") + b"\r\n" + (body or b""))
+            try:
+                return await self._answer(path)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                await self.close()  # the server closed a kept-alive connection: once more on a new one
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _answer(self, path: str) -> tuple[int, bytes]:
+        assert self.reader is not None
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnectionError("connection closed")
+        code = int(status_line.split(b" ", 2)[1])
+        length, chunked, close, etag = None, False, False, None
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value.lower():
+                chunked = True
+            elif name == "connection" and value.lower() == "close":
+                close = True
+            elif name == "set-cookie":
+                k, _, v = value.split(";", 1)[0].partition("=")
+                self.cookies[k.strip()] = v.strip()
+            elif name == "etag":
+                etag = value
+        if chunked:
+            parts = []
+            while True:
+                size = int((await self.reader.readline()).split(b";")[0], 16)
+                if size == 0:
+                    await self.reader.readline()
+                    break
+                parts.append(await self.reader.readexactly(size))
+                await self.reader.readline()
+            data = b"".join(parts)
+        elif length is not None:
+            data = await self.reader.readexactly(length) if length else b""
+        elif code in (204, 304) or 100 <= code < 200:
+            data = b""
+        else:
+            data = await self.reader.read()
+            close = True
+        if close:
+            await self.close()
+        if code == 200 and etag is not None:
+            self.etags[path] = etag
+        return code, data
+
+
+async def _send(client: Http, stats: Stats, kind: str, method: str, url: str, expect: tuple[int, ...] = (),
+                body: bytes | None = None, content_type: str = "", headers: dict[str, str] | None = None) -> tuple[int, bytes] | None:
     t0 = time.perf_counter()
     try:
-        resp = await client.request(method, url, **kw)  # type: ignore[arg-type]
-    except httpx.HTTPError as exc:
+        async with asyncio.timeout(30):
+            code, data = await client.request(method, url, body, content_type, headers)
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+        await client.close()
         stats.record(kind, time.perf_counter() - t0, False, 0, repr(exc))
         return None
-    ok = resp.status_code < 400 or resp.status_code in expect
-    stats.record(kind, time.perf_counter() - t0, ok, resp.status_code, "" if ok else resp.text)
-    return resp
+    ok = code < 400 or code in expect
+    stats.record(kind, time.perf_counter() - t0, ok, code, "" if ok else data.decode(errors="replace"))
+    return code, data
 
 
 def _bid_body(rng: random.Random) -> dict:
@@ -128,18 +233,20 @@ def _bid_body(rng: random.Random) -> dict:
             "work": [{"resource_type": "map", "tasks": rng.randint(1, 10), "task_duration": float(rng.randint(5, 60))}]}
 
 
-async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int) -> None:
+async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int,
+                   conditional: bool = False) -> None:
     rng = random.Random(seed)
     kinds, weights = zip(*API_MIX, strict=True)
     mine: list[int] = []
-    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30) as client:
+    client = Http(base, {"Authorization": f"Token {token}", "Accept": "application/json"}, conditional=conditional)
+    try:
         while time.monotonic() < stop_at:
             kind = rng.choices(kinds, weights)[0]
             if kind == "POST /api/jobs/":
-                resp = await _send(client, stats, kind, "POST", "/api/jobs/", json=_bid_body(rng),
-                                   headers={"Idempotency-Key": uuid.uuid4().hex})
-                if resp is not None and resp.status_code == 201:
-                    mine.append(resp.json()["id"])
+                resp = await _send(client, stats, kind, "POST", "/api/jobs/", body=json.dumps(_bid_body(rng)).encode(),
+                                   content_type="application/json", headers={"Idempotency-Key": uuid.uuid4().hex})
+                if resp is not None and resp[0] == 201:
+                    mine.append(json.loads(resp[1])["id"])
             elif kind == "POST cancel":
                 if mine:
                     job = mine.pop(rng.randrange(len(mine)))
@@ -149,20 +256,26 @@ async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: t
                 path = PATHS.get(kind, kind.split(" ", 1)[1])
                 await _send(client, stats, kind, "GET", path)
             await asyncio.sleep(rng.uniform(*think))
+    finally:
+        await client.close()
 
 
-async def page_user(base: str, username: str, password: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int) -> None:
+async def page_user(base: str, username: str, password: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int,
+                    conditional: bool = False) -> None:
     rng = random.Random(seed)
     kinds, weights = zip(*PAGE_MIX, strict=True)
-    async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+    client = Http(base, conditional=conditional)
+    try:
         await _send(client, stats, "GET /login/", "GET", "/login/")
-        csrf = client.cookies.get("csrftoken", "")
-        await _send(client, stats, "POST /login/", "POST", "/login/", data={"username": username, "password": password,
-                    "csrfmiddlewaretoken": csrf}, headers={"Referer": f"{base}/login/"})
+        form = urlencode({"username": username, "password": password, "csrfmiddlewaretoken": client.cookies.get("csrftoken", "")})
+        await _send(client, stats, "POST /login/", "POST", "/login/", body=form.encode(),
+                    content_type="application/x-www-form-urlencoded", headers={"Referer": f"{base}/login/"})
         while time.monotonic() < stop_at:
             kind = rng.choices(kinds, weights)[0]
             await _send(client, stats, kind, "GET", kind.split(" ", 1)[1])
             await asyncio.sleep(rng.uniform(*think))
+    finally:
+        await client.close()
 
 
 def report(stats: Stats, wall: float, title: str) -> dict[str, float]:
@@ -189,18 +302,22 @@ async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> No
     base = args.url.rstrip("/")
     think = (args.think_min, args.think_max)
     stats = Stats()
+    cpu0 = time.process_time()
     t0 = time.monotonic()
     stop_at = t0 + args.duration
     tasks = []
     for k, (name, password, token) in enumerate(users):
         on_pages = args.mix == "pages" or (args.mix == "both" and k % 3 == 0)
         if on_pages:
-            tasks.append(page_user(base, name, password, stats, stop_at, think, seed=k))
+            tasks.append(page_user(base, name, password, stats, stop_at, think, seed=k, conditional=args.conditional))
         else:
-            tasks.append(api_user(base, token, stats, stop_at, think, seed=k))
+            tasks.append(api_user(base, token, stats, stop_at, think, seed=k, conditional=args.conditional))
     await asyncio.gather(*tasks)
     report(stats, time.monotonic() - t0, f"{args.users} users, {args.mix} mix, think {think[0]}-{think[1]} s, {args.duration:.0f} s "
-           f"against {base}")
+           f"against {base}{', with If-None-Match' if args.conditional else ''}")
+    wall = time.monotonic() - t0
+    cpu = time.process_time() - cpu0
+    print(f"load generator: {cpu:.1f} s CPU over {wall:.1f} s ({100 * cpu / wall:.0f}% of one core)")
 
 
 def main() -> None:
@@ -211,6 +328,8 @@ def main() -> None:
     p.add_argument("--think-min", type=float, default=0.2)
     p.add_argument("--think-max", type=float, default=1.0)
     p.add_argument("--mix", choices=("api", "pages", "both"), default="both")
+    p.add_argument("--conditional", action="store_true",
+                   help="send If-None-Match with the ETag of the last answer to the same path (a client that keeps answers)")
     args = p.parse_args()
     host = urlparse(args.url).hostname
     if host not in ("127.0.0.1", "localhost", "::1"):

@@ -19,12 +19,18 @@ $BIN/python manage.py migrate --noinput -v0
 $BIN/python manage.py seed_demo >/dev/null
 GUNICORN_BIND="127.0.0.1:$PORT" GUNICORN_WORKERS="${GUNICORN_WORKERS:-3}" $BIN/gunicorn marketplace.wsgi -c docker/gunicorn.conf.py &
 pids+=($!)
+roots=(--root "web=$!")
 if [ -n "${REDIS_URL:-}" ]; then
   $BIN/celery -A marketplace worker --loglevel=error --concurrency=1 --without-gossip --without-mingle --without-heartbeat &
   pids+=($!)
+  roots+=(--root "worker=$!")
 fi
 $BIN/python manage.py run_clock &
 pids+=($!)
+roots+=(--root "clock=$!")
+db="$($BIN/python -c 'import os, urllib.parse as u; url = os.environ.get("DATABASE_URL", ""); print(u.urlparse(url).path.lstrip("/") if url.startswith("postgres") else "")')"
+[ -n "$db" ] && roots+=(--db "$db")
+cpu_file="$(mktemp)"
 for _ in $(seq 1 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/login/" && break; sleep 0.5; done
 
 for run in ${LOAD_RUNS:-api both}; do
@@ -32,6 +38,9 @@ for run in ${LOAD_RUNS:-api both}; do
     api)  think=(--think-min 0 --think-max 0.05) ;;
     *)    think=(--think-min 0.2 --think-max 1.0) ;;
   esac
+  $BIN/python bench/cpu_split.py snap "$cpu_file" "${roots[@]}"
   $BIN/python bench/load.py --url "http://127.0.0.1:$PORT" --users "${LOAD_USERS:-50}" --duration "${LOAD_DURATION:-60}" \
-    --mix "$run" "${think[@]}"
+    --mix "$run" "${think[@]}" ${LOAD_CONDITIONAL:+--conditional}
+  $BIN/python bench/cpu_split.py diff "$cpu_file" "${roots[@]}"
 done
+rm -f "$cpu_file"

@@ -15,8 +15,35 @@ worker_class = "gthread"
 timeout = 30  # a request longer than this is killed (the clearing runs in Celery, not here)
 graceful_timeout = 20
 keepalive = 5
-max_requests = 5000  # recycle workers now and then (bounded memory growth)
+max_requests = 20000  # recycle workers now and then (bounded memory growth); a restart costs seconds of CPU (imports)
 max_requests_jitter = 500
 accesslog = os.environ.get("GUNICORN_ACCESSLOG")  # unset: no access log (the load test's default)
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# Profiling a load run: with GUNICORN_PROFILE_DIR set, every request is profiled (cProfile on the
+# handling thread's own CPU time, so waiting is not counted) and each worker writes its profiles
+# there as <pid>-<n>.prof when it exits (`bench/load.sh` stops gunicorn at the end). Read them with
+# `python -c "import pstats, glob; pstats.Stats(*glob.glob('DIR/*.prof')).sort_stats('tottime').print_stats(40)"`.
+_PROFILE_DIR = os.environ.get("GUNICORN_PROFILE_DIR")
+if _PROFILE_DIR:
+    import cProfile
+    import threading
+    import time
+
+    _profiles: list = []
+    _local = threading.local()
+
+    def pre_request(worker, req):  # type: ignore[no-untyped-def]
+        prof = getattr(_local, "profile", None)
+        if prof is None:
+            prof = _local.profile = cProfile.Profile(time.thread_time)
+            _profiles.append(prof)
+        prof.enable()
+
+    def post_request(worker, req, environ, resp):  # type: ignore[no-untyped-def]
+        _local.profile.disable()
+
+    def worker_exit(server, worker):  # type: ignore[no-untyped-def]
+        for n, prof in enumerate(_profiles):
+            prof.dump_stats(os.path.join(_PROFILE_DIR, f"{worker.pid}-{n}.prof"))

@@ -32,8 +32,9 @@ from scheduler.fairshare import twait_guidance
 
 
 def market_default() -> Market:
-    """The market the pages show (the first one)."""
-    return Market.objects.earliest("id")  # raises Market.DoesNotExist before seeding
+    """The market the pages show (the first one), without its stored engine (read only by the
+    services that load the engine; deferred, so such a caller still gets it)."""
+    return Market.objects.defer("engine_state").earliest("id")  # raises Market.DoesNotExist before seeding
 
 
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
@@ -114,22 +115,25 @@ def current_allocation(*, market: Market) -> list[RunningUnits]:
     units held per resource type, pending tasks, and the latest shares.
 
     Active jobs that hold nothing yet are included with empty allocations, so a
-    cluster manager may start them early.
+    cluster manager may start them early. Plain value rows (two queries, no model
+    instance): the list has one entry per active job, hundreds under load.
     """
-    jobs = list(Job.objects.filter(market=market, status__in=Job.ACTIVE).select_related("tenant").order_by("id"))
-    shares = current_shares(market=market, job_ids=[j.pk for j in jobs])
+    active = Job.objects.filter(market=market, status__in=Job.ACTIVE)
+    jobs = list(active.order_by("id").values_list("id", "tenant__name", "queue_id", "status"))
+    shares = current_shares(market=market, job_ids=[j[0] for j in jobs])
     paths = queue_paths(market=market)
-    works: dict[int, list[JobWork]] = defaultdict(list)
-    for w in JobWork.objects.filter(job__in=jobs).select_related("resource_type"):
-        works[w.job_id].append(w)
+    running: dict[int, dict[str, int]] = defaultdict(dict)
+    pending: dict[int, dict[str, int]] = defaultdict(dict)
+    works = (JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
+             .order_by("job_id", "resource_type__stage", "resource_type_id")
+             .values_list("job_id", "resource_type__name", "running", "pending"))
+    for job_id, name, run, wait in works:
+        running[job_id][name] = run
+        pending[job_id][name] = wait
     return [
-        RunningUnits(
-            job_id=j.pk, tenant=j.tenant.name, queue=paths.get(j.queue_id, ""), status=j.status,
-            running={w.resource_type.name: w.running for w in works[j.pk]},
-            pending={w.resource_type.name: w.pending for w in works[j.pk]},
-            shares=shares.get(j.pk, {}),
-        )
-        for j in jobs
+        RunningUnits(job_id=pk, tenant=tenant, queue=paths.get(queue_id, ""), status=status,
+                     running=running.get(pk, {}), pending=pending.get(pk, {}), shares=shares.get(pk, {}))
+        for pk, tenant, queue_id, status in jobs
     ]
 
 

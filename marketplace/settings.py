@@ -129,7 +129,7 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # its failures as misses, so a Redis outage slows no page for long.
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+        {"BACKEND": "marketplace.redis_cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
          "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -190,6 +190,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # Tokens expire (and are rotated when obtained again after expiry; marketplace.api.auth).
 API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
+# A valid token is remembered per process this long (one lookup per few seconds, not per
+# request); a revoked token may keep working in other processes for at most this long.
+API_TOKEN_CACHE_S = env.float("API_TOKEN_CACHE_S", default=5.0)
 # Wrong credentials per window before a 429 (marketplace.throttling.FailureLimiter):
 # scope -> (failures, window in seconds). "login": per username, "login_ip": per address
 # (higher: people behind one address), both for the login page and the token endpoint;

@@ -3,7 +3,12 @@
 * DRF throttles (``REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]``): every API
   request counts against ``user`` (authenticated, per user) or ``anon`` (per
   address); POST/PUT/PATCH/DELETE also against ``writes`` (per user). Over the
-  rate: ``429`` with ``Retry-After``.
+  rate: ``429`` with ``Retry-After`` (the seconds left in the window). Counted in
+  fixed windows of the rate's period, one atomic increment per request (one Redis
+  round trip), not DRF's list of timestamps read and written back whole on every
+  request (two round trips and a pickled list of up to ``rate`` floats): at most
+  ``rate`` requests start in any window, so at most twice ``rate`` in any period that
+  straddles two windows.
 * :class:`FailureLimiter`: wrong passwords (login page, token endpoint) and
   wrong API tokens, counted per client address (and per username for
   passwords) in a fixed window; once over the limit, ``429`` with
@@ -24,11 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 from rest_framework import throttling
 from rest_framework.request import Request
 
-from marketplace.resilience import cache_get, cache_set
+from marketplace.resilience import CACHE, cache_get, cache_set
 
 
 def client_address(request: HttpRequest | Request) -> str:
@@ -70,17 +77,53 @@ class FailureLimiter:
             cache_set(self._key(key), (count, start), self.window_s)
 
 
-class _FailOpen:
-    """Mixin: a cache failure inside a DRF throttle lets the request through."""
+def count_hit(key: str, window_s: int) -> int:
+    """Add one to the counter ``key`` (created at 0 with a lifetime of ``window_s``) and return it.
+
+    On Redis one round trip (``SET NX EX`` and ``INCR`` in a pipeline); on other caches
+    ``add`` then ``incr``. Raises whatever the cache raises."""
+    cache = caches["default"]
+    if isinstance(cache, RedisCache):
+        full = cache.make_and_validate_key(key)
+        pipe = cache._cache.get_client(full, write=True).pipeline(transaction=False)
+        pipe.set(full, 0, ex=window_s, nx=True)
+        pipe.incr(full)
+        return int(pipe.execute()[1])
+    cache.add(key, 0, window_s)
+    return int(cache.incr(key))
+
+
+class _FixedWindow:
+    """DRF's ``SimpleRateThrottle`` interface (rate, scope, ``get_cache_key``, ``wait``)
+    counted in fixed windows of the rate's period; fails open (a cache failure lets the
+    request through, and the cache is not tried again for ``RESILIENCE_RETRY_S``)."""
+
+    rate: str | None
+    num_requests: int
+    duration: int
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        try:
-            return bool(super().allow_request(request, view))  # type: ignore[misc]
-        except Exception:  # the cache (Redis) is down: throttling is best effort
+        if self.rate is None:
             return True
+        key = self.get_cache_key(request, view)  # type: ignore[attr-defined]
+        if key is None or not CACHE.allows():
+            return True
+        now = time.time()
+        start = int(now // self.duration) * self.duration
+        self._wait = start + self.duration - now
+        try:
+            count = count_hit(f"{key}:{start}", self.duration)
+        except Exception as exc:  # the cache (Redis) is down: throttling is best effort
+            CACHE.trip(exc)
+            return True
+        return count <= self.num_requests
+
+    def wait(self) -> float:
+        """Seconds until the current window ends (``Retry-After``)."""
+        return max(1.0, math.ceil(self._wait))
 
 
-class UserRateThrottle(_FailOpen, throttling.UserRateThrottle):
+class UserRateThrottle(_FixedWindow, throttling.UserRateThrottle):
     """``user`` rate per authenticated user (``anon`` callers are left to :class:`AnonRateThrottle`)."""
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
@@ -89,11 +132,11 @@ class UserRateThrottle(_FailOpen, throttling.UserRateThrottle):
         return super().get_cache_key(request, view)
 
 
-class AnonRateThrottle(_FailOpen, throttling.AnonRateThrottle):
+class AnonRateThrottle(_FixedWindow, throttling.AnonRateThrottle):
     """``anon`` rate per client address for unauthenticated requests."""
 
 
-class WriteRateThrottle(_FailOpen, throttling.UserRateThrottle):
+class WriteRateThrottle(_FixedWindow, throttling.UserRateThrottle):
     """``writes`` rate per user, counting only unsafe methods (bids, cancellations)."""
 
     scope = "writes"

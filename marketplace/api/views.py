@@ -13,12 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace import selectors, selectors_abacus, selectors_visibility
+from marketplace.api import job_list
 from marketplace.api import serializers as s
+from marketplace.api.conditional import conditional
 from marketplace.api.conventions import SeriesFilter
 from marketplace.api.fields import currency
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.models import FairnessSample, Job, LedgerEntry, MarketSample, PriceSample, Tenant
+from marketplace.models import FairnessSample, Job, LedgerEntry, Market, MarketSample, PriceSample, Tenant
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.config import market_configure
 
@@ -28,6 +30,15 @@ def _tenant(request: Request) -> Tenant:
     if tenant is None:
         raise PermissionDenied("This account is not a tenant: it cannot hold jobs.")
     return tenant
+
+
+def _market(tenant: Tenant) -> Market:
+    """The tenant's market without its stored engine (one query per request, remembered on the tenant)."""
+    cached = tenant._state.fields_cache.get("market")
+    if cached is None:
+        cached = Market.objects.defer("engine_state").get(pk=tenant.market_id)
+        tenant._state.fields_cache["market"] = cached
+    return cached
 
 
 def _service_errors(exc: DjangoValidationError) -> ValidationError:
@@ -55,21 +66,24 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):  # schema generation: the model, no request
             return Job.objects.none()
+        if self.action == "cancel":  # only the job itself: job_cancel locks and reads it again
+            return Job.objects.filter(tenant=_tenant(self.request))
         return selectors.tenant_jobs(tenant=_tenant(self.request))
 
     def get_serializer_context(self) -> dict:
         ctx = super().get_serializer_context()
         tenant = getattr(self.request.user, "tenant", None)
         if tenant is not None:
-            ctx["shares"] = selectors.current_shares(market=tenant.market)
-            ctx["queue_paths"] = selectors.queue_paths(market=tenant.market)
+            market = _market(tenant)
+            ctx["shares"] = selectors.current_shares(market=market)
+            ctx["queue_paths"] = selectors.queue_paths(market=market)
         return ctx
 
+    @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        ids = [j.pk for j in page]
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=ids), "slo": self._slo(page)}
-        return self.get_paginated_response(s.JobSerializer(page, many=True, context=ctx).data)
+        tenant = _tenant(request)
+        rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
+        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
@@ -80,7 +94,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         slo_jobs = [j for j in jobs if j.min_utility is not None]
         if not slo_jobs:
             return {}
-        return dict(selectors_abacus.slo_status(market=_tenant(self.request).market, jobs=slo_jobs))
+        return dict(selectors_abacus.slo_status(market=_market(_tenant(self.request)), jobs=slo_jobs))
 
     @extend_schema(request=s.BidSerializer, responses={201: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -121,6 +135,7 @@ class MarketStateView(APIView):
     parser_classes = (SafeJSONParser,)
 
     @extend_schema(responses=s.MarketStateSerializer)
+    @conditional(scope="market")
     def get(self, request: Request) -> Response:
         return Response(selectors.market_overview(market=selectors.market_default()))
 
@@ -149,6 +164,7 @@ class AllocationView(APIView):
     ``selectors_visibility``)."""
 
     @extend_schema(responses=s.AllocationSerializer)
+    @conditional(scope="user")
     def get(self, request: Request) -> Response:
         market = selectors.market_default()
         view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
@@ -159,9 +175,17 @@ class AllocationView(APIView):
             "cleared_version": market.cleared_version,
             "snapshot": snap.pk if snap else None,
             "scope": view["scope"],
-            "jobs": s.AllocationEntrySerializer([r.__dict__ for r in view["jobs"]], many=True).data,
+            "jobs": [allocation_entry(r) for r in view["jobs"]],  # AllocationEntrySerializer's output, without its walk per entry
             "queues": view["queues"],
         })
+
+
+def allocation_entry(row: selectors.RunningUnits) -> dict[str, object]:
+    """``AllocationEntrySerializer(row).data``: the same keys and types (ints, str, dicts of int and float)."""
+    return {"job_id": int(row.job_id), "tenant": str(row.tenant), "queue": str(row.queue), "status": str(row.status),
+            "running": {str(k): int(v) for k, v in row.running.items()},
+            "pending": {str(k): int(v) for k, v in row.pending.items()},
+            "shares": {str(k): float(v) for k, v in row.shares.items()}}
 
 
 class _SeriesView(generics.ListAPIView):
@@ -182,6 +206,10 @@ class FairnessSeriesView(_SeriesView):
         market = selectors.market_default()
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
+    @conditional(scope="market", depends="samples")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return FairnessSample.objects.none()
@@ -194,6 +222,10 @@ class MarketSeriesView(_SeriesView):
 
     serializer_class = s.MarketSampleSerializer
 
+    @conditional(scope="market", depends="samples")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return MarketSample.objects.none()
@@ -205,6 +237,10 @@ class PriceSeriesView(_SeriesView):
     per slot); ``latest=true`` gives the current prices in one request."""
 
     serializer_class = s.PriceSampleSerializer
+
+    @conditional(scope="market", depends="samples")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):

@@ -53,46 +53,46 @@ def test_a_session_and_a_token_still_authenticate(alice) -> None:  # type: ignor
 
 
 def test_page_size_within_limits_and_400_outside(history, alice_api) -> None:  # type: ignore[no-untyped-def]
-    total = alice_api.get("/api/market/fairness/").data["count"]
+    total = alice_api.get("/api/market/fairness/").json()["count"]
     assert total > 2
-    page = alice_api.get("/api/market/fairness/?page_size=2").data
+    page = alice_api.get("/api/market/fairness/?page_size=2").json()
     assert len(page["results"]) == 2 and page["count"] == total
-    assert len(alice_api.get(f"/api/market/fairness/?page_size={MAX_PAGE_SIZE}").data["results"]) == min(total, MAX_PAGE_SIZE)
+    assert len(alice_api.get(f"/api/market/fairness/?page_size={MAX_PAGE_SIZE}").json()["results"]) == min(total, MAX_PAGE_SIZE)
     for bad in ("0", str(MAX_PAGE_SIZE + 1), "ten", "-1"):
         response = alice_api.get(f"/api/market/fairness/?page_size={bad}")
-        assert response.status_code == 400 and "page_size" in response.data
+        assert response.status_code == 400 and "page_size" in response.json()
 
 
 def test_ordering_sorts_and_unknown_fields_are_400(history, alice_api) -> None:  # type: ignore[no-untyped-def]
-    budgets = [Decimal(j["budget"]) for j in alice_api.get("/api/jobs/?ordering=budget").data["results"]]
+    budgets = [Decimal(j["budget"]) for j in alice_api.get("/api/jobs/?ordering=budget").json()["results"]]
     assert budgets == sorted(budgets)
-    ids = [j["id"] for j in alice_api.get("/api/jobs/?ordering=-id").data["results"]]
+    ids = [j["id"] for j in alice_api.get("/api/jobs/?ordering=-id").json()["results"]]
     assert ids == sorted(ids, reverse=True)
     for bad in ("tenant", "-password", "budget,nope", ""):
         response = alice_api.get(f"/api/jobs/?ordering={bad}")
-        assert response.status_code == 400 and "ordering" in response.data, bad
+        assert response.status_code == 400 and "ordering" in response.json(), bad
     assert alice_api.get("/api/market/prices/?ordering=price").status_code == 400  # only sim_time on the series
 
 
 def test_the_latest_price_is_one_request_away(history, alice_api) -> None:  # type: ignore[no-untyped-def]
     newest = max(PriceSample.objects.values_list("sim_time", flat=True))
-    latest = alice_api.get("/api/market/prices/?latest=true").data["results"]
+    latest = alice_api.get("/api/market/prices/?latest=true").json()["results"]
     assert latest and {r["sim_time"] for r in latest} == {newest}
     assert {r["resource_type"] for r in latest} == {"map", "reduce"}
-    first = alice_api.get("/api/market/prices/?ordering=-sim_time&page_size=1").data["results"][0]
+    first = alice_api.get("/api/market/prices/?ordering=-sim_time&page_size=1").json()["results"][0]
     assert first["sim_time"] == newest
-    mapped = alice_api.get("/api/market/prices/?latest=true&resource=map").data["results"]
+    mapped = alice_api.get("/api/market/prices/?latest=true&resource=map").json()["results"]
     assert [r["resource_type"] for r in mapped] == ["map"]
 
 
 def test_simulated_time_window_filters_the_series(history, alice_api) -> None:  # type: ignore[no-untyped-def]
     times = sorted(set(PriceSample.objects.values_list("sim_time", flat=True)))
     lo, hi = times[0], times[-1]
-    inside = alice_api.get(f"/api/market/prices/?sim_time_min={hi}&page_size=500").data["results"]
+    inside = alice_api.get(f"/api/market/prices/?sim_time_min={hi}&page_size=500").json()["results"]
     assert inside and all(r["sim_time"] >= hi for r in inside)
-    before = alice_api.get(f"/api/market/fairness/?sim_time_max={lo}&page_size=500").data["results"]
+    before = alice_api.get(f"/api/market/fairness/?sim_time_max={lo}&page_size=500").json()["results"]
     assert all(r["sim_time"] <= lo for r in before)
-    assert alice_api.get("/api/market/series/?sim_time_min=1e9").data["count"] == 0  # a valid window may be empty
+    assert alice_api.get("/api/market/series/?sim_time_min=1e9").json()["count"] == 0  # a valid window may be empty
 
 
 @pytest.mark.parametrize(("query", "field"), [
@@ -103,18 +103,18 @@ def test_simulated_time_window_filters_the_series(history, alice_api) -> None:  
 ])
 def test_unknown_filter_values_are_400_naming_the_field(history, alice_api, query, field) -> None:  # type: ignore[no-untyped-def]
     response = alice_api.get(query)
-    assert response.status_code == 400 and field in response.data, (query, response.status_code, response.data)
+    assert response.status_code == 400 and field in response.json(), (query, response.status_code, response.json())
 
 
 def test_amounts_are_decimal_strings_with_four_places(history, alice_api) -> None:  # type: ignore[no-untyped-def]
-    job = alice_api.get("/api/jobs/").data["results"][0]
-    account = alice_api.get("/api/account/").data
-    entry = alice_api.get("/api/account/ledger/").data["results"][0]
+    job = alice_api.get("/api/jobs/").json()["results"][0]
+    account = alice_api.get("/api/account/").json()
+    entry = alice_api.get("/api/account/ledger/").json()["results"][0]
     amounts = [job["budget"], job["charged"], job["held"], account["available"], account["held"],
                *(entry[k] for k in ("amount", "available_delta", "held_delta", "available_after", "held_after"))]
     assert all(isinstance(a, str) and MONEY.match(a) for a in amounts), amounts
     assert account["currency"] == "credits"
-    price = alice_api.get("/api/market/prices/?latest=true").data["results"][0]["price"]
+    price = alice_api.get("/api/market/prices/?latest=true").json()["results"][0]["price"]
     assert isinstance(price, float)  # a rate, not an amount
 
 

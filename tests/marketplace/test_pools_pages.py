@@ -102,3 +102,5 @@ def test_staff_patch_pool_settings_through_the_api(staff: User, paper_pools: Non
     assert ConfigChange.objects.get(field="pools.beta", reason="cheaper changes").new_value == "0.5"
     bad = api.patch("/api/pools/", {"beta": -1, "reconf_window_s": 0}, format="json")
     assert bad.status_code == 400 and set(bad.data) == {"beta", "reconf_window_s"}
+    huge = api.patch("/api/pools/", {"core_budget": 248368007288275533824}, format="json")  # found by the schema fuzzer: a 500
+    assert huge.status_code == 400 and set(huge.data) == {"core_budget"}

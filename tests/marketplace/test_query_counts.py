@@ -28,7 +28,7 @@ def _bids(tenant, n: int) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("path", ["/api/jobs/", "/api/jobs/?status=queued", "/api/account/ledger/", "/api/market/allocation/",
-                                  "/api/market/fairness/", "/api/market/series/", "/api/market/prices/"])
+                                  "/api/market/fairness/", "/api/market/series/", "/api/market/prices/", "/api/market/"])
 def test_api_list_queries_are_constant_in_the_number_of_rows(alice_api, alice, market, path):
     _bids(alice, 3)
     market_clear(market_id=market.pk)
@@ -69,3 +69,14 @@ def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, 
         _bids(alice, 1)
         market_clear(market_id=market.pk)  # a new cleared version: computed again
         assert client.get("/dashboard/data.json").status_code == 200 and figures.call_count == 2
+
+
+@pytest.mark.parametrize("path", ["/api/jobs/", "/api/market/allocation/", "/api/market/series/", "/api/market/"])
+def test_a_304_reads_one_row(alice_api, alice, market, path):
+    """A matching If-None-Match is answered from the market's version columns alone (one query)."""
+    _bids(alice, 5)
+    market_clear(market_id=market.pk)
+    tag = alice_api.get(path)["ETag"]
+    with CaptureQueriesContext(connection) as ctx:
+        resp = alice_api.get(path, HTTP_IF_NONE_MATCH=tag)
+    assert resp.status_code == 304 and len(ctx) == 1, [q["sql"][:80] for q in ctx.captured_queries]

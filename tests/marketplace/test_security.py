@@ -22,6 +22,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace import resilience, throttling
+from marketplace.api.authentication import forget_tokens
 from marketplace.management.commands.seed_demo import DEMO_TENANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,7 @@ def test_tokens_expire_and_are_rotated(alice, settings):
     assert set(got) == {"token", "expires_at"}
     assert api.get("/api/account/", HTTP_AUTHORIZATION=f"Token {got['token']}").status_code == 200
     Token.objects.filter(key=got["token"]).update(created=timezone.now() - timedelta(seconds=settings.API_TOKEN_TTL_S + 1))
+    forget_tokens()  # a token's creation time never changes in use; this test ages it behind the process's back
     expired = api.get("/api/account/", HTTP_AUTHORIZATION=f"Token {got['token']}")
     assert expired.status_code in (401, 403) and "expired" in expired.json()["detail"]
     fresh = api.post("/api/auth/token/", {"username": "alice", "password": "pw-for-tests-1"}).json()
@@ -118,9 +120,11 @@ def test_writes_are_rate_limited_with_retry_after(alice_api, alice, monkeypatch)
 
 def test_throttling_fails_open_when_the_cache_is_down(alice_api, alice):
     resilience.CACHE.reset()
-    with mock.patch("django.core.cache.cache.get", side_effect=redis.exceptions.ConnectionError("down")), \
-            mock.patch("django.core.cache.cache.set", side_effect=redis.exceptions.ConnectionError("down")):
+    down = redis.exceptions.ConnectionError("down")
+    with mock.patch("django.core.cache.cache.get", side_effect=down), mock.patch("django.core.cache.cache.set", side_effect=down), \
+            mock.patch("django.core.cache.cache.add", side_effect=down), mock.patch("django.core.cache.cache.incr", side_effect=down):
         assert alice_api.get("/api/account/").status_code == 200
+        assert not resilience.CACHE.allows()  # the failure was seen (and the cache is left alone for a while)
     resilience.CACHE.reset()
 
 
