@@ -60,6 +60,13 @@ def _docs() -> dict[str, str]:
         "offers": "Quotes offered for this request, a count.",
         "capacity_map": "Slots per resource type name.", "terminated": "Ids of jobs that ended.",
         "consumption": "Job id -> {resource type: slots in use}.",
+        # enumerations (their values are listed in the enum's own schema)
+        "utility": "Utility kind of the bid: linear or logscale (paper 000, Sec. 3); see the enum.",
+        "kind": "Kind of ledger entry (hold, release, charge, deposit, credit, debit, ...); see the enum.",
+        "mechanism": "Allocation mechanism stage, a registry name (scheduler.registry); see the enum.",
+        "fairshare_policy": "Fair-share policy across queues, a registry name (paper 002); see the enum.",
+        "dispatch_mode": "How tasks are dispatched to slots within the allocation; see the enum.",
+        "fairshare_history": "How past usage is remembered for long-term fairness (paper 002); see the enum.",
         # amounts of money in one format (api.fields)
         "Reservation.price": money_help("Price of the whole reservation, paid at acceptance."),
         "Reservation.value": money_help("V: the most the tenant would pay (null if not given)."),
@@ -74,10 +81,17 @@ def describe_fields(schemas: dict[str, Any]) -> None:
     and make every decimal (money) field name the currency and the format."""
     docs = _docs()
     for component, body in schemas.items():
-        for prop, spec in body.get("properties", {}).items():
-            if "$ref" in spec or "allOf" in spec:
-                continue
+        props = body.get("properties", {})
+        for prop, spec in list(props.items()):
             text = docs.get(f"{component}.{prop}") or docs.get(prop)
+            if "$ref" in spec:  # a description cannot sit beside a bare $ref (OpenAPI 3.0): wrap it
+                if text:
+                    props[prop] = {"allOf": [spec], "description": text}
+                continue
+            if "allOf" in spec:
+                if text and "description" not in spec:
+                    spec["description"] = text
+                continue
             if text and "description" not in spec:
                 spec["description"] = text
             if spec.get("format") == "decimal" and money_sentence() not in spec.get("description", ""):
