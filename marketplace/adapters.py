@@ -182,7 +182,7 @@ def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
 def live_workload(market: Market, since: float) -> dict[str, Any]:
     """The market's jobs submitted at simulated time >= ``since`` as a jobs document for the
     simulation lab (``simulator.whatif.load_jobs_doc``): the queue tree, capacities and each
-    job's bid as placed (as :func:`offline_replay` replays them), plus ``live``: what the
+    job's bid as placed, its SLO included (as :func:`offline_replay` replays them), plus ``live``: what the
     market did with them (per finished job its response time, simulated s; the revenue).
     """
     ids = list(Job.objects.filter(market=market, sim_submit_time__gte=since).order_by("pk").values_list("pk", flat=True))
@@ -191,7 +191,8 @@ def live_workload(market: Market, since: float) -> dict[str, Any]:
     names = tree_map.tree.leaf_names
     jobs = [
         {"job_id": spec.job_id, "submit_time": spec.submit_time, "leaf": names[spec.leaf], "tasks": list(spec.tasks),
-         "task_duration": list(spec.task_duration), "budget": bid.budget, "weights": list(bid.weights), "utility": bid.utility}
+         "task_duration": list(spec.task_duration), "budget": bid.budget, "weights": list(bid.weights), "utility": bid.utility,
+         "min_utility": bid.min_utility}
         for spec, bid in job_specs(ids, types, tree_map, now=-math.inf)
     ]  # fmt: skip
     rows = Job.objects.filter(pk__in=ids).values_list("pk", "sim_submit_time", "sim_finish_time", "charged")

@@ -208,13 +208,19 @@ def job_terms(spec: WorkloadSpec, config: ConfigSpec, jobs: Sequence[TraceJob], 
                        {k: b.weights for k, b in bids.items()}, {k: b.utility for k, b in bids.items()})  # fmt: skip
 
 
+def _slo(job: dict[str, Any]) -> float | None:
+    """A jobs document's SLO (paper 000, Sec. 6: minimum utility), None when absent."""
+    value = job.get("min_utility")
+    return None if value is None else float(value)
+
+
 def _bid_params(spec: WorkloadSpec, params: MarketParams) -> MarketParams:
     """``params`` with the workload's own bids: a live market's jobs keep theirs, a generator's its terms."""
     if spec.kind() == "jobs":
         doc, _ = load_jobs_doc(spec.trace)
         bids = {int(j["job_id"]): j for j in doc["jobs"]}
         return replace(params, budget=lambda j: float(bids[j.job_id]["budget"]), weights=lambda j: bids[j.job_id]["weights"],
-                       utility=lambda j: str(bids[j.job_id]["utility"]))  # fmt: skip
+                       utility=lambda j: str(bids[j.job_id]["utility"]), min_utility=lambda j: _slo(bids[j.job_id]))  # fmt: skip
     if spec.kind() == "synthetic":
         terms = generate(spec.synthetic()).terms
         return replace(params, budget=lambda j: terms[j.job_id].budget, weights=lambda j: terms[j.job_id].weights,
@@ -230,7 +236,8 @@ def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
 
     The document: ``{"tree": {"names", "parent", "weight"}, "capacity": [...],
     "jobs": [{"job_id", "submit_time", "leaf", "tasks", "task_duration",
-    "budget", "weights", "utility"}]}`` with ``leaf`` a leaf queue's path
+    "budget", "weights", "utility", "min_utility"}]}`` with ``leaf`` a leaf queue's path
+    (``min_utility``, the SLO, may be absent or null)
     (the job's ``user``). Raises ValueError on a malformed document.
     """
     import json
