@@ -28,6 +28,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare, selectors_visibility
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
+from marketplace.http_cache import poller_revalidates
 from marketplace.models import Job, Market, ResourceType, Tenant
 from marketplace.money import format_price_number
 from marketplace.resilience import cache_get, cache_set
@@ -164,6 +165,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@poller_revalidates
 def dashboard_data(request: HttpRequest) -> JsonResponse:
     """The dashboard's live data: headline numbers and the figures, for ``Plotly.react``."""
     if not request.user.is_authenticated:

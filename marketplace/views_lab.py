@@ -20,6 +20,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace import selectors
+from marketplace.http_cache import poller_revalidates
 from marketplace.models import ExperimentRun
 from marketplace.selectors_visibility import runs_visible_to
 from marketplace.services.experiments import experiment_cancel, experiment_start
@@ -124,6 +125,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@poller_revalidates
 def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller."""
     run = get_object_or_404(runs_visible_to(user=request.user).defer("result", "error"), pk=pk)

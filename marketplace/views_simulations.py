@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from marketplace import selectors
 from marketplace.charts_simulations import comparison_figures
 from marketplace.forms_simulations import LiveForm, StudyForm
+from marketplace.http_cache import poller_revalidates
 from marketplace.models import ExperimentRun, SimulationStudy
 from marketplace.roles import sees_all_tenants
 from marketplace.selectors_visibility import runs_visible_to, studies_visible_to
@@ -138,6 +139,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@poller_revalidates
 def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"finished", "runs": [{"id", "label", "seed", "status", "attempts", "max_attempts", "progress", "message"}]}`` for the poller."""
     runs = _runs(get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk))

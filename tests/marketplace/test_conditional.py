@@ -209,3 +209,22 @@ def test_a_tenant_of_a_second_market_is_tagged_by_that_market(alice_api, alice, 
     bid_submit(tenant=carol, budget="1", work=WORK[:1])  # only the second market changes
     again = carol_api.get("/api/jobs/", HTTP_IF_NONE_MATCH=first["ETag"])
     assert again.status_code == 200 and again.json()["count"] == 1
+
+
+def test_the_pages_pollers_revalidate_with_their_etag(alice, bob, market):  # type: ignore[no-untyped-def]
+    """The dashboard's poller (issue 8, item 5): an ETag, a 304 while nothing changed, and a new
+    body (and tag) once the market moved; the browser keeps it and always revalidates."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(alice.user)
+    first = client.get("/dashboard/data.json")
+    tag = first["ETag"]
+    assert first.status_code == 200 and tag and "no-cache" in first["Cache-Control"] and "private" in first["Cache-Control"]
+    again = client.get("/dashboard/data.json", HTTP_IF_NONE_MATCH=tag)
+    assert again.status_code == 304 and not again.content
+    bid_submit(tenant=bob, budget="5", work=WORK, name="b")
+    market_clear(market_id=market.pk)
+    cluster_advance(market_id=market.pk, seconds=10.0)  # the clock in the headline moves, the shares change
+    moved = client.get("/dashboard/data.json", HTTP_IF_NONE_MATCH=tag)
+    assert moved.status_code == 200 and moved["ETag"] != tag and moved.json()["headline"] != first.json()["headline"]
