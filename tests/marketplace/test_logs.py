@@ -7,7 +7,6 @@ import io
 import logging
 import sys
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
@@ -81,7 +80,6 @@ def test_progress_off_a_terminal_is_whole_lines_at_most_every_interval():
 
 
 def test_progress_on_a_terminal_is_a_redrawn_bar():
-    pytest.importorskip("tqdm")
     out = io.StringIO()
     with Progress(10, stream=out, tty=True) as bar:
         for k in range(1, 11):
