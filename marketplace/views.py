@@ -34,7 +34,7 @@ from marketplace.money import format_price_number
 from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel
 from marketplace.services.config import market_configure
-from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
+from marketplace.services.idempotency import form_submit_once
 
 PAGE_SIZE = 25
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
@@ -240,24 +240,16 @@ def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int
     ``idempotency_key``) returns the first job instead of placing another bid."""
     d = form.cleaned_data
 
-    def place() -> Outcome:
+    def place() -> int:
         job = bid_submit(
             tenant=tenant, budget=d["budget"], work=form.work(), utility=d["utility"], name=d["name"], user=request.user,
             min_utility=d.get("min_utility"), job_class=d.get("job_class") or "",
             use_adopted_utility=bool(d.get("use_adopted_utility")),
         )
-        return Outcome(201, {"job": job.pk})
+        return job.pk
 
-    key = d.get("idempotency_key") or ""
-    if not valid_key(key):
-        return int(place().body["job"])
-    body = {k: v for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "idempotency_key")}
-    try:
-        outcome = idempotent_call(user=request.user, key=f"page-bid:{key}", call=place,
-                                  fingerprint=request_fingerprint(method="POST", path=request.path, body=body))
-    except KeyReused:
-        raise ValidationError("This form was already submitted with other values; reload the page to place a new bid.") from None
-    return int(outcome.body["job"])
+    return form_submit_once(request=request, key=d.get("idempotency_key") or "", scope="page-bid", name="job", call=place,
+                            reused="This form was already submitted with other values; reload the page to place a new bid.")
 
 
 def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:

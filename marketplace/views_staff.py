@@ -21,7 +21,7 @@ from marketplace import roles, selectors, selectors_visibility
 from marketplace.forms import apply_service_errors
 from marketplace.forms_staff import LedgerAdjustForm, StaffJobFilterForm
 from marketplace.models import LedgerEntry
-from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
+from marketplace.services.idempotency import form_submit_once
 from marketplace.services.ledger_adjust import account_adjust
 from marketplace.views import _job_rows, _page, _render
 
@@ -90,17 +90,9 @@ def _adjust_once(request: HttpRequest, form: LedgerAdjustForm) -> int:
     ``idempotency_key``) returns the first entry instead of booking another."""
     d = form.cleaned_data
 
-    def book() -> Outcome:
+    def book() -> int:
         entry = account_adjust(tenant=d["tenant"], direction=d["direction"], amount=d["amount"], reason=d["reason"], user=request.user)
-        return Outcome(201, {"entry": entry.pk})
+        return entry.pk
 
-    key = d.get("idempotency_key") or ""
-    if not valid_key(key):
-        return int(book().body["entry"])
-    body = {k: v for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "idempotency_key")}
-    try:
-        outcome = idempotent_call(user=request.user, key=f"page-adjust:{key}", call=book,
-                                  fingerprint=request_fingerprint(method="POST", path=request.path, body=body))
-    except KeyReused:
-        raise ValidationError("This form was already submitted with other values; reload the page.") from None
-    return int(outcome.body["entry"])
+    return form_submit_once(request=request, key=d.get("idempotency_key") or "", scope="page-adjust", name="entry", call=book,
+                            reused="This form was already submitted with other values; reload the page.")

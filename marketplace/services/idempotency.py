@@ -101,6 +101,29 @@ class _Taken(Exception):
     pass
 
 
+def form_submit_once(*, request: Any, key: str, scope: str, name: str, call: Callable[[], int], reused: str) -> int:
+    """Run a page form's money-moving ``call`` (returning the id it made) at most once per
+    rendered form: ``key``, its hidden ``idempotency_key`` field, keys the first outcome
+    (stored as ``{name: id}`` under ``scope:key``), so a second submission of the same form
+    returns the first id instead of moving money again. A form without a valid key just
+    runs ``call``.
+
+    Raises:
+        ValidationError: ``reused`` when the key comes back with other field values.
+    """
+    from django.core.exceptions import ValidationError
+
+    if not valid_key(key):
+        return call()
+    body = {k: v for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "idempotency_key")}
+    try:
+        outcome = idempotent_call(user=request.user, key=f"{scope}:{key}", call=lambda: Outcome(201, {name: call()}),
+                                  fingerprint=request_fingerprint(method="POST", path=request.path, body=body))
+    except KeyReused:
+        raise ValidationError(reused) from None
+    return int(outcome.body[name])
+
+
 def _stored(user: Any, key: str) -> IdempotencyKey | None:
     return IdempotencyKey.objects.filter(user=user, key=key).first()
 
