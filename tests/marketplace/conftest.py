@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from marketplace.models import Market, Tenant
@@ -38,3 +39,9 @@ def bob_api(bob: Tenant) -> APIClient:
     client = APIClient()
     client.force_authenticate(bob.user)
     return client
+
+
+@pytest.fixture
+def staff(db):  # type: ignore[no-untyped-def]
+    """A staff member (no tenant); files that need a client or another name define their own."""
+    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)

@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
@@ -35,11 +34,6 @@ def _steps(params: experiments.Params, progress: experiments.Progress) -> experi
 
 
 experiments.register(Experiment(name="lab_steps", title="Steps", source="test", run=_steps, defaults={"steps": 3, "fail_at": -1}))
-
-
-@pytest.fixture
-def staff(db):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
 
 
 @pytest.fixture(autouse=True)

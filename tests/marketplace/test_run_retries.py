@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from celery import canvas
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -23,11 +22,6 @@ from simulator.whatif import FB2009
 WORKLOAD = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 0.25, "time_scale": 1.0,
             "tenants": 2, "groups": 1, "max_jobs": 20, "workload_seed": 0}  # fmt: skip
 BASE = {"mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0}
-
-
-@pytest.fixture
-def staff(db):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
@@ -26,11 +25,6 @@ from simulator.workload import load_swim
 WORKLOAD = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 0.5, "time_scale": 1.0,
             "tenants": 4, "groups": 2, "max_jobs": 0, "workload_seed": 0}  # fmt: skip
 BASE = {"mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0}
-
-
-@pytest.fixture
-def staff(db):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
 
 
 @pytest.fixture(autouse=True)

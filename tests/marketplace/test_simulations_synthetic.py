@@ -9,7 +9,6 @@ import io
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
@@ -22,11 +21,6 @@ from simulator.whatif import FB2009
 ERA = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 1.0, "time_scale": 1.0, "tenants": 3, "groups": 1,
        "max_jobs": 0, "workload_seed": 5, "generator": "era_classes"}  # fmt: skip
 BASE = {"mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0}
-
-
-@pytest.fixture
-def staff(db):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
 
 
 @pytest.fixture(autouse=True)
