@@ -13,9 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from marketplace.services import simulations as svc
-from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS
+from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
-PASSWORD = "browser-pw-123"
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -38,10 +37,7 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
             page.set_default_timeout(TIMEOUT_MS * 3)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{live_server.url}/login/")
-            page.get_by_label("Username").fill("ops")
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
+            login(page, live_server.url, "ops")
             page.get_by_role("navigation", name="Main").get_by_role("link", name="Simulation lab").click()
 
             form = page.locator("#study-form")
@@ -97,10 +93,7 @@ def test_a_synthetic_workload_on_vm_pools_shows_welfare_and_deadlines(chromium_p
             page.set_default_timeout(TIMEOUT_MS * 3)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{live_server.url}/login/")
-            page.get_by_label("Username").fill("ops")
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
+            login(page, live_server.url, "ops")
             page.goto(f"{live_server.url}/lab/simulations/")
             form = page.locator("#study-form")
             form.get_by_label("Title").fill("ERA classes, two predictors")
