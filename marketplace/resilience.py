@@ -6,8 +6,8 @@
   the market sweeper (``services.sweeper``) redoes whatever the lost task would
   have done, so the caller answers success. Under eager Celery (tests, no
   ``REDIS_URL``) the task runs in-process and its exceptions propagate.
-* :func:`cache_get` / :func:`cache_set` -- the cache as an optimisation only:
-  errors count as a miss / a no-op.
+* :func:`cache_get` / :func:`cache_set` / :func:`cache_add` / :func:`cache_delete` -- the
+  cache as an optimisation only: errors count as a miss / a no-op / "added".
 
 Each has a :class:`Breaker`: after a failure the service is not tried again for
 ``RESILIENCE_RETRY_S`` seconds, so an outage costs one timeout, not one per
@@ -94,5 +94,27 @@ def cache_set(key: str, value: Any, timeout: float) -> None:
         return
     try:
         cache.set(key, value, timeout)
+    except Exception as exc:
+        CACHE.trip(exc)
+
+
+def cache_add(key: str, value: Any, timeout: float) -> bool:
+    """``cache.add(...)``: True if the key was absent and is now set; True as well when the cache
+    fails (fail open: the caller goes on as if it had set it)."""
+    if not CACHE.allows():
+        return True
+    try:
+        return bool(cache.add(key, value, timeout))
+    except Exception as exc:
+        CACHE.trip(exc)
+        return True
+
+
+def cache_delete(key: str) -> None:
+    """``cache.delete(key)``; nothing when the cache fails."""
+    if not CACHE.allows():
+        return
+    try:
+        cache.delete(key)
     except Exception as exc:
         CACHE.trip(exc)

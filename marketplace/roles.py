@@ -21,10 +21,17 @@ CLUSTER_MANAGER = "cluster-manager"
 
 
 def is_cluster_manager(user: Any) -> bool:
-    """Superusers, and members of the ``cluster-manager`` group."""
+    """Superusers, and members of the ``cluster-manager`` group.
+
+    The answer is kept on the user object (one query per object): a request's user is its own,
+    and the API's remembered tokens (``api.authentication``) carry it, so a change of group takes
+    effect there within ``API_TOKEN_CACHE_S`` seconds, like a user made inactive."""
     if not (user and user.is_authenticated):
         return False
-    return bool(user.is_superuser or user.groups.filter(name=CLUSTER_MANAGER).exists())
+    known = user.__dict__.get("_is_cluster_manager")
+    if known is None:
+        known = user.__dict__["_is_cluster_manager"] = bool(user.is_superuser or user.groups.filter(name=CLUSTER_MANAGER).exists())
+    return bool(known)
 
 
 def is_staff(user: Any) -> bool:

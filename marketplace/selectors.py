@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
 
-from marketplace import adapters
+from marketplace import adapters, structure
 from marketplace.models import (
     Account,
     AllocationSnapshot,
@@ -27,7 +27,6 @@ from marketplace.models import (
     ShareSample,
     Tenant,
 )
-from marketplace.models.queues import dotted_paths
 from scheduler.fairshare import twait_guidance
 
 
@@ -59,7 +58,8 @@ def job_money(*, job_ids: list[int]) -> dict[int, tuple[Decimal, Decimal]]:
 
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
-    return AllocationSnapshot.objects.filter(market=market).order_by("-id").first()
+    """The market's newest clearing record, without its Plan (``plan`` is read on access)."""
+    return AllocationSnapshot.objects.filter(market=market).defer("plan").order_by("-id").first()
 
 
 _SHARES: dict[int, tuple[int, dict[int, dict[str, float]]]] = {}  # market id -> (snapshot id, all shares)
@@ -97,6 +97,7 @@ def forget_caches() -> None:
     """Drop this process's cached shares (tests: primary keys repeat across rolled-back tests)."""
     with _SHARES_LOCK:
         _SHARES.clear()
+    structure.forget()
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def current_allocation(*, market: Market) -> list[RunningUnits]:
 def market_overview(*, market: Market) -> dict[str, object]:
     """Headline numbers for the dashboard and the API's market state."""
     counts = {r["status"]: r["n"] for r in Job.objects.filter(market=market).values("status").annotate(n=Count("id"))}
-    types = list(ResourceType.objects.filter(market=market))
+    types = resource_types_of(market=market)
     running = {
         r["resource_type__name"]: r["r"] or 0
         for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
@@ -223,8 +224,9 @@ def tenant_job_list(*, tenant: Tenant, status: str | None = None) -> QuerySet[Jo
 
 
 def queue_paths(*, market: Market) -> dict[int, str]:
-    """queue id -> dotted path, in one query (``models.queues.dotted_paths``)."""
-    return dotted_paths(Queue.objects.filter(market=market).values_list("id", "name", "parent_id"))
+    """queue id -> dotted path (``models.queues.dotted_paths``): one query per ``structure_version``
+    (``marketplace.structure``)."""
+    return structure.queue_paths(market)
 
 
 def last_sample_time(*, market: Market) -> float | None:
@@ -329,8 +331,9 @@ def job_share_until(*, market: Market, job_ids: list[int]) -> dict[int, float]:
 
 
 def resource_types_of(*, market: Market) -> list[ResourceType]:
-    """The market's resource types in stage order (the columns of bid forms and tables)."""
-    return list(ResourceType.objects.filter(market=market).order_by("stage", "id"))
+    """The market's resource types in stage order (the columns of bid forms and tables): one query per
+    ``structure_version`` (``marketplace.structure``)."""
+    return structure.resource_types(market)
 
 
 def mean_task_duration(*, market: Market, last_jobs: int = 100) -> float | None:
@@ -367,7 +370,7 @@ def tenant_of(*, user: object) -> Tenant | None:
     """The tenant of a login (with its market and default queue), or None for a non-tenant (e.g. staff)."""
     if not getattr(user, "is_authenticated", False):
         return None
-    return Tenant.objects.select_related("market", "default_queue").filter(user=user).first()
+    return Tenant.objects.select_related("market", "default_queue").defer("market__engine_state").filter(user=user).first()
 
 
 # --- Eq. 7 guidance and the queue tree, shared by the settings page and the admin ---------------

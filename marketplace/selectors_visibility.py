@@ -37,7 +37,14 @@ class Viewer:
 
 
 def viewer_of(*, user: Any) -> Viewer:
-    return Viewer(tenant=selectors.tenant_of(user=user), all_tenants=roles.sees_all_tenants(user))
+    """The viewer ``user`` is. The tenant read with the login is reused when there is one (an API
+    token reads it with the token): a viewer needs only its identity."""
+    state = getattr(user, "_state", None)
+    if state is not None and "tenant" in state.fields_cache:
+        tenant = state.fields_cache["tenant"]
+    else:
+        tenant = selectors.tenant_of(user=user)
+    return Viewer(tenant=tenant, all_tenants=roles.sees_all_tenants(user))
 
 
 def visible_jobs(*, market: Market, viewer: Viewer) -> QuerySet[Job]:

@@ -14,6 +14,7 @@ from marketplace.resilience import publish_task
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.experiments import experiment_execute, experiment_reap
+from marketplace.services.market import clearing_started
 from marketplace.services.simulations import simulation_execute
 from marketplace.services.sweeper import market_sweep
 
@@ -25,6 +26,7 @@ def clear_market_task(market_id: int) -> str:
     A clearing that gave up because the state kept moving ("stale") enqueues a
     fresh one, which will see the newest state.
     """
+    clearing_started(market_id=market_id)  # before the state is read: a change from now on publishes again
     status = market_clear(market_id=market_id).status
     if status == "stale":
         publish_task("marketplace.tasks.clear_market_task", market_id)  # the sweeper covers a broker outage

@@ -7,7 +7,7 @@ one); wrong tokens are counted per client address and, over
 ``FAILURE_LIMITS["token"]``, answered 429 with ``Retry-After`` (counted on
 failure only: a valid token costs no cache round trip).
 
-A valid token's row (with its user and the user's tenant, one query) is remembered in
+A valid token's row (with its user, the user's tenant and role, two queries) is remembered in
 this process for ``API_TOKEN_CACHE_S`` seconds (default 5; 0 turns it off), so a client
 polling several endpoints a second costs one lookup per few seconds, not one per request.
 Each request gets its own copies of the objects. Deleting a token (revocation,
@@ -32,6 +32,7 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
+from marketplace import roles
 from marketplace.throttling import FailureLimiter, client_address
 
 _REMEMBERED: dict[str, tuple[float, Token]] = {}  # key -> (monotonic time read, token with user and tenant)
@@ -87,6 +88,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         if ttl > 0:
+            roles.is_cluster_manager(token.user)  # remembered with the token (its one query, once per few seconds)
             with _REMEMBERED_LOCK:
                 if len(_REMEMBERED) >= _REMEMBERED_MAX:
                     _REMEMBERED.clear()

@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from marketplace import selectors, selectors_abacus
+from marketplace.api.fields import money_text
 from marketplace.api.serializers import JobSerializer, JobWorkSerializer
 from marketplace.models import Job, JobWork, Market, Queue
 
@@ -51,17 +52,47 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
     ids = [r["id"] for r in rows]
     if not ids:
         return []
+    return _format(rows, market, _work_rows(ids), selectors.job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
+
+
+def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:
+    """``JobSerializer(job).data`` for a bid placed in the current transaction, from the objects
+    ``services.bids.bid_submit`` wrote instead of reading them back: its work rows are ``works``
+    (with their resource types), all of its budget is held and nothing charged, and it has no
+    share yet (no Plan has seen it: its clearing runs after the commit)."""
+    work_rows = [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
+                 for w in sorted(works, key=lambda w: (w.resource_type.stage, w.resource_type_id))]
+    return _format([_row(job)], market, work_rows, {job.pk: (job.budget, Decimal("0"))}, {})[0]
+
+
+def cancelled_job_dict(job: Job, market: Market) -> dict[str, Any]:
+    """``JobSerializer(job).data`` for a job ``services.bids.job_cancel`` has just cancelled (``job``
+    as it returned it, read under the lock and updated): nothing is held any more (the whole hold
+    was released); its work rows and its share in the latest Plan are read."""
+    return _format([_row(job)], market, _work_rows([job.pk]), {job.pk: (Decimal("0"), job.charged)},
+                   selectors.current_shares(market=market, job_ids=[job.pk]))[0]
+
+
+def _row(job: Job) -> dict[str, Any]:
+    """A model instance as the value row :func:`page_values` would read for it."""
+    return {name: getattr(job, name) for name, _ in _fields()} | {"queue_id": job.queue_id, "status": job.status, "utility": job.utility}
+
+
+def _work_rows(job_ids: list[int]) -> list[dict[str, Any]]:
+    return list(JobWork.objects.filter(job_id__in=job_ids).order_by("resource_type__stage", "resource_type_id")
+                .values("job_id", "resource_type__name", *_WORK_FIELDS))
+
+
+def _format(rows: list[dict[str, Any]], market: Market, work_rows: list[dict[str, Any]],
+            money: dict[int, tuple[Decimal, Decimal]], shares: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
     works: dict[int, list[dict[str, Any]]] = defaultdict(list)
     wf = _work_fields()
-    for row in (JobWork.objects.filter(job_id__in=ids).order_by("resource_type__stage", "resource_type_id")
-                .values("job_id", "resource_type__name", *_WORK_FIELDS)):
+    for row in work_rows:
         item: dict[str, Any] = {"resource_type": row["resource_type__name"]}
         for name, field in wf:
             value = row[name]
             item[name] = None if value is None else field.to_representation(value)
         works[row["job_id"]].append(item)
-    money = selectors.job_money(job_ids=ids)
-    shares = selectors.current_shares(market=market, job_ids=ids)
     paths = selectors.queue_paths(market=market)
     slo = _slo(rows, market)
     zero = (Decimal("0"), Decimal("0"))
@@ -74,7 +105,7 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
             d[name] = None if value is None else field.to_representation(value)
         pk = r["id"]
         d["queue"] = paths[r["queue_id"]] if r["queue_id"] in paths else Queue.objects.get(pk=r["queue_id"]).path
-        d["held"] = str(money.get(pk, zero)[0])
+        d["held"] = money_text(money.get(pk, zero)[0])
         d["work"] = works.get(pk, [])
         d["shares"] = shares.get(pk, {})
         d["slo"] = slo.get(pk)

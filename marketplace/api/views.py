@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from marketplace import selectors, selectors_abacus, selectors_visibility
 from marketplace.api import job_list
 from marketplace.api import serializers as s
-from marketplace.api.conditional import conditional
+from marketplace.api.conditional import conditional, marked_market
 from marketplace.api.conventions import SeriesFilter
 from marketplace.api.fields import currency
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
@@ -32,13 +32,20 @@ def _tenant(request: Request) -> Tenant:
     return tenant
 
 
-def _market(tenant: Tenant) -> Market:
-    """The tenant's market without its stored engine (one query per request, remembered on the tenant)."""
+def _market(tenant: Tenant, request: Request | None = None) -> Market:
+    """The tenant's market without its stored engine: from the marks ``@conditional`` read for
+    ``request`` if it did, else one query; remembered on the tenant for the rest of the request."""
     cached = tenant._state.fields_cache.get("market")
     if cached is None:
-        cached = Market.objects.defer("engine_state").get(pk=tenant.market_id)
+        cached = (marked_market(request, tenant.market_id) if request is not None else None) or (
+            Market.objects.defer("engine_state").get(pk=tenant.market_id))
         tenant._state.fields_cache["market"] = cached
     return cached
+
+
+def _default_market(request: Request) -> Market:
+    """``selectors.market_default()``, from the marks ``@conditional`` read for ``request`` if it did."""
+    return marked_market(request) or selectors.market_default()
 
 
 def _service_errors(exc: DjangoValidationError) -> ValidationError:
@@ -83,7 +90,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         tenant = _tenant(request)
         rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
-        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant)))
+        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant, request)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
@@ -110,8 +117,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                              use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk])}
-        return Response(s.JobSerializer(job, context=ctx).data, status=status.HTTP_201_CREATED)
+        return Response(job_list.placed_job_dict(job, list(job.work.all()), job.market), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: s.JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
@@ -122,7 +128,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             job = job_cancel(job=job, user=request.user)
         except DjangoValidationError as exc:
             raise _service_errors(exc) from None
-        return Response(s.JobSerializer(job, context=self.get_serializer_context()).data)
+        return Response(job_list.cancelled_job_dict(job, job.market))
 
 
 class MarketStateView(APIView):
@@ -137,7 +143,7 @@ class MarketStateView(APIView):
     @extend_schema(responses=s.MarketStateSerializer)
     @conditional(scope="market")
     def get(self, request: Request) -> Response:
-        return Response(selectors.market_overview(market=selectors.market_default()))
+        return Response(selectors.market_overview(market=_default_market(request)))
 
     @extend_schema(request=s.MarketConfigSerializer, responses=s.MarketStateSerializer)
     def patch(self, request: Request) -> Response:
@@ -166,7 +172,7 @@ class AllocationView(APIView):
     @extend_schema(responses=s.AllocationSerializer)
     @conditional(scope="user")
     def get(self, request: Request) -> Response:
-        market = selectors.market_default()
+        market = _default_market(request)
         view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
         snap = selectors.latest_snapshot(market=market)
         return Response({
@@ -203,7 +209,7 @@ class FairnessSeriesView(_SeriesView):
     serializer_class = s.FairnessSampleSerializer
 
     def get_serializer_context(self) -> dict:
-        market = selectors.market_default()
+        market = _default_market(self.request)
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
     @conditional(scope="market", depends="samples")
@@ -213,7 +219,7 @@ class FairnessSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return FairnessSample.objects.none()
-        return selectors.fairness_series(market=selectors.market_default())
+        return selectors.fairness_series(market=_default_market(self.request))
 
 
 class MarketSeriesView(_SeriesView):
@@ -229,7 +235,7 @@ class MarketSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return MarketSample.objects.none()
-        return selectors.market_series(market=selectors.market_default())
+        return selectors.market_series(market=_default_market(self.request))
 
 
 class PriceSeriesView(_SeriesView):
@@ -245,7 +251,7 @@ class PriceSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return PriceSample.objects.none()
-        return selectors.price_series(market=selectors.market_default())
+        return selectors.price_series(market=_default_market(self.request))
 
 
 class AccountView(APIView):

@@ -18,7 +18,7 @@ from marketplace import adapters
 from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, ResourceType, Tenant
 from marketplace.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.services import rows
-from marketplace.services.ledger import job_held_amount, job_hold, ledger_release
+from marketplace.services.ledger import job_held_amount, job_hold, job_release
 from marketplace.services.market import engine_context, market_changed
 from marketplace.validation import parse_decimal_strict
 
@@ -137,6 +137,7 @@ def bid_submit(
         JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
         for rt, it in chosen.values()
     )
+    job._prefetched_objects_cache = {"work": works}  # job.work.all() without a query (the API's answer reads it)
     job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     market_changed(market=market)
@@ -166,11 +167,12 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     """
     market = Market.objects.select_for_update().defer("engine_state").get(pk=job.market_id)
     job = Job.objects.select_for_update().get(pk=job.pk)
+    job.market = market  # the row just locked: the caller's answer reads it without another query
     if job.status not in Job.ACTIVE:
         raise ValidationError({"status": f"A {job.status} job cannot be cancelled."})
     held = job_held_amount(job=job)
     if held > 0:
-        ledger_release(account=job.tenant.account, job=job, amount=held, memo=f"job {job.pk} cancelled")
+        job_release(job=job, amount=held, memo=f"job {job.pk} cancelled", user=user)
     job.status = Job.Status.CANCELLED
     job.sim_finish_time = market.sim_time
     job.save(update_fields=["status", "sim_finish_time"])

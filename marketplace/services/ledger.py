@@ -50,11 +50,6 @@ def tenant_post(*, tenant_id: int, kind: str, amount: Decimal, memo: str, user: 
     return _post_many(tenant_id=tenant_id, job=None, movements=[(kind, amount, memo)], user=user, savepoint=True)[0]
 
 
-def ledger_hold(*, account: Account, job: Job, amount: Decimal, user: object = None) -> LedgerEntry:
-    """Move a bid's budget from available to held (paper 000: charged at completion)."""
-    return _post(account_id=account.pk, kind=LedgerEntry.Kind.HOLD, amount=amount, job=job, memo=f"hold for job {job.pk}", user=user)
-
-
 def job_hold(*, tenant_id: int, job: Job, amount: Decimal, user: object = None) -> None:
     """Hold a new bid's budget on its tenant's account, inside the bid's transaction
     (one account lock, no savepoint).
@@ -63,6 +58,16 @@ def job_hold(*, tenant_id: int, job: Job, amount: Decimal, user: object = None) 
         ValidationError: {"budget": ...} when the available balance does not cover it.
     """
     _post_many(tenant_id=tenant_id, job=job, movements=[(LedgerEntry.Kind.HOLD, amount, f"hold for job {job.pk}")], user=user)
+
+
+def job_release(*, job: Job, amount: Decimal, memo: str, user: object = None) -> None:
+    """Return ``amount`` of the job's hold to its tenant's available balance, inside the caller's
+    transaction (one account lock, no savepoint: a cancellation).
+
+    Raises:
+        ValidationError: more than is held would be released.
+    """
+    _post_many(tenant_id=job.tenant_id, job=job, movements=[(LedgerEntry.Kind.RELEASE, amount, memo)], user=user)
 
 
 def ledger_charge(*, account: Account, job: Job, amount: Decimal) -> LedgerEntry:

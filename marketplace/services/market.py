@@ -28,7 +28,7 @@ from django.db.models import F
 
 from marketplace import adapters
 from marketplace.models import Job, JobWork, Market, ResourceType
-from marketplace.resilience import publish_task
+from marketplace.resilience import cache_add, cache_delete, publish_task
 from marketplace.services import rows
 from simulator.market import MarketEngine
 
@@ -75,7 +75,39 @@ def enqueue_clearing(*, market_id: int) -> None:
     the market within ``MARKET_STALENESS_BOUND_S``."""
     if _deferred.get():
         return
-    transaction.on_commit(lambda: publish_task(CLEAR_TASK, market_id))
+    transaction.on_commit(lambda: clearing_request(market_id=market_id))
+
+
+PENDING_S = 3.0  # a request mark outlives a lost task by at most this (the sweeper's bound covers the rest)
+
+
+def _pending_key(market_id: int) -> str:
+    return f"clearing-pending:{market_id}"
+
+
+def clearing_request(*, market_id: int) -> bool:
+    """Publish a clearing of the market unless one is already waiting to start: True if published.
+
+    Every committed change asks for a clearing, dozens a second under load, while one clearing
+    covers every change committed before it reads the state. So a request first sets a mark in
+    the cache (``add``: only if absent, expiring after ``PENDING_S``) and publishes only when it
+    set it; the task deletes the mark before it reads the state (:func:`clearing_started`). A
+    request that finds the mark is therefore covered by a task that has not read the state yet,
+    and will read it after this change committed (requests run after commit). A task that is
+    lost with its mark set delays the next publish by at most ``PENDING_S`` seconds, and the
+    sweeper (``services.sweeper``) clears any market left behind within its bound. With the
+    cache down (``resilience.cache_add`` fails open) every request publishes, as before. Under
+    eager Celery the task runs here and now, unmarked."""
+    from marketplace.celery import app
+
+    if not app.conf.task_always_eager and not cache_add(_pending_key(market_id), 1, PENDING_S):
+        return False
+    return publish_task(CLEAR_TASK, market_id)
+
+
+def clearing_started(*, market_id: int) -> None:
+    """The clearing task's first step, before it reads the market: later changes publish again."""
+    cache_delete(_pending_key(market_id))
 
 
 # --- the engine ---------------------------------------------------------------------------------

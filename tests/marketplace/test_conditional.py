@@ -145,6 +145,34 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
         assert got["count"] == 55 and len(got["results"]) == (50 if page == 1 else 5)
 
 
+def _serializer_json(job: Job, market) -> dict:  # type: ignore[no-untyped-def]
+    from marketplace import selectors, selectors_abacus
+
+    job = selectors.tenant_jobs(tenant=job.tenant).get(pk=job.pk)
+    ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
+           "money": selectors.job_money(job_ids=[job.pk]),
+           "slo": selectors_abacus.slo_status(market=market, jobs=[job] if job.min_utility is not None else [])}
+    return dict(JobSerializer(job, context=ctx).data)
+
+
+@pytest.mark.parametrize("extra", [{}, {"min_utility": 0.2, "utility": "log"}, {"budget": "0.3001"}], ids=["plain", "slo", "odd budget"])
+def test_a_bid_and_a_cancellation_answer_the_serializers_output(alice_api, alice, market, extra):
+    """Oracle: the answer to POST /api/jobs/ (built from the objects the bid wrote, not read back)
+    and to its cancellation (read back) equal JobSerializer's JSON of the job read from the database
+    right after; work rows given in reverse stage order come back in stage order."""
+    body = {"name": "oracle", "budget": "12.5", "utility": "linear",
+            "work": [{"resource_type": "reduce", "tasks": 2, "task_duration": 30, "weight": 2.0},
+                     {"resource_type": "map", "tasks": 8, "task_duration": 12.5, "weight": 1.0}]} | extra
+    placed = alice_api.post("/api/jobs/", body, format="json")
+    assert placed.status_code == 201, placed.content
+    job = Job.objects.get(pk=placed.json()["id"])
+    assert placed.json() == _serializer_json(job, market)
+    assert [w["resource_type"] for w in placed.json()["work"]] == ["map", "reduce"]
+    cancelled = alice_api.post(f"/api/jobs/{job.pk}/cancel/", format="json")
+    assert cancelled.status_code == 200, cancelled.content
+    assert cancelled.json()["status"] == "cancelled" and cancelled.json() == _serializer_json(job, market)
+
+
 def test_a_remembered_token_costs_no_query_and_a_deleted_one_is_refused(alice, market):
     api = _token_client(alice)
     assert api.get("/api/account/").status_code == 200

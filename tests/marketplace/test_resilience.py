@@ -156,3 +156,59 @@ def test_under_a_steady_stream_of_bids_the_last_attempt_is_stored(market, alice)
     assert market.cleared_version == result.state_version < market.state_version
     # and the next clearing catches up
     assert market_clear(market_id=market.pk).status == "cleared"
+
+
+@pytest.fixture
+def broker_up():  # type: ignore[no-untyped-def]
+    """Celery not eager; publishes are recorded, not sent (the cache is the tests' own)."""
+    from django.core.cache import cache
+
+    task = app.tasks["marketplace.tasks.clear_market_task"]
+    app.conf.task_always_eager = False
+    cache.clear()
+    with mock.patch.object(task, "delay") as delay:
+        yield delay
+    app.conf.task_always_eager = True
+
+
+def test_changes_while_a_clearing_waits_publish_no_second_one(alice, market, broker_up, django_capture_on_commit_callbacks):
+    """One waiting clearing covers every change committed before it starts; once it has started
+    (it drops the mark before reading the state), the next change publishes again."""
+    from marketplace.services.market import clearing_started
+
+    for _ in range(5):
+        with django_capture_on_commit_callbacks(execute=True):
+            bid_submit(tenant=alice, budget="1", work=WORK)
+    assert broker_up.call_count == 1
+    clearing_started(market_id=market.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        bid_submit(tenant=alice, budget="1", work=WORK)
+    assert broker_up.call_count == 2
+
+
+def test_the_clearing_task_drops_the_mark_before_it_reads_the_market(alice, market, broker_up, django_capture_on_commit_callbacks):
+    """Run the task as a worker would: a change committed after it started publishes a new one."""
+    from marketplace.tasks import clear_market_task
+
+    with django_capture_on_commit_callbacks(execute=True):
+        bid_submit(tenant=alice, budget="1", work=WORK)
+    seen = []
+    real = clearing.market_clear
+
+    def clear_and_watch(*, market_id: int):  # type: ignore[no-untyped-def]
+        with django_capture_on_commit_callbacks(execute=True):  # a bid lands while the task runs
+            bid_submit(tenant=alice, budget="1", work=WORK)
+        seen.append(broker_up.call_count)
+        return real(market_id=market_id)
+
+    with mock.patch("marketplace.tasks.market_clear", clear_and_watch):
+        assert clear_market_task.run(market.pk) in ("cleared", "stale")
+    assert seen == [2]  # the bid during the run published its own clearing
+
+
+def test_with_the_cache_down_every_change_publishes(alice, market, broker_up, django_capture_on_commit_callbacks):
+    with mock.patch("django.core.cache.cache.add", side_effect=redis.ConnectionError("down")):
+        for _ in range(3):
+            with django_capture_on_commit_callbacks(execute=True):
+                bid_submit(tenant=alice, budget="1", work=WORK)
+    assert broker_up.call_count == 3
