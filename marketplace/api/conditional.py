@@ -17,7 +17,9 @@ earlier one with the same id (a database recreated under a cache that kept its b
   (staff, or any other login: public aggregates such as the market state, series, prices
   and fairness per queue). Rendered bodies are cached under the tag, in this process (a
   small LRU) and in the shared cache (Redis), so all web processes compute each version
-  once. ``depends="samples"`` keys an endpoint that reads only what ticks and clearings
+  once. ``depends="ticks"`` keys an endpoint that reads only what ticks write (the fairness
+  and market samples: ``services.cluster``), so neither a bid nor a clearing invalidates it;
+  ``depends="samples"`` keys an endpoint that reads only what ticks and clearings
   write (samples, prices) on those marks alone, so a bid does not invalidate it.
 * ``@conditional(scope="user")`` -- per caller (a tenant's jobs, the allocation):
   the tag includes the user id; no body is shared between callers, only the 304.
@@ -52,7 +54,8 @@ LOCAL_MAX = 256  # bodies kept per process
 _SAMPLES = ("id", "created_at", "cleared_version", "clearings", "sim_time", "engine_version", "structure_version")
 _ALL = (*_SAMPLES, "state_version", "name", "alpha", "t_wait", "clock_speed", "mechanism", "fairshare_policy", "dispatch_mode",
         "fairshare_history", "fairshare_history_length", "auction_tolerance", "auction_max_rounds")
-DEPENDS = {"samples": len(_SAMPLES), "all": len(_ALL)}
+_TICKS = ("id", "created_at", "sim_time", "engine_version", "structure_version")
+DEPENDS = {name: tuple(_ALL.index(f) for f in fields) for name, fields in (("ticks", _TICKS), ("samples", _SAMPLES), ("all", _ALL))}
 _VERSION = "1"  # bump when the shape of any tagged answer changes (a deploy must not 304 an old body)
 
 
@@ -165,7 +168,7 @@ def conditional(*, scope: str, depends: str = "all", market: str = "default") ->
     """
     if scope not in ("market", "user") or depends not in DEPENDS or market not in ("default", "tenant"):
         raise ValueError(f"scope {scope!r} / depends {depends!r} / market {market!r}")
-    width = DEPENDS[depends]
+    positions = DEPENDS[depends]
 
     def decorate(method: _Handler) -> Callable[..., HttpResponse]:
         @wraps(method)
@@ -181,7 +184,7 @@ def conditional(*, scope: str, depends: str = "all", market: str = "default") ->
             if marks is None:
                 return method(self, request, *args, **kwargs)
             request.market_marks = marks  # the view reads its market from them (marked_market): one query fewer
-            tag = etag_for(request, marks[:width], scope)
+            tag = etag_for(request, tuple(marks[i] for i in positions), scope)
             if _matches(request, tag):
                 return _decorate(HttpResponseNotModified(), tag)
             content_type = renderer.media_type

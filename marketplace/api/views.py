@@ -86,6 +86,13 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             ctx["queue_paths"] = selectors.queue_paths(market=market)
         return ctx
 
+    def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        """No filter and no ordering asked (the pollers' usual request): the list as it is, newest
+        first (``selectors.tenant_jobs``), without building the filter form."""
+        if self.action == "list" and not set(self.request.query_params) - {"page", "page_size", "format"}:
+            return queryset
+        return super().filter_queryset(queryset)
+
     @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         tenant = _tenant(request)
@@ -212,7 +219,7 @@ class FairnessSeriesView(_SeriesView):
         market = _default_market(self.request)
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
-    @conditional(scope="market", depends="samples")
+    @conditional(scope="market", depends="ticks")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -228,7 +235,7 @@ class MarketSeriesView(_SeriesView):
 
     serializer_class = s.MarketSampleSerializer
 
-    @conditional(scope="market", depends="samples")
+    @conditional(scope="market", depends="ticks")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 

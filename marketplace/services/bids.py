@@ -165,8 +165,8 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     Raises:
         ValidationError: {"status": ...} if the job has already finished or been cancelled.
     """
-    market = Market.objects.select_for_update().defer("engine_state").get(pk=job.market_id)
-    job = Job.objects.select_for_update().get(pk=job.pk)
+    market = rows.get_row(Market, job.market_id, exclude=("engine_state",), for_update=True)  # lock order: market, then job
+    job = rows.get_row(Job, job.pk, for_update=True)
     job.market = market  # the row just locked: the caller's answer reads it without another query
     if job.status not in Job.ACTIVE:
         raise ValidationError({"status": f"A {job.status} job cannot be cancelled."})

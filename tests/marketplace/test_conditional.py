@@ -102,6 +102,20 @@ def test_series_answers_survive_bids_but_not_clearings_or_ticks(alice_api, alice
     assert prices.status_code == 200 and prices.json()["count"] > before
 
 
+@pytest.mark.parametrize("path", ["/api/market/series/", "/api/market/fairness/"])
+def test_sample_series_survive_clearings_and_follow_ticks(alice_api, alice, bob, market, path):
+    """Samples are written by ticks only (services.cluster), so a clearing keeps the tag; a tick
+    that writes samples changes it and the body (more samples)."""
+    _busy_market(alice, bob, market)
+    first = alice_api.get(path)
+    bid_submit(tenant=bob, budget="2", work=WORK[:1])
+    assert market_clear(market_id=market.pk).status == "cleared"
+    assert alice_api.get(path, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    cluster_advance(market_id=market.pk, seconds=130.0)
+    after = alice_api.get(path, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert after.status_code == 200 and after.json()["count"] > first.json()["count"]
+
+
 def test_a_configuration_change_without_a_clearing_changes_the_tag(alice_api, alice, bob, market):
     _busy_market(alice, bob, market)
     first = alice_api.get("/api/market/")
