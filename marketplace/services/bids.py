@@ -128,15 +128,15 @@ def bid_submit(
     context = engine_context(market)
     queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
     chosen = _validate_work(context.types, work)
-    job = Job.objects.create(
+    job = Job(
         market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
         min_utility=None if min_utility is None else float(min_utility), job_class=job_class,
     )
-    works = JobWork.objects.bulk_create(
-        JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
-        for rt, it in chosen.values()
-    )
+    rows.insert_instances([job])  # as job.save() stores it, from a statement built once (a bid is the commonest write)
+    works = [JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
+             for rt, it in chosen.values()]
+    rows.insert_instances(works)
     job._prefetched_objects_cache = {"work": works}  # job.work.all() without a query (the API's answer reads it)
     job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it

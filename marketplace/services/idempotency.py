@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from marketplace.models import IdempotencyKey
+from marketplace.services import rows
 
 KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces, as Stripe's keys
 
@@ -125,23 +126,21 @@ def form_submit_once(*, request: Any, key: str, scope: str, name: str, call: Cal
 
 
 def _stored(user: Any, key: str) -> IdempotencyKey | None:
-    return IdempotencyKey.objects.filter(user=user, key=key).first()
+    return rows.find_row(IdempotencyKey, user=user.pk, key=key)  # type: ignore[no-any-return]
 
 
 def _first_call(user: Any, key: str, fingerprint: str, call: Callable[[], Outcome]) -> Outcome:
     with transaction.atomic():
         try:
             with transaction.atomic():
-                row = IdempotencyKey.objects.create(
-                    user=user, key=key, fingerprint=fingerprint, status_code=0, response="", created_at=timezone.now()
-                )
+                row = IdempotencyKey(user=user, key=key, fingerprint=fingerprint, status_code=0, response="", created_at=timezone.now())
+                rows.insert_instances([row])
         except IntegrityError:
             raise _Taken from None  # another request committed this key first: replay it
         outcome = call()
         if not 200 <= outcome.status_code < 300:
             raise _NotStored(outcome)  # roll the key back with whatever the request wrote
-        row.status_code, row.response = outcome.status_code, json.dumps(outcome.body)
-        row.save(update_fields=["status_code", "response"])
+        rows.update_rows(IdempotencyKey, ("status_code", "response"), ("id",), [(outcome.status_code, json.dumps(outcome.body), row.pk)])
     return outcome
 
 

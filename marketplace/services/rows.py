@@ -73,6 +73,22 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
     return []
 
 
+def insert_instances(objs: Sequence[models.Model]) -> None:
+    """INSERT unsaved model instances of one model in one statement, as ``save()`` would store
+    them (every concrete field's ``pre_save``, so ``auto_now_add`` and defaults apply), and give
+    each its primary key; no signals are sent (the project connects none to these models)."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    values = [[f.pre_save(obj, True) for f in fields] for obj in objs]
+    ids = insert_rows(model, [f.attname for f in fields], values, returning_pk=True)
+    for obj, pk in zip(objs, ids, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
 def to_decimal(value: Any, places: int) -> Decimal:
     """A money column's raw database value as a Decimal with ``places`` decimals
     (SQLite hands NUMERIC columns back as float or int, as the ORM's own converter
@@ -165,6 +181,25 @@ def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[st
     with connection.cursor() as cursor:
         cursor.execute(sql, list(ids))
         return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+
+
+@lru_cache(maxsize=16)
+def _find_statement(model: type[models.Model], keys: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    sql, names, converters = _select_statement(model, (), False)
+    meta = model._meta
+    where = " AND ".join(f"{connection.ops.quote_name(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
+    return sql.split(" WHERE ", 1)[0] + f" WHERE {where}", names, converters
+
+
+def find_row(model: type[models.Model], **keys: Any) -> Any:
+    """``model.objects.filter(**keys).first()`` for keys that name at most one row (a unique
+    set of columns; a foreign key by its id under the field's name), from one statement built
+    once; None if there is none."""
+    sql, names, converters = _find_statement(model, tuple(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(keys.values()))
+        row = cursor.fetchone()
+    return None if row is None else _instance(model, names, converters, row)
 
 
 def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:

@@ -59,3 +59,27 @@ def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
     assert job.status == "running"
     assert rows.active_job_ids(market_id=market.pk) == {job.pk}
     assert rows.to_decimal(0.1 + 0.2, 4) == Decimal("0.3000")
+
+
+@pytest.mark.django_db
+def test_insert_instances_stores_what_save_would(market, alice):
+    """Two unsaved jobs alike but for the name: one through save(), one through insert_instances;
+    read back, every column but the id, the name and the creation time is equal."""
+    from marketplace.models import IdempotencyKey
+
+    kwargs = {"market": market, "tenant": alice, "queue_id": alice.default_queue_id, "budget": Decimal("7.2500"), "utility": "log",
+              "sim_submit_time": 12.5, "min_utility": 0.3, "job_class": "etl"}
+    saved = Job(name="saved", **kwargs)
+    saved.save()
+    ours = Job(name="ours", **kwargs)
+    rows.insert_instances([ours])
+    assert ours.pk and not ours._state.adding and ours.submitted_at is not None  # auto_now_add applied
+    skip = ("id", "name", "submitted_at")
+    assert _fields(Job.objects.get(pk=ours.pk), Job, skip) == _fields(Job.objects.get(pk=saved.pk), Job, skip)
+    assert Job.objects.get(pk=ours.pk).name == "ours"
+    key = IdempotencyKey(user=alice.user, key="k1", fingerprint="f" * 64, status_code=0, response="",
+                         created_at=datetime(2026, 1, 2, tzinfo=UTC))
+    rows.insert_instances([key])
+    found = rows.find_row(IdempotencyKey, user=alice.user.pk, key="k1")
+    assert _fields(found, IdempotencyKey) == _fields(IdempotencyKey.objects.get(pk=key.pk), IdempotencyKey)
+    assert rows.find_row(IdempotencyKey, user=alice.user.pk, key="k2") is None
