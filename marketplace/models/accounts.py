@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from marketplace.models.locking import NoKeyLockManager
 from marketplace.models.market import Market
 from marketplace.models.queues import Queue
 
@@ -27,6 +28,8 @@ class Tenant(models.Model):
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="tenants")
     name = models.CharField(max_length=100)
     default_queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="tenants")
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["name"]
@@ -43,6 +46,8 @@ class Account(models.Model):
     available = models.DecimalField(default=Decimal("0"), **MONEY)
     held = models.DecimalField(default=Decimal("0"), **MONEY)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
 
     class Meta:
         constraints = (

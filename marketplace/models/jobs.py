@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from marketplace.models.accounts import MONEY, Tenant
+from marketplace.models.locking import NoKeyLockManager
 from marketplace.models.market import Market
 from marketplace.models.queues import Queue, ResourceType
 
@@ -58,6 +59,8 @@ class Job(models.Model):
     sim_finish_time = models.FloatField(null=True, blank=True)
     submitted_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]

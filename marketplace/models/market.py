@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from marketplace.models.locking import NoKeyLockManager
 from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
 
 
@@ -60,6 +61,8 @@ class Market(models.Model):
     structure_version = models.BigIntegerField(default=0, help_text="Changes whenever the queue tree or a resource type changes.")
     clearings = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
 
     class Meta:
         constraints = (

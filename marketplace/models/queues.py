@@ -8,6 +8,7 @@ from typing import ClassVar
 from django.db import models
 from django.db.models import Q
 
+from marketplace.models.locking import NoKeyLockManager
 from marketplace.models.market import Market
 
 
@@ -47,6 +48,8 @@ class Queue(models.Model):
     )
     max_share = models.FloatField(default=1.0, help_text="Maximum fraction of the cluster this queue may hold (1 = no cap).")
 
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+
     class Meta:
         ordering: ClassVar[list[str]] = ["id"]
         constraints = (
@@ -83,6 +86,8 @@ class ResourceType(models.Model):
     capacity = models.PositiveIntegerField()
     stage = models.PositiveSmallIntegerField(default=0)
     unit = models.CharField(max_length=20, default="slot")
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["stage", "id"]

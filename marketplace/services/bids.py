@@ -1,8 +1,8 @@
 """Bids: submitting and cancelling jobs (paper 000, Sec. 3: a budget and a utility).
 
-Data flow: validate, then in one transaction write the job with its work, bump the
-market's state version (which locks the market row: ``services.market.market_bump``)
-and place the budget hold; after commit, the clearing is enqueued.
+Data flow: validate, then in one transaction bump the market's state version,
+write the job with its work and place the budget hold; after commit,
+the clearing is enqueued (``services.market.market_changed``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, Reso
 from marketplace.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, job_release
-from marketplace.services.market import engine_context, market_bump, market_changed
+from marketplace.services.market import engine_context, market_changed
 from marketplace.validation import parse_decimal_strict
 
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
@@ -123,10 +123,8 @@ def bid_submit(
     job_class = (job_class or name).strip()[:120]
     if use_adopted_utility:
         work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
-    # The market row is read unlocked and locked last, by the version bump: the job and its work
-    # rows go in first (a tick holding the row does not stop them), so a bid holds the row only
-    # for its hold and the commit. Lock order: market, then the account (inside job_hold).
-    market = rows.get_row(Market, tenant.market_id, exclude=("engine_state",))
+    # Lock order: market, then the account (inside job_hold).
+    market = rows.get_row(Market, tenant.market_id, exclude=("engine_state",), for_update=True)
     context = engine_context(market)
     queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
     chosen = _validate_work(context.types, work)
@@ -140,15 +138,9 @@ def bid_submit(
              for rt, it in chosen.values()]
     rows.insert_instances(works)
     job._prefetched_objects_cache = {"work": works}  # job.work.all() without a query (the API's answer reads it)
-    transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
-    bumped = market_bump(market_id=market.pk)
-    if bumped.structure_version != market.structure_version:
-        raise ValidationError({"queue": "The queue tree or the resource types changed while this bid was placed; place it again."})
-    if bumped.sim_time != job.sim_submit_time:  # a tick moved the clock meanwhile: the bid arrives at the new time
-        job.sim_submit_time = bumped.sim_time
-        rows.update_rows(Job, ("sim_submit_time",), ("id",), [(job.sim_submit_time, job.pk)])
-    market.sim_time, market.state_version = bumped.sim_time, bumped.state_version
     job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
+    transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
+    market_changed(market=market)
     return job
 
 

@@ -131,9 +131,8 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
 def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
     """Store ``plan`` as the clearing of ``market.state_version`` at ``market.sim_time``:
     one ``AllocationSnapshot`` row and its unit prices (``t0``: ``perf_counter`` when the
-    clearing began), in the caller's transaction, in which the caller records
-    ``cleared_version`` and ``clearings`` (or rolls these rows back). Returns the snapshot id
-    (the Plan's id for ``MarketEngine.apply_plan``)."""
+    clearing began). The caller holds the market row and records ``cleared_version`` and
+    ``clearings``. Returns the snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
     d = plan.diagnostics
     total_ms = (time.perf_counter() - t0) * 1000.0  # load + solve + encode
     [snapshot_id] = rows.insert_rows(AllocationSnapshot, _SNAPSHOT_FIELDS, [(
@@ -162,10 +161,6 @@ def _prune(market_id: int) -> None:
     newest_first = AllocationSnapshot.objects.filter(market_id=market_id).order_by("-id").values("id")
     gone = newest_first[PLAN_RETENTION : PLAN_RETENTION + 2 * PRUNE_EVERY]
     AllocationSnapshot.objects.filter(pk__in=Subquery(gone), plan__isnull=False).update(plan=None)
-
-
-class _Overtaken(Exception):
-    """The state moved (or another clearing stored this version) before the Plan was recorded."""
 
 
 def market_clear(*, market_id: int) -> ClearingResult:
@@ -198,31 +193,27 @@ def market_clear(*, market_id: int) -> ClearingResult:
             plan = MECHANISMS.build(market.mechanism).clear(snap)
             solve_ms = (time.perf_counter() - ts) * 1000.0
             d = plan.diagnostics
-            try:
-                with transaction.atomic():
-                    # The Plan is written first and the market row last, by one conditional UPDATE
-                    # that checks the version and does the bookkeeping (it also frees the lease):
-                    # the row, which every bid waits for, is held only for that UPDATE and the
-                    # commit. No row updated: the state moved during the solve (this result is
-                    # rolled back and recomputed on the new state), or another clearing that took
-                    # over an expired lease stored this version first (then nothing is stored twice).
-                    # On the last attempt a result on a state that has moved since is stored all the
-                    # same (unless a newer one was): under a steady stream of bids every solve is
-                    # overtaken, and dropping them all left the market uncleared for minutes. It is
-                    # at most one solve old, and the market stays behind (cleared_version <
-                    # state_version), so the next trigger or the sweeper clears again.
-                    snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0)
-                    last = attempt == MAX_ATTEMPTS - 1
-                    version_check = {} if last else {"state_version": market.state_version}
-                    current = Market.objects.filter(
-                        pk=market_id, cleared_version__lt=market.state_version, **version_check
-                    ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
-                    if not current:
-                        raise _Overtaken
-            except _Overtaken:
-                if _is_current(market_id):
-                    return ClearingResult(status="current")
-                continue
+            with transaction.atomic():
+                # The version check and the bookkeeping in one conditional UPDATE (it also
+                # takes the row lock and frees the lease). No row: the state moved during the
+                # solve (this result is dropped and recomputed on the new state), or another
+                # clearing that took over an expired lease stored this version first (then
+                # nothing is stored twice).
+                # On the last attempt a result on a state that has moved since is stored all the
+                # same (unless a newer one was): under a steady stream of bids every solve is
+                # overtaken, and dropping them all left the market uncleared for minutes. It is
+                # at most one solve old, and the market stays behind (cleared_version <
+                # state_version), so the next trigger or the sweeper clears again.
+                last = attempt == MAX_ATTEMPTS - 1
+                version_check = {} if last else {"state_version": market.state_version}
+                current = Market.objects.filter(
+                    pk=market_id, cleared_version__lt=market.state_version, **version_check
+                ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
+                if not current:
+                    if _is_current(market_id):
+                        return ClearingResult(status="current")
+                    continue
+                snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0)
             released = True  # the update above freed the lease
             moved = last and Market.objects.filter(pk=market_id, state_version__gt=market.state_version).exists()
             return ClearingResult("stale" if moved else "cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)

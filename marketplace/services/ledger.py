@@ -144,7 +144,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     if not movements:
         return []
     key, value = ("id", account_id) if account_id is not None else ("tenant_id", tenant_id)
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite: BEGIN IMMEDIATE locks
+    lock = rows.lock_suffix()  # FOR NO KEY UPDATE (models.locking); SQLite: BEGIN IMMEDIATE locks
     with transaction.atomic(savepoint=savepoint):
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT id, {_AVAILABLE}, {_HELD} FROM {_ACCOUNTS} WHERE {rows.column(Account, key)} = %s{lock}", [value])

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 
 from marketplace import adapters
@@ -46,37 +46,6 @@ def market_changed(*, market: Market) -> None:
     market.state_version += 1
     rows.update_rows(Market, ("state_version",), ("id",), [(market.state_version, market.pk)])
     enqueue_clearing(market_id=market.pk)
-
-
-@dataclass(frozen=True)
-class Bumped:
-    """The market row as :func:`market_bump` left it."""
-
-    state_version: int
-    sim_time: float
-    structure_version: int
-
-
-def market_bump(*, market_id: int) -> Bumped:
-    """``market_changed`` for a writer that has not locked the market row: one statement raises
-    ``state_version`` and returns the row's clock and structure, taking the row lock until
-    commit (so it is the writer's market lock: take it before any account lock, as the ticks
-    do); a clearing is enqueued after commit.
-
-    A bid uses it to hold the market row for as short a time as it can (its job and work rows
-    are written before, unlocked: a tick in progress holds the row ``FOR NO KEY UPDATE``,
-    which such inserts do not wait for).
-    """
-    q = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {q(Market._meta.db_table)} SET {q('state_version')} = {q('state_version')} + 1 WHERE {q('id')} = %s "
-            f"RETURNING {q('state_version')}, {q('sim_time')}, {q('structure_version')}", [market_id])
-        row = cursor.fetchone()
-    if row is None:
-        raise Market.DoesNotExist(f"Market {market_id} does not exist")
-    enqueue_clearing(market_id=market_id)
-    return Bumped(int(row[0]), float(row[1]), int(row[2]))
 
 
 _deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("clearings_deferred", default=False)

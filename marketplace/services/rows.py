@@ -144,10 +144,11 @@ def active_job_ids(*, market_id: int) -> set[int]:
         return {int(r[0]) for r in cursor.fetchall()}
 
 
-def _lock_suffix() -> str:
-    """PostgreSQL: ``FOR NO KEY UPDATE``, the lock an UPDATE of the row takes, which lets other
-    transactions insert rows that reference it meanwhile (a bid's new job its market, while a
-    tick holds the market); SQLite locks the database at ``BEGIN IMMEDIATE`` instead."""
+def lock_suffix() -> str:
+    """The row lock of a raw SELECT: PostgreSQL's ``FOR NO KEY UPDATE``, the lock an UPDATE of the
+    row takes, which lets other transactions insert rows that reference it meanwhile (a bid's
+    new job its market, while a tick holds the market; ``models.locking``); SQLite locks the
+    database at ``BEGIN IMMEDIATE`` instead."""
     if connection.vendor == "postgresql":
         return " FOR NO KEY UPDATE"
     return " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -160,7 +161,7 @@ def _select_statement(
     meta = model._meta
     fields = [f for f in meta.concrete_fields if f.name not in exclude and (not only or f.attname in only or f.name in only)]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    suffix = _lock_suffix() if lock else ""
+    suffix = lock_suffix() if lock else ""
     where = "= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})"
     pk = connection.ops.quote_name(meta.pk.column)  # type: ignore[union-attr]
     sql = f"SELECT {columns} FROM {connection.ops.quote_name(meta.db_table)} WHERE {pk} {where}{suffix}"
@@ -214,7 +215,7 @@ def find_row(model: type[models.Model], **keys: Any) -> Any:
 def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:
     """``model.objects[.select_for_update()].defer(*exclude).get(pk=pk)`` from one statement
     built once: each value through the same converters the ORM applies; with
-    ``for_update`` the row is locked (``FOR NO KEY UPDATE`` on PostgreSQL: see ``_lock_suffix``;
+    ``for_update`` the row is locked (``FOR NO KEY UPDATE`` on PostgreSQL: see ``lock_suffix``;
     SQLite: by the transaction's ``BEGIN IMMEDIATE``).
 
     Raises:

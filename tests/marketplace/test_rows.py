@@ -83,3 +83,15 @@ def test_insert_instances_stores_what_save_would(market, alice):
     found = rows.find_row(IdempotencyKey, user=alice.user.pk, key="k1")
     assert _fields(found, IdempotencyKey) == _fields(IdempotencyKey.objects.get(pk=key.pk), IdempotencyKey)
     assert rows.find_row(IdempotencyKey, user=alice.user.pk, key="k2") is None
+
+
+@pytest.mark.parametrize("name", ["Market", "Job", "ResourceType", "Queue", "Tenant", "Account"])
+def test_row_locks_on_rows_others_reference_are_no_key(name):
+    """models.locking: select_for_update on these models takes FOR NO KEY UPDATE, so inserts that
+    reference a locked row (a job its market) are not held up, and no FOR UPDATE waiter can
+    deadlock with a transaction that references the row and then locks it."""
+    import marketplace.models as m
+
+    model = getattr(m, name)
+    assert model.objects.select_for_update().query.select_for_no_key_update
+    assert not model.objects.select_for_update(no_key=False).query.select_for_no_key_update  # still possible on purpose
