@@ -219,11 +219,11 @@ def run_slo(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_slo_pool", title="Abacus SLO jobs: the prolific pool as load grows", source="paper 000, Sec. 6 (and 7.2.3)",
-    run=run_slo, defaults={"loads": [0.5, 1, 1.5, 2], "seeds": [0, 1], "slo_range": [0.1, 0.3], "alpha": 0.5, "staged": False},
+    run=run_slo, defaults={"loads": [0.25, 0.5, 0.75, 1], "seeds": [0, 1], "slo_range": [0.1, 0.3], "alpha": 0.5, "staged": False},
     description=("Every job bids $200 with its user's true utility normalised to weights summing to 1 (so its utility is "
                  "a weighted average share, in [0, 1]) and an SLO drawn uniformly from slo_range; it pays only if the "
                  "utility of its average shares reaches the SLO. " + SETUP + "."),
-    help={"loads": "multiples of the Table 1 arrival rates", "seeds": "workload seeds",
+    help={"loads": "multiples of the Table 1 arrival rates (x1 overloads the map slots: 124 %)", "seeds": "workload seeds",
           "slo_range": "[low, high] of the uniform SLO draw", "alpha": "auction exponent",
           "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))

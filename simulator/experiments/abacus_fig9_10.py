@@ -5,6 +5,17 @@ through the market engine once per setting and reports the users' job
 efficiency (1 / response time) or the total completion time, averaged over the
 seeds. The paper's curves are not in its text, only their shape; the tables put
 our numbers beside what the paper states.
+
+Fig. 9b (Sec. 7.1.2: user 3, true map:reduce ratio about 6, is most efficient
+reporting 4:1 of five ratios) rests on two of ``_abacus_table1``'s choices:
+jobs bid on map and reduce until they depart (``whole_job_bids``), and as many
+reduce as map tasks on equal map and reduce slots. Then under-reporting the
+map weight costs user 3 much (its maps are its bottleneck), over-reporting it
+little (its reduce work is a sixth of its map work): the curve rises steeply
+to about 4 and is flat, slightly falling, beyond. The peak's place follows the
+slot split (fewer reduce slots move it down: 20 + 15 slots put it at 1), not
+the task times alone: ``bench/abacus_fig9b_table.py`` prints the curve with
+its confidence intervals for any split, task count, load or bidding rule.
 """
 
 from __future__ import annotations
@@ -21,7 +32,9 @@ from simulator.experiments._abacus_table1 import (
     REDUCE_TASKS,
     STAGED,
     TABLE1,
+    WHOLE_JOB_BIDS,
     Job,
+    Outcome,
     User,
     efficiency_by_user,
     response_by_user,
@@ -40,9 +53,36 @@ def _staged(params: Params) -> bool:
     return bool(params.get("staged", STAGED))
 
 
+def _whole(params: Params) -> bool:
+    """The ``whole_job_bids`` parameter: jobs bid on both types until they depart (paper Sec. 7.1)."""
+    return bool(params.get("whole_job_bids", WHOLE_JOB_BIDS))
+
+
 def _model(params: Params) -> str:
-    return ("map -> reduce staged (reduces after all maps)" if _staged(params)
-            else "map and reduce as independent resource types (paper Sec. 7.1)")
+    types = ("map -> reduce staged (reduces after all maps)" if _staged(params)
+             else "map and reduce as independent resource types (paper Sec. 7.1)")
+    bids = ("jobs bid on both types until they depart" if _whole(params)
+            else "jobs bid only on types they still have tasks of")
+    return f"{types}; {bids}"
+
+
+def _run(jobs: Sequence[Job], bid: Callable[[Job], Bid], params: Params, *, alpha: float, seed: int,
+         fifo: bool = False) -> list[Outcome]:
+    """``simulate`` with the experiment's ``staged`` and ``whole_job_bids`` parameters."""
+    return simulate(jobs, bid, alpha=alpha, fifo=fifo, seed=seed, staged=_staged(params), whole_job_bids=_whole(params))
+
+
+WHOLE_HELP = ("true (default, paper Sec. 7.1): jobs bid on map and reduce until they depart; "
+              "false: only on types they still have tasks of")
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % normal confidence interval (NaN for fewer than 2 values)."""
+    clean = np.array([v for v in values if not math.isnan(v)], dtype=np.float64)
+    if clean.size == 0:
+        return math.nan, math.nan
+    half = 1.96 * float(clean.std(ddof=1)) / math.sqrt(clean.size) if clean.size > 1 else math.nan
+    return float(clean.mean()), half
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -79,7 +119,7 @@ def run_fig9a(params: Params, progress: Progress) -> Result:
     def one(budget: float, seed: int) -> list[float]:
         jobs = table1_jobs(TABLE1, seed=seed)
         bid = lambda j: Bid(budget if j.user == 2 else TABLE1[j.user].budget, TABLE1[j.user].true_weights, "linear")  # noqa: E731
-        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed, staged=_staged(params)), 3)
+        return efficiency_by_user(_run(jobs, bid, params, alpha=float(params["alpha"]), seed=seed), 3)
 
     runs = _sweep(budgets, seeds, progress, "user 3 budget $", one)
     eff = [[_mean([r[k] for r in row]) * 1000.0 for k in range(3)] for row in runs]  # 1/ks
@@ -115,63 +155,83 @@ def run_fig9a(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig9a", title="Abacus Fig. 9a: job efficiency against user 3's budget", source="paper 000, Sec. 7.1.2, Fig. 9a",
-    run=run_fig9a, defaults={"budgets": [50, 100, 200, 400, 800], "seeds": [0, 1, 2], "alpha": 0.5, "staged": False},
+    run=run_fig9a, defaults={"budgets": [50, 100, 200, 400, 800], "seeds": [0, 1, 2], "alpha": 0.5, "staged": False,
+              "whole_job_bids": True},
     description=("Users 1 and 2 bid $200 with their true utilities; user 3's budget varies. Job efficiency = 1 / response "
                  "time, averaged over each user's jobs and the seeds. " + SETUP + "."),
     help={"budgets": "user 3's budgets ($)", "seeds": "workload seeds (one run each)", "alpha": "auction exponent in [0, 1]",
-          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)",
+          "whole_job_bids": WHOLE_HELP},
 ))
 
 
 # --- Fig. 9b: user 3's map:reduce weight ratio
 
 
-def run_fig9b(params: Params, progress: Progress) -> Result:
-    ratios = [float(r) for r in params["ratios"]]
-    seeds = [int(s) for s in params["seeds"]]
+def fig9b_runs(ratios: Sequence[float], seeds: Sequence[int], params: Params, progress: Progress) -> np.ndarray:
+    """(ratio, seed, user) mean job efficiency (1 / 1000 simulated s) with user 3 reporting
+    u = r x + y (paper 000, Sec. 7.1.2, Fig. 9b); users 1 and 2 report their true utilities."""
 
     def one(ratio: float, seed: int) -> list[float]:
         jobs = table1_jobs(TABLE1, seed=seed)
 
         def bid(j: Job) -> Bid:
-            user = j.user
-            weights = (ratio, 1.0) if user == 2 else TABLE1[user].true_weights
-            return Bid(TABLE1[user].budget, weights, "linear")
+            weights = (ratio, 1.0) if j.user == 2 else TABLE1[j.user].true_weights
+            return Bid(TABLE1[j.user].budget, weights, "linear")
 
-        return efficiency_by_user(simulate(jobs, bid, alpha=float(params["alpha"]), seed=seed, staged=_staged(params)), 3)
+        return efficiency_by_user(_run(jobs, bid, params, alpha=float(params["alpha"]), seed=seed), 3)
 
-    runs = _sweep(ratios, seeds, progress, "user 3 map:reduce", one)
-    eff = [[_mean([r[k] for r in row]) * 1000.0 for k in range(3)] for row in runs]
+    return np.array(_sweep(ratios, seeds, progress, "user 3 map:reduce", one), dtype=np.float64) * 1000.0
+
+
+def run_fig9b(params: Params, progress: Progress) -> Result:
+    ratios = [float(r) for r in params["ratios"]]
+    seeds = [int(s) for s in params["seeds"]]
+    runs = fig9b_runs(ratios, seeds, params, progress)
     progress(1.0, "done")
+    stats = [[_mean_ci(list(runs[i, :, k])) for k in range(3)] for i in range(len(ratios))]
+    eff = [[m for m, _ in row] for row in stats]
     u3 = [e[2] for e in eff]
     best = ratios[int(np.nanargmax(u3))]
     true_ratio = TABLE1[2].map_s / TABLE1[2].reduce_s
-    rows = [[r, *[finite(e[k], 3) for k in range(3)]] for r, e in zip(ratios, eff, strict=True)]
+    near = int(np.argmin([abs(math.log(r / true_ratio)) for r in ratios]))
+    rows = [[r, *[finite(v, 3) for m, h in row for v in (m, h)]] for r, row in zip(ratios, stats, strict=True)]
+    paired = []
+    for i in (0, len(ratios) - 1):
+        diff, half = _mean_ci(list(runs[near, :, 2] - runs[i, :, 2]))
+        wins = int(np.sum(runs[near, :, 2] > runs[i, :, 2]))
+        paired.append([f"user 3 at ratio {ratios[near]:g} minus at {ratios[i]:g} (paired by seed)", "> 0",
+                       f"{diff:+.3f} +- {finite(half, 3)} ({wins}/{len(seeds)} seeds)"])
     return {
         "figures": [figure("Fig. 9b: job efficiency against user 3's reported map:reduce weight ratio",
                            _per_user_lines(ratios, eff, [u.name for u in TABLE1]),
                            x_title="user 3's map:reduce weight ratio (log scale)",
                            y_title="job efficiency (1 / 1000 simulated s)", xaxis={"type": "log"})],
         "tables": [
-            table("Mean job efficiency per user (1 / 1000 simulated s)", ["ratio", "user 1", "user 2", "user 3"], rows,
+            table("Mean job efficiency per user (1 / 1000 simulated s) and its 95 % CI over the seeds",
+                  ["ratio", "user 1", "+-", "user 2", "+-", "user 3", "+-"], rows,
                   note=SETUP + "; " + _model(params)),
             table("Beside the paper (Sec. 7.1.2)", ["quantity", "paper", "ours"], [
                 ["true map:reduce ratio of user 3 (60 s : 10 s)", "about 6", f"{true_ratio:g}"],
                 ["ratio where user 3's efficiency peaks", "4 (of the 5 tested)", f"{best:g}"],
+                *paired,
             ]),
         ],
         "summary": (f"User 3's efficiency peaks at a reported map:reduce ratio of {best:g} (true {true_ratio:g}; the paper's "
-                    "peak was at 4 of its five ratios)."),
+                    f"peak was at 4 of its five ratios); it is {u3[near]:.2f} at {ratios[near]:g} against "
+                    f"{u3[0]:.2f} at {ratios[0]:g} and {u3[-1]:.2f} at {ratios[-1]:g} per 1000 s."),
     }
 
 
 register(Experiment(
     name="abacus_fig9b", title="Abacus Fig. 9b: job efficiency against user 3's weight ratio", source="paper 000, Sec. 7.1.2, Fig. 9b",
-    run=run_fig9b, defaults={"ratios": [0.25, 1, 2, 4, 6, 8, 16], "seeds": [0, 1, 2], "alpha": 0.5, "staged": False},
+    run=run_fig9b, defaults={"ratios": [0.25, 1, 2, 4, 6, 8, 16], "seeds": [0, 1, 2, 3], "alpha": 0.5, "staged": False,
+                             "whole_job_bids": True},
     description=("All users bid $200; users 1 and 2 report their true utilities, user 3 reports u = r x + y for each ratio r. "
                  + SETUP + "."),
     help={"ratios": "user 3's reported map:reduce weight ratios", "seeds": "workload seeds", "alpha": "auction exponent",
-          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)",
+          "whole_job_bids": WHOLE_HELP},
 ))
 
 
@@ -187,7 +247,7 @@ def run_fig9c(params: Params, progress: Progress) -> Result:
     def one(alpha: float, seed: int) -> list[float]:
         jobs = table1_jobs(users, seed=seed)
         bid = lambda j: Bid(users[j.user].budget, users[j.user].true_weights, "linear")  # noqa: E731
-        out = simulate(jobs, bid, alpha=alpha, seed=seed, staged=_staged(params))
+        out = _run(jobs, bid, params, alpha=alpha, seed=seed)
         return [*slowdown_by_user(out, 3, _staged(params)), *response_by_user(out, 3)]
 
     runs = _sweep(alphas, seeds, progress, "alpha", one)
@@ -220,12 +280,14 @@ def run_fig9c(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig9c", title="Abacus Fig. 9c: job times against alpha", source="paper 000, Sec. 7.1.2, Fig. 9c",
-    run=run_fig9c, defaults={"alphas": [0, 0.25, 0.5, 0.75, 1], "seeds": [0, 1, 2], "budgets": [100, 200, 400], "staged": False},
+    run=run_fig9c, defaults={"alphas": [0, 0.25, 0.5, 0.75, 1], "seeds": [0, 1, 2], "budgets": [100, 200, 400], "staged": False,
+              "whole_job_bids": True},
     description=("Users bid their true utilities with different budgets (alpha only matters between differing bids). "
                  "The users' jobs differ in size, so their times are compared as slowdowns: response time over the "
                  "job's time alone on the cluster. " + SETUP + "."),
     help={"alphas": "auction exponents in [0, 1]", "seeds": "workload seeds", "budgets": "budgets of users 1-3 ($)",
-          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)",
+          "whole_job_bids": WHOLE_HELP},
 ))
 
 
@@ -252,7 +314,7 @@ def run_fig10(params: Params, progress: Progress) -> Result:
             jobs = table1_jobs(users, seed=seed, rate_scale=float(params["rate_scale"]))
             bid = lambda j, users=users: Bid(users[j.user].budget, users[j.user].true_weights, "linear")  # noqa: E731
             for name, fifo in (("abacus", False), ("fifo", True)):
-                out = simulate(jobs, bid, alpha=float(params["alpha"]), fifo=fifo, seed=seed, staged=_staged(params))
+                out = _run(jobs, bid, params, alpha=float(params["alpha"]), seed=seed, fifo=fifo)
                 spans[name].append(max(o.job.submit + o.response_s for o in out) if out else 0.0)
         ab, ff = float(np.mean(spans["abacus"])), float(np.mean(spans["fifo"]))
         abacus_line.append(finite(ab / 60.0, 2))
@@ -281,10 +343,12 @@ def run_fig10(params: Params, progress: Progress) -> Result:
 
 register(Experiment(
     name="abacus_fig10", title="Abacus Fig. 10: total completion time against FIFO", source="paper 000, Sec. 7.1.3, Fig. 10",
-    run=run_fig10, defaults={"users": [1, 2, 3, 4, 5, 6], "seeds": [0, 1], "alpha": 0.5, "rate_scale": 1.0, "staged": False},
+    run=run_fig10, defaults={"users": [1, 2, 3, 4, 5, 6], "seeds": [0, 1], "alpha": 0.5, "rate_scale": 1.0, "staged": False,
+              "whole_job_bids": True},
     description=("Time until every job submitted in the 30 minutes has finished, for a growing number of users on the same "
                  "cluster, under Abacus (budgets $200, true utilities) and under FIFO (jobs in arrival order). " + SETUP + "."),
     help={"users": "numbers of users", "seeds": "workload seeds", "alpha": "auction exponent",
           "rate_scale": "multiplies every arrival rate",
-          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)",
+          "whole_job_bids": WHOLE_HELP},
 ))
