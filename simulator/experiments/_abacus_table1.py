@@ -113,8 +113,10 @@ class Job:
     task_s: tuple[float, float]
 
 
-def table1_jobs(users: Sequence[User], *, seed: int, minutes: float = MINUTES, rate_scale: float = 1.0) -> list[Job]:
-    """Poisson arrivals of every user for ``minutes`` (rates times ``rate_scale``), in time order."""
+def table1_jobs(users: Sequence[User], *, seed: int, minutes: float = MINUTES, rate_scale: float = 1.0,
+                tasks: tuple[int, int] = (MAP_TASKS, REDUCE_TASKS)) -> list[Job]:
+    """Poisson arrivals of every user for ``minutes`` (rates times ``rate_scale``), in time order,
+    each job with ``tasks`` (map, reduce) tasks."""
     rng = np.random.default_rng(seed)
     jobs: list[tuple[float, int, tuple[float, float]]] = []
     for k, u in enumerate(users):
@@ -126,7 +128,7 @@ def table1_jobs(users: Sequence[User], *, seed: int, minutes: float = MINUTES, r
             jitter = rng.uniform(1.0 - JITTER, 1.0 + JITTER, 2)
             jobs.append((t, k, (u.map_s * jitter[0], u.reduce_s * jitter[1])))
     jobs.sort()
-    return [Job(i, k, t, (MAP_TASKS, REDUCE_TASKS), ts) for i, (t, k, ts) in enumerate(jobs)]
+    return [Job(i, k, t, tasks, ts) for i, (t, k, ts) in enumerate(jobs)]
 
 
 @dataclass(frozen=True)
