@@ -43,8 +43,11 @@ run: setup
 	echo "Replay finished; the market clock keeps running (Ctrl-C to stop)."; \
 	$(MANAGE) run_clock & wait
 
+# Two runs: everything but the integration tests on two workers (pytest-xdist: each worker has its
+# own test database), then the integration tests alone (they start a real Celery worker and Redis).
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 -m "not integration"
+	$(BIN)/python -m pytest -m integration
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not integration and not browser"
