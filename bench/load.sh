@@ -4,6 +4,7 @@
 #   1. the API mix at saturation: 50 users, think 0-0.05 s, 60 s (target: 0 errors, >= 200 req/s, p95 < 500 ms)
 #   2. the issue's scenario: 50 users on pages and API, think 0.2-1 s, 60 s
 # Everything it starts is stopped when it ends (or on Ctrl-C). Loopback only.
+# LOAD_TICK_S: wall seconds between clock ticks (run_clock --tick; default 0.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${LOAD_PORT:-8070}"
@@ -25,7 +26,7 @@ if [ -n "${REDIS_URL:-}" ]; then
   pids+=($!)
   roots+=(--root "worker=$!")
 fi
-$BIN/python manage.py run_clock &
+$BIN/python manage.py run_clock ${LOAD_TICK_S:+--tick "$LOAD_TICK_S"} &
 pids+=($!)
 roots+=(--root "clock=$!")
 db="$($BIN/python -c 'import os, urllib.parse as u; url = os.environ.get("DATABASE_URL", ""); print(u.urlparse(url).path.lstrip("/") if url.startswith("postgres") else "")')"
