@@ -27,7 +27,9 @@ def _version(market: Market) -> int:
     return int(market.structure_version or 0)
 
 
-def _cached(kind: str, market: Market, read: Any) -> Any:
+def per_structure(kind: str, market: Market, read: Any) -> Any:
+    """``read()``, kept in this process under (``kind``, market) until the market's ``structure_version``
+    moves (read afresh each time when it is deferred or 0). The value is shared: callers must not change it."""
     version = _version(market)
     if version:
         with _LOCK:
@@ -43,7 +45,7 @@ def _cached(kind: str, market: Market, read: Any) -> Any:
 
 def queue_paths(market: Market) -> dict[int, str]:
     """queue id -> dotted path (``models.queues.dotted_paths``); a copy the caller may change."""
-    paths: dict[int, str] = _cached(
+    paths: dict[int, str] = per_structure(
         "paths", market, lambda: dotted_paths(Queue.objects.filter(market_id=market.pk).values_list("id", "name", "parent_id")))
     return dict(paths)
 
@@ -51,7 +53,7 @@ def queue_paths(market: Market) -> dict[int, str]:
 def resource_types(market: Market) -> list[ResourceType]:
     """The market's resource types in stage order, as fresh instances (the caller may change them)."""
     names = [f.attname for f in ResourceType._meta.concrete_fields]
-    rows: tuple[tuple[Any, ...], ...] = _cached(
+    rows: tuple[tuple[Any, ...], ...] = per_structure(
         "types", market, lambda: tuple(ResourceType.objects.filter(market_id=market.pk).order_by("stage", "id").values_list(*names)))
     return [ResourceType.from_db(DEFAULT_DB_ALIAS, names, list(row)) for row in rows]
 

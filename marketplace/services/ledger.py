@@ -70,16 +70,6 @@ def job_release(*, job: Job, amount: Decimal, memo: str, user: object = None) ->
     _post_many(tenant_id=job.tenant_id, job=job, movements=[(LedgerEntry.Kind.RELEASE, amount, memo)], user=user)
 
 
-def ledger_charge(*, account: Account, job: Job, amount: Decimal) -> LedgerEntry:
-    """Take ``amount`` of the job's hold as payment."""
-    return _post(account_id=account.pk, kind=LedgerEntry.Kind.CHARGE, amount=amount, job=job, memo=f"charge for job {job.pk}")
-
-
-def ledger_release(*, account: Account, job: Job, amount: Decimal, memo: str = "") -> LedgerEntry:
-    """Return ``amount`` of the job's hold to the available balance."""
-    return _post(account_id=account.pk, kind=LedgerEntry.Kind.RELEASE, amount=amount, job=job, memo=memo or f"release for job {job.pk}")
-
-
 MONEY_QUANTUM = Decimal("0.0001")
 
 

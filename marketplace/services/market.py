@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from marketplace import adapters
+from marketplace import adapters, structure
 from marketplace.models import Job, JobWork, Market, ResourceType
 from marketplace.resilience import cache_add, cache_delete, publish_task
 from marketplace.services import rows
@@ -154,18 +154,11 @@ class EngineContext:
         return f"{self.tree_map.signature}|{[t.pk for t in self.types]}"
 
 
-_CONTEXTS: dict[int, tuple[int, EngineContext]] = {}
-
-
 def engine_context(market: Market) -> EngineContext:
-    """The market's queue tree and resource types, read once per ``structure_version``."""
-    with _CACHE_LOCK:
-        cached = _CONTEXTS.get(market.pk)
-    if cached is not None and market.structure_version and cached[0] == market.structure_version:
-        return cached[1]
-    context = EngineContext(adapters.queue_tree(market), adapters.resource_types(market))
-    with _CACHE_LOCK:
-        _CONTEXTS[market.pk] = (market.structure_version, context)
+    """The market's queue tree and resource types, read once per ``structure_version``
+    (``marketplace.structure.per_structure``)."""
+    context: EngineContext = structure.per_structure(
+        "engine", market, lambda: EngineContext(adapters.queue_tree(market), adapters.resource_types(market)))
     return context
 
 

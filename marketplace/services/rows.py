@@ -156,15 +156,20 @@ def lock_suffix() -> str:
 
 @lru_cache(maxsize=32)
 def _select_statement(
-    model: type[models.Model], exclude: tuple[str, ...], lock: bool, only: tuple[str, ...] = (), n_ids: int = 1
+    model: type[models.Model], exclude: tuple[str, ...], lock: bool, only: tuple[str, ...] = (), n_ids: int = 1,
+    keys: tuple[str, ...] = (),
 ) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    """SELECT by primary key (``n_ids`` of them), or by equality on the fields ``keys`` when given."""
     meta = model._meta
+    q = connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if f.name not in exclude and (not only or f.attname in only or f.name in only)]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    columns = ", ".join(q(f.column) for f in fields)
     suffix = lock_suffix() if lock else ""
-    where = "= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})"
-    pk = connection.ops.quote_name(meta.pk.column)  # type: ignore[union-attr]
-    sql = f"SELECT {columns} FROM {connection.ops.quote_name(meta.db_table)} WHERE {pk} {where}{suffix}"
+    if keys:
+        where = " AND ".join(f"{q(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
+    else:
+        where = f"{q(meta.pk.column)} " + ("= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})")  # type: ignore[union-attr]
+    sql = f"SELECT {columns} FROM {q(meta.db_table)} WHERE {where}{suffix}"
     converters = []
     for f in fields:
         col = f.get_col(meta.db_table)
@@ -193,19 +198,11 @@ def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[st
         return [_instance(model, names, converters, row) for row in cursor.fetchall()]
 
 
-@lru_cache(maxsize=16)
-def _find_statement(model: type[models.Model], keys: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
-    sql, names, converters = _select_statement(model, (), False)
-    meta = model._meta
-    where = " AND ".join(f"{connection.ops.quote_name(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
-    return sql.split(" WHERE ", 1)[0] + f" WHERE {where}", names, converters
-
-
 def find_row(model: type[models.Model], **keys: Any) -> Any:
     """``model.objects.filter(**keys).first()`` for keys that name at most one row (a unique
     set of columns; a foreign key by its id under the field's name), from one statement built
     once; None if there is none."""
-    sql, names, converters = _find_statement(model, tuple(keys))
+    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
     with connection.cursor() as cursor:
         cursor.execute(sql, list(keys.values()))
         row = cursor.fetchone()

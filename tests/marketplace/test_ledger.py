@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from marketplace.models import Account, LedgerEntry
 from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.ledger import account_deposit, job_held_amount, ledger_charge, ledger_reconcile, ledger_release
+from marketplace.services.ledger import account_deposit, job_charge, job_held_amount, job_release, ledger_reconcile
 
 WORK = [WorkItem("map", 4, 10.0, 1.0)]
 
@@ -21,8 +21,8 @@ def test_hold_then_charge_reconciles(alice):
     job = bid_submit(tenant=alice, budget="120", work=WORK)
     alice.account.refresh_from_db()
     assert (alice.account.available, alice.account.held) == (Decimal("880"), Decimal("120"))
-    ledger_charge(account=alice.account, job=job, amount=Decimal("100"))
-    ledger_release(account=alice.account, job=job, amount=Decimal("20"))
+    job_charge(job=job, amount=Decimal("100"), memo=f"charge for job {job.pk}")
+    job_release(job=job, amount=Decimal("20"), memo=f"release for job {job.pk}")
     # then nothing is held, 100 is gone, and the ledger sums to the account
     alice.account.refresh_from_db()
     assert (alice.account.available, alice.account.held) == (Decimal("900"), Decimal("0"))
@@ -34,7 +34,7 @@ def test_charge_above_hold_is_refused_and_writes_nothing(alice):
     job = bid_submit(tenant=alice, budget="50", work=WORK)
     before = LedgerEntry.objects.count()
     with pytest.raises(ValidationError):
-        ledger_charge(account=alice.account, job=job, amount=Decimal("50.0001"))
+        job_charge(job=job, amount=Decimal("50.0001"), memo="too much")
     assert LedgerEntry.objects.count() == before
     assert ledger_reconcile(account=alice.account) == []
 
