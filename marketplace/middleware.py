@@ -7,6 +7,10 @@
 * Bodies over ``DATA_UPLOAD_MAX_MEMORY_SIZE``: ``413 {"body": [...]}`` (JSON,
   not Django's HTML 400 page), checked on ``Content-Length`` before anything
   reads the body, and again if a chunked body trips Django's own limit.
+* A body sent with ``Transfer-Encoding: chunked`` and no ``Content-Length``:
+  Django's WSGI request reads ``Content-Length`` bytes, so such a body arrives
+  empty, and a bid used to get a confusing "budget is required". It is refused
+  with ``411 {"body": [...]}`` (Length Required, RFC 9110, Sec. 15.5.12).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 NULL_MESSAGE = "Null characters are not allowed."
+CHUNKED_MESSAGE = "Send the body with a Content-Length header; chunked transfer encoding is not supported."
 
 
 def body_too_big(limit: int, size: int | None = None) -> JsonResponse:
@@ -38,6 +43,8 @@ class RequestGuardMiddleware:
             bad = sorted({k for k, values in request.GET.lists() if "\x00" in k or any("\x00" in v for v in values)})
             return JsonResponse({(k.replace("\x00", "\\x00") or "query"): [NULL_MESSAGE] for k in bad} or {"query": [NULL_MESSAGE]},
                                 status=400)
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get("CONTENT_LENGTH"):
+            return JsonResponse({"body": [CHUNKED_MESSAGE]}, status=411)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
             size = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -48,6 +55,6 @@ class RequestGuardMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, RequestDataTooBig):  # a chunked body without Content-Length
+        if isinstance(exception, RequestDataTooBig):  # a body Django's own limit refused while reading it
             return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return None

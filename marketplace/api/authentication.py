@@ -102,14 +102,16 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         try:
             user, token = super().authenticate(request)  # type: ignore[misc]
         except exceptions.AuthenticationFailed:
-            # Counted on failure only, so a valid token costs no cache round trip; over the
-            # limit, wrong tokens get 429 instead of an answer (guessing stops paying).
+            # Counted on failure only, so a valid token costs no cache round trip. The first
+            # FAILURE_LIMITS["token"] wrong tokens of a window are answered 401 (as the login's
+            # limit answers its wrong passwords); after that, 429 instead of an answer
+            # (guessing stops paying).
             limiter = FailureLimiter.from_settings("token")
             address = client_address(request)
-            limiter.record_failure(address)
             wait = limiter.retry_after(address)
             if wait is not None:
                 raise exceptions.Throttled(wait, detail="Too many invalid tokens from this address.") from None
+            limiter.record_failure(address)
             raise
         if token_expiry(token) <= timezone.now():
             raise exceptions.AuthenticationFailed("Token expired; obtain a new one from /api/auth/token/.")

@@ -61,7 +61,7 @@ def _docs() -> dict[str, str]:
         "capacity_map": "Slots per resource type name.", "terminated": "Ids of jobs that ended.",
         "consumption": "Job id -> {resource type: slots in use}.",
         # enumerations (their values are listed in the enum's own schema)
-        "utility": "Utility kind of the bid: linear or logscale (paper 000, Sec. 3); see the enum.",
+        "utility": "Utility kind of the bid: linear or log (logscale; paper 000, Sec. 3); see the enum.",
         "kind": "Kind of ledger entry (hold, release, charge, deposit, credit, debit, ...); see the enum.",
         "mechanism": "Allocation mechanism stage, a registry name (scheduler.registry); see the enum.",
         "fairshare_policy": "Fair-share policy across queues, a registry name (paper 002); see the enum.",

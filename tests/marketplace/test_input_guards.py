@@ -85,6 +85,16 @@ def test_oversize_form_post_is_a_413_json_error_too(client, alice, settings):
     assert resp.status_code == 413 and "body" in resp.json()
 
 
+def test_chunked_body_without_content_length_is_a_411_not_an_empty_bid(alice_api, counts):
+    # Django reads Content-Length bytes of a WSGI body: a chunked one would arrive empty
+    resp = alice_api.post("/api/jobs/", json.dumps(GOOD), content_type="application/json",
+                          HTTP_TRANSFER_ENCODING="chunked", CONTENT_LENGTH="")
+    assert resp.status_code == 411
+    assert resp["Content-Type"] == "application/json" and "Content-Length" in resp.json()["body"][0]
+    assert _nothing_written(counts)
+    assert alice_api.post("/api/jobs/", json.dumps(GOOD), content_type="application/json").status_code == 201  # with a length: placed
+
+
 LENIENT = ["١٢", "1_000", " 5 ", "5 ", "\t5", "1e3", "NaN", "Infinity", "-Infinity", "0x10", "+5", "\u0665", "\uff11\uff12", "", "5.", ".5"]
 
 
