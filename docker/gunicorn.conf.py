@@ -47,3 +47,14 @@ if _PROFILE_DIR:
     def worker_exit(server, worker):  # type: ignore[no-untyped-def]
         for n, prof in enumerate(_profiles):
             prof.dump_stats(os.path.join(_PROFILE_DIR, f"{worker.pid}-{n}.prof"))
+
+# The GIL's switch interval in each worker (seconds; Python's default is 0.005). A thread that
+# comes back from a database round trip waits up to this long for the GIL while the worker's
+# other threads run Python; inside a transaction that holds the market row, that wait
+# lengthens every other writer's wait too.
+_SWITCH_INTERVAL = os.environ.get("GUNICORN_SWITCH_INTERVAL")
+if _SWITCH_INTERVAL:
+    import sys as _sys
+
+    def post_worker_init(worker):  # type: ignore[no-untyped-def]
+        _sys.setswitchinterval(float(_SWITCH_INTERVAL))
