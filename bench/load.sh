@@ -32,7 +32,8 @@ if [ -n "${REDIS_URL:-}" ]; then
   pids+=($!)
   roots+=(--root "worker=$!")
 fi
-$BIN/python manage.py run_clock ${LOAD_TICK_S:+--tick "$LOAD_TICK_S"} &
+# LOAD_CLOCK_LOG=file: the clock's line per tick (simulated time, jobs, the tick's wall time) goes there
+$BIN/python manage.py run_clock ${LOAD_TICK_S:+--tick "$LOAD_TICK_S"} ${LOAD_CLOCK_LOG:+-v 2} >"${LOAD_CLOCK_LOG:-/dev/null}" &
 pids+=($!)
 roots+=(--root "clock=$!")
 db="$($BIN/python -c 'import os, urllib.parse as u; url = os.environ.get("DATABASE_URL", ""); print(u.urlparse(url).path.lstrip("/") if url.startswith("postgres") else "")')"

@@ -56,10 +56,12 @@ class Command(BaseCommand):
 
     def _tick_all(self, verbosity: int) -> None:
         for pk in Market.objects.values_list("pk", flat=True):
+            t0 = time.perf_counter()
             try:
                 result = cluster_tick(market_id=pk)
             except OperationalError as exc:  # e.g. SQLite busy: the next tick catches up
                 log.warning("market %s: tick skipped: %s", pk, exc)
                 continue
             if verbosity > 1:
-                self.stdout.write(f"market {pk}: t={result.sim_time:.0f}s active_jobs={result.active_jobs}")
+                self.stdout.write(f"market {pk}: t={result.sim_time:.0f}s active_jobs={result.active_jobs} "
+                                  f"finished_jobs={result.finished_jobs} tick={1000 * (time.perf_counter() - t0):.1f}ms")
