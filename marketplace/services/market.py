@@ -48,6 +48,24 @@ def market_changed(*, market: Market) -> None:
     enqueue_clearing(market_id=market.pk)
 
 
+def market_lock_and_bump(*, market_id: int) -> Market:
+    """The first statement of a bid or a cancellation: lock the market row and raise its
+    ``state_version`` in one ``UPDATE ... RETURNING`` (``rows.increment_row``). Returns the
+    market as locked (``engine_state`` deferred). The caller enqueues the clearing
+    (:func:`enqueue_clearing`) after registering its own after-commit work, as
+    :func:`market_changed` does.
+
+    The same as ``get_row(..., for_update=True)`` followed by :func:`market_changed`'s
+    UPDATE, one round trip shorter, and that round trip is made while holding the row every
+    other writer waits for. Lock order: the market first, as every writer takes it.
+
+    Raises:
+        Market.DoesNotExist: no such market.
+    """
+    market: Market = rows.increment_row(Market, market_id, counter="state_version", exclude=("engine_state",))
+    return market
+
+
 _deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("clearings_deferred", default=False)
 
 

@@ -170,11 +170,46 @@ def _select_statement(
     else:
         where = f"{q(meta.pk.column)} " + ("= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})")  # type: ignore[union-attr]
     sql = f"SELECT {columns} FROM {q(meta.db_table)} WHERE {where}{suffix}"
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def _converters(model: type[models.Model], fields: Sequence[models.Field[Any, Any]]) -> tuple[Any, ...]:
+    """Per field, its column and the converters the ORM applies to a value read from it."""
     converters = []
     for f in fields:
-        col = f.get_col(meta.db_table)
+        col = f.get_col(model._meta.db_table)
         converters.append((col, tuple(connection.ops.get_db_converters(col) + col.get_db_converters(connection))))
-    return sql, tuple(f.attname for f in fields), tuple(converters)
+    return tuple(converters)
+
+
+@lru_cache(maxsize=8)
+def _increment_statement(model: type[models.Model], counter: str, exclude: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if f.name not in exclude]
+    column = q(meta.get_field(counter).column)  # type: ignore[union-attr]
+    sql = (f"UPDATE {q(meta.db_table)} SET {column} = {column} + 1 WHERE {q(meta.pk.column)} = %s"  # type: ignore[union-attr]
+           f" RETURNING {', '.join(q(f.column) for f in fields)}")
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def increment_row(model: type[models.Model], pk: int, *, counter: str, exclude: Sequence[str] = ()) -> Any:
+    """Add one to the integer field ``counter`` of row ``pk`` and return the row as it is then
+    (``exclude``: fields left deferred), in one statement built once: ``UPDATE ... RETURNING``.
+    The UPDATE takes the row lock the caller's transaction then holds (``FOR NO KEY UPDATE``'s
+    mode on PostgreSQL: ``counter`` is no key; SQLite: the transaction's ``BEGIN IMMEDIATE``), so
+    this is ``get_row(..., for_update=True)`` and the increment in one round trip.
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    sql, names, converters = _increment_statement(model, counter, tuple(exclude))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+    return _instance(model, names, converters, row)
 
 
 def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:

@@ -92,6 +92,33 @@ def test_cancel_releases_the_hold(alice, market):
     assert ledger_reconcile(account=alice.account) == []
 
 
+def test_each_bid_and_cancellation_raises_the_state_version_by_one(alice, market):
+    # given a market at some version
+    version = Market.objects.get().state_version
+    # when a bid is placed and then cancelled
+    job = bid_submit(tenant=alice, budget="10", work=WORK)
+    after_bid = Market.objects.get().state_version
+    job_cancel(job=job)
+    # then each raised the version by exactly one (the lock and the bump are one statement)
+    assert (after_bid, Market.objects.get().state_version) == (version + 1, version + 2)
+
+
+def test_cancelling_an_ended_job_changes_nothing_whichever_copy_says_it_ended(alice, market):
+    job = bid_submit(tenant=alice, budget="10", work=WORK)
+    stale = Job.objects.get(pk=job.pk)  # read while active
+    job_cancel(job=job)
+    version, entries = Market.objects.get().state_version, LedgerEntry.objects.count()
+    # the caller's copy says it ended: refused before any lock
+    with pytest.raises(ValidationError) as err:
+        job_cancel(job=Job.objects.get(pk=job.pk))
+    assert "status" in err.value.message_dict
+    # the caller's copy is stale (active): refused under the lock, and the version bump rolls back
+    with pytest.raises(ValidationError):
+        job_cancel(job=stale)
+    assert (Market.objects.get().state_version, LedgerEntry.objects.count()) == (version, entries)
+    assert ledger_reconcile(account=alice.account) == []
+
+
 def test_utility_must_be_known(alice):
     with pytest.raises(ValidationError) as err:
         bid_submit(tenant=alice, budget="10", work=WORK, utility="cubic")

@@ -36,6 +36,20 @@ def test_get_row_and_get_many_equal_the_orm_value_for_value(market, alice):
 
 
 @pytest.mark.django_db
+def test_increment_row_adds_one_and_returns_the_row_as_the_orm_reads_it_then(market):
+    before = Market.objects.get(pk=market.pk).state_version
+    with transaction.atomic():
+        ours = rows.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
+        ours_again = rows.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
+    theirs = Market.objects.defer("engine_state").get(pk=market.pk)
+    assert (ours.state_version, ours_again.state_version, theirs.state_version) == (before + 1, before + 2, before + 2)
+    assert _fields(ours_again, Market, ("engine_state",)) == _fields(theirs, Market, ("engine_state",))
+    assert ours.get_deferred_fields() == {"engine_state"} and not ours._state.adding
+    with pytest.raises(Market.DoesNotExist):
+        rows.increment_row(Market, 10**9, counter="state_version")
+
+
+@pytest.mark.django_db
 def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
     job = bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 1, 1.0)])
     when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
