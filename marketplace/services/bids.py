@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace import adapters
-from marketplace.models import AdoptedUtility, Job, JobWork, Market, Queue, ResourceType, Tenant
+from marketplace.models import AdoptedUtility, Job, JobWork, Queue, ResourceType, Tenant
 from marketplace.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, job_release

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,7 +26,7 @@ from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSampl
 from marketplace.services import rows
 from marketplace.services.clearing import plan_store
 from marketplace.services.cura import cura_advance
-from marketplace.services.ledger import job_charge, job_settle, money
+from marketplace.services.ledger import job_charge, job_settle, jobs_held_amounts, money
 from marketplace.services.market import (
     ENGINE_FIELDS,
     EngineContext,
@@ -113,13 +113,14 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
     rows.update_rows(Job, ("charged",), ("id",), charged)
     finished = {f.job_id: f for f in report.departures}
     now, done_rows = timezone.now(), []
-    for job_id in report.settled:
-        job = jobs.get(job_id)
-        if job is None or job.status not in Job.ACTIVE:
-            continue  # cancelled meanwhile: its hold was released then
+    settling = [job_id for job_id in report.settled if job_id in jobs and jobs[job_id].status in Job.ACTIVE]
+    held = jobs_held_amounts(job_ids=settling)  # after the fixed prices above: they reduced it
+    for job_id in settling:  # (a job cancelled meanwhile is left out: its hold was released then)
+        job = jobs[job_id]
         c = owed.get(job_id)
         job_settle(
-            job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else ""
+            job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else "",
+            held=held[job_id],
         )
         done = finished[job_id]
         achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
@@ -145,7 +146,8 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _store_samples(market: Market, report: StepReport, context: EngineContext, active: int) -> None:
+def _sample_rows(market: Market, report: StepReport, context: EngineContext, active: int) -> tuple[list[tuple], list[tuple]]:
+    """The fairness and market sample rows of one step (``active``: active jobs after it)."""
     fair, overall = [], []
     types, leaf_ids = context.types, context.tree_map.leaf_queue_ids
     for s in report.samples:
@@ -156,17 +158,16 @@ def _store_samples(market: Market, report: StepReport, context: EngineContext, a
                     market.pk, s.time, queue_id, t.pk, float(s.usage[leaf, j]), float(s.share[leaf, j]),
                     float(s.demand[leaf, j]), float(s.entitled[leaf, j]), _finite(s.rho[leaf, j]), float(s.running[leaf, j]),
                 ))
-    rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, fair)
-    rows.insert_rows(MarketSample, _MARKET_FIELDS, overall)
+    return fair, overall
 
 
 _FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
 _MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
-def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> None:
-    """Share history, downsampled: each job's shares at every fairness sample it was
-    present for, and its last shares at its departure."""
+def _share_rows(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> list[tuple]:
+    """Share history of one step, downsampled: each job's shares at every fairness sample
+    it was present for, and its last shares at its departure."""
     finish = {f.job_id: f.finish_time for f in report.departures}
     out = []
     for s in report.samples:
@@ -176,7 +177,66 @@ def _store_shares(market: Market, report: StepReport, shares: dict[int, tuple[fl
     for job_id, t in finish.items():
         if job_id in shares:
             out.append((market.pk, job_id, t, shares[job_id][1].tolist()))  # type: ignore[attr-defined]
-    rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), out)
+    return out
+
+
+@dataclass
+class _TickWrites:
+    """What the steps of one tick write, gathered and written once when it ends.
+
+    A tick with departures takes a step per departure (each followed by a clearing), and
+    each step used to write its own rows: a dozen statements per step, all while the market
+    row, which every bid waits for, was held. Gathered, a tick writes each table once:
+    the last counts of each job (a later step's supersede an earlier's), the first start
+    of each, the money in the order it was due (every fixed price before the departures'
+    settlements: a job's fixed price falls due when a Plan admits it, before it can depart),
+    then the departed jobs' average shares, the samples and the share history. Nothing in
+    the tick reads these rows back before it ends.
+    """
+
+    reports: list[StepReport] = field(default_factory=list)
+    acceptance: list[Charge] = field(default_factory=list)
+    fair: list[tuple] = field(default_factory=list)
+    overall: list[tuple] = field(default_factory=list)
+    shares: list[tuple] = field(default_factory=list)
+
+    def add_step(self, market: Market, context: EngineContext, report: StepReport, shares: dict[int, tuple[float, object]],
+                 active: int) -> None:
+        self.reports.append(report)
+        fair, overall = _sample_rows(market, report, context, active)
+        self.fair += fair
+        self.overall += overall
+        self.shares += _share_rows(market, report, shares)
+
+    def write(self, types: list[ResourceType]) -> int:
+        """Write everything gathered; returns the number of jobs that departed."""
+        merged = _merged(self.reports)
+        _apply_progress(merged, types)
+        departed = _apply_money(merged, self.acceptance)
+        _store_average_shares(merged, types)
+        rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair)
+        rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall)
+        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares)
+        return departed
+
+
+def _merged(reports: list[StepReport]) -> StepReport:
+    """One report for a tick's steps, in order: the last counts and the first start of each job win."""
+    if not reports:
+        return StepReport.idle(0.0)
+    progress: dict = {}
+    first_starts: dict[int, float] = {}
+    for r in reports:
+        progress.update(r.progress)
+        for job_id, start in r.first_starts.items():
+            first_starts.setdefault(job_id, start)
+    return StepReport(
+        now=reports[-1].now, departures=[d for r in reports for d in r.departures], charges=[c for r in reports for c in r.charges],
+        settled=[j for r in reports for j in r.settled], samples=[], progress=progress,
+        started_tasks=sum(r.started_tasks for r in reports), finished_tasks=sum(r.finished_tasks for r in reports),
+        first_starts=first_starts, achieved_utility={k: v for r in reports for k, v in r.achieved_utility.items()},
+        average_shares={k: v for r in reports for k, v in r.average_shares.items()},
+    )
 
 
 def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> list[Charge]:
@@ -225,36 +285,29 @@ def cluster_advance(
         marks = engine_marks(market=market)
         fields = ["sim_time", *ENGINE_FIELDS]
         clearings_before = market.clearings
-        departures = started = finished_tasks = 0
+        writes = _TickWrites()
         try:
             _sync(engine, market, context, marks)
-            acceptance = _apply_latest_plan(engine, market, marks)
+            writes.acceptance += _apply_latest_plan(engine, market, marks)
             if market.cleared_version < market.state_version:
                 # bids or cancellations no clearing has seen (deferred, or the clearing
                 # worker is slow or down): never hand out slots by a stale Plan
-                acceptance += _clear_now(engine, market, context)
+                writes.acceptance += _clear_now(engine, market, context)
             while True:
                 shares = engine.current_shares()
                 report = engine.step(target, stop_on_departure=True)
-                _apply_progress(report, context.types)
-                departed = _apply_money(report, acceptance)
-                _store_average_shares(report, context.types)
                 active = len(engine.cluster.active_jobs())
-                _store_samples(market, report, context, active)
-                _store_shares(market, report, shares)
+                writes.add_step(market, context, report, shares, active)
                 market.sim_time = report.now
-                departures += departed
-                started += report.started_tasks
-                finished_tasks += report.finished_tasks
-                acceptance = []
                 if not report.departures:
                     break
                 market.state_version += 1  # a market change (services.market.market_changed), cleared here
-                acceptance = _clear_now(engine, market, context)
+                writes.acceptance += _clear_now(engine, market, context)  # fixed prices due when its Plan applies
                 if report.now >= target or (stop_when_idle and not active):
                     break
-            if acceptance:  # fixed prices of the last clearing's Plan
-                _apply_money(StepReport.idle(market.sim_time), acceptance)
+            departures = writes.write(context.types)
+            started = sum(r.started_tasks for r in writes.reports)
+            finished_tasks = sum(r.finished_tasks for r in writes.reports)
             cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]

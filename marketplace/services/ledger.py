@@ -1,7 +1,7 @@
 """Money movements through the append-only ledger.
 
 Every function locks the account row (callers hold locks in the order market,
-then accounts by primary key) and writes one ``LedgerEntry`` whose deltas are
+then accounts by primary key) and writes ``LedgerEntry`` rows whose deltas are
 applied to the account in the same transaction; the database constraints on
 ``Account`` reject a movement that would make a balance negative.
 """
@@ -9,6 +9,7 @@ applied to the account in the same transaction; the database constraints on
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -79,17 +80,20 @@ def money(amount: float) -> Decimal:
     return Decimal(repr(float(amount))).quantize(MONEY_QUANTUM)
 
 
-def job_settle(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
+def job_settle(*, job: Job, amount: Decimal, memo: str = "", held: Decimal | None = None) -> Decimal:
     """Charge ``amount`` of the job's hold as its payment (the amount its payment
     rule decided; 0 charges nothing) and release the rest of the hold: one
     account lock, one or two entries. Adds the charge to ``job.charged`` (saved
     by the caller). Returns the amount charged.
 
+    ``held``: what is held for the job, when the caller read it already in this transaction
+    (``jobs_held_amounts``: one query for a tick's departures instead of one each).
+
     Raises:
         ValidationError: the amount exceeds what is held for the job (a
             mechanism must never charge more than the hold it placed).
     """
-    held = _hold_covering(job, amount)
+    held = _hold_covering(job, amount, held)
     movements = []
     if amount > 0:
         movements.append((LedgerEntry.Kind.CHARGE, amount, memo or f"charge for job {job.pk}"))
@@ -122,10 +126,14 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
-    Three statements whatever the number of movements: lock and read the balances,
-    write them, append the entries (``services.rows``: this runs for every bid and
-    every departure). No savepoint by default: a bid and the clock's tick run in a
-    transaction that a failed movement aborts whole anyway.
+    Two statements whatever the number of movements (``services.rows``: this runs for every
+    bid, cancellation and departure, while the market row is held): the account's balances
+    move by the movements' sum in one ``UPDATE ... RETURNING`` that takes the row lock and
+    refuses a negative result in its WHERE clause (rounded to the money's 4 places, which
+    keeps SQLite's REAL arithmetic from drifting and changes nothing on PostgreSQL's
+    numeric), then the entries are appended, chained back from the balances it returned. No
+    savepoint by default: a bid and the clock's tick run in a transaction that a failed
+    movement aborts whole anyway.
 
     Raises:
         ValidationError: a movement would make a balance negative.
@@ -134,36 +142,63 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     if not movements:
         return []
     key, value = ("id", account_id) if account_id is not None else ("tenant_id", tenant_id)
-    lock = rows.lock_suffix()  # FOR NO KEY UPDATE (models.locking); SQLite: BEGIN IMMEDIATE locks
+    deltas = [tuple(Decimal(sign) * amount for sign in _DELTAS[kind]) for kind, amount, _ in movements]
+    total_available, total_held = sum(d[0] for d in deltas), sum(d[1] for d in deltas)
+    now = timezone.now()
+    by = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    job_id = job.pk if job is not None else None
     with transaction.atomic(savepoint=savepoint):
+        moved_available, moved_held = (_MONEY_FIELD.get_db_prep_save(d, connection) for d in (total_available, total_held))
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, {_AVAILABLE}, {_HELD} FROM {_ACCOUNTS} WHERE {rows.column(Account, key)} = %s{lock}", [value])
+            cursor.execute(_apply_statement(key), [moved_available, moved_held, _UPDATED.get_db_prep_save(now, connection), value,
+                                                   moved_available, moved_held])
             found = cursor.fetchone()
         if found is None:
-            raise Account.DoesNotExist(f"no account with {key} = {value}")
-        pk, available, held = int(found[0]), rows.to_decimal(found[1], _PLACES), rows.to_decimal(found[2], _PLACES)
-        now = timezone.now()
-        by = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
-        job_id = job.pk if job is not None else None
+            raise _refusal(key, value, movements)
+        pk = int(found[0])
+        available = rows.to_decimal(found[1], _PLACES) - total_available  # the balances before, chained forward
+        held = rows.to_decimal(found[2], _PLACES) - total_held
         entries = []
-        for kind, amount, memo in movements:
-            d_avail, d_held = (Decimal(s) * amount for s in _DELTAS[kind])
-            if available + d_avail < 0:
-                raise ValidationError({"budget": f"Not enough funds: {available} available, {amount} needed."})
-            if held + d_held < 0:
-                raise ValidationError({"amount": f"Only {held} is held on this account."})
+        for (kind, amount, memo), (d_avail, d_held) in zip(movements, deltas, strict=True):
+            _check(available, held, amount, d_avail, d_held)  # between movements (the sum's end is checked above)
             available += d_avail
             held += d_held
             entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, cura_job_id, memo, by, now))
-        updated = Account._meta.get_field("updated_at")
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {_ACCOUNTS} SET {_AVAILABLE} = %s, {_HELD} = %s, {rows.column(Account, 'updated_at')} = %s WHERE id = %s",
-                [_MONEY_FIELD.get_db_prep_save(available, connection), _MONEY_FIELD.get_db_prep_save(held, connection),
-                 updated.get_db_prep_save(now, connection), pk],
-            )
         ids = rows.insert_rows(LedgerEntry, _ENTRY_FIELDS, entries, returning_pk=True)
     return [LedgerEntry(pk=entry_id, **dict(zip(_ENTRY_ATTRS, e, strict=True))) for entry_id, e in zip(ids, entries, strict=True)]
+
+
+def _check(available: Decimal, held: Decimal, amount: Decimal, d_avail: Decimal, d_held: Decimal) -> None:
+    if available + d_avail < 0:
+        raise ValidationError({"budget": f"Not enough funds: {available} available, {amount} needed."})
+    if held + d_held < 0:
+        raise ValidationError({"amount": f"Only {held} is held on this account."})
+
+
+def _refusal(key: str, value: object, movements: list[tuple[str, Decimal, str]]) -> Exception:
+    """Why the guarded UPDATE matched no row: no such account, or which movement would have
+    made a balance negative (read again, unlocked: the answer names the balances it saw)."""
+    account = Account.objects.filter(**{key: value}).values_list("available", "held").first()
+    if account is None:
+        return Account.DoesNotExist(f"no account with {key} = {value}")
+    available, held = account
+    for kind, amount, _ in movements:
+        d_avail, d_held = (Decimal(sign) * amount for sign in _DELTAS[kind])
+        try:
+            _check(available, held, amount, d_avail, d_held)
+        except ValidationError as exc:
+            return exc
+        available, held = available + d_avail, held + d_held
+    return ValidationError({"budget": f"Not enough funds: {account[0]} available."})  # the balance moved meanwhile
+
+
+@lru_cache(maxsize=2)
+def _apply_statement(key: str) -> str:
+    """The guarded balance update of :func:`_post_many`, by account id or tenant id."""
+    moved_available, moved_held = f"ROUND({_AVAILABLE} + %s, {_PLACES})", f"ROUND({_HELD} + %s, {_PLACES})"
+    return (f"UPDATE {_ACCOUNTS} SET {_AVAILABLE} = {moved_available}, {_HELD} = {moved_held}, {rows.column(Account, 'updated_at')} = %s"
+            f" WHERE {rows.column(Account, key)} = %s AND {moved_available} >= 0 AND {moved_held} >= 0"
+            f" RETURNING id, {_AVAILABLE}, {_HELD}")
 
 
 _ENTRY_FIELDS = ("account", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
@@ -174,12 +209,13 @@ _ACCOUNTS = rows.table(Account)
 _AVAILABLE = rows.column(Account, "available")
 _HELD = rows.column(Account, "held")
 _MONEY_FIELD = Account._meta.get_field("available")
+_UPDATED = Account._meta.get_field("updated_at")
 _PLACES = 4  # MONEY's decimal_places
 
 
-def _hold_covering(job: Job, amount: Decimal) -> Decimal:
-    """What is held for ``job``; ValidationError if it does not cover ``amount``."""
-    held = job_held_amount(job=job)
+def _hold_covering(job: Job, amount: Decimal, held: Decimal | None = None) -> Decimal:
+    """What is held for ``job`` (``held`` when known); ValidationError if it does not cover ``amount``."""
+    held = job_held_amount(job=job) if held is None else held
     if amount > held:
         raise ValidationError({"amount": f"job {job.pk}: a charge of {amount} exceeds its hold of {held}"})
     return held
@@ -192,6 +228,19 @@ def job_held_amount(*, job: Job) -> Decimal:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COALESCE(SUM({_HELD_DELTA}), 0) FROM {_ENTRIES} WHERE {_ENTRY_JOB} = %s", [job.pk])
         return rows.to_decimal(cursor.fetchone()[0], _PLACES)
+
+
+def jobs_held_amounts(*, job_ids: list[int]) -> dict[int, Decimal]:
+    """:func:`job_held_amount` of several jobs in one query (0 for a job without entries)."""
+    if not job_ids:
+        return {}
+    out = dict.fromkeys(job_ids, Decimal("0").quantize(MONEY_QUANTUM))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_ENTRY_JOB}, COALESCE(SUM({_HELD_DELTA}), 0) FROM {_ENTRIES} WHERE {_ENTRY_JOB} IN "
+                       f"({', '.join(['%s'] * len(job_ids))}) GROUP BY {_ENTRY_JOB}", list(job_ids))
+        for job_id, held in cursor.fetchall():
+            out[int(job_id)] = rows.to_decimal(held, _PLACES)
+    return out
 
 
 _ENTRIES = rows.table(LedgerEntry)

@@ -123,3 +123,37 @@ def test_a_tick_clears_changes_no_clearing_has_seen_before_handing_out_slots(mar
     # and a clearing task arriving late for that version does nothing
     assert market_clear(market_id=market.pk).status == "current"
     assert AllocationSnapshot.objects.filter(market=market).count() == snapshots + 1
+
+
+def test_a_ticks_writes_do_not_repeat_per_departure(market, alice, bob, django_capture_on_commit_callbacks):
+    # given six jobs that finish at six different instants within one tick
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs = [bid_submit(tenant=(alice, bob)[k % 2], budget="20", work=[WorkItem("map", 1, 5.0 + 7.0 * k)]) for k in range(6)]
+    cluster_advance(market_id=market.pk, until=1.0)
+    # when one tick runs past all of them
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        tick = cluster_advance(market_id=market.pk, until=200.0)
+    # then each departure was cleared inside the tick (one Plan each), but every other table
+    # was written once for the whole tick, not once per departure
+    assert tick.finished_jobs == 6
+    assert AllocationSnapshot.objects.filter(market=market).count() >= 6
+    writes: dict[str, int] = {}
+    for q in queries.captured_queries:
+        m = re.match(r'(?:\d+ times: )?(UPDATE|INSERT INTO)\s+"?(marketplace_\w+)"?', q["sql"])  # executemany: "n times: ..."
+        if m and m.group(2) in ("marketplace_jobwork", "marketplace_fairnesssample", "marketplace_marketsample", "marketplace_sharesample"):
+            writes[m.group(2)] = writes.get(m.group(2), 0) + 1
+    assert writes == {"marketplace_jobwork": 1, "marketplace_fairnesssample": 1, "marketplace_marketsample": 1,
+                      "marketplace_sharesample": 1}, writes
+    held_reads = [q for q in queries.captured_queries if "SUM(" in q["sql"] and "marketplace_ledgerentry" in q["sql"]]
+    assert len(held_reads) == 1  # the departures' holds read together
+    # and the money and the jobs' rows are as six separate ticks would leave them
+    for job in jobs:
+        job.refresh_from_db()
+        assert job.status == Job.Status.FINISHED and job.charged > 0 and job.sim_start_time is not None
+    for tenant in (alice, bob):
+        assert ledger_reconcile(account=tenant.account) == []
+        tenant.account.refresh_from_db()
+        assert tenant.account.held == 0
