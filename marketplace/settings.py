@@ -287,6 +287,10 @@ MARKET_LEASE_S = env.float("MARKET_LEASE_S", default=4.0)
 MARKET_SWEEP_S = env.float("MARKET_SWEEP_S", default=1.5)
 MARKET_STALENESS_BOUND_S = 10.0
 MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # fault injection for the crash tests only
+# A worker starts a market's next clearing at least this long after its last one ended
+# (services.market.clearing_pace): the changes of the wait join one clearing instead of
+# each starting its own solve. 0 turns it off; eager Celery (no broker) never waits.
+MARKET_CLEARING_MIN_INTERVAL_S = env.float("MARKET_CLEARING_MIN_INTERVAL_S", default=0.1)
 # Simulation lab (services.simulations): one task per configuration on its own
 # queue, acked early (never redelivered, so no relation to the broker's
 # visibility_timeout), killed after SIMULATION_TIME_LIMIT_S; a run refused

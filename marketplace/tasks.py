@@ -14,7 +14,7 @@ from marketplace.resilience import publish_task
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.experiments import experiment_execute, experiment_reap
-from marketplace.services.market import clearing_started
+from marketplace.services.market import clearing_finished, clearing_pace, clearing_started
 from marketplace.services.simulations import simulation_execute
 from marketplace.services.sweeper import market_sweep
 
@@ -26,8 +26,12 @@ def clear_market_task(market_id: int) -> str:
     A clearing that gave up because the state kept moving ("stale") enqueues a
     fresh one, which will see the newest state.
     """
+    clearing_pace(market_id=market_id)  # at most one clearing per MARKET_CLEARING_MIN_INTERVAL_S: the wait's changes join it
     clearing_started(market_id=market_id)  # before the state is read: a change from now on publishes again
-    status = market_clear(market_id=market_id).status
+    try:
+        status = market_clear(market_id=market_id).status
+    finally:
+        clearing_finished(market_id=market_id)
     if status == "stale":
         publish_task("marketplace.tasks.clear_market_task", market_id)  # the sweeper covers a broker outage
     return status

@@ -212,3 +212,40 @@ def test_with_the_cache_down_every_change_publishes(alice, market, broker_up, dj
             with django_capture_on_commit_callbacks(execute=True):
                 bid_submit(tenant=alice, budget="1", work=WORK)
     assert broker_up.call_count == 3
+
+
+def test_a_worker_starts_a_markets_next_clearing_no_sooner_than_the_min_interval(alice, market, broker_up, settings,
+                                                                                 django_capture_on_commit_callbacks):
+    """clearing_pace: back-to-back clearing tasks of one market are spaced by MARKET_CLEARING_MIN_INTERVAL_S,
+    and the bids that arrive during the wait publish nothing (the waiting task covers them)."""
+    from marketplace.services import market as market_service
+    from marketplace.tasks import clear_market_task
+
+    settings.MARKET_CLEARING_MIN_INTERVAL_S = 0.2
+    market_service._LAST_CLEARING.clear()
+    waits: list[float] = []
+    calls_during_wait: list[int] = []
+
+    def fake_sleep(seconds: float) -> None:  # a bid lands while the task waits
+        waits.append(seconds)
+        with django_capture_on_commit_callbacks(execute=True):
+            bid_submit(tenant=alice, budget="1", work=WORK)
+        calls_during_wait.append(broker_up.call_count)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        bid_submit(tenant=alice, budget="1", work=WORK)
+    assert broker_up.call_count == 1
+    with mock.patch("marketplace.services.market.time.sleep", fake_sleep):
+        assert clear_market_task.run(market.pk) == "cleared"  # the first clearing waits for nothing
+        assert waits == []
+        with django_capture_on_commit_callbacks(execute=True):
+            bid_submit(tenant=alice, budget="1", work=WORK)
+        assert broker_up.call_count == 2
+        assert clear_market_task.run(market.pk) == "cleared"  # right after the first: waits out the interval
+    assert len(waits) == 1 and 0.1 < waits[0] <= 0.2
+    assert calls_during_wait == [2]  # the bid during the wait published no clearing of its own...
+    market.refresh_from_db()
+    assert market.cleared_version == market.state_version  # ...and the waiting clearing covered it
+    # eager Celery runs the task inside the request: it never waits there
+    app.conf.task_always_eager = True
+    assert market_service.clearing_pace(market_id=market.pk, sleep=fake_sleep) == 0.0
