@@ -208,8 +208,9 @@ class _TickWrites:
         self.overall += overall
         self.shares += _share_rows(market, report, shares)
 
-    def write(self, types: list[ResourceType]) -> int:
-        """Write everything gathered; returns the number of jobs that departed."""
+    def write(self, types: list[ResourceType]) -> tuple[StepReport, int]:
+        """Write everything gathered; returns the tick's steps as one report, and the number
+        of jobs that departed (settled, not cancelled meanwhile)."""
         merged = _merged(self.reports)
         _apply_progress(merged, types)
         departed = _apply_money(merged, self.acceptance)
@@ -217,13 +218,11 @@ class _TickWrites:
         rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair)
         rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall)
         rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares)
-        return departed
+        return merged, departed
 
 
 def _merged(reports: list[StepReport]) -> StepReport:
-    """One report for a tick's steps, in order: the last counts and the first start of each job win."""
-    if not reports:
-        return StepReport.idle(0.0)
+    """One report for a tick's steps (at least one), in order: the last counts and the first start of each job win."""
     progress: dict = {}
     first_starts: dict[int, float] = {}
     for r in reports:
@@ -305,9 +304,7 @@ def cluster_advance(
                 writes.acceptance += _clear_now(engine, market, context)  # fixed prices due when its Plan applies
                 if report.now >= target or (stop_when_idle and not active):
                     break
-            departures = writes.write(context.types)
-            started = sum(r.started_tasks for r in writes.reports)
-            finished_tasks = sum(r.finished_tasks for r in writes.reports)
+            tick, departures = writes.write(context.types)
             cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
@@ -316,7 +313,7 @@ def cluster_advance(
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise
-    return TickResult(market.sim_time, started, finished_tasks, departures, active)
+    return TickResult(market.sim_time, tick.started_tasks, tick.finished_tasks, departures, active)
 
 
 def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:

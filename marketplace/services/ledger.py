@@ -142,7 +142,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     if not movements:
         return []
     key, value = ("id", account_id) if account_id is not None else ("tenant_id", tenant_id)
-    deltas = [tuple(Decimal(sign) * amount for sign in _DELTAS[kind]) for kind, amount, _ in movements]
+    deltas = [_deltas(kind, amount) for kind, amount, _ in movements]
     total_available, total_held = sum(d[0] for d in deltas), sum(d[1] for d in deltas)
     now = timezone.now()
     by = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
@@ -168,6 +168,12 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     return [LedgerEntry(pk=entry_id, **dict(zip(_ENTRY_ATTRS, e, strict=True))) for entry_id, e in zip(ids, entries, strict=True)]
 
 
+def _deltas(kind: str, amount: Decimal) -> tuple[Decimal, Decimal]:
+    """(change of available, change of held) that a movement of ``kind`` and ``amount`` makes."""
+    d_avail, d_held = _DELTAS[kind]
+    return Decimal(d_avail) * amount, Decimal(d_held) * amount
+
+
 def _check(available: Decimal, held: Decimal, amount: Decimal, d_avail: Decimal, d_held: Decimal) -> None:
     if available + d_avail < 0:
         raise ValidationError({"budget": f"Not enough funds: {available} available, {amount} needed."})
@@ -183,7 +189,7 @@ def _refusal(key: str, value: object, movements: list[tuple[str, Decimal, str]])
         return Account.DoesNotExist(f"no account with {key} = {value}")
     available, held = account
     for kind, amount, _ in movements:
-        d_avail, d_held = (Decimal(sign) * amount for sign in _DELTAS[kind])
+        d_avail, d_held = _deltas(kind, amount)
         try:
             _check(available, held, amount, d_avail, d_held)
         except ValidationError as exc:
@@ -225,9 +231,7 @@ def job_held_amount(*, job: Job) -> Decimal:
     """What is still held for ``job``: its holds minus its charges and releases (one
     SUM over the job's entries, on every settlement; SQLite's float sum is exact
     after quantising for amounts of this size)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COALESCE(SUM({_HELD_DELTA}), 0) FROM {_ENTRIES} WHERE {_ENTRY_JOB} = %s", [job.pk])
-        return rows.to_decimal(cursor.fetchone()[0], _PLACES)
+    return jobs_held_amounts(job_ids=[job.pk])[job.pk]
 
 
 def jobs_held_amounts(*, job_ids: list[int]) -> dict[int, Decimal]:

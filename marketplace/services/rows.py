@@ -203,13 +203,7 @@ def increment_row(model: type[models.Model], pk: int, *, counter: str, exclude: 
     Raises:
         model.DoesNotExist: no such row.
     """
-    sql, names, converters = _increment_statement(model, counter, tuple(exclude))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk])
-        row = cursor.fetchone()
-    if row is None:
-        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
-    return _instance(model, names, converters, row)
+    return _one_instance(model, pk, *_increment_statement(model, counter, tuple(exclude)))
 
 
 def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
@@ -253,7 +247,15 @@ def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), 
     Raises:
         model.DoesNotExist: no such row.
     """
-    sql, names, converters = _select_statement(model, tuple(exclude), for_update)
+    return _one_instance(model, pk, *_select_statement(model, tuple(exclude), for_update))
+
+
+def _one_instance(model: type[models.Model], pk: int, sql: str, names: tuple[str, ...], converters: tuple[Any, ...]) -> Any:
+    """Run ``sql`` (one ``%s``: the primary key) and return its row as an instance.
+
+    Raises:
+        model.DoesNotExist: no row.
+    """
     with connection.cursor() as cursor:
         cursor.execute(sql, [pk])
         row = cursor.fetchone()
