@@ -21,16 +21,8 @@ import math
 
 import numpy as np
 
-from simulator.experiments._abacus_table1 import (
-    CAPACITY,
-    MAP_TASKS,
-    REDUCE_TASKS,
-    TABLE1,
-    Job,
-    simulate,
-    table1_jobs,
-)
-from simulator.market import Bid
+from simulator.experiments.abacus.setup import CAPACITY, MAP_TASKS, REDUCE_TASKS, TABLE1, Job, simulate, table1_jobs
+from simulator.market.records import Bid
 
 TRUE_RATIO = TABLE1[2].map_s / TABLE1[2].reduce_s
 

@@ -1,6 +1,6 @@
 """A straightforward reference of the Abacus auction in plain Python loops (for bench_auction).
 
-The same O(n m)-per-round algorithm as ``scheduler.abacus.auction`` (paper 000,
+The same O(n m)-per-round algorithm as ``scheduler.abacus.auction.auction`` (paper 000,
 Algorithms 1-2 with the SPEC 3.1 erratum; Newton-scaled, damped simultaneous
 rounds, the same convergence test), written entry by entry with lists and
 ``math`` for one leaf queue where every job demands every resource type and
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from scheduler.abacus_steps import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_DAMPING, _MIN_SLOPE, _TINY, NEGLIGIBLE
+from scheduler.abacus.steps import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_DAMPING, _MIN_SLOPE, _TINY, NEGLIGIBLE
 
 Matrix = list[list[float]]
 
@@ -46,7 +46,7 @@ def _shares_and_rest(b: Matrix, w: Matrix, alpha: float) -> tuple[Matrix, Matrix
 
 def auction_reference(budgets: list[float], weights: Matrix, *, utility: str, alpha: float, tol: float = 1e-6,
                       max_rounds: int = 1000) -> tuple[Matrix, Matrix, int, bool]:
-    """(shares, sub-budgets, rounds, converged) like ``scheduler.abacus.auction`` (cold start,
+    """(shares, sub-budgets, rounds, converged) like ``scheduler.abacus.auction.auction`` (cold start,
     one group, full demand, budgets > 0)."""
     n, m = len(budgets), len(weights[0])
     is_log = utility == "log"
@@ -92,7 +92,7 @@ def auction_reference(budgets: list[float], weights: Matrix, *, utility: str, al
 
 def _newton(b: list[float], target: list[float], x: list[float], s: list[float], rest: list[float],
             active: list[bool], w: list[float], alpha: float, is_log: bool) -> list[float]:
-    """One job's Newton step in log b (``scheduler.abacus._newton_log_step``)."""
+    """One job's Newton step in log b (``scheduler.abacus.auction._newton_log_step``)."""
     m = len(b)
     both = [b[j] > 0 and target[j] > 0 and active[j] for j in range(m)]
     g, inv_h = [0.0] * m, [0.0] * m

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.abacus import auction
+from scheduler.abacus.auction import auction
 
 ALPHAS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 1.0)
 

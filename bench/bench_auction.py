@@ -4,7 +4,7 @@ cold vs warm start (issue 10, item 5).
 Instances follow paper 000, Sec. 7.1.1 (budgets U[50, 200], weights U[0.5, 2],
 one leaf queue), alpha 0.5, tol 1e-6. Columns:
 
-* ``numpy ms``: ``scheduler.abacus.auction`` cold, median of ``--repeats`` runs;
+* ``numpy ms``: ``scheduler.abacus.auction.auction`` cold, median of ``--repeats`` runs;
 * ``ref ms``: ``bench.auction_reference.auction_reference``, the same algorithm
   in plain Python loops (median of ``--repeats`` runs, one run from n = 1,000);
   its shares and sub-budgets are asserted equal to the vectorised ones (relative
@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.auction_reference import auction_reference
-from scheduler.abacus import auction
+from scheduler.abacus.auction import auction
 
 T = TypeVar("T")
 

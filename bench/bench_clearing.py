@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from marketplace.models import AllocationSnapshot, Queue
+    from marketplace.models.allocation import AllocationSnapshot
+    from marketplace.models.queues import Queue
     from marketplace.services import market as market_service
     from marketplace.services.bids import WorkItem, bid_submit
     from marketplace.services.clearing import market_clear

@@ -4,8 +4,8 @@ Usage:
     .venv/bin/python bench/bench_cura.py                       # 11,500 jobs, 400 servers, 3 repeats
     .venv/bin/python bench/bench_cura.py --jobs 2300 --span 1200 --repeat 1 --reconfigure
 
-Generates the SWIM FB-2009-derived workload (``simulator.cura_workload``),
-runs it through ``simulator.cura_sim.run_cura`` (Alg. 1, 1 s scheduling tick)
+Generates the SWIM FB-2009-derived workload (``simulator.cura.workload``),
+runs it through ``simulator.cura.sim.run_cura`` (Alg. 1, 1 s scheduling tick)
 on ``--servers`` x 16 cores split equally over the 6 VM types, and prints the
 median wall and CPU seconds of the run with the schedule's figures. Wall-clock
 figures depend on the machine and its load; the run is deterministic (seeded).
@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for scheduler and simulator
 
-from scheduler.cura_reconfig import ReconfigurationManager
-from simulator.cura_sim import equal_split, run_cura, summarise
-from simulator.cura_workload import CURA_SIZES, CURA_VM_TYPES, generate, job_classes
+from scheduler.cura.reconfig import ReconfigurationManager
+from simulator.cura.sim import equal_split, run_cura, summarise
+from simulator.cura.workload import CURA_SIZES, CURA_VM_TYPES, generate, job_classes
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 

@@ -6,9 +6,9 @@ Usage::
 
 Cases (random seeded instances, deadline at 1.5x the fastest whole-slot time):
 
-* ``alg1 R=r P=p``: ``scheduler.deadline.min_payment`` on p candidate nodes of r dimensions,
+* ``alg1 R=r P=p``: ``scheduler.deadline.payment.min_payment`` on p candidate nodes of r dimensions,
   limits binding on about half the dimensions;
-* ``slots R=r slots=a``: ``scheduler.deadline_slots.min_payment_slots`` on one node with a
+* ``slots R=r slots=a``: ``scheduler.deadline.slots.min_payment_slots`` on one node with a
   slots of each of r dimensions, divisible work;
 * ``waves R=2 tasks=n``: the market's case: map and reduce phases of n tasks each on
   (100, 50) slots with task waves.
@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.deadline import min_payment, unlimited_optimum
-from scheduler.deadline_slots import min_payment_slots
+from scheduler.deadline.payment import min_payment, unlimited_optimum
+from scheduler.deadline.slots import min_payment_slots
 
 
 def median_ms(call: Callable[[], object], repeat: int) -> float:

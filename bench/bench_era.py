@@ -4,7 +4,7 @@ and the LP-based predictor's solve time.
 1. Search: a window of L slots (1,440 = a day, 10,080 = a week of 1-minute slots),
    a request of W = 10 units for T = L / 2 slots (the double loop's worst case),
    100 units of capacity, half of it promised at random. "prefix" is
-   ``scheduler.era.window_sums`` plus the earliest minimum over the per-slot costs;
+   ``scheduler.era.mechanisms.window_sums`` plus the earliest minimum over the per-slot costs;
    "naive" sums ``cost[t] + ... + cost[t + T - 1]`` for every start in Python
    (Alg. 1 lines 9-11 as written). Both get the same per-slot costs; their starts
    and prices are asserted equal. "quote" is the whole ``BasicEcon.quote`` (unit
@@ -12,7 +12,7 @@ and the LP-based predictor's solve time.
 2. LP predictor: n past requests with 24-slot windows over a day of 1,440 slots,
    W in [1, 10], T in [1, 12], capacity 100; the time to build ``LPPredictor``
    (the allocation, then the demand curves) with each solver: "flow", the exact
-   greedy flow algorithm of ``scheduler.era_flow`` (the default), and "highs",
+   greedy flow algorithm of ``scheduler.era.flow`` (the default), and "highs",
    the windowed sparse LP solved by HiGHS. Their welfare is asserted equal.
 
 Medians of ``--repeats`` runs (the naive loop runs once; the LP rows use
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.era import BasicEcon, window_sums
-from scheduler.era_predictors import LPPredictor, PastRequest, SpreadingPredictor
+from scheduler.era.mechanisms import BasicEcon, window_sums
+from scheduler.era.predictors import LPPredictor, PastRequest, SpreadingPredictor
 
 
 def _median_ms(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:

@@ -22,7 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.fairshare import POLICIES, FairShareAllocator, QueueTree
+from scheduler.fairshare.allocator import POLICIES, FairShareAllocator
+from scheduler.fairshare.fairness import QueueTree
 
 
 def build_tree(n_leaves: int, fanout: int) -> QueueTree:

@@ -23,11 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.fairshare import QueueTree, unit_task_schedule
-from simulator.cluster import Cluster, JobSpec
-from simulator.experiments.ltrf_traces import build_tree, replay, trace_path
-from simulator.waiting import estimate_start, explain_wait
-from simulator.workload import load_swf
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.fairshare.unit_tasks import unit_task_schedule
+from simulator.cluster.model import Cluster
+from simulator.cluster.waiting import estimate_start, explain_wait
+from simulator.experiments.ltrf.traces import build_tree, replay, trace_path
+from simulator.records import JobSpec
+from simulator.workloads.traces import load_swf
 
 STARVATION = {0: {"A": 200, "B": 10, "C": 50, "D": 60}, 27: {"A": 20, "B": 60, "C": 40, "D": 80}}
 FIG1B = {"root.G1.A": 1.0, "root.G1.B": 1.0, "root.G2.C": 1.0, "root.G2.D": 1.0}

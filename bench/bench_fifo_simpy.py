@@ -19,7 +19,7 @@ default) under plain FIFO:
   arrival rank. Staged as MapReduce: a job requests its reduce slots only
   once all its maps are done.
 
-Tie order at one instant t is the engine's (``simulator.cluster``): task
+Tie order at one instant t is the engine's (``simulator.cluster.model``): task
 completions first, then arrivals (and jobs whose reduces became eligible),
 then free slots are handed out in FIFO order. In SimPy that is three event
 priorities at t (its heap orders events by time, then priority, then
@@ -78,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/, for bench_si
 from bench_simulator import TRACE, two_group_tree
 
 from simulator.runner import MarketParams, run
-from simulator.workload import SwimRule, TraceJob, load_swim
+from simulator.workloads.traces import SwimRule, TraceJob, load_swim
 
 TOLERANCE_S = 1e-6
 FIFO = MarketParams(mechanism="equal", fairshare="fifo", dispatch="fifo", seed=0)

@@ -46,7 +46,7 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]
     settings.DATABASES["default"]["NAME"] = os.environ["DATABASE_URL"].removeprefix("sqlite:///")
     call_command("migrate", verbosity=0)
     call_command("seed_demo", stdout=io.StringIO())
-    from marketplace.models import Market
+    from marketplace.models.market import Market
 
     market = Market.objects.earliest("id")
     t0, c0 = time.perf_counter(), time.process_time()
@@ -60,7 +60,8 @@ def offline_run(market_id: int) -> tuple[float, float, object, dict[int, tuple[f
     """(wall s, CPU s, RunResult, live job id -> (finish time, charged)) of the offline replay
     of the live market's jobs (``marketplace.adapters.offline_replay``)."""
     from marketplace.adapters import offline_replay
-    from marketplace.models import Job, Market
+    from marketplace.models.jobs import Job
+    from marketplace.models.market import Market
 
     market = Market.objects.get(pk=market_id)
     live = {pk: (t, c) for pk, t, c in Job.objects.filter(market=market).values_list("id", "sim_finish_time", "charged")}

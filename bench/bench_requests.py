@@ -86,7 +86,7 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from marketplace.models import Market
+    from marketplace.models.market import Market
     from marketplace.services.clearing import market_clear
     from marketplace.services.cluster import cluster_advance
 

@@ -57,9 +57,10 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
     from django.contrib.auth import get_user_model
 
     from marketplace.celery import app
-    from marketplace.models import ExperimentRun, SimulationStudy
+    from marketplace.models.experiments import ExperimentRun
+    from marketplace.models.simulations import SimulationStudy
     from marketplace.services.simulations import simulation_start
-    from simulator.whatif import FB2009
+    from simulator.whatif.run import FB2009
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     procs = _workers(n)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for scheduler and simulator
 
-from scheduler.fairshare import QueueTree
+from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
-from simulator.workload import SwimRule, load_swim
+from simulator.workloads.traces import SwimRule, load_swim
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE = REPO / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"

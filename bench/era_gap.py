@@ -1,7 +1,7 @@
 """Why ERA's headline (``era_headline``) keeps ~42 % of the requested value where paper 001 saw 51 %.
 
 A diagnosis, not a benchmark: for each seed it prints, on the headline's FB-2009 stream
-(6 classes, 20 units, 60 s slots, as ``simulator.experiments.era_headline``):
+(6 classes, 20 units, 60 s slots, as ``simulator.experiments.era``):
 
 * ``offline``: the fractional, preemptive optimum of the stream itself (the allocation
   LP of paper 001 Sec. 3.2 solved on the real requests): an upper bound no online
@@ -32,17 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.era import BasicEcon, Decision
-from scheduler.era_predictors import (
-    ConstantPrice,
-    DemandCurves,
-    LPPredictor,
-    PastRequest,
-    SpreadingPredictor,
-    solve_allocation_flow,
-)
-from simulator.era_workload import EraRequest, fb2009_requests, run_stream
-from simulator.experiments.era_headline import TRACE
+from scheduler.era.mechanisms import BasicEcon, Decision
+from scheduler.era.predictors import ConstantPrice, DemandCurves, LPPredictor, PastRequest, SpreadingPredictor, solve_allocation_flow
+from simulator.era.workload import EraRequest, fb2009_requests, run_stream
+from simulator.experiments.era import TRACE
 
 
 class FromNow:

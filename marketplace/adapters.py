@@ -9,14 +9,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from marketplace.models import AllocationSnapshot, Job, JobWork, Market, Queue, ResourceType
-from marketplace.models.queues import dotted_paths
-from scheduler.fairshare import QueueTree
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue, ResourceType, dotted_paths
+from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan
-from simulator.market import Bid, MarketConfig
+from simulator.market.records import Bid, MarketConfig
 from simulator.records import JobSpec
 from simulator.runner import MarketParams, RunResult, run
-from simulator.workload import TraceJob
+from simulator.workloads.traces import TraceJob
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def offline_replay(market: Market, job_ids: Iterable[int]) -> RunResult:
 
 def live_workload(market: Market, since: float) -> dict[str, Any]:
     """The market's jobs submitted at simulated time >= ``since`` as a jobs document for the
-    simulation lab (``simulator.whatif.load_jobs_doc``): the queue tree, capacities and each
+    simulation lab (``simulator.whatif.run.load_jobs_doc``): the queue tree, capacities and each
     job's bid as placed, its SLO included (as :func:`offline_replay` replays them), plus ``live``: what the
     market did with them (per finished job its response time, simulated s; the revenue).
     """

@@ -13,22 +13,13 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from marketplace import selectors
-from marketplace.models import (
-    Account,
-    AllocationSnapshot,
-    ConfigChange,
-    Job,
-    JobWork,
-    LedgerEntry,
-    Market,
-    Queue,
-    Reservation,
-    ReservationQuote,
-    ReservationSettings,
-    ResourceType,
-    Tenant,
-)
+from marketplace.models.accounts import Account, LedgerEntry, Tenant
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import ConfigChange, Market
 from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
+from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 from marketplace.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
 
 

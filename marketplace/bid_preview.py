@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from marketplace import charts_abacus, selectors_abacus
 from marketplace.forms import BidForm
-from marketplace.models import Tenant
+from marketplace.models.accounts import Tenant
 from marketplace.services.bids import adopted_work
 
 

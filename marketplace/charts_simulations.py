@@ -3,7 +3,7 @@
 Echoes the ERA simulator's screen (paper 001, Sec. 4): system metrics (load,
 latency, queues) first, economic metrics (prices, revenue) and fairness after.
 One trace per configuration (its first seed), built from the runs' stored
-series, which are already downsampled (``simulator.whatif``), so a figure
+series, which are already downsampled (``simulator.whatif.run``), so a figure
 stays far below 2 MB.
 """
 

@@ -23,7 +23,8 @@ from django.views.decorators.http import require_http_methods
 from marketplace import charts, selectors
 from marketplace.charts_deadlines import deadline_payment_figure
 from marketplace.forms import apply_service_errors
-from marketplace.models import ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.queues import ResourceType
 from marketplace.money import format_money
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
 from marketplace.services.deadlines import DeadlineQuote, deadline_book, deadline_quote

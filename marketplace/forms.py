@@ -15,7 +15,9 @@ from decimal import Decimal
 from django import forms
 from django.core.exceptions import ValidationError
 
-from marketplace.models import Job, Market, ResourceType
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.money import MONEY_PLACES, currency, money_title
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
 from marketplace.services.config import T_WAIT_REQUIRED, parse_t_wait

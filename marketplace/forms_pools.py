@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from scheduler.cura_profiles import PAPER_PROFILES
+from scheduler.cura.profiles import PAPER_PROFILES
 
 JOB_TYPES = [(t, f"Type {t} ({PAPER_PROFILES[t].name}, paper 004 Table {['II', 'III', 'IV', 'V'][t - 1]})") for t in sorted(PAPER_PROFILES)]
 

@@ -10,8 +10,8 @@ from django import forms
 from django.conf import settings
 
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
-from simulator.synthetic import GENERATORS
-from simulator.whatif import FB2009, PREDICTORS
+from simulator.whatif.run import FB2009, PREDICTORS
+from simulator.workloads.synthetic import GENERATORS
 
 GENERATOR_LABELS = {
     "abacus_table1": "Abacus Table 1: 3 users, Poisson arrivals (paper 000, Sec. 7.1.2)",

@@ -8,7 +8,8 @@ from decimal import Decimal
 from django import forms
 from django.conf import settings
 
-from marketplace.models import Job, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job
 from marketplace.services.ledger_adjust import MAX_ADJUSTMENT, PLACES, REASON_MAX, REASON_MIN
 
 

@@ -1,6 +1,6 @@
 """ERA's part of the ORM <-> numpy seam (``adapters.py`` holds the rest).
 
-Reservation rows become a :class:`scheduler.era.BasicEcon` (or a baseline) in
+Reservation rows become a :class:`scheduler.era.mechanisms.BasicEcon` (or a baseline) in
 integer slots, and engine bookings (``scheduler.plan.Reservation``) in
 simulated seconds. Slots: slot k covers [k * slot, (k + 1) * slot) simulated
 seconds; a mechanism's slot 0 is the market's first whole slot not yet begun
@@ -16,10 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.models import DeadlineBooking, Job, Market, Reservation, ReservationQuote, ReservationSettings, ResourceType
+from marketplace.models.deadlines import DeadlineBooking
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
-from scheduler.era import BasicEcon
-from scheduler.era_predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
+from scheduler.era.mechanisms import BasicEcon
+from scheduler.era.predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
 
 HISTORY_LIMIT = 5000  # newest past requests a predictor learns from
 

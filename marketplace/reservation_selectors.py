@@ -13,7 +13,11 @@ import numpy as np
 from django.db.models import F, QuerySet, Sum
 
 from marketplace import reservation_adapters as ra
-from marketplace.models import Job, JobWork, Market, Reservation, ReservationQuote, ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote
 
 
 def tenant_quotes(*, tenant: Tenant) -> QuerySet[ReservationQuote]:

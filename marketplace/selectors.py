@@ -11,23 +11,13 @@ from typing import Any
 from django.db.models import Count, QuerySet, Sum
 
 from marketplace import adapters, structure
-from marketplace.models import (
-    Account,
-    AllocationSnapshot,
-    ExperimentRun,
-    FairnessSample,
-    Job,
-    JobWork,
-    LedgerEntry,
-    Market,
-    MarketSample,
-    PriceSample,
-    Queue,
-    ResourceType,
-    ShareSample,
-    Tenant,
-)
-from scheduler.fairshare import twait_guidance
+from marketplace.models.accounts import Account, LedgerEntry, Tenant
+from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue, ResourceType
+from scheduler.fairshare.fairness import twait_guidance
 
 
 def market_default() -> Market:

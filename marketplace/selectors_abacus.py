@@ -16,13 +16,17 @@ import numpy as np
 from django.core.exceptions import ValidationError
 
 from marketplace import adapters
-from marketplace.models import AdoptedUtility, Job, JobWork, Market, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.utility import AdoptedUtility
 from marketplace.services.bids import WorkItem
 from marketplace.services.market import engine_context
-from scheduler.utility import utility_of
-from scheduler.utility_fit import UtilityFit, fit_utility
-from simulator.market import Bid, MarketEngine
-from simulator.preview import PreviewPoint, preview_budgets, price_preview
+from scheduler.abacus.fit import UtilityFit, fit_utility
+from scheduler.abacus.utility import utility_of
+from simulator.market.engine import MarketEngine
+from simulator.market.preview import PreviewPoint, preview_budgets, price_preview
+from simulator.market.records import Bid
 from simulator.records import JobSpec
 
 
@@ -183,7 +187,7 @@ def engine_copy(*, market: Market) -> MarketEngine:
 
 @dataclass(frozen=True)
 class Preview:
-    """A price preview for a bid (``simulator.preview``), ready for a page or the API."""
+    """A price preview for a bid (``simulator.market.preview``), ready for a page or the API."""
 
     types: list[str]
     entered: float
@@ -203,7 +207,7 @@ class Preview:
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
                 min_utility: float | None = None, queue_id: int | None = None) -> Preview:
     """Share per resource type and estimated finish time the bid would get now, at its
-    budget and at 1/8 .. 8 times it (``simulator.preview.price_preview``); writes nothing.
+    budget and at 1/8 .. 8 times it (``simulator.market.preview.price_preview``); writes nothing.
 
     Raises:
         ValidationError: field errors of the work (as ``bid_submit``) or the budget.

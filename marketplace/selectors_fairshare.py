@@ -1,8 +1,8 @@
 """Fair-share reads: why a job waits, and the ``sshare``-like table (paper 002, Sec. 4-5).
 
-The live market's engine (``simulator.market.MarketEngine``) is rebuilt from the
+The live market's engine (``simulator.market.engine.MarketEngine``) is rebuilt from the
 state last stored on the market row, read-only; the explanations come from
-``simulator.waiting`` on its cluster. A job submitted since the last clock
+``simulator.cluster.waiting`` on its cluster. A job submitted since the last clock
 tick is not in that state yet: its explanation says so.
 """
 
@@ -14,11 +14,12 @@ from decimal import Decimal
 from typing import Any
 
 from marketplace import adapters
-from marketplace.models import Job, JobWork, Market
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
 from marketplace.services.market import engine_context
-from simulator.cluster import Cluster
-from simulator.market import MarketEngine
-from simulator.waiting import WaitReason, estimate_start, explain_wait, fairshare_rows
+from simulator.cluster.model import Cluster
+from simulator.cluster.waiting import WaitReason, estimate_start, explain_wait, fairshare_rows
+from simulator.market.engine import MarketEngine
 
 
 def live_cluster(*, market: Market) -> Cluster | None:
@@ -123,7 +124,7 @@ def _within_queue_shares(job: Job) -> dict[str, float]:
 def fairshare_table(*, market: Market) -> dict[str, Any]:
     """The ``sshare``-like table per resource type: ``{"now": s, "policy", "t_wait",
     "history", "types": [{"resource", "capacity", "rows": [...]}]}`` with the rows of
-    :func:`simulator.waiting.fairshare_rows`; ``types`` is empty before the first tick."""
+    :func:`simulator.cluster.waiting.fairshare_rows`; ``types`` is empty before the first tick."""
     cluster = live_cluster(market=market)
     head = {"policy": market.fairshare_policy, "t_wait": "off" if market.t_wait == math.inf else market.t_wait,
             "history": market.fairshare_history, "history_length": market.fairshare_history_length}
@@ -159,7 +160,8 @@ def twait_explorer(*, t_wait: float, t_task: float | None) -> dict[str, Any]:
     "max_gap": {label: longest gap between B's units while it has pending tasks, s},
     "tasks_running": Eq. 7's T_task / T_wait, "text": [sentences]}``.
     Raises ValueError for a negative or NaN ``t_wait``."""
-    from scheduler.fairshare import twait_guidance, unit_task_schedule
+    from scheduler.fairshare.fairness import twait_guidance
+    from scheduler.fairshare.unit_tasks import unit_task_schedule
 
     if math.isnan(t_wait) or t_wait < 0:
         raise ValueError("t_wait must be >= 0 or inf")

@@ -6,7 +6,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from marketplace.models import CuraJob, Market, PoolReconfiguration, Tenant, VMInstanceType
+from marketplace.models.accounts import Tenant
+from marketplace.models.market import Market
+from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
 
 
 def vm_types_of(*, market: Market) -> list[VMInstanceType]:

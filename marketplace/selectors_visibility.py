@@ -22,7 +22,11 @@ from typing import Any
 from django.db.models import QuerySet
 
 from marketplace import roles, selectors
-from marketplace.models import ExperimentRun, Job, Market, SimulationStudy, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.simulations import SimulationStudy
 
 
 @dataclass(frozen=True)

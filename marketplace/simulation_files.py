@@ -12,7 +12,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from simulator.whatif import JOB_COLUMNS
+from simulator.whatif.run import JOB_COLUMNS
 
 SUMMARY_HEADER = ["configuration", "metric", "mean", "ci95_half_width", "seeds"]
 
@@ -33,7 +33,7 @@ def summary_rows(summary: Mapping[str, Any]) -> Iterable[list[Any]]:
 
 def jobs_rows(cols: Mapping[str, list[Any]]) -> Iterable[list[Any]]:
     """Header, then one row per job of a run's columnar records (columns in
-    ``simulator.whatif.JOB_COLUMNS`` order, whatever order the stored JSON kept)."""
+    ``simulator.whatif.run.JOB_COLUMNS`` order, whatever order the stored JSON kept)."""
     names = [c for c in JOB_COLUMNS if c in cols] + [c for c in cols if c not in JOB_COLUMNS]
     yield names
     yield from (list(row) for row in zip(*(cols[c] for c in names), strict=True))

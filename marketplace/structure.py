@@ -14,8 +14,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
 
-from marketplace.models import Market, Queue, ResourceType
-from marketplace.models.queues import dotted_paths
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue, ResourceType, dotted_paths
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, int], tuple[int, Any]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from marketplace.models import Market
+from marketplace.models.market import Market
 from marketplace.resilience import publish_task
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_tick

@@ -29,7 +29,10 @@ from plotly.utils import PlotlyJSONEncoder
 from marketplace import bid_preview, charts, selectors, selectors_abacus, selectors_fairshare, selectors_visibility
 from marketplace.forms import BidForm, JobFilterForm, MarketSettingsForm, apply_service_errors
 from marketplace.http_cache import poller_revalidates
-from marketplace.models import Job, Market, ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.money import format_price_number
 from marketplace.resilience import cache_get, cache_set
 from marketplace.services.bids import bid_submit, job_cancel

@@ -14,7 +14,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from marketplace import charts_abacus, selectors_abacus
-from marketplace.models import Tenant
+from marketplace.models.accounts import Tenant
 from marketplace.services.utility import utility_fit_adopt
 from marketplace.views import _render, tenant_required
 

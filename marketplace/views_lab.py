@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from marketplace import selectors
 from marketplace.http_cache import poller_revalidates
-from marketplace.models import ExperimentRun
+from marketplace.models.experiments import ExperimentRun
 from marketplace.selectors_visibility import runs_visible_to
 from marketplace.services.experiments import experiment_cancel, experiment_start
 from marketplace.views import _render

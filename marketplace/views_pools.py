@@ -12,7 +12,8 @@ from django.views.decorators.http import require_http_methods
 from marketplace import charts_pools, selectors, selectors_pools
 from marketplace.forms import apply_service_errors
 from marketplace.forms_pools import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
-from marketplace.models import Tenant, VMPool
+from marketplace.models.accounts import Tenant
+from marketplace.models.pools import VMPool
 from marketplace.money import format_money
 from marketplace.services.cura import cura_job_cancel, cura_job_submit
 from marketplace.services.pools import (

@@ -18,7 +18,8 @@ from marketplace import reservation_adapters as ra
 from marketplace import reservation_selectors as rsel
 from marketplace import selectors
 from marketplace.forms import apply_service_errors
-from marketplace.models import ReservationQuote, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.reservations import ReservationQuote
 from marketplace.money import format_money
 from marketplace.services.reservations import QuoteMoved, reservation_accept, reservation_decline, reservation_quote
 from marketplace.views import _render, tenant_required

@@ -24,7 +24,8 @@ from marketplace import selectors
 from marketplace.charts_simulations import comparison_figures
 from marketplace.forms_simulations import LiveForm, StudyForm
 from marketplace.http_cache import poller_revalidates
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.roles import sees_all_tenants
 from marketplace.selectors_visibility import runs_visible_to, studies_visible_to
 from marketplace.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from marketplace import roles, selectors, selectors_visibility
 from marketplace.forms import apply_service_errors
 from marketplace.forms_staff import LedgerAdjustForm, StaffJobFilterForm
-from marketplace.models import LedgerEntry
+from marketplace.models.accounts import LedgerEntry
 from marketplace.services.idempotency import form_submit_once
 from marketplace.services.ledger_adjust import account_adjust
 from marketplace.views import _job_rows, _page, _render

@@ -19,7 +19,7 @@ A clearing turns a :class:`~scheduler.types.MarketSnapshot` into a
   it converged, implied unit prices per resource type (money per unit-slot,
   i.e. per slot held for one clearing period), the largest KKT residual.
 
-One market step (``simulator.market.MarketEngine``) applies a Plan to the
+One market step (``simulator.market.engine.MarketEngine``) applies a Plan to the
 cluster model through its ordered dispatch stages (reservations, then fair
 share across queues, then shares inside a queue) and settles each departing
 job with :func:`settle`. Everything here is plain, immutable data.

@@ -5,7 +5,7 @@ by a name from one registry per stage"):
 
 * :data:`FAIRSHARE` -- the fair-share policy across queues, which picks the
   leaf queue that gets a free unit: ``fifo``, ``static``, ``mlrf``, ``ltrf``, ``hltrf``
-  (paper 002, Sec. 5; ``scheduler.fairshare``). Factories take
+  (paper 002, Sec. 5; ``scheduler.fairshare.allocator``). Factories take
   ``(tree, t_wait=...)`` and return an allocator for ONE resource type.
 * :data:`MECHANISMS` -- the mechanism within a queue, which clears a snapshot
   into a :class:`~scheduler.plan.Plan`: ``abacus`` (paper 000, Alg. 1-2),
@@ -31,12 +31,15 @@ from typing import Any, Generic, TypeVar, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.abacus import implied_prices
-from scheduler.abacus_slo import AbacusNoPoolPolicy, AbacusSloPolicy
+from scheduler.abacus.kkt import implied_prices
+from scheduler.abacus.slo import AbacusNoPoolPolicy, AbacusSloPolicy
 from scheduler.base import Mechanism
 from scheduler.dispatch import DispatchMode, ShareDispatcher
-from scheduler.fairshare import HISTORY_MODES, FairShareAllocator, FifoAllocator, QueueTree
-from scheduler.fairshare import POLICIES as FAIRSHARE_POLICIES
+from scheduler.fairshare.allocator import POLICIES as FAIRSHARE_POLICIES
+from scheduler.fairshare.allocator import FairShareAllocator
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.fairshare.fifo import FifoAllocator
+from scheduler.fairshare.limits import HISTORY_MODES
 from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 

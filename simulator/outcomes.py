@@ -12,7 +12,7 @@
   finished jobs of ``u_j(x̄_j)``, the job's utility function (its bid's weights and
   kind) at its *average job resource* ``x̄_j``, its shares averaged over its life
   (``RunResult.average_shares``). Types the job had no task of count 0
-  (``scheduler.utility.utility_of``'s ``demand``).
+  (``scheduler.abacus.utility.utility_of``'s ``demand``).
 
 Jobs of a trace carry no deadline or value: :func:`trace_terms` gives them the
 deadline ``submit + deadline_factor * ideal`` (ideal: its stages back to back, one
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.utility import utility_of
+from scheduler.abacus.utility import utility_of
 from simulator.records import JobFinished
-from simulator.synthetic import JobTerms, ideal_s
-from simulator.workload import TraceJob
+from simulator.workloads.synthetic import JobTerms, ideal_s
+from simulator.workloads.traces import TraceJob
 
 
 @dataclass(frozen=True)

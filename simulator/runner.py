@@ -1,7 +1,7 @@
 """Offline what-if runs: a trace replayed through the market engine.
 
 The loop is the live market's, on a simulated clock (SPEC 2, data flow of a
-bid), through the same :class:`~simulator.market.MarketEngine`: every job
+bid), through the same :class:`~simulator.market.engine.MarketEngine`: every job
 arrival and every departure re-clears the market with the configured
 mechanism (Abacus by default, paper 000, Alg. 1-2) and the Plan drives the
 cluster's dispatch until the next arrival or departure; departures are
@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.fairshare import QueueTree
+from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan, empty_plan
-from simulator.cluster import FairnessSample, JobFinished, JobSpec
-from simulator.market import Bid, Charge, MarketConfig, MarketEngine, StepReport
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Bid, Charge, MarketConfig, StepReport
 from simulator.metrics import mean_utilisation, response_stats, response_times
-from simulator.workload import TraceJob
+from simulator.records import FairnessSample, JobFinished, JobSpec
+from simulator.workloads.traces import TraceJob
 
 BudgetFn = Callable[[TraceJob], float]
 WeightsFn = Callable[[TraceJob], Sequence[float]]

@@ -6,7 +6,9 @@ from decimal import Decimal
 
 import factory
 
-from marketplace.models import Market, Queue, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue
 from marketplace.services.setup import market_create, tenant_create
 
 TWO_LEVEL = {

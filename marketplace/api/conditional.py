@@ -46,7 +46,7 @@ from django.utils.http import parse_etags
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from marketplace.models import Market
+from marketplace.models.market import Market
 from marketplace.resilience import cache_get, cache_set
 
 CACHE_S = 60  # a body is stored under its tag, which names one version: it is never stale, only unused

@@ -22,7 +22,9 @@ from django.db.models import QuerySet
 from marketplace import selectors, selectors_abacus
 from marketplace.api.fields import money_text
 from marketplace.api.serializers import JobSerializer, JobWorkSerializer
-from marketplace.models import Job, JobWork, Market, Queue
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue
 
 # JobSerializer's plain model fields, in its order (queue, held, work, shares and slo are computed).
 _COMPUTED = ("queue", "held", "work", "shares", "slo")

@@ -17,7 +17,7 @@ from marketplace import selectors, selectors_pools
 from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
-from marketplace.models import CuraJob
+from marketplace.models.pools import CuraJob
 from marketplace.services.cura import cura_job_cancel, cura_job_submit
 from marketplace.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 

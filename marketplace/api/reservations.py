@@ -30,7 +30,9 @@ from marketplace.api.fields import MoneyField
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors, _tenant
-from marketplace.models import Job, Reservation, ReservationQuote, ResourceType
+from marketplace.models.jobs import Job
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote
 from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import job_cancel
 from marketplace.services.config import resource_capacity_set

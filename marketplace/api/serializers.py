@@ -11,7 +11,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from marketplace.api.fields import MoneyField, StrictDecimalField, currency, money_help, money_text
-from marketplace.models import FairnessSample, Job, JobWork, LedgerEntry, MarketSample, PriceSample
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.allocation import FairnessSample, MarketSample, PriceSample
+from marketplace.models.jobs import Job, JobWork
 from marketplace.services.bids import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.services.config import parse_t_wait
 from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
@@ -119,7 +121,7 @@ SIM_TIME_HELP = "Simulated seconds since the market opened (market clock, not wa
 
 def _price_help() -> str:
     return (f"Implied unit price, {currency()} per slot: the sub-budgets bidding for this resource type divided by "
-            "its capacity in slots (Abacus, paper 000; scheduler.abacus.implied_prices). A rate, not an amount: a JSON number.")
+            "its capacity in slots (Abacus, paper 000; scheduler.abacus.auction.implied_prices). A rate, not an amount: a JSON number.")
 
 
 price_help = lazy(_price_help, str)

@@ -26,7 +26,8 @@ from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalFie
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.api.views import _service_errors
-from marketplace.models import Job, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job
 from marketplace.services.ledger_adjust import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
 
 

@@ -20,7 +20,10 @@ from marketplace.api.conventions import SeriesFilter
 from marketplace.api.fields import currency
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.models import FairnessSample, Job, LedgerEntry, Market, MarketSample, PriceSample, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.allocation import FairnessSample, MarketSample, PriceSample
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.config import market_configure
 

@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 ('base', models.JSONField(default=dict, help_text='Configuration shared by every run (registry names, alpha, T_wait).')),
                 ('vary', models.CharField(blank=True, default='', help_text="The swept parameter ('' = one configuration).", max_length=40)),
                 ('live', models.JSONField(blank=True, help_text='What the live market did over the replayed period.', null=True)),
-                ('summary', models.JSONField(blank=True, help_text='Gathered table (simulator.whatif_compare.summary_table).', null=True)),
+                ('summary', models.JSONField(blank=True, help_text='Gathered table (simulator.whatif.compare.summary_table).', null=True)),
                 ('gathered_at', models.DateTimeField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),

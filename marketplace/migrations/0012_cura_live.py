@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='poolsettings',
             name='engine_state',
-            field=models.JSONField(blank=True, default=dict, help_text='The live Cura driver (simulator.cura_live), between ticks.'),
+            field=models.JSONField(blank=True, default=dict, help_text='The live Cura driver (simulator.cura.live), between ticks.'),
         ),
         migrations.AlterField(
             model_name='curajob',

@@ -18,7 +18,7 @@ class Market(models.Model):
     ``state_version`` rises with every change that a clearing must see
     (arrival, departure, cancellation, a configuration change); a clearing
     computed on an older version is dropped. ``engine_state`` is the
-    serialised ``simulator.market.MarketEngine`` of the live market and
+    serialised ``simulator.market.engine.MarketEngine`` of the live market and
     ``engine_version`` changes each time it is stored (a process that holds
     the engine of that version in memory skips reading it).
     ``structure_version`` changes with the queue tree and the resource types

@@ -3,7 +3,7 @@
 A market may be backed by pools of ready VMs. Staff edit the VM types, the
 pool sizes and the reconfiguration parameters (every change audited as a
 ``ConfigChange``, ``services.pools``); tenants submit jobs with a deadline only
-and get the configuration Cura's VM-aware scheduler chose (``scheduler.cura``).
+and get the configuration Cura's VM-aware scheduler chose (``scheduler.cura.vm_aware``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class PoolSettings(models.Model):
     shutdown_s = models.FloatField(default=10.0, help_text="VM shutdown time, seconds.")
     framework_start_s = models.FloatField(default=10.0, help_text="Framework (Hadoop) start on ready VMs, seconds.")
     core_budget = models.PositiveIntegerField(default=0, help_text="vCPUs the servers offer (0: the pools' current cores).")
-    engine_state = models.JSONField(default=dict, blank=True, help_text="The live Cura driver (simulator.cura_live), between ticks.")
+    engine_state = models.JSONField(default=dict, blank=True, help_text="The live Cura driver (simulator.cura.live), between ticks.")
 
     def __str__(self) -> str:
         return f"pool settings of {self.market}"

@@ -31,7 +31,7 @@ class SimulationStudy(models.Model):
     vary = models.CharField(max_length=40, blank=True, default="", help_text="The swept parameter ('' = one configuration).")
     market = models.ForeignKey("marketplace.Market", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     live = models.JSONField(null=True, blank=True, help_text="What the live market did over the replayed period.")
-    summary = models.JSONField(null=True, blank=True, help_text="Gathered table (simulator.whatif_compare.summary_table).")
+    summary = models.JSONField(null=True, blank=True, help_text="Gathered table (simulator.whatif.compare.summary_table).")
     gathered_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

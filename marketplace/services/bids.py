@@ -15,7 +15,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace import adapters
-from marketplace.models import AdoptedUtility, Job, JobWork, Queue, ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.queues import Queue, ResourceType
+from marketplace.models.utility import AdoptedUtility
 from marketplace.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.services import rows
 from marketplace.services.ledger import job_held_amount, job_hold, job_release

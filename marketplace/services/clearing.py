@@ -3,7 +3,7 @@
 One clearing at a time per market: a lease on the market row (a conditional
 UPDATE, so it works on SQLite and PostgreSQL without holding a transaction open
 during the solve). The state is read under the market row lock together with
-its ``state_version``: the engine's snapshot (``simulator.market.MarketEngine``,
+its ``state_version``: the engine's snapshot (``simulator.market.engine.MarketEngine``,
 the same one the offline runner clears), plus the bids placed since the last
 clock tick. The solve runs outside any transaction; the Plan is stored (one
 row, whatever the number of jobs) only if the version is unchanged, else it is
@@ -23,7 +23,9 @@ from django.db.models import F, Subquery
 from django.utils import timezone
 
 from marketplace import adapters, reservation_adapters
-from marketplace.models import AllocationSnapshot, Market, PriceSample, ResourceType
+from marketplace.models.allocation import AllocationSnapshot, PriceSample
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.services import rows
 from marketplace.services.market import engine_context, engine_load, engine_marks
 from scheduler.plan import Plan

@@ -1,6 +1,6 @@
 """The live cluster clock: one market step on the stored engine, and what it reports.
 
-The engine is ``simulator.market.MarketEngine`` (the same code offline runs
+The engine is ``simulator.market.engine.MarketEngine`` (the same code offline runs
 use), kept serialised on the market row (``services.market``). One tick runs
 in one transaction under the market row lock: load the engine, tell it about
 new and cancelled jobs, capacities and parameters, apply the newest stored
@@ -22,7 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace import adapters, reservation_adapters
-from marketplace.models import FairnessSample, Job, JobWork, Market, MarketSample, ResourceType, ShareSample
+from marketplace.models.allocation import FairnessSample, MarketSample, ShareSample
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.services import rows
 from marketplace.services.clearing import plan_store
 from marketplace.services.cura import cura_advance
@@ -40,7 +43,8 @@ from marketplace.services.market import (
 from marketplace.services.rows import active_job_ids
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
-from simulator.market import Charge, MarketEngine, StepReport
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Charge, StepReport
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.models import ConfigChange, Market, Queue, ResourceType
+from marketplace.models.market import ConfigChange, Market
+from marketplace.models.queues import Queue, ResourceType
 from marketplace.services.market import market_changed, structure_changed
-from scheduler.fairshare import HISTORY_MODES
+from scheduler.fairshare.limits import HISTORY_MODES
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry
 
 T_WAIT_OFF = ("off", "never", "inf", "infinity")  # spellings of "no starvation timeout" (the naive hierarchy)

@@ -1,13 +1,13 @@
 """Live Cura jobs (paper 004): admitted onto the VM pools, run by the cluster's clock, paid through the ledger.
 
-The pools' scheduler is :class:`simulator.cura_live.CuraDriver` (Alg. 1 and the
+The pools' scheduler is :class:`simulator.cura.live.CuraDriver` (Alg. 1 and the
 Sec. III-B pool manager, the code the simulator runs), kept as JSON on the
 market's ``PoolSettings`` between requests. Every write runs under the market
 row lock (lock order: market, then accounts, as the ledger's).
 
 * **Submission** (:func:`cura_job_submit`): the driver is brought to the
   market's time, the job's estimate is its class's *learnt profile*
-  (:func:`scheduler.cura_profiles.learn_profile` over the tenant's completed
+  (:func:`scheduler.cura.profiles.learn_profile` over the tenant's completed
   runs of the class, the built-in Table II-V profile as the prior), Alg. 1
   places it (or it waits for a window), and the most any deadline-meeting
   configuration could cost is held on the tenant's account.
@@ -36,16 +36,17 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.models import ConfigChange, LedgerEntry, Market, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.market import ConfigChange, Market
 from marketplace.models.pools import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.services.ledger import cura_money, money
 from marketplace.services.pools import pool_settings_of
-from scheduler.cura import CuraJob as SchedJob
-from scheduler.cura import Placement, Rejected, VMAwareScheduler
-from scheduler.cura_profiles import PAPER_PROFILES, PAPER_SIZES, JobProfile, Run, VMType, learn_profile
-from scheduler.cura_reconfig import ReconfigurationManager
-from scheduler.cura_timeline import Interval
-from simulator.cura_live import CuraDriver, StepEvents
+from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, JobProfile, Run, VMType, learn_profile
+from scheduler.cura.reconfig import ReconfigurationManager
+from scheduler.cura.timeline import Interval
+from scheduler.cura.vm_aware import CuraJob as SchedJob
+from scheduler.cura.vm_aware import Placement, Rejected, VMAwareScheduler
+from simulator.cura.live import CuraDriver, StepEvents
 
 HOLD, CHARGE, RELEASE = LedgerEntry.Kind.HOLD, LedgerEntry.Kind.CHARGE, LedgerEntry.Kind.RELEASE
 

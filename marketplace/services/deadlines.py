@@ -8,7 +8,7 @@ Algorithm 1 on the market's data:
 * **workload** ``l_k`` = tasks x task duration of type k (slot-seconds), with
   ``theta = 1`` because the staged cluster runs the map phase, then the reduce
   phase; the whole-slot vector is searched with the tasks' waves
-  (``scheduler.deadline_slots``), which is the time the cluster really takes;
+  (``scheduler.deadline.slots``), which is the time the cluster really takes;
 * **prices** ``b_k`` (money per slot-second) from :func:`unit_prices`;
 * **candidate nodes**: :func:`candidate_nodes` (one node, the market's
   cluster, until VM pools exist; each pool becomes a node then);
@@ -42,15 +42,20 @@ from django.db import transaction
 from numpy.typing import NDArray
 
 from marketplace import adapters
-from marketplace.models import DeadlineBooking, Job, JobWork, Market, ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.deadlines import DeadlineBooking
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.models.reservations import Reservation as EraReservation
 from marketplace.services.bids import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
 from marketplace.services.ledger import MONEY_QUANTUM, job_charge, job_hold, money
 from marketplace.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
-from scheduler.deadline import check_error_range
-from scheduler.deadline_slots import SlotAllocation, min_payment_slots
+from scheduler.deadline.payment import check_error_range
+from scheduler.deadline.slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
-from simulator.market import Bid, MarketEngine
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Bid
 from simulator.records import JobSpec
 
 THETA = 1.0  # map, then reduce: the phases never overlap (paper 003, Eq. 1)

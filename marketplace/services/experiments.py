@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from marketplace.models import ExperimentRun
+from marketplace.models.experiments import ExperimentRun
 from simulator import experiments
 
 log = logging.getLogger(__name__)

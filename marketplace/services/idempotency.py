@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from marketplace.models import IdempotencyKey
+from marketplace.models.idempotency import IdempotencyKey
 from marketplace.services import rows
 
 KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces, as Stripe's keys

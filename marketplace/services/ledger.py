@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from marketplace.models import Account, Job, LedgerEntry
+from marketplace.models.accounts import Account, LedgerEntry
+from marketplace.models.jobs import Job
 from marketplace.services import rows
 
 _DELTAS: dict[str, tuple[int, int]] = {

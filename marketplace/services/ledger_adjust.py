@@ -12,7 +12,7 @@ from decimal import Decimal
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from marketplace import roles
-from marketplace.models import LedgerEntry, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
 from marketplace.services.ledger import tenant_post
 
 MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (services.bids.MAX_BUDGET)

@@ -6,7 +6,7 @@
   clearing task is enqueued. Services never import ``marketplace.tasks``
   (tasks import services); the task is looked up by name in the Celery app.
 * :func:`engine_load` / :func:`engine_store` -- the live market's
-  ``simulator.market.MarketEngine``, serialised on the market row. A process
+  ``simulator.market.engine.MarketEngine``, serialised on the market row. A process
   keeps the engine it last stored or read in memory, keyed by the row's
   ``engine_version``, so a tick or a clearing that follows its own last write
   does not parse the state again.
@@ -28,10 +28,12 @@ from django.db import transaction
 from django.db.models import F
 
 from marketplace import adapters, structure
-from marketplace.models import Job, JobWork, Market, ResourceType
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.resilience import cache_add, cache_delete, publish_task
 from marketplace.services import rows
-from simulator.market import MarketEngine
+from simulator.market.engine import MarketEngine
 
 log = logging.getLogger(__name__)
 

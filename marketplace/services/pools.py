@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.models import ConfigChange, Market
+from marketplace.models.market import ConfigChange, Market
 from marketplace.models.pools import PoolSettings, VMInstanceType, VMPool
 
 MAX_POOL = 100_000
@@ -148,7 +148,7 @@ def pool_settings_update(*, market: Market, user: object = None, reason: str = "
 def pools_setup_paper(*, market: Market, size: int = 40, user: object = None) -> list[VMInstanceType]:
     """The VM types of paper 004, App. A (VM-1/2/3: 2/4/8 vCPUs and GB, 1/6, 1/3, 2/3 per
     VM-second) with ``size`` VMs each, for a market without VM types."""
-    from scheduler.cura_profiles import PAPER_VM_TYPES
+    from scheduler.cura.profiles import PAPER_VM_TYPES
 
     if VMInstanceType.objects.filter(market=market).exists():
         raise ValidationError("This market already has VM types.")

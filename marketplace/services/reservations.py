@@ -33,7 +33,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace import reservation_adapters as ra
-from marketplace.models import Job, JobWork, Market, Reservation, ReservationQuote, ReservationSettings, ResourceType, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
 from marketplace.services.bids import parse_budget
 from marketplace.services.ledger import job_charge, job_hold, money
 from marketplace.services.market import market_changed

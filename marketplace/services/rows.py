@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import connection, models
 
-from marketplace.models import Job
+from marketplace.models.jobs import Job
 
 _MONEY_PLACES: dict[int, Decimal] = {}
 _NATIVE = frozenset({int, float, str, bool, type(None)})  # every driver binds these as they are

@@ -9,7 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.models import Account, Market, Queue, ResourceType, Tenant
+from marketplace.models.accounts import Account, Tenant
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue, ResourceType
 from marketplace.services.ledger import account_deposit
 from marketplace.services.market import new_structure_version
 

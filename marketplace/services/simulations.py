@@ -39,14 +39,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.roles import sees_all_tenants
 from marketplace.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
 from scheduler.registry import UnknownName
 from simulator import experiments
 from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
-from simulator.whatif import check_capacity, estimate_bytes, load_workload
-from simulator.whatif_compare import summary_table
+from simulator.whatif.compare import summary_table
+from simulator.whatif.run import check_capacity, estimate_bytes, load_workload
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def simulation_plan(
     """The runs of a study: ``(label, params)`` per value of ``vary`` and seed, validated.
 
     ``vm_pools`` (``"c2:10, c8:4"``), when given, is the cluster instead of ``capacity``
-    (``simulator.lab_pools``).
+    (``simulator.cura.pools``).
 
     Raises:
         ValidationError: field-keyed (``workload`` keys, ``capacity``, ``vm_pools``,
@@ -216,7 +217,7 @@ def simulation_execute(*, run_id: int) -> str:
 def simulation_gather(*, study_id: int) -> bool:
     """Build the study's comparison table once every run has finished; False while some run.
 
-    The table is :func:`simulator.whatif_compare.summary_table` over the
+    The table is :func:`simulator.whatif.compare.summary_table` over the
     finished runs (mean and 95 % interval over seeds per configuration).
     """
     runs = list(ExperimentRun.objects.filter(study_id=study_id).only("status", "label", "params").order_by("pk"))

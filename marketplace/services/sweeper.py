@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import F
 
-from marketplace.models import Market
+from marketplace.models.market import Market
 from marketplace.services.clearing import market_clear
 from marketplace.services.experiments import experiment_requeue
 from marketplace.services.idempotency import idempotency_purge

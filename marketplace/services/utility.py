@@ -11,8 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace import adapters, selectors_abacus
-from marketplace.models import AdoptedUtility, Tenant
-from scheduler.utility_fit import fit_utility
+from marketplace.models.accounts import Tenant
+from marketplace.models.utility import AdoptedUtility
+from scheduler.abacus.fit import fit_utility
 
 
 @transaction.atomic

@@ -157,10 +157,10 @@ def register(experiment: Experiment) -> Experiment:
 
 
 def load_all() -> dict[str, Experiment]:
-    """Import every module of this package (each registers its experiments); return the registry."""
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    """Import every module of this package and its subpackages (each registers its experiments); return the registry."""
+    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        if not info.name.rpartition(".")[2].startswith("_"):
+            importlib.import_module(info.name)
     return EXPERIMENTS
 
 

@@ -3,8 +3,8 @@
 The simulation lab (``marketplace`` ``SimulationStudy``) starts one run of this
 experiment per configuration, each a Celery task on the ``simulation`` queue;
 ``manage.py simulate`` calls the same function. The work is
-:func:`simulator.whatif.simulate`; the result is its compact form
-(:func:`simulator.whatif.compact_result`: series, prices, per-job records,
+:func:`simulator.whatif.run.simulate`; the result is its compact form
+(:func:`simulator.whatif.run.compact_result`: series, prices, per-job records,
 metrics) plus the figures and table every experiment page shows. Sources:
 paper 001, Sec. 2-4 (the ERA simulator's system and economic metrics); SPEC §4.
 """
@@ -14,9 +14,19 @@ from __future__ import annotations
 import math
 import time
 
+from simulator.cura.pools import pool_capacity
 from simulator.experiments import Experiment, Params, Progress, Result, figure, register, table
-from simulator.lab_pools import pool_capacity
-from simulator.whatif import FB2009, ConfigSpec, WorkloadSpec, compact_result, job_terms, leaf_names, load_jobs_doc, load_workload, simulate
+from simulator.whatif.run import (
+    FB2009,
+    ConfigSpec,
+    WorkloadSpec,
+    compact_result,
+    job_terms,
+    leaf_names,
+    load_jobs_doc,
+    load_workload,
+    simulate,
+)
 
 WORKLOAD_KEYS = ("trace", "trace_format", "start_hour", "hours", "time_scale", "tenants", "groups", "max_jobs", "workload_seed",
                  "generator", "rate_scale", "deadline_factor", "era_slack", "cura_max_deadline_s")
@@ -28,7 +38,7 @@ def specs(params: Params) -> tuple[WorkloadSpec, list[int], ConfigSpec]:
     """The workload, capacities and configuration named by flat ``params``.
 
     The capacities are ``capacity``, or the slots of ``vm_pools`` when it is
-    given (``simulator.lab_pools``). A generator draws its workload with seed
+    given (``simulator.cura.pools``). A generator draws its workload with seed
     ``workload_seed + seed``: the seeds of a study are replicas of the workload
     (a trace's seeds vary only the bids and the dispatch), and every
     configuration sees the same draws for the same seed. Raises ValueError (``"vm_pools: ..."``) on bad pools.
@@ -127,7 +137,7 @@ EXPERIMENT = register(
             "deadline_factor": "a trace or Table 1 job's deadline: submit + this many ideal run times",
             "era_slack": "ERA jobs' largest window / duration factor (>= 1.5)",
             "cura_max_deadline_s": "Cura jobs' largest deadline slack beyond their ideal time (simulated s)",
-            "vm_pools": "cluster as VM pools, e.g. 'c2:10, c8:4' (overrides capacity; simulator.lab_pools)",
+            "vm_pools": "cluster as VM pools, e.g. 'c2:10, c8:4' (overrides capacity; simulator.cura.pools)",
             "predictor": "task-duration predictor of the dispatcher: exact (known at start) or none",
         },
     )

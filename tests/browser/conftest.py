@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from marketplace.models import Queue, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.queues import Queue
 from marketplace.services.setup import market_create, tenant_create
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connections
 
-from marketplace.models import Market
+from marketplace.models.market import Market
 from marketplace.services.cluster import cluster_advance
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 

@@ -12,7 +12,8 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 
-from marketplace.models import Queue, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.queues import Queue
 from marketplace.services.setup import market_create, tenant_create
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.models import Queue
+from marketplace.models.queues import Queue
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.setup import tenant_create

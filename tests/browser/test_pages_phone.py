@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from marketplace.models import Job
+from marketplace.models.jobs import Job
 from marketplace.services.bids import WorkItem, bid_submit
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 

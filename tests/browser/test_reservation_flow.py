@@ -8,7 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.models import Queue, Reservation, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.queues import Queue
+from marketplace.models.reservations import Reservation
 from marketplace.services.setup import market_create, tenant_create
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.models import DeadlineBooking
+from marketplace.models.deadlines import DeadlineBooking
 from marketplace.services.bids import WorkItem
 from marketplace.services.deadlines import deadline_book
 from marketplace.services.ledger import ledger_reconcile

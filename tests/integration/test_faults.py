@@ -30,7 +30,10 @@ from rest_framework.test import APIClient
 
 from marketplace import resilience
 from marketplace.celery import app
-from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.ledger import ledger_reconcile
 from tests.factories import MarketFactory, TenantFactory
 from tests.integration.conftest import _require

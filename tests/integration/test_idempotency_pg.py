@@ -14,7 +14,10 @@ from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from marketplace.models import IdempotencyKey, Job, LedgerEntry, Market
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.idempotency import IdempotencyKey
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.ledger import ledger_reconcile
 from tests.factories import MarketFactory, TenantFactory
 

@@ -20,7 +20,9 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from marketplace.models import Job, Market, ResourceType
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance, cluster_tick

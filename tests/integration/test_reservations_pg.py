@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.models import Reservation, ResourceType
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation
 from marketplace.reservation_adapters import era_mechanism
 from marketplace.services.ledger import ledger_reconcile
 from marketplace.services.reservations import reservation_request

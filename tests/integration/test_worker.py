@@ -11,7 +11,9 @@ import pytest
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.models import AllocationSnapshot, Job, Market
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.ledger import ledger_reconcile

@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models import Market, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 

@@ -11,7 +11,10 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

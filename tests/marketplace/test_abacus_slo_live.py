@@ -13,7 +13,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from marketplace import selectors, selectors_abacus
-from marketplace.models import Job, Market, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

@@ -12,7 +12,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
 
-from marketplace.models import AdoptedUtility, Job, JobWork, Market, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
+from marketplace.models.utility import AdoptedUtility
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

@@ -20,7 +20,8 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear

@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models import Job, LedgerEntry
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.jobs import Job
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.ledger import ledger_reconcile
 

@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api.conventions import MAX_PAGE_SIZE
-from marketplace.models import PriceSample
+from marketplace.models.allocation import PriceSample
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

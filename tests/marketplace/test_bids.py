@@ -7,7 +7,10 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.ledger import ledger_reconcile
 from scheduler.plan import Plan

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from django.db import models
 
-from marketplace.models import AllocationSnapshot, Market
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.market import Market
 from marketplace.services import clearing
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from marketplace.models import AllocationSnapshot, FairnessSample, Job, JobWork, LedgerEntry, Market, MarketSample
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample
+from marketplace.models.jobs import Job, JobWork
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
@@ -78,7 +81,7 @@ def test_cancel_while_running_frees_the_slots(market, alice):
 
 def _active_ids(market: Market) -> list[int]:
     from marketplace.adapters import queue_tree
-    from simulator.market import MarketEngine
+    from simulator.market.engine import MarketEngine
 
     return MarketEngine.from_state(queue_tree(market).tree, market.engine_state["engine"]).cluster.active_jobs()
 

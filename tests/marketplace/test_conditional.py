@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from marketplace.api import conditional
 from marketplace.api.serializers import JobSerializer
-from marketplace.models import Job
+from marketplace.models.jobs import Job
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
@@ -216,7 +216,7 @@ def test_the_allocation_is_the_serializers_output(alice_api, alice, bob, market)
     instances (every active job, its units and pending tasks per type, its latest shares)."""
     from marketplace import selectors
     from marketplace.api.serializers import AllocationEntrySerializer
-    from marketplace.models import JobWork
+    from marketplace.models.jobs import JobWork
 
     for k in range(4):
         bid_submit(tenant=alice, budget=str(5 + k), work=WORK, name=f"a{k}")

@@ -19,14 +19,16 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import Sum
 
-from marketplace.models import CuraJob, LedgerEntry, Market, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.market import Market
+from marketplace.models.pools import CuraJob
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.cura import cura_job_cancel, cura_job_submit
 from marketplace.services.ledger import account_deposit, ledger_reconcile, money
 from marketplace.services.pools import pool_settings_update, pools_setup_paper
-from scheduler.cura import CuraJob as SchedJob
-from scheduler.cura_profiles import PAPER_PROFILES, PAPER_SIZES, PAPER_VM_TYPES
-from simulator.cura_sim import run_cura
+from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, PAPER_VM_TYPES
+from scheduler.cura.vm_aware import CuraJob as SchedJob
+from simulator.cura.sim import run_cura
 
 
 @pytest.fixture
@@ -186,7 +188,7 @@ def test_cancel_through_the_api_and_the_page(market: Market, rich: Tenant, bob: 
 
 
 def test_a_pool_staff_empty_by_hand_takes_no_new_runs(market: Market, rich: Tenant) -> None:
-    from marketplace.models import VMInstanceType
+    from marketplace.models.pools import VMInstanceType
     from marketplace.services.pools import pool_resize
 
     running = [cura_job_submit(tenant=rich, job_type=4, deadline_in_s=3000) for _ in range(2)]

@@ -6,7 +6,8 @@ import pytest
 
 from marketplace.charts import validated
 from marketplace.charts_deadlines import deadline_payment_figure
-from marketplace.models import DeadlineBooking, Job
+from marketplace.models.deadlines import DeadlineBooking
+from marketplace.models.jobs import Job
 from marketplace.money import currency, format_money
 
 FORM = {"name": "report", "deadline": "400", "alpha_err": "0.8", "beta_err": "1.25",

@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.models import DeadlineBooking, Job, LedgerEntry, Market
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.deadlines import DeadlineBooking
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.deadlines import deadline_book, deadline_quote, floor_unit_price, unit_prices
 from marketplace.services.ledger import ledger_reconcile
 from marketplace.services.market import engine_context, engine_load
-from scheduler.deadline_slots import min_payment_slots
+from scheduler.deadline.slots import min_payment_slots
 
 # 20 map tasks of 30 s, then 4 reduce tasks of 60 s, on the test market's 10 map and 5 reduce slots.
 WORK = [WorkItem("map", 20, 30.0), WorkItem("reduce", 4, 60.0)]

@@ -14,7 +14,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from marketplace import adapters
-from marketplace.models import ConfigChange, Market
+from marketplace.models.market import ConfigChange, Market
 from marketplace.services.config import market_configure, parse_t_wait, queue_save
 from tests.factories import leaf
 

@@ -9,7 +9,9 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from marketplace.models import IdempotencyKey, Job, LedgerEntry
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.idempotency import IdempotencyKey
+from marketplace.models.jobs import Job
 from marketplace.services.idempotency import idempotency_purge
 from marketplace.services.ledger import ledger_reconcile
 

@@ -16,7 +16,8 @@ from django.test import RequestFactory
 
 from marketplace.api.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from marketplace.forms import BidForm
-from marketplace.models import Job, LedgerEntry
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.jobs import Job
 from marketplace.services.bids import parse_budget
 from marketplace.validation import parse_decimal_strict
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from marketplace.models import Job, Queue
+from marketplace.models.jobs import Job
+from marketplace.models.queues import Queue
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import queue_save

@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from marketplace.models import ExperimentRun, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.experiments import ExperimentRun
 from marketplace.services import experiments as svc
 from simulator import experiments
 from simulator.experiments import Experiment, figure, table

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from marketplace.models import Account, LedgerEntry
+from marketplace.models.accounts import Account, LedgerEntry
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.ledger import account_deposit, job_charge, job_held_amount, job_release, ledger_reconcile
 

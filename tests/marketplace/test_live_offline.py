@@ -3,7 +3,7 @@ the Django services (database, ledger, Celery eager clearings) and through
 ``simulator.runner.run`` gives the same completion time and the same charge for
 every job.
 
-Both sides run ``simulator.market.MarketEngine``; this test checks the glue
+Both sides run ``simulator.market.engine.MarketEngine``; this test checks the glue
 around it: the live clock's ticks and the clearings enqueued after commit must
 present the engine with the same events, in the same order, as the offline
 loop does (clear after every departure and after each arrival).
@@ -21,14 +21,17 @@ import pytest
 
 from marketplace.adapters import offline_replay, resource_types
 from marketplace.management.commands.replay_trace import _advance_to
-from marketplace.models import AllocationSnapshot, Job, Market, PriceSample, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.allocation import AllocationSnapshot, PriceSample
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import market_configure, resource_capacity_set
 from marketplace.services.ledger import account_deposit, ledger_reconcile, money
 from marketplace.services.market import clearings_deferred
 from simulator.runner import RunResult
-from simulator.workload import TraceJob, load_swim
+from simulator.workloads.traces import TraceJob, load_swim
 from tests.factories import TenantFactory, leaf
 
 TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"

@@ -41,7 +41,11 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from rest_framework.test import APIClient
 
 from marketplace import adapters, selectors
-from marketplace.models import CuraJob, Job, LedgerEntry, Market, Reservation, ReservationQuote, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.pools import CuraJob
+from marketplace.models.reservations import Reservation, ReservationQuote
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

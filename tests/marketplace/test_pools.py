@@ -7,7 +7,9 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.models import ConfigChange, CuraJob, Market, PoolReconfiguration, Tenant, VMInstanceType
+from marketplace.models.accounts import Tenant
+from marketplace.models.market import ConfigChange, Market
+from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
 from marketplace.services.cura import cura_job_submit
 from marketplace.services.ledger import account_deposit
 from marketplace.services.pools import (

@@ -11,7 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models import ConfigChange, CuraJob, Market, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.market import ConfigChange, Market
+from marketplace.models.pools import CuraJob
 from marketplace.services.ledger import account_deposit
 from marketplace.services.pools import pool_settings_update, pools_setup_paper
 

@@ -61,7 +61,7 @@ def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, 
     from unittest import mock
 
     from marketplace import views
-    from marketplace.models import Market
+    from marketplace.models.market import Market
 
     client.force_login(alice.user)
     _bids(alice, 2)

@@ -8,7 +8,7 @@ from django.test import Client
 
 from marketplace import charts_reservations as rc
 from marketplace.charts import validated
-from marketplace.models import Reservation, ReservationQuote
+from marketplace.models.reservations import Reservation, ReservationQuote
 
 FORM = {"resource_type": "map", "units": "4", "duration": "600", "arrival": "0", "deadline": "3600", "value": ""}
 

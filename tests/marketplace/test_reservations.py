@@ -12,7 +12,11 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from marketplace import reservation_adapters as ra
-from marketplace.models import Job, LedgerEntry, Market, Reservation, ReservationQuote, ResourceType
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation, ReservationQuote
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
@@ -219,7 +223,7 @@ def test_booking_an_existing_job_moves_it_from_the_auction_to_its_reservation(ma
 
 
 def test_era_and_deadline_bookings_see_each_others_units(market, alice, bob, django_capture_on_commit_callbacks):
-    from marketplace.models import DeadlineBooking
+    from marketplace.models.deadlines import DeadlineBooking
     from marketplace.services.deadlines import deadline_quote
 
     rt = ResourceType.objects.get(market=market, name="map")

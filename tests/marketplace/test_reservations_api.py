@@ -8,7 +8,9 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from marketplace.api.reservations import cluster_manager_group
-from marketplace.models import Job, Reservation, ResourceType
+from marketplace.models.jobs import Job
+from marketplace.models.queues import ResourceType
+from marketplace.models.reservations import Reservation
 
 REQUEST = {"resource_type": "map", "units": 4, "duration": 600, "arrival": 0, "deadline": 3600}
 
@@ -123,7 +125,7 @@ def test_update_changes_capacity_and_terminates_jobs(manager_api, alice_api, mar
 
 
 def test_accept_and_request_with_an_idempotency_key_move_money_once(alice_api, alice):
-    from marketplace.models import LedgerEntry
+    from marketplace.models.accounts import LedgerEntry
 
     q = alice_api.post("/api/reservations/quotes/", REQUEST, format="json").data
     first = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/", HTTP_IDEMPOTENCY_KEY="accept-1")

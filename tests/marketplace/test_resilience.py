@@ -15,7 +15,10 @@ from kombu.exceptions import OperationalError
 
 from marketplace import resilience
 from marketplace.celery import app
-from marketplace.models import AllocationSnapshot, Job, LedgerEntry, Market
+from marketplace.models.accounts import LedgerEntry
+from marketplace.models.allocation import AllocationSnapshot
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services import clearing
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear

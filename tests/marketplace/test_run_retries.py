@@ -12,12 +12,13 @@ from celery import canvas
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.services import experiments as exp
 from marketplace.services import simulations as svc
 from marketplace.services.sweeper import market_sweep, sweeper_forget
 from simulator import experiments
-from simulator.whatif import FB2009
+from simulator.whatif.run import FB2009
 
 WORKLOAD = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 0.25, "time_scale": 1.0,
             "tenants": 2, "groups": 1, "max_jobs": 20, "workload_seed": 0}  # fmt: skip

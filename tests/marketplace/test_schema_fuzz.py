@@ -22,7 +22,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.checks import CHECKS
 
 from marketplace import throttling
-from marketplace.models import Job
+from marketplace.models.jobs import Job
 from tests.factories import TenantFactory
 
 EXAMPLES = 30

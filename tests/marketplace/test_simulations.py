@@ -15,12 +15,13 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.services import simulations as svc
-from scheduler.fairshare import QueueTree
+from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
-from simulator.whatif import FB2009
-from simulator.workload import load_swim
+from simulator.whatif.run import FB2009
+from simulator.workloads.traces import load_swim
 
 WORKLOAD = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 0.5, "time_scale": 1.0,
             "tenants": 4, "groups": 2, "max_jobs": 0, "workload_seed": 0}  # fmt: skip

@@ -9,7 +9,9 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models import ExperimentRun, Job, Market
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
 from marketplace.services.simulations import simulation_from_market
 from tests.marketplace.test_live_offline import _prepare, _replay_live, _slice, _tenants
 
@@ -71,7 +73,7 @@ def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_stud
     from django.contrib.auth.models import Group
     from django.core.exceptions import PermissionDenied
 
-    from marketplace.models import SimulationStudy
+    from marketplace.models.simulations import SimulationStudy
     from marketplace.roles import CLUSTER_MANAGER
 
     staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)

@@ -13,10 +13,11 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models import ExperimentRun, SimulationStudy
+from marketplace.models.experiments import ExperimentRun
+from marketplace.models.simulations import SimulationStudy
 from marketplace.services import simulations as svc
-from simulator.synthetic import GeneratorSpec, generate
-from simulator.whatif import FB2009
+from simulator.whatif.run import FB2009
+from simulator.workloads.synthetic import GeneratorSpec, generate
 
 ERA = {"trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 1.0, "time_scale": 1.0, "tenants": 3, "groups": 1,
        "max_jobs": 0, "workload_seed": 5, "generator": "era_classes"}  # fmt: skip

@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from rest_framework.test import APIClient
 
-from marketplace.models import LedgerEntry
+from marketplace.models.accounts import LedgerEntry
 from marketplace.roles import CLUSTER_MANAGER
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.ledger import ledger_reconcile

@@ -16,7 +16,11 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models import ConfigChange, FairnessSample, Job, LedgerEntry, Market, MarketSample, Queue, Tenant
+from marketplace.models.accounts import LedgerEntry, Tenant
+from marketplace.models.allocation import FairnessSample, MarketSample
+from marketplace.models.jobs import Job
+from marketplace.models.market import ConfigChange, Market
+from marketplace.models.queues import Queue
 from marketplace.services.bids import WorkItem, bid_submit, job_cancel
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler import selection
-from scheduler.fairshare import QueueTree
+from scheduler.fairshare import selection
+from scheduler.fairshare.fairness import QueueTree
 from scheduler.registry import _within_group
 from scheduler.types import MarketSnapshot
 

@@ -8,9 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scheduler.abacus import AbacusPolicy
+from scheduler.abacus.auction import AbacusPolicy
 from scheduler.dispatch import ShareDispatcher
-from scheduler.fairshare import FairShareAllocator, FifoAllocator, QueueTree
+from scheduler.fairshare.allocator import FairShareAllocator
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.fairshare.fifo import FifoAllocator
 from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation, settle
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry, UnknownName
 from scheduler.types import MarketSnapshot

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
-from scheduler.fairshare import QueueTree
-from simulator.cluster import AdvanceReport, Cluster, JobFinished, JobSpec
+from scheduler.fairshare.fairness import QueueTree
+from simulator.cluster.model import Cluster
+from simulator.records import AdvanceReport, JobFinished, JobSpec
 
 FOUR_LEAVES = {"root.g1.a": 1.0, "root.g1.b": 1.0, "root.g2.c": 1.0, "root.g2.d": 2.0}
 

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from scheduler.fairshare import FifoAllocator, QueueTree
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.fairshare.fifo import FifoAllocator
 from simulator.integrals import ShareIntegrals
 from simulator.runner import MarketParams, run
-from simulator.workload import TraceJob
+from simulator.workloads.traces import TraceJob
 
 TREE = QueueTree.from_paths({"root.g1.alice": 1, "root.g1.bob": 1, "root.g2.carol": 2})
 LEAF = {"alice": 0, "bob": 1, "carol": 2}

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.fairshare import QueueTree
+from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
-from simulator.workload import SwimRule, load_swim
+from simulator.workloads.traces import SwimRule, load_swim
 
 GOLDEN = Path(__file__).parent / "golden" / "swim_30min.json"
 

@@ -38,8 +38,9 @@ def test_mean_utilisation(name: str, usage: np.ndarray, capacity: np.ndarray, sp
 
 
 def test_fairness_series_shapes() -> None:
-    from scheduler.fairshare import QueueTree
-    from simulator.cluster import Cluster, JobSpec
+    from scheduler.fairshare.fairness import QueueTree
+    from simulator.cluster.model import Cluster
+    from simulator.records import JobSpec
 
     cluster = Cluster([2, 1], QueueTree.flat(["a", "b", "c"]), sample_interval=1.0)
     cluster.submit(JobSpec(1, 0, (4, 1), (1.5, 1.0), 0.0))

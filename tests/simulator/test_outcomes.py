@@ -10,9 +10,9 @@ import pytest
 from simulator.outcomes import deadline_met, realised_utility, trace_terms, utility_total, welfare
 from simulator.records import JobFinished
 from simulator.runner import MarketParams, run
-from simulator.synthetic import GeneratorSpec, JobTerms, generate
-from simulator.whatif import ConfigSpec, WorkloadSpec, compact_result, job_terms, leaf_names, queue_tree, simulate
-from simulator.workload import TraceJob
+from simulator.whatif.run import ConfigSpec, WorkloadSpec, compact_result, job_terms, leaf_names, queue_tree, simulate
+from simulator.workloads.synthetic import GeneratorSpec, JobTerms, generate
+from simulator.workloads.traces import TraceJob
 
 
 def _two_jobs_one_slot() -> tuple[list[TraceJob], MarketParams]:

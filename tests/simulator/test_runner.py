@@ -7,13 +7,13 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from scheduler.abacus import AbacusPolicy
-from scheduler.fairshare import QueueTree
+from scheduler.abacus.auction import AbacusPolicy
+from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.runner import MarketParams, run
-from simulator.workload import TraceJob
+from simulator.workloads.traces import TraceJob
 
 
 @MECHANISMS.register("test-recording-abacus", "Abacus, recording its snapshots (tests)")

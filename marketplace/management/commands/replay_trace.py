@@ -21,14 +21,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from marketplace import adapters
 from marketplace.management.progress import Progress, progress
-from marketplace.models import Job, Market, Queue, Tenant
+from marketplace.models.accounts import Tenant
+from marketplace.models.jobs import Job
+from marketplace.models.market import Market
+from marketplace.models.queues import Queue
 from marketplace.services.bids import WorkItem, bid_submit
 from marketplace.services.clearing import market_clear
 from marketplace.services.cluster import cluster_advance
 from marketplace.services.config import market_configure
 from marketplace.services.market import clearings_deferred
 from marketplace.services.setup import tenant_create
-from simulator.workload import TraceJob, load_swf, load_swim
+from simulator.workloads.traces import TraceJob, load_swf, load_swim
 
 MAX_TICKS = 10_000_000
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
-from marketplace.models import Market
+from marketplace.models.market import Market
 from marketplace.services.cluster import cluster_tick
 from marketplace.services.sweeper import market_sweep
 

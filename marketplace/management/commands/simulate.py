@@ -28,9 +28,9 @@ from marketplace.services.simulations import SWEEPABLE, simulation_plan
 from marketplace.simulation_files import jobs_rows, study_document, summary_rows, write_csv
 from simulator import experiments
 from simulator.experiments.simulation import specs
-from simulator.synthetic import GENERATORS
-from simulator.whatif import FB2009, PREDICTORS
-from simulator.whatif_compare import summary_table
+from simulator.whatif.compare import summary_table
+from simulator.whatif.run import FB2009, PREDICTORS
+from simulator.workloads.synthetic import GENERATORS
 
 
 def _value(vary: str, text: str) -> Any:

@@ -1,0 +1,86 @@
+"""Read-outs of the auction's result: implied prices and the KKT residual (paper 000, Sec. 4.2,
+Lemma 2; SPEC 3.1). Re-exported by ``scheduler.abacus.auction``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from scheduler.abacus.steps import _TINY, NEGLIGIBLE, _group_index, _group_sum
+from scheduler.abacus.utility import check_nonnegative, demand_mask, log_mask, marginal
+
+if TYPE_CHECKING:
+    from scheduler.abacus.state import AuctionResult
+
+FloatArray = NDArray[np.float64]
+
+
+def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
+    """(m,) unit price per resource type: total sub-budget on j divided by C_j.
+
+    Money per slot (SPEC 3.1 / plan.Diagnostics.prices). ``sub_budgets`` is (n, m),
+    ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
+    negative or non-finite sub-budgets, or non-positive capacity.
+    """
+    b = check_nonnegative("sub_budgets", sub_budgets, 2)
+    cap = np.asarray(capacity, dtype=np.float64)
+    if cap.shape != (b.shape[1],):
+        raise ValueError(f"capacity has shape {cap.shape}, expected ({b.shape[1]},)")
+    if not (np.all(np.isfinite(cap)) and np.all(cap > 0)):
+        raise ValueError("capacity must be finite and > 0")
+    prices: FloatArray = b.sum(axis=0) / cap
+    return prices
+
+
+def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str],
+                 demand: ArrayLike | None = None, groups: ArrayLike | None = None) -> FloatArray:
+    """(n,) distance of each job from the KKT point of its budget split, in [0, 1].
+
+    Paper 000, Lemma 2 (proof): job i's split is optimal for fixed rivals iff
+    du_i/db_ij = alpha x_ij / b_ij is one value lambda_i wherever it bids, and
+    <= lambda_i where it bids (next to) nothing. Residual: the larger of
+    (max - min) / max of x_ij / b_ij over b_ij > NEGLIGIBLE * b_i, and
+    min(1, x_ij / b_ij / lambda_i - 1) over the other demanded entries, skipping
+    those where the best response b_i x_ij / sum_l x_il is also below
+    NEGLIGIBLE * b_i. 0 at an exact KKT point, and for zero-budget or idle jobs.
+
+    1 - s_ij is summed from the rivals' shares in the job's group (``groups``,
+    as given to :func:`auction`; None: one group) where s_ij > 1/2: computed as
+    1.0 - s_ij it has an absolute error ~1e-16, so a job holding all but 1e-13 of
+    a resource showed a residual ~1e-2 (and an exact 0 when 1 - s rounded to 0)
+    at a point the auction had solved to 1e-10.
+    """
+    b = result.sub_budgets
+    w = check_nonnegative("weights", weights, 2)
+    if w.shape != b.shape:
+        raise ValueError(f"weights has shape {w.shape}, sub-budgets {b.shape}")
+    dem = demand_mask(demand, (w.shape[0], w.shape[1]))
+    s = result.shares
+    x = np.where(dem, marginal(s, _rivals_share(s, groups), w, log_mask(utility, w.shape[0])), 0.0)
+    budget = b.sum(axis=1, keepdims=True)
+    interior = dem & (b > NEGLIGIBLE * budget)
+    with np.errstate(over="ignore"):  # x / b may be huge next to b ~ 0; inf is fine
+        ratio = x / np.where(b > 0, b, 1.0)
+        lam = np.max(np.where(interior, ratio, 0.0), axis=1, keepdims=True, initial=0.0)
+        low = np.min(np.where(interior, ratio, np.inf), axis=1, keepdims=True, initial=np.inf)
+        safe_lam = np.where(lam > 0, lam, 1.0)
+        spread = np.where(lam > 0, (lam - np.minimum(low, lam)) / safe_lam, 0.0)[:, 0]
+        excess = np.where((b > 0) & (lam > 0), ratio / safe_lam - 1.0, 1.0)
+    # below the money resolution NEGLIGIBLE * b_i on both sides: not a violation
+    best = budget * x / np.maximum(x.sum(axis=1, keepdims=True), _TINY)
+    bound = dem & ~interior & (best > NEGLIGIBLE * budget)
+    violation = np.max(np.where(bound, np.clip(excess, 0.0, 1.0), 0.0), axis=1, initial=0.0)
+    residual: FloatArray = np.maximum(spread, violation)
+    return residual
+
+
+def _rivals_share(shares: FloatArray, groups: ArrayLike | None) -> FloatArray:
+    """(n, m) 1 - s_ij, summed from the other jobs' shares of the group where s_ij > 1/2."""
+    index, n_groups = _group_index(groups, shares.shape[0])
+    dominant = shares > 0.5  # at most one job per (group, j) block
+    others = _group_sum(np.where(dominant, 0.0, shares), index, n_groups)
+    rest: FloatArray = np.where(dominant, others, 1.0 - shares)
+    return rest

@@ -1,0 +1,1 @@
+"""Deadline quotes at minimum payment (paper 003)."""

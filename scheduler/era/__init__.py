@@ -1,0 +1,1 @@
+"""ERA reservations with dynamic prices (paper 001)."""

@@ -1,0 +1,1 @@
+"""Long-term resource fairness: LTRF and H-LTRF (paper 002)."""

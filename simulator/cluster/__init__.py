@@ -1,0 +1,1 @@
+"""The cluster model shared by the live market and offline runs."""

@@ -1,0 +1,500 @@
+"""The cluster model shared by the live market and offline what-if runs.
+
+A cluster has ``C_j`` slots of each of m resource types and a queue tree
+whose leaves hold jobs. Every task occupies one slot of its type for its
+duration. Whenever slots are free, they are offered to an ordered list of
+dispatch stages (``simulator.cluster.stages``; SPEC 2, "the engine") that apply the
+latest Plan (``scheduler.plan``):
+
+1. reservations in force get their units first (ERA, paper 001);
+2. the leaf queue comes from a fair-share allocator per type (FIFO, MLRF,
+   LTRF or H-LTRF, paper 002, Algs. 1-2, ``scheduler.fairshare.allocator``) and the
+   job inside the leaf from the Plan's shares (Abacus, paper 000, Sec. 3: a
+   free unit of j goes to job i with probability ``s_ij`` renormalised over
+   eligible jobs, or the deterministic stride rule; ``scheduler.dispatch``).
+
+Tasks of one job and type started at one instant form a *batch*: they end
+together, so they are one event and one allocator entry (the cluster's cost
+grows with batches, not tasks).
+
+Time only moves inside :meth:`Cluster.advance`, through an event heap
+(``simulator.engine``); everything else is deterministic given the seed, and
+the whole state round-trips through JSON (:meth:`Cluster.to_state`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.plan import Plan, Reservation
+from scheduler.registry import DISPATCH, FAIRSHARE
+from simulator.cluster import plan_apply, reconfigure
+from simulator.cluster import state as cluster_state
+from simulator.cluster.accounting import LeafLedger
+from simulator.cluster.jobs import JobState, ReportBuilder, as_capacity, validate_spec
+from simulator.cluster.placement import LeafPlacement
+from simulator.cluster.reservations import ReservationBook
+from simulator.cluster.stages import DispatchStage, default_stages
+from simulator.engine import ARRIVE, FINISH, WAKE, EventQueue
+from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
+
+__all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
+
+
+
+class Cluster(ReservationBook):
+    """Slots, jobs, fair-share allocators and a share dispatcher.
+
+    Args:
+        capacity: (m,) slots per resource type.
+        tree: the queue hierarchy; jobs name a leaf by position in
+            ``tree.leaves``.
+        policy: fair-share policy between leaves, a name in
+            ``scheduler.registry.FAIRSHARE`` ("fifo", "mlrf", "ltrf", "hltrf").
+        t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
+        history, history_length: how much past usage counts ("forever",
+            "rounds" of L seconds, "decay" with a half-life; paper 002 Sec. 6.2.2).
+        dispatch: a name in ``scheduler.registry.DISPATCH``: "stride"
+            (deterministic), "lottery" (paper 000's random draw) or "fifo"
+            for choosing the job inside a leaf.
+        staged: tasks of type j are eligible only once every task of the
+            types before j is done (MapReduce: reduces after maps).
+        seed: seed of the dispatcher's random generator (the cluster's only
+            source of randomness).
+        sample_interval: seconds between fairness samples (inf: none);
+            samples fall at ``now + k * sample_interval``.
+        now: initial clock (s).
+        known_durations: tell the allocators each task's duration at start;
+            False makes them estimate it (paper 002, Sec. 6.2.1).
+        stages: the dispatch pipeline (default: reservations, then shared).
+
+    Raises:
+        ValueError: bad capacity, sample interval or names.
+    """
+
+    def __init__(
+        self,
+        capacity: Sequence[int],
+        tree: QueueTree,
+        *,
+        policy: str = "hltrf",
+        t_wait: float = 0.0,
+        history: str = "forever",
+        history_length: float = math.inf,
+        dispatch: str = "stride",
+        staged: bool = True,
+        seed: int = 0,
+        sample_interval: float = 60.0,
+        now: float = 0.0,
+        known_durations: bool = True,
+        stages: list[DispatchStage] | None = None,
+    ) -> None:
+        if not sample_interval > 0:
+            raise ValueError("sample_interval must be > 0 (inf for no samples)")
+        FAIRSHARE.validate(policy)
+        DISPATCH.validate(dispatch)
+        self.tree = tree
+        self.capacity = as_capacity(capacity)
+        self.now = float(now)
+        self.policy, self.t_wait = policy, float(t_wait)
+        self.history, self.history_length = history, float(history_length)
+        self.dispatch, self.staged, self.seed = dispatch, bool(staged), int(seed)
+        self.sample_interval = float(sample_interval)
+        self.known_durations = bool(known_durations)
+        n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
+        self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
+        self._share = self._share_matrix()
+        self._allocators = reconfigure.fresh_allocators(self)
+        self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
+        self._events = EventQueue()
+        self._jobs: dict[int, JobState] = {}
+        self.placement = LeafPlacement(n_leaves, m, dispatch, seed, self._shared_pending)
+        self._ledger = LeafLedger(n_leaves, m, self.now)
+        # pending tasks of reserved jobs, per (leaf, type): not demand for the shared stage
+        self._reserved_eligible = np.zeros((n_leaves, m), dtype=np.int64)
+        self._reservations: tuple[Reservation, ...] = ()
+        self._busy = [0] * m
+        self._sample_origin, self._sample_k = self.now, 1
+        self._next_key = 0
+        self._next_seq = 0
+        self._active: dict[int, JobState] = {}  # active jobs in arrival order (by seq)
+        self._batches: dict[tuple[int, int], list[Any]] = {}  # (job, type) -> event payload started now
+        self._report: ReportBuilder | None = None
+
+    @property
+    def m(self) -> int:
+        """Number of resource types."""
+        return int(self.capacity.shape[0])
+
+    # ------------------------------------------------------------------ jobs
+
+    def submit(self, job: JobSpec) -> None:
+        """Make ``job`` known from ``job.submit_time`` on.
+
+        A job submitted at or before ``now`` is active at once (its tasks
+        start at the next :meth:`advance`, which first hands out free slots
+        at the current time); a later one arrives by an event. A job without
+        tasks departs at its arrival, inside ``advance``.
+
+        Raises:
+            ValueError: duplicate id among the known (arriving or active)
+                jobs, wrong number of entries, negative counts or durations,
+                leaf out of range.
+        """
+        validate_spec(job, self.m, len(self.placement.leaves))
+        if job.job_id in self._jobs:
+            raise ValueError(f"job {job.job_id} is already known")
+        state = JobState(job)
+        self._jobs[job.job_id] = state
+        if job.submit_time <= self.now and not state.is_finished():
+            self._integrate_to(self.now)
+            self._activate(state)
+        else:
+            self._events.push(max(job.submit_time, self.now), ARRIVE, (ARRIVE, job.job_id))
+
+    def cancel(self, job_id: int) -> None:
+        """Drop the job's pending tasks and kill its running ones now.
+
+        Killed tasks count as used up to now. No :class:`JobFinished` is
+        reported for a cancelled job.
+
+        Raises:
+            KeyError: the job is not known (never submitted or departed).
+        """
+        job = self._jobs[job_id]
+        self._integrate_to(self.now)
+        if not job.active:
+            self._events.remove_if(lambda p: p[0] == ARRIVE and p[1] == job_id)
+            del self._jobs[job_id]
+            return
+        for j in range(self.m):
+            self._count_eligible(job, j, -job.eligible_pending(j, self.staged))
+            job.drop(j, job.pending[j], 0)
+        killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
+        for _, _, _, (_, _, j, key, units, shared) in killed:
+            job.drop(j, 0, units)
+            self._ledger.running[job.leaf, j] -= units
+            self._busy[j] -= units
+            if shared:
+                self._allocators[j].record_finish(key, self.now)
+        self._retire(job)
+
+    def set_shares(self, shares: Mapping[int, NDArray[np.float64]]) -> None:
+        """Replace the within-leaf shares by the latest clearing's (``simulator.cluster.plan_apply.set_shares``).
+
+        Raises:
+            ValueError: a share vector of the wrong shape, negative, NaN or infinite.
+        """
+        plan_apply.set_shares(self, shares)
+
+    def set_plan(self, plan: Plan) -> None:
+        """Apply a clearing's Plan: its shares and its reservations (SPEC 2;
+        ``simulator.cluster.plan_apply.set_plan``).
+
+        Raises:
+            ValueError: bad shares, or a reservation on a resource type the
+                cluster does not have.
+        """
+        plan_apply.set_plan(self, plan)
+
+    def set_capacity(self, capacity: Sequence[int]) -> None:
+        """Change the slot counts; shrinking never kills (``simulator.cluster.reconfigure``).
+        Raises ValueError on a wrong length or negative / non-integer entries."""
+        reconfigure.set_capacity(self, capacity)
+
+    def set_dispatch(self, dispatch: str) -> None:
+        """Choose jobs inside leaves by another rule (``simulator.cluster.reconfigure``). Raises UnknownName."""
+        reconfigure.set_dispatch(self, dispatch)
+
+    def set_policy(self, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+                   history_length: float | None = None) -> None:
+        """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping usage where it
+        can (``simulator.cluster.reconfigure``). Raises ValueError on a bad name, ``t_wait`` or length."""
+        reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
+
+    # ------------------------------------------------------------- queries
+
+    def active_jobs(self) -> list[int]:
+        """Ids of jobs that have arrived and not departed, in arrival order
+        within each leaf, leaves in order."""
+        return [jid for leaf in self.placement.leaves for jid in leaf]
+
+    def active_states(self) -> list[JobState]:
+        """The active jobs' counters in arrival order (``arrival_rank``), across leaves."""
+        return list(self._active.values())
+
+    def next_event_time(self) -> float:
+        """Time (s) of the next task completion or arrival, inf if none; a
+        live clock may sleep until then (fairness samples are not events)."""
+        return self._events.peek_time()
+
+    def known_jobs(self) -> list[int]:
+        """Ids of every job the cluster holds: active ones and ones submitted
+        with a future ``submit_time`` that have not arrived yet."""
+        return list(self._jobs)
+
+    def idle(self) -> bool:
+        """True when no job is known: none active, none waiting to arrive."""
+        return not self._jobs
+
+    def job_state(self, job_id: int) -> tuple[Counts, Counts, Counts]:
+        """``(pending, running, done)`` per type of a known job.
+
+        Raises:
+            KeyError: unknown or departed job.
+        """
+        return self._jobs[job_id].counts()
+
+    def arrival_rank(self, job_id: int) -> int:
+        """Arrival order of an active job (0 for the first). Raises KeyError."""
+        return self._jobs[job_id].seq
+
+    def job(self, job_id: int) -> JobState | None:
+        """The counters of a known job (for dispatch stages), or None."""
+        return self._jobs.get(job_id)
+
+    def allocator(self, j: int) -> Any:
+        """The fair-share allocator of resource type j."""
+        return self._allocators[j]
+
+    def shared_demanding(self, j: int) -> NDArray[np.bool_]:
+        """(L,) leaves with pending tasks of type j the shared stage may start."""
+        out: NDArray[np.bool_] = (self._ledger.eligible[:, j] - self._reserved_eligible[:, j]) > 0
+        return out
+
+    def leaf_heads(self, j: int) -> NDArray[np.float64]:
+        """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
+        return np.array(self.head_ranks(j), dtype=np.float64)
+
+    def head_ranks(self, j: int) -> list[float]:
+        """:meth:`leaf_heads` as a list."""
+        jobs, placement = self._jobs, self.placement
+        ranks: list[float] = []
+        for leaf in range(len(placement.leaves)):
+            job = placement.head(leaf, j)
+            ranks.append(math.inf if job is None else jobs[job].seq)
+        return ranks
+
+    def demand_mask(self) -> dict[int, NDArray[np.bool_]]:
+        """job_id -> (m,) bool, the active job has pending (eligible or not)
+        or running tasks of that type; what the job bids for."""
+        return {jid: np.array(self._jobs[jid].demand()) for jid in self.active_jobs()}
+
+    def sample(self) -> FairnessSample:
+        """A fairness sample at the current time (outside the periodic ones)."""
+        return self._ledger.sample(self.now, self._share, self.capacity)
+
+    # ---------------------------------------------------------------- time
+
+    def advance(self, until: float, *, stop_on_departure: bool = False) -> AdvanceReport:
+        """Run the cluster to ``until`` (s), or to the first departure.
+
+        Free slots are handed out first at the current time, then events are
+        processed in time order; after all events of one time, free slots
+        are handed out again (work conservation). Zero-duration tasks finish
+        at the time they start, in the same call. With ``until = inf`` the
+        call stops when no event is left.
+
+        Args:
+            until: end time, >= ``now``.
+            stop_on_departure: return right after the first event time at
+                which a job departed, with ``now`` = that time and the freed
+                slots not yet handed out (so a market can re-clear first; the
+                next call hands them out at that same time).
+
+        Raises:
+            ValueError: ``until < now`` or NaN.
+        """
+        if not until >= self.now:
+            raise ValueError(f"cannot advance to {until}: now is {self.now}")
+        self._report = report = ReportBuilder()
+        try:
+            self._dispatch()
+            while self._step(until):
+                if report.finished and stop_on_departure:
+                    return report.build(self.now)
+                self._dispatch()
+            if not math.isinf(until):
+                self.now = until  # integrals stay open: no cut where nothing changed
+            return report.build(self.now)
+        finally:
+            self._report = None
+
+    def _step(self, until: float) -> bool:
+        """Process the next sample or event time <= until; False when none."""
+        while True:
+            t_event = self._events.peek_time()
+            if math.isinf(t_event) and math.isinf(until):
+                return False
+            t_sample = self._sample_origin + self._sample_k * self.sample_interval
+            if min(t_event, t_sample) > until:
+                return False
+            if t_sample <= t_event:
+                self._integrate_to(t_sample)
+                assert self._report is not None
+                self._report.samples.append(self.sample())
+                self._sample_k += 1
+                continue
+            self._integrate_to(t_event)
+            while self._events.peek_time() == t_event:
+                self._handle(self._events.pop()[3])
+            return True
+
+    def _integrate_to(self, t: float) -> None:
+        """Close the fairness integrals at ``t`` (before counts change)."""
+        self._ledger.integrate_to(t, self._share)
+        self.now = max(self.now, t)
+
+    def _share_matrix(self) -> NDArray[np.float64]:
+        """(L, m) ``S_i = C_j * w_i / sum w`` (paper 002, Eq. 2)."""
+        return np.outer(self._fraction, self.capacity.astype(np.float64))
+
+    def _handle(self, payload: Sequence[Any]) -> None:
+        if payload[0] == FINISH:
+            _, job_id, j, key, units, shared = payload
+            self._finish_batch(self._jobs[int(job_id)], int(j), int(key), int(units), int(shared))
+        elif payload[0] == WAKE:
+            pass  # a reservation window opens or closes: the dispatch after this time hands out slots
+        else:
+            self._activate(self._jobs[int(payload[1])])
+
+    # ------------------------------------------------------ state changes
+
+    def _touch(self, job: JobState) -> None:
+        if self._report is not None:
+            self._report.changed[job.job_id] = job
+
+    def _activate(self, job: JobState) -> None:
+        job.active = True
+        job.seq, self._next_seq = self._next_seq, self._next_seq + 1
+        self._active[job.job_id] = job
+        job.reserved = any(r.job_id == job.job_id for r in self._reservations)
+        self.placement.add(job.job_id, job.leaf)
+        for j in range(self.m):
+            self._count_eligible(job, j, job.eligible_pending(j, self.staged))
+        self._touch(job)
+        if job.is_finished():
+            self._retire(job)
+
+    def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
+        """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
+        self._ledger.eligible[job.leaf, j] += delta
+        if job.reserved:
+            self._reserved_eligible[job.leaf, j] += delta
+
+    def _retire(self, job: JobState) -> None:
+        """Remove a job that finished (reported) or was cancelled (not)."""
+        del self._jobs[job.job_id]
+        self._active.pop(job.job_id, None)
+        self.placement.remove(job.job_id, job.leaf)
+        self._touch(job)
+        if self._report is not None and job.is_finished():
+            start = self.now if job.start_time is None else job.start_time
+            done = JobFinished(job.job_id, job.spec.submit_time, start, self.now)
+            self._report.finished.append(done)
+
+    def start_tasks(self, job: JobState, j: int, units: int, *, shared: bool) -> None:
+        """Start ``units`` eligible pending tasks of type j of ``job`` now (a dispatch
+        stage's decision). ``shared`` tasks count toward the fair-share
+        allocator's usage; reserved ones do not (they were sold apart).
+
+        Raises:
+            RuntimeError: more units than the job has eligible tasks or the
+                type has free slots (a stage's counts are wrong).
+        """
+        if units < 1 or units > job.eligible_pending(j, self.staged) or self._busy[j] + units > self.capacity[j]:
+            raise RuntimeError(f"cannot start {units} tasks of type {j} for job {job.job_id}")
+        duration = job.spec.task_duration[j]
+        job.pending[j] -= units
+        job.running[j] += units
+        if job.start_time is None:
+            job.start_time = self.now
+            assert self._report is not None
+            self._report.first_starts[job.job_id] = self.now
+        self._count_eligible(job, j, -units)
+        self._ledger.running[job.leaf, j] += units
+        self._busy[j] += units
+        if job.pending[j] == 0:
+            self.placement.invalidate(job.leaf, j)
+        batch = self._batches.get((job.job_id, j)) if shared else None
+        if batch is not None:  # the same job got more units at this instant: grow its batch
+            batch[4] += units
+            self._allocators[j].record_more(batch[3], units)
+        else:
+            key, self._next_key = self._next_key, self._next_key + 1
+            payload = [FINISH, job.job_id, j, key, units, 1 if shared else 0]
+            self._events.push(self.now + duration, FINISH, payload)
+            if shared:
+                self._batches[(job.job_id, j)] = payload
+                expected = duration if self.known_durations else None
+                app = job.job_id if job.job_id >= 0 else None  # the job is the application (Sec. 6.2.1)
+                self._allocators[j].record_start(key, job.leaf, self.now, expected, units, app=app)
+        self._touch(job)
+        assert self._report is not None
+        self._report.started += units
+
+    def _finish_batch(self, job: JobState, j: int, key: int, units: int, shared: int) -> None:
+        moved = job.finish(j, units)
+        self._ledger.running[job.leaf, j] -= units
+        self._busy[j] -= units
+        if shared:
+            self._allocators[j].record_finish(key, self.now)
+        if moved and self.staged and not job.is_finished():
+            stage = job.stage
+            self._count_eligible(job, stage, job.pending[stage])
+            self.placement.invalidate(job.leaf, stage)
+        self._touch(job)
+        assert self._report is not None
+        self._report.completed += units
+        if job.is_finished():
+            self._retire(job)
+
+    # ------------------------------------------------------------ dispatch
+
+    def _dispatch(self) -> None:
+        """Offer every free slot to the dispatch stages, in order (``simulator.cluster.stages``).
+
+        Allocators are told which leaves demand before and after, so an
+        H-LTRF starvation clock starts when a leaf begins to demand, not at
+        the next free slot (paper 002, Alg. 2: a leaf waits while it has
+        pending tasks); the shared stage does that.
+        """
+        self._batches.clear()
+        for j in range(self.m):
+            free = int(self.capacity[j]) - self._busy[j]
+            if free <= 0 and not self._reservations:
+                allocator = self._allocators[j]
+                if allocator.tracks_demand:
+                    allocator.update_demand(self.shared_demanding(j), self.now)
+                continue
+            for stage in self.stages:
+                free = stage.hand_out(self, j, max(free, 0))
+        self._batches.clear()
+
+    def _shared_pending(self, job_id: int, j: int) -> int:
+        return self._jobs[job_id].shared_pending(j, self.staged)
+
+    # ------------------------------------------------------- serialisation
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to continue the run, JSON-serialisable (``simulator.cluster.state``)."""
+        return cluster_state.dump(self)
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: dict[str, Any]) -> Cluster:
+        """Rebuild a cluster saved by :meth:`to_state` on the same ``tree``;
+        ``advance`` then continues exactly as if it had never been saved.
+
+        Raises:
+            ValueError: unknown state format or a tree with another number of leaves.
+        """
+        cfg = cluster_state.config_of(tree, state)
+        cluster = cls(state["capacity"], tree, **cfg, now=state["now"])
+        cluster_state.restore(cluster, tree, state)
+        return cluster

@@ -1,0 +1,92 @@
+"""Saving and restoring the cluster model (JSON-serialisable state).
+
+A live market keeps its cluster on a database row between clock ticks; a
+restored cluster continues exactly as if it had never been saved.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.plan import Reservation
+from simulator.cluster.jobs import JobState, inf_to_none, none_to_inf
+from simulator.engine import EventQueue
+
+if TYPE_CHECKING:
+    from simulator.cluster.model import Cluster
+
+STATE_FORMAT = 2
+
+
+def dump(c: Cluster) -> dict[str, Any]:
+    """Everything needed to continue the run (only dicts, lists, str, int, float,
+    None; infinities stored as None)."""
+    return {
+        "format": STATE_FORMAT,
+        "now": c.now,
+        "capacity": c.capacity.tolist(),
+        "config": {
+            "policy": c.policy,
+            "t_wait": inf_to_none(c.t_wait),
+            "history": [c.history, inf_to_none(c.history_length)],
+            "dispatch": c.dispatch,
+            "staged": c.staged,
+            "seed": c.seed,
+            "sample_interval": inf_to_none(c.sample_interval),
+            "known_durations": c.known_durations,
+        },
+        "sample_clock": [c._sample_origin, c._sample_k],
+        "next_key": c._next_key,
+        "next_seq": c._next_seq,
+        "jobs": [job.to_state() for job in c._jobs.values()],
+        "reservations": [r.to_list() for r in c._reservations],
+        "placement": c.placement.to_state(),
+        "events": c._events.to_state(),
+        "allocators": [a.to_state() for a in c._allocators],
+        "ledger": c._ledger.to_state(),
+    }
+
+
+def config_of(tree: QueueTree, state: dict[str, Any]) -> dict[str, Any]:
+    """The ``Cluster`` keyword arguments saved in ``state``.
+
+    Raises:
+        ValueError: unknown state format or a tree with another number of leaves.
+    """
+    if state.get("format") != STATE_FORMAT:
+        raise ValueError(f"unknown cluster state format {state.get('format')!r}")
+    if len(state["placement"]["leaf_jobs"]) != len(tree.leaves):
+        raise ValueError("the tree's leaves do not match the saved state")
+    cfg = state["config"]
+    history, length = cfg.get("history", ["forever", None])
+    return {
+        "history": history, "history_length": none_to_inf(length),
+        "policy": cfg["policy"], "t_wait": none_to_inf(cfg["t_wait"]), "dispatch": cfg["dispatch"], "staged": cfg["staged"],
+        "seed": cfg["seed"], "sample_interval": none_to_inf(cfg["sample_interval"]), "known_durations": cfg["known_durations"],
+    }
+
+
+def restore(c: Cluster, tree: QueueTree, state: dict[str, Any]) -> None:
+    """Load ``state`` into a cluster built with :func:`config_of`'s arguments."""
+    origin, k = state["sample_clock"]
+    c._sample_origin, c._sample_k = float(origin), int(k)
+    c._next_key = int(state["next_key"])
+    c._next_seq = int(state["next_seq"])
+    c._jobs = {int(s["job_id"]): JobState.from_state(s) for s in state["jobs"]}
+    c._reservations = tuple(Reservation.from_list(row) for row in state["reservations"])
+    reserved = {r.job_id for r in c._reservations}
+    c.placement.load(state["placement"])
+    c._active = {jid: c._jobs[jid] for jid in sorted(c.active_jobs(), key=c.arrival_rank)}
+    c._events = EventQueue.from_state(state["events"])
+    factory = type(c._allocators[0])
+    c._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
+    c._ledger.load_integrals(state["ledger"])
+    for job in c._jobs.values():
+        job.reserved = job.job_id in reserved
+        if not job.active:
+            continue
+        for j in range(c.m):
+            c._count_eligible(job, j, job.eligible_pending(j, c.staged))
+            c._ledger.running[job.leaf, j] += job.running[j]
+            c._busy[j] += job.running[j]

@@ -1,0 +1,1 @@
+"""Paper 003 in the simulator: deadline extension ratios under competition."""

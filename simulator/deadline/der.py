@@ -1,0 +1,236 @@
+"""Paper 003's experiment (Sec. 5) in simulation: deadline extension ratios under competition.
+
+Set-up, after Sec. 5.1:
+
+* a fixed cluster of ``nodes`` machines (the paper: 10 physical nodes of 8
+  cores); each node offers ``cores`` units on each of the R = 3 execution
+  dimensions (one per matrix operation: multiply, QR solve, power), at unit
+  prices 1, 2, 3 (the paper's users' prices);
+* a task (a user request) is 3-15 subtasks, each a matrix operation drawn
+  from Table 1 (loads in core-seconds); a task's workload vector sums its
+  subtasks' loads per operation, and its phases run one after another
+  (``theta = 1``);
+* estimates err by about 30 %: each subtask's estimate is its real load times
+  U[alpha_err, beta_err] (default [0.7, 1.3], so ``0.7 <= l'/l <= 1.3`` holds
+  for every dimension, Definition 2);
+* the deadline is U[T1/8, T1], ``T1`` the estimated time on one core;
+* 1 to 40 tasks are submitted together at t = 0; the scheduler serves them
+  first come, first served (the paper: "the ones arriving earlier would be
+  treated with higher service level"): a task gets paper 003's Algorithm 1
+  on the nodes' current availability (the cheapest node that meets its
+  planning deadline), planned with D (``planning = 1``) or D' = alpha_err D.
+  A task no node can serve in time takes the whole availability of the node
+  that finishes it soonest (Alg. 1's infeasible case) if that node offers at
+  least ``min_units`` on every dimension, and otherwise waits for the next
+  completion and is planned again with what remains of its deadline. A task
+  holds its vector on its node until it really finishes (pay-by-reserve).
+
+The measure is the deadline extension ratio ``DER = finish time / D`` (Sec. 5.2),
+with ``D`` counted from the submission at t = 0, and Jain's index over the DERs
+of one case (Eq. 24). Modelling choices beyond the paper (the waiting rule,
+``min_units``, per-subtask errors) are named above; a real cluster's
+interference between VMs is not modelled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.deadline.payment import min_payment
+
+FloatArray = NDArray[np.float64]
+
+# Paper 003, Table 1: loads of the matrix operations on one core, seconds.
+TABLE_1: dict[str, tuple[float, ...]] = {
+    "multiply": (1.08, 13.7, 31.0, 40.2, 118.0, 242.0),
+    "qr_solve": (1.39, 6.1, 10.5, 14.1, 27.9, 51.0),
+    "power": (3.65, 4.2, 55.0, 67.2, 457.7, 1206.0),
+}
+OPERATIONS = tuple(TABLE_1)
+PRICES = (1.0, 2.0, 3.0)  # the paper's prices of the three operations
+
+
+@dataclass(frozen=True)
+class MatrixTask:
+    """One user request: real and estimated work per operation (core-seconds), deadline (s)."""
+
+    real: FloatArray
+    estimate: FloatArray
+    deadline: float
+
+
+def paper_tasks(m: int, rng: np.random.Generator, *, alpha_err: float = 0.7, beta_err: float = 1.3) -> list[MatrixTask]:
+    """``m`` tasks as in Sec. 5.1 (module docstring), in submission order."""
+    tasks = []
+    for _ in range(m):
+        real, est = np.zeros(len(OPERATIONS)), np.zeros(len(OPERATIONS))
+        for _ in range(int(rng.integers(3, 16))):
+            k = int(rng.integers(len(OPERATIONS)))
+            load = TABLE_1[OPERATIONS[k]][int(rng.integers(len(TABLE_1[OPERATIONS[k]])))]
+            real[k] += load
+            est[k] += load * float(rng.uniform(alpha_err, beta_err))
+        t1 = float(est.sum())
+        tasks.append(MatrixTask(real, est, float(rng.uniform(t1 / 8, t1))))
+    return tasks
+
+
+def jain_index(x: FloatArray) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` in (0, 1] (paper 003, Eq. 24)."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.sum() ** 2 / (x.size * np.sum(x * x))) if x.size and np.any(x) else 1.0
+
+
+def run_case(
+    tasks: list[MatrixTask], *, planning: float, nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
+) -> FloatArray:
+    """Serve ``tasks`` (all submitted at t = 0) on the cluster; the (m,) DERs.
+
+    Args:
+        planning: the factor on each deadline the scheduler plans with (1 for D,
+            alpha_err for D' = alpha_err D, paper 003 Eq. 22).
+        nodes, cores: the cluster (units per node on every dimension).
+        min_units: least units per dimension a task accepts in Alg. 1's infeasible case.
+    """
+    R = len(OPERATIONS)
+    free = np.full((nodes, R), float(cores))
+    prices = np.tile(np.array(PRICES), (nodes, 1))
+    waiting = list(range(len(tasks)))
+    running: list[tuple[float, int, int, tuple[float, ...]]] = []  # (finish, task, node, vector)
+    finish = np.full(len(tasks), math.inf)
+    now = 0.0
+    while waiting:
+        still = []
+        for i in waiting:
+            nxt = (running[0][0], running[0][2], np.array(running[0][3])) if running else None
+            start = _try_start(tasks[i], planning, now, free, prices, min_units, nxt)
+            if start is None:
+                still.append(i)
+                continue
+            node, r = start
+            t_real = float(np.sum(tasks[i].real[tasks[i].real > 0] / r[tasks[i].real > 0]))
+            finish[i] = now + t_real
+            free[node] -= r
+            heapq.heappush(running, (finish[i], i, node, tuple(r.tolist())))
+        waiting = still
+        if waiting:
+            if not running:
+                raise RuntimeError("a task can never start: min_units exceeds a node's capacity")
+            now, _, node, held = heapq.heappop(running)
+            free[node] += np.array(held)
+            while running and running[0][0] <= now:  # release everything finishing at this instant
+                _, _, node2, held2 = heapq.heappop(running)
+                free[node2] += np.array(held2)
+    return np.array([finish[i] / t.deadline for i, t in enumerate(tasks)])
+
+
+def _try_start(
+    task: MatrixTask, planning: float, now: float, free: FloatArray, prices: FloatArray, min_units: float,
+    next_release: tuple[float, int, FloatArray] | None,
+) -> tuple[int, FloatArray] | None:
+    """(node, vector) if the task starts now, else None (it waits; module docstring's rule).
+
+    Alg. 1 at the planning deadline on the nodes offering ``min_units`` of every
+    dimension; when no node meets it, the whole availability of the node that
+    finishes the task soonest, unless waiting for the next completion
+    (``next_release``: time, node, vector released) would finish it sooner.
+    """
+    work = task.estimate > 0
+    usable = np.all(free[:, work] >= min_units, axis=1)
+    room = planning * task.deadline - now
+    if room > 0 and usable.any():
+        x = min_payment(task.estimate, room, prices[usable], free[usable], theta=1.0)
+        if x.feasible:
+            return int(np.flatnonzero(usable)[x.node]), x.resources
+    node, t_now = _fastest(task, free, usable)
+    if next_release is not None:
+        t1, released_on, vector = next_release
+        after = free.copy()
+        after[released_on] += vector
+        _, t_after = _fastest(task, after, np.all(after[:, work] >= min_units, axis=1))
+        if t1 + t_after < now + t_now:
+            return None
+    return None if node < 0 else (node, np.where(work, free[node], 0.0))
+
+
+def _fastest(task: MatrixTask, free: FloatArray, usable: NDArray[np.bool_]) -> tuple[int, float]:
+    """(node, seconds) of the usable node that runs the task soonest on all it has; (-1, inf) if none."""
+    work = task.estimate > 0
+    if not usable.any():
+        return -1, math.inf
+    times = np.where(usable, np.sum(task.estimate[work] / np.where(free[:, work] > 0, free[:, work], np.nan), axis=1), np.inf)
+    node = int(np.nanargmin(times))
+    return node, float(times[node])
+
+
+@dataclass(frozen=True)
+class DERResult:
+    """Per level of competition m (tasks submitted together) and planning rule.
+
+    Attributes:
+        levels: (L,) the m values.
+        low, mean, high: {"D": (L,), "D'": (L,)} lowest, mean and highest DER.
+        jain: {"D": (L,), "D'": (L,)} Jain's index over the case's DERs.
+        at_max: {"D": (m_max,), "D'": (m_max,)} every DER of the largest level.
+        late: {"D": (L,), "D'": (L,)} number of tasks with DER > 1 per level.
+        alone_infeasible: tasks (over all levels) that even a whole empty node
+            cannot finish by D' (Lemma 1 fails: ``sum l' / cores > alpha_err D``).
+        total_tasks: tasks over all levels.
+    """
+
+    levels: NDArray[np.int64]
+    low: dict[str, FloatArray]
+    mean: dict[str, FloatArray]
+    high: dict[str, FloatArray]
+    jain: dict[str, FloatArray]
+    at_max: dict[str, FloatArray]
+    late: dict[str, FloatArray] | None = None
+    alone_infeasible: int = 0
+    total_tasks: int = 0
+
+
+def der_experiment(
+    levels: range | list[int] = range(1, 41), *, seed: int = 0, alpha_err: float = 0.7, beta_err: float = 1.3,
+    nodes: int = 10, cores: float = 8.0, min_units: float = 1.0, progress: Callable[[float, str], None] | None = None,
+) -> DERResult:
+    """Paper 003, Sec. 5.2 (Figs. 4-6): for each m, one case of m tasks (seeded), served
+    once planning with D and once with D' = alpha_err D (the same tasks). ``progress``
+    is called with (fraction done, message) before each level."""
+    rules = {"D": 1.0, "D'": alpha_err}
+    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain", "late")}
+    at_max: dict[str, FloatArray] = {}
+    alone = 0
+    for step, m in enumerate(levels):
+        if progress is not None:
+            progress(step / len(levels), f"{m} tasks submitted together")
+        tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err)
+        alone += sum(float(t.estimate.sum()) / cores > alpha_err * t.deadline for t in tasks)
+        for rule, factor in rules.items():
+            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units)
+            out["low"][rule].append(float(der.min()))
+            out["mean"][rule].append(float(der.mean()))
+            out["high"][rule].append(float(der.max()))
+            out["jain"][rule].append(jain_index(der))
+            out["late"][rule].append(float(np.sum(der > 1.0 + 1e-9)))
+            if m == max(levels):
+                at_max[rule] = der
+    arr = {k: {r: np.array(v) for r, v in d.items()} for k, d in out.items()}
+    lv = np.array(list(levels), dtype=np.int64)
+    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, arr["late"], int(alone), int(lv.sum()))
+
+
+def der_shares(der: FloatArray) -> dict[str, float]:
+    """The paper's Fig. 5 reading: fractions of tasks with DER in [0.95, 1.0], above 1,
+    and in (1, 1.05]."""
+    der = np.asarray(der)
+    n = max(der.size, 1)
+    return {
+        "within_0.95_1.0": float(np.sum((der >= 0.95) & (der <= 1.0)) / n),
+        "late": float(np.sum(der > 1.0) / n),
+        "late_within_1.05": float(np.sum((der > 1.0) & (der <= 1.05)) / n),
+    }

@@ -1,0 +1,1 @@
+"""Cura's experiments (paper 004, Sec. IV): Fig. 5 and Table 7."""

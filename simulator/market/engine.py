@@ -1,0 +1,431 @@
+"""One market step, shared by the live market and every offline run (SPEC 2).
+
+:class:`MarketEngine` owns the cluster model (``simulator.cluster.model``), the bids
+of its jobs and the Plan in force. Its four verbs are the whole market loop:
+
+* :meth:`~MarketEngine.submit` / :meth:`~MarketEngine.cancel` /
+  :meth:`~MarketEngine.set_capacity` -- events (arrivals, cancellations,
+  capacity changes);
+* :meth:`~MarketEngine.snapshot` -- the clearing's input (paper 000, Sec. 3:
+  budgets, utility weights, demand; grouped by leaf queue, warm-started from
+  the last Plan's sub-budgets), rows in arrival order;
+* :meth:`~MarketEngine.apply_plan` -- a clearing's Plan becomes the
+  cluster's dispatch (reservations, shares) and the jobs' payment rules;
+  ``fixed`` rules are charged here, at acceptance;
+* :meth:`~MarketEngine.step` -- advance simulated time; departures are
+  settled by their payment rule (:func:`scheduler.plan.settle`) and reported
+  as charges, with the fairness samples.
+
+The offline runner calls these in a loop; the live market (Django) loads an
+engine, calls the same verbs and stores what they report. Nothing outside the
+mechanism's Plan decides what a job pays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scheduler.abacus.utility import utility_of
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.plan import PaymentRule, Plan, Reservation, budget_payment, settle
+from scheduler.registry import MECHANISMS
+from scheduler.types import MarketSnapshot
+from simulator.cluster.jobs import inf_to_none, none_to_inf
+from simulator.cluster.model import Cluster
+from simulator.integrals import ShareIntegrals
+from simulator.market.records import Bid, Charge, MarketConfig, StepReport
+from simulator.records import JobFinished, JobSpec
+
+__all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in market_records
+
+STATE_FORMAT = 1
+
+
+
+# A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
+_Row = tuple[int, int, Bid, Sequence[bool], NDArray[np.float64] | None]
+
+
+@dataclass
+class _Books:
+    """Per-job market records: bid, rule in force, warm start, and the row of
+    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
+
+    bid: Bid
+    rule: PaymentRule
+    arrival: float
+    row: int
+    sub_budget: NDArray[np.float64] | None = None
+    accepted: bool = False  # a fixed price was charged
+
+
+class MarketEngine:
+    """The market loop's state and verbs (module docstring).
+
+    Args:
+        cluster: the cluster model (its policy and dispatch must match
+            ``config``'s fair-share and dispatch stages).
+        config: the market's stages and parameters.
+
+    Raises:
+        ValueError: the cluster's stages differ from the config's.
+    """
+
+    def __init__(self, cluster: Cluster, config: MarketConfig) -> None:
+        if (cluster.policy, cluster.dispatch, cluster.history) != (config.fairshare, config.dispatch, config.history):
+            raise ValueError("the cluster's fair-share policy and dispatch must be the config's")
+        self.cluster = cluster
+        self.config = config
+        self._books: dict[int, _Books] = {}
+        self._shares = ShareIntegrals(cluster.m)
+        self._booked: list[Reservation] = []
+        self._booked_price: dict[int, float] = {}  # job id -> its fixed price
+        self.plan_id: int | None = None  # the stored Plan in force (live market)
+
+    @classmethod
+    def create(
+        cls, capacity: Sequence[int], tree: QueueTree, config: MarketConfig, *, seed: int = 0, sample_interval: float = 60.0,
+        now: float = 0.0, staged: bool = True, known_durations: bool = True,
+    ) -> MarketEngine:
+        """A new engine on a new cluster (arguments as for :class:`Cluster`)."""
+        cluster = Cluster(
+            capacity, tree, policy=config.fairshare, t_wait=config.t_wait, dispatch=config.dispatch, staged=staged,
+            history=config.history, history_length=config.history_length,
+            seed=seed, sample_interval=sample_interval, now=now, known_durations=known_durations,
+        )
+        return cls(cluster, config)
+
+    @property
+    def now(self) -> float:
+        return self.cluster.now
+
+    @property
+    def m(self) -> int:
+        return self.cluster.m
+
+    # ------------------------------------------------------------------ events
+
+    def submit(self, spec: JobSpec, bid: Bid) -> None:
+        """A job arrives (at ``spec.submit_time``) with its bid.
+
+        Raises:
+            ValueError: as ``Cluster.submit``, or weights of the wrong length.
+        """
+        if len(bid.weights) != self.m:
+            raise ValueError(f"job {spec.job_id}: weights need {self.m} entries")
+        self.cluster.submit(spec)
+        price = self._booked_price.get(spec.job_id)
+        rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
+        arrival = max(spec.submit_time, self.now)
+        self._books[spec.job_id] = _Books(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
+
+    def cancel(self, job_id: int) -> None:
+        """Cancel a known job: its tasks stop now; it owes nothing more
+        (``settle`` with ``completed=False``: a fixed price stays paid).
+
+        Raises:
+            KeyError: unknown or departed job.
+        """
+        self.cluster.cancel(job_id)
+        self._forget(job_id)
+        self._unbook({job_id})
+
+    def _unbook(self, job_ids: set[int]) -> None:
+        """Drop the bookings of departed or cancelled jobs (an early finish frees its units)."""
+        if job_ids:
+            self._booked = [r for r in self._booked if r.job_id not in job_ids]
+            for job in job_ids:
+                self._booked_price.pop(job, None)
+            self.cluster.drop_reservations(job_ids)
+
+    def _forget(self, job_id: int) -> None:
+        """Drop a departed or cancelled job's records."""
+        books = self._books.pop(job_id, None)
+        if books is not None:
+            self._shares.remove(books.row)
+
+    def set_capacity(self, capacity: Sequence[int]) -> None:
+        """Change the slot counts (see ``Cluster.set_capacity``)."""
+        self.cluster.set_capacity(capacity)
+
+    def configure(self, config: MarketConfig) -> None:
+        """Switch stages or parameters; fair-share history is kept where it can be
+        (``Cluster.set_policy``); a new dispatch mode starts with fresh credits."""
+        self.cluster.set_policy(
+            policy=config.fairshare, t_wait=config.t_wait, history=config.history, history_length=config.history_length
+        )
+        if config.dispatch != self.cluster.dispatch:
+            self.cluster.set_dispatch(config.dispatch)
+        self.config = config
+
+    def book(self, reservation: Reservation, price: float) -> None:
+        """Hold a reservation at a price fixed now (the plug for ERA, deadline
+        bookings and Cura): it joins every Plan the engine applies, and the
+        job's payment rule is ``fixed(price)`` from now on, whatever later
+        Plans say (paper 001 Sec. 2.3.1: the payment is fixed at reservation
+        time). The price is paid by whoever booked it, at acceptance (the live
+        market through its ledger), so the engine reports no charge for it.
+        The job may be submitted before or after the booking. ``price`` is the
+        job's whole fixed price: a job with several reservations (one per
+        resource type) is booked once per reservation with that same total.
+        """
+        self._booked.append(reservation)
+        self._booked_price[reservation.job_id] = float(price)
+        books = self._books.get(reservation.job_id)
+        if books is not None:
+            books.rule, books.accepted = PaymentRule.fixed(price), True
+
+    def booked(self) -> tuple[Reservation, ...]:
+        """The reservations booked and not yet departed."""
+        return tuple(self._booked)
+
+    def knows(self, job_id: int) -> bool:
+        """True for a job the engine holds (arrived or announced, not departed)."""
+        return job_id in self._books
+
+    def known_jobs(self) -> list[int]:
+        return list(self._books)
+
+    # ---------------------------------------------------------------- clearing
+
+    def snapshot(
+        self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = (), warm: Plan | None = None,
+    ) -> MarketSnapshot:
+        """The clearing's input: the active jobs in arrival order, then ``extra``.
+
+        ``extra`` are jobs the caller knows but has not submitted yet (the
+        live market's bids since the last tick); each demands the types it has
+        tasks of. ``exclude`` are jobs to leave out (the live market's
+        cancellations since the last tick); reserved jobs are left out too
+        (their Plan entry is fixed). ``warm`` is a newer Plan than the one
+        applied (the live market clears twice between two ticks): the
+        auction starts from its sub-budgets, as the offline loop does. Shapes
+        and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
+        """
+        reserved = {r.job_id for r in self._booked} | set(exclude)
+        rows: list[_Row] = []
+        for job in self.cluster.active_states():
+            spec = job.spec
+            if spec.job_id not in reserved:
+                b = self._books[spec.job_id]
+                rows.append((spec.job_id, spec.leaf, b.bid, job.demand(), b.sub_budget))
+        for spec, bid in extra:
+            if spec.job_id in reserved:
+                continue
+            rows.append((spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None))
+        if warm is not None:
+            newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
+            rows = [(job, leaf, bid, demand, newer.get(job)) for job, leaf, bid, demand, _ in rows]
+        return self._snapshot(rows)
+
+    def _snapshot(self, rows: Sequence[_Row]) -> MarketSnapshot:
+        m, c = self.m, self.config
+        nan = np.full(m, np.nan)
+        slo = [np.nan if r[2].min_utility is None else r[2].min_utility for r in rows]
+        return MarketSnapshot(
+            job_ids=np.array([r[0] for r in rows], dtype=np.int64),
+            group=np.array([r[1] for r in rows], dtype=np.int64),
+            budgets=np.array([r[2].budget for r in rows], dtype=np.float64),
+            weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
+            utility=tuple(r[2].utility for r in rows),
+            demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
+            capacity=self._auction_capacity(),
+            alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
+            warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
+            min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
+        )
+
+    def _auction_capacity(self) -> NDArray[np.float64]:
+        """(m,) units the auction sells now: the capacity less the units of bookings in
+        force (paper 001: reserved units are taken out for their window), at least 1 per
+        type (the implied price divides by it)."""
+        capacity = self.cluster.capacity.astype(np.float64)
+        now = self.now
+        for r in self._booked:
+            if r.start <= now < r.end and r.resource < capacity.shape[0]:
+                capacity[r.resource] -= r.units
+        return np.maximum(capacity, 1.0)
+
+    def clear(self) -> tuple[Plan, list[Charge]]:
+        """Clear the market now with its mechanism and apply the Plan (offline loop)."""
+        plan = self.with_bookings(MECHANISMS.build(self.config.mechanism).clear(self.snapshot()))
+        return plan, self.apply_plan(plan)
+
+    def with_bookings(self, plan: Plan) -> Plan:
+        """``plan`` listing the engine's bookings among its reservations (every admitted
+        reservation is in the Plan; ``apply_plan`` adds them anyway, without duplicates)."""
+        return _with_reservations(plan, tuple(self._booked)) if self._booked else plan
+
+    def apply_plan(self, plan: Plan, plan_id: int | None = None) -> list[Charge]:
+        """Make ``plan`` the one in force (its shares, reservations and payment
+        rules); rows of jobs the engine does not know are ignored (a clearing
+        may race a departure). Returns the ``fixed`` prices due at acceptance.
+
+        Raises:
+            ValueError: as ``Cluster.set_plan``.
+        """
+        booked = tuple(self._booked)
+        self.cluster.set_plan(plan if not booked else _with_reservations(plan, booked))  # validates the shares
+        self._shares.close(self.now)  # the share integrals end at the old shares
+        self._take_rows(plan)
+        self.plan_id = plan_id
+        return self._take_rules(plan)
+
+    def _take_rows(self, plan: Plan) -> None:
+        """The Plan's shares and sub-budgets become the known jobs' (copies; sub-budget rows are views of one)."""
+        subs = np.array(plan.sub_budgets, dtype=np.float64)
+        rows, ks = [], []
+        for k, job_id in enumerate(plan.job_ids.tolist()):
+            books = self._books.get(job_id)
+            if books is not None:
+                books.sub_budget = subs[k]
+                rows.append(books.row)
+                ks.append(k)
+        self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+
+    def _take_rules(self, plan: Plan) -> list[Charge]:
+        """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now."""
+        charges = []
+        for job_id, rule in plan.payments.items():
+            books = self._books.get(job_id)
+            if books is None or job_id in self._booked_price:
+                continue  # gone, or booked: its fixed price stands
+            books.rule = rule
+            if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
+                books.accepted = True
+                charges.append(Charge(job_id, rule.amount, rule.kind, self.now))
+        return charges
+
+    # -------------------------------------------------------------------- time
+
+    def step(self, until: float, *, stop_on_departure: bool = False) -> StepReport:
+        """Advance to ``until`` (or the first departure) and settle departures.
+
+        Raises:
+            ValueError: ``until`` before now.
+        """
+        report = self.cluster.advance(until, stop_on_departure=stop_on_departure)
+        charges, settled = [], []
+        achieved: dict[int, float] = {}
+        averages: dict[int, NDArray[np.float64]] = {}
+        for done in report.finished:
+            averages[done.job_id] = self.average_share(done.job_id, done.finish_time)
+            amount = self._settle(done, achieved)
+            settled.append(done.job_id)
+            if amount > 0:
+                charges.append(Charge(done.job_id, amount, self._books[done.job_id].rule.kind, done.finish_time))
+            self._forget(done.job_id)
+        if self._booked:
+            self._unbook({d.job_id for d in report.finished})
+            if any(r.end <= self.now for r in self._booked):  # windows closed with work left
+                self._booked = [r for r in self._booked if r.end > self.now]  # the fixed prices stand
+                self.cluster.expire_reservations()
+        return StepReport(
+            report.now, report.finished, charges, settled, report.samples, report.progress,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages,
+        )
+
+    def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:
+        b = self._books[done.job_id]
+        utility = None
+        if b.rule.kind == "if_slo_met":
+            utility = achieved[done.job_id] = self.achieved_utility(done.job_id, done.finish_time)
+        return settle(b.rule, completed=True, achieved_utility=utility)
+
+    def average_share(self, job_id: int, at: float) -> NDArray[np.float64]:
+        """(m,) the job's time-averaged shares from arrival to ``at`` (paper 000,
+        Sec. 5, Def. 1: the "average job resource")."""
+        b = self._books[job_id]
+        share = self._shares.share(b.row)
+        area = self._shares.area(b.row) + (0.0 if share is None else share * (at - self._shares.mark(b.row)))
+        span = at - b.arrival
+        avg: NDArray[np.float64] = area / span if span > 0 else (share if share is not None else np.zeros(self.m))
+        return avg
+
+    def achieved_utility(self, job_id: int, at: float) -> float:
+        """Utility of the job's time-averaged shares from arrival to ``at``
+        (paper 000, Sec. 5: the "average job resource")."""
+        b = self._books[job_id]
+        avg = self.average_share(job_id, at)
+        weights = np.array([b.bid.weights], dtype=np.float64)
+        return float(utility_of(np.array([avg]), weights, [b.bid.utility])[0])
+
+    def current_shares(self) -> dict[int, tuple[float, NDArray[np.float64]]]:
+        """job id -> (arrival time, (m,) share in force) for known jobs the Plan covers."""
+        out = {}
+        for job, b in self._books.items():
+            share = self._shares.share(b.row)
+            if share is not None:
+                out[job] = (b.arrival, share)
+        return out
+
+    def rule_of(self, job_id: int) -> PaymentRule:
+        """The payment rule in force for a known job. Raises KeyError."""
+        return self._books[job_id].rule
+
+    # ------------------------------------------------------------ serialisation
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-serialisable state (exact float round trip); see :meth:`from_state`."""
+        books = []
+        for job_id, b in self._books.items():
+            share = self._shares.share(b.row)
+            books.append([
+                job_id, b.bid.budget, list(b.bid.weights), b.bid.utility, b.bid.min_utility,
+                [b.rule.kind, b.rule.amount, b.rule.min_utility], b.arrival,
+                None if b.sub_budget is None else b.sub_budget.tolist(), None if share is None else share.tolist(),
+                self._shares.area(b.row).tolist(), self._shares.mark(b.row), b.accepted,
+            ])
+        c = self.config
+        return {
+            "format": STATE_FORMAT,
+            "config": [
+                c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait), c.history,
+                inf_to_none(c.history_length),
+            ],
+            "books": books,
+            "booked": [r.to_list() for r in self._booked],
+            "booked_prices": [[job, price] for job, price in self._booked_price.items()],
+            "plan_id": self.plan_id,
+            "cluster": self.cluster.to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, tree: QueueTree, state: Mapping[str, Any]) -> MarketEngine:
+        """Rebuild an engine saved by :meth:`to_state` on the same tree.
+
+        Raises:
+            ValueError: unknown format, or a tree that does not match.
+        """
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unknown market engine state format {state.get('format')!r}")
+        mech, fair, disp, alpha, tol, rounds, t_wait, *history = state["config"]
+        history_mode, length = history if history else ("forever", None)
+        config = MarketConfig(
+            mech, fair, disp, float(alpha), float(tol), int(rounds), none_to_inf(t_wait), history_mode, none_to_inf(length)
+        )
+        engine = cls(Cluster.from_state(tree, state["cluster"]), config)
+        for row in state["books"]:
+            job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
+            integral = engine._shares.add(float(mark))
+            engine._shares.load(integral, share, area, float(mark))
+            engine._books[int(job_id)] = _Books(
+                Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
+                PaymentRule(kind, float(amount), mu), float(arrival), integral,
+                None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
+            )
+        engine._booked = [Reservation.from_list(row) for row in state["booked"]]
+        engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}
+        engine.plan_id = state["plan_id"]
+        return engine
+
+
+def _with_reservations(plan: Plan, booked: tuple[Reservation, ...]) -> Plan:
+    """``plan`` with ``booked`` added to its reservations, each reservation once."""
+    return replace(plan, reservations=tuple(dict.fromkeys(tuple(plan.reservations) + booked)))

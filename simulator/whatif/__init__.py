@@ -1,0 +1,1 @@
+"""The simulation lab: one workload under several market configurations, and their comparison."""

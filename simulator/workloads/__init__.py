@@ -1,0 +1,1 @@
+"""Workloads: real traces (SWIM, SWF) and the papers' synthetic set-ups."""

@@ -1,0 +1,83 @@
+"""Paper 003's experiment core (Sec. 5): tasks, the FCFS cluster, DER and Jain's index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.deadline.der import TABLE_1, der_experiment, der_shares, jain_index, paper_tasks, run_case
+
+
+def test_jain_index() -> None:
+    assert jain_index(np.array([0.7, 0.7, 0.7])) == pytest.approx(1.0)
+    assert jain_index(np.array([1.0, 0.0, 0.0, 0.0])) == pytest.approx(0.25)
+    x = np.random.default_rng(0).uniform(0.5, 2.0, 50)
+    assert 1 / 50 <= jain_index(x) <= 1.0
+
+
+def test_tasks_follow_the_papers_set_up() -> None:
+    rng = np.random.default_rng(1)
+    loads = {v for values in TABLE_1.values() for v in values}
+    for t in paper_tasks(200, rng):
+        ratio = t.estimate[t.real > 0] / t.real[t.real > 0]
+        assert np.all((ratio >= 0.7 - 1e-12) & (ratio <= 1.3 + 1e-12))  # Definition 2 with alpha 0.7, beta 1.3
+        t1 = t.estimate.sum()
+        assert t1 / 8 <= t.deadline <= t1
+        assert t.real.sum() >= 3 * min(loads)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_stricter_deadline_meets_every_deadline_under_sufficient_supply(seed: int) -> None:
+    # Theorem 4 + Eq. 22: with capacity to spare, planning with D' = alpha D keeps every
+    # DER in [alpha / beta, 1]; planning with D lets some run late.
+    # (for tasks a whole node can finish by D', Lemma 1's condition; the others cannot be helped)
+    tasks = paper_tasks(8, np.random.default_rng(seed))
+    fits = np.array([t.estimate.sum() / 8.0 <= 0.7 * t.deadline for t in tasks])
+    strict = run_case(tasks, planning=0.7, nodes=10, cores=8.0)[fits]
+    assert np.all(strict <= 1.0 + 1e-9) and np.all(strict >= 0.7 / 1.3 - 1e-9)
+    nominal = run_case(tasks, planning=1.0, nodes=10, cores=8.0)[fits]
+    assert np.all(nominal >= 1 / 1.3 - 1e-9) and np.all(nominal <= 1 / 0.7 + 1e-9)
+    assert fits.sum() >= 4
+
+
+def test_competition_stretches_the_tail_and_lowers_fairness() -> None:
+    r = der_experiment(levels=[5, 40], seed=3)
+    for rule in ("D", "D'"):
+        assert r.high[rule][1] >= r.high[rule][0]
+        assert r.jain[rule][1] <= r.jain[rule][0] + 1e-12
+        assert r.at_max[rule].shape == (40,)
+    assert r.mean["D'"][0] < r.mean["D"][0]  # the stricter plan finishes earlier
+    shares = der_shares(r.at_max["D"])
+    assert 0 <= shares["late_within_1.05"] <= shares["late"] <= 1
+
+
+def test_the_experiment_is_deterministic() -> None:
+    a, b = der_experiment(levels=[3, 7], seed=5), der_experiment(levels=[3, 7], seed=5)
+    for rule in ("D", "D'"):
+        assert np.array_equal(a.mean[rule], b.mean[rule]) and np.array_equal(a.at_max[rule], b.at_max[rule])
+
+
+def test_registered_experiment_runs_and_reports_beside_the_paper() -> None:
+    from simulator import experiments
+
+    result = experiments.run("paper003_der", {"max_tasks": 6, "seed": 1})
+    assert [f["layout"]["title"]["text"][:6] for f in result["figures"]] == ["Fig. 4", "Fig. 4", "Fig. 5", "Fig. 6"]
+    beside, per_level = result["tables"]
+    assert beside["columns"] == ["measure", "ours", "paper"] and len(per_level["rows"]) == 6
+    assert "paper: 20 %" in result["summary"]
+    with pytest.raises(TypeError):
+        experiments.run("paper003_der", {"max_tasks": "many"})
+
+
+def test_a_task_that_cannot_make_it_waits_when_waiting_finishes_it_sooner() -> None:
+    from simulator.deadline.der import MatrixTask
+
+    # One node of 8 units. A takes 7 units for 10 s; B then needs 8 units to make its deadline.
+    # On the 1 unit left B would take 80 s; waiting for A's 8 units it finishes at 10 + 10 s.
+    a = MatrixTask(np.array([70.0, 0.0, 0.0]), np.array([70.0, 0.0, 0.0]), 10.0)
+    b = MatrixTask(np.array([80.0, 0.0, 0.0]), np.array([80.0, 0.0, 0.0]), 10.0)
+    der = run_case([a, b], planning=1.0, nodes=1, cores=8.0)
+    assert der == pytest.approx([1.0, 2.0])
+    # With a longer deadline B fits beside A at once (Alg. 1 on the leftover unit).
+    c = MatrixTask(np.array([8.0, 0.0, 0.0]), np.array([8.0, 0.0, 0.0]), 10.0)
+    assert run_case([a, c], planning=1.0, nodes=1, cores=8.0) == pytest.approx([1.0, 1.0])  # 0.8 unit for exactly D
