@@ -26,9 +26,9 @@ def _celery_eager(request: pytest.FixtureRequest):  # type: ignore[no-untyped-de
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():  # type: ignore[no-untyped-def]
     # Each test's database reuses primary keys; bids kept in memory must not leak across.
-    from marketplace import adapters, selectors
     from marketplace.api import conditional
     from marketplace.api.authentication import forget_tokens
+    from marketplace.market import adapters, selectors
 
     adapters.forget_bids()
     selectors.forget_caches()

@@ -64,13 +64,13 @@ def run(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from marketplace.models.allocation import AllocationSnapshot
-    from marketplace.models.queues import Queue
-    from marketplace.services import market as market_service
-    from marketplace.services.bids import WorkItem, bid_submit
-    from marketplace.services.clearing import market_clear
-    from marketplace.services.cluster import cluster_advance
-    from marketplace.services.setup import market_create, tenant_create
+    from marketplace.auction.services import WorkItem, bid_submit
+    from marketplace.market.models.allocation import AllocationSnapshot
+    from marketplace.market.models.queues import Queue
+    from marketplace.market.services import market as market_service
+    from marketplace.market.services.clearing import market_clear
+    from marketplace.market.services.clock import cluster_advance
+    from marketplace.market.services.setup import market_create, tenant_create
 
     market_service.enqueue_clearing = lambda **kw: None  # clearings are run (and timed) by hand below
     rng = np.random.default_rng(0)

@@ -37,7 +37,7 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]
     from django.db import connections
 
     connections.close_all()
-    from marketplace import adapters
+    from marketplace.market import adapters
 
     adapters.forget_bids()  # a fresh database reuses primary keys
     os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
@@ -46,7 +46,7 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]
     settings.DATABASES["default"]["NAME"] = os.environ["DATABASE_URL"].removeprefix("sqlite:///")
     call_command("migrate", verbosity=0)
     call_command("seed_demo", stdout=io.StringIO())
-    from marketplace.models.market import Market
+    from marketplace.market.models.market import Market
 
     market = Market.objects.earliest("id")
     t0, c0 = time.perf_counter(), time.process_time()
@@ -58,10 +58,10 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]
 
 def offline_run(market_id: int) -> tuple[float, float, object, dict[int, tuple[float, object]]]:
     """(wall s, CPU s, RunResult, live job id -> (finish time, charged)) of the offline replay
-    of the live market's jobs (``marketplace.adapters.offline_replay``)."""
-    from marketplace.adapters import offline_replay
-    from marketplace.models.jobs import Job
-    from marketplace.models.market import Market
+    of the live market's jobs (``marketplace.market.adapters.offline_replay``)."""
+    from marketplace.market.adapters import offline_replay
+    from marketplace.market.models.jobs import Job
+    from marketplace.market.models.market import Market
 
     market = Market.objects.get(pk=market_id)
     live = {pk: (t, c) for pk, t, c in Job.objects.filter(market=market).values_list("id", "sim_finish_time", "charged")}
@@ -73,7 +73,7 @@ def offline_run(market_id: int) -> tuple[float, float, object, dict[int, tuple[f
 def agreement(live: dict[int, tuple[float, object]], result: object) -> str:
     from decimal import Decimal
 
-    from marketplace.services.ledger import money
+    from marketplace.ledger.services import money
 
     finish = {f.job_id: f.finish_time for f in result.finished}  # type: ignore[attr-defined]
     paid: dict[int, Decimal] = {}

@@ -86,9 +86,9 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from marketplace.models.market import Market
-    from marketplace.services.clearing import market_clear
-    from marketplace.services.cluster import cluster_advance
+    from marketplace.market.models.market import Market
+    from marketplace.market.services.clearing import market_clear
+    from marketplace.market.services.clock import cluster_advance
 
     users = load.make_users(args.users)
     market_id = Market.objects.order_by("id").values_list("id", flat=True).first()

@@ -57,9 +57,8 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
     from django.contrib.auth import get_user_model
 
     from marketplace.celery import app
-    from marketplace.models.experiments import ExperimentRun
-    from marketplace.models.simulations import SimulationStudy
-    from marketplace.services.simulations import simulation_start
+    from marketplace.lab.models import ExperimentRun, SimulationStudy
+    from marketplace.lab.services.simulations import simulation_start
     from simulator.whatif.run import FB2009
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()

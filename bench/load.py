@@ -85,9 +85,9 @@ def make_users(n: int) -> list[tuple[str, str, str]]:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from marketplace.models.market import Market
-    from marketplace.models.queues import Queue
-    from marketplace.services.setup import tenant_create
+    from marketplace.market.models.market import Market
+    from marketplace.market.models.queues import Queue
+    from marketplace.market.services.setup import tenant_create
 
     market = Market.objects.order_by("id").first()
     if market is None:
@@ -109,7 +109,7 @@ def make_users(n: int) -> list[tuple[str, str, str]]:
 
 
 def _market_counters() -> tuple[int, int, int]:
-    from marketplace.models.market import Market
+    from marketplace.market.models.market import Market
 
     m = Market.objects.order_by("id").values_list("clearings", "state_version", "cleared_version").first()
     return m if m is not None else (0, 0, 0)

@@ -12,15 +12,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from marketplace import selectors
-from marketplace.models.accounts import Account, LedgerEntry, Tenant
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job, JobWork
-from marketplace.models.market import ConfigChange, Market
-from marketplace.models.pools import CuraJob, PoolReconfiguration, VMInstanceType
-from marketplace.models.queues import Queue, ResourceType
-from marketplace.models.reservations import Reservation, ReservationQuote, ReservationSettings
-from marketplace.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
+from marketplace.fairshare.selectors import twait_hint
+from marketplace.ledger.models import Account, LedgerEntry, Tenant
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
+from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
+from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 
 
 def _report(request, exc: ValidationError) -> None:  # type: ignore[no-untyped-def]
@@ -84,7 +84,7 @@ class MarketAdmin(admin.ModelAdmin):
     def twait_hint(self, obj: Market) -> str:
         if obj.pk is None:
             return "-"
-        return selectors.twait_hint(market=obj)
+        return twait_hint(market=obj)
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if not change:

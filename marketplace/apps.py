@@ -9,4 +9,5 @@ class MarketplaceConfig(AppConfig):
     def ready(self) -> None:
         # Register the Celery tasks in every process (web, worker, commands):
         # services enqueue them by name and never import this module.
-        from marketplace import tasks  # noqa: F401
+        from marketplace.lab import tasks as lab_tasks  # noqa: F401
+        from marketplace.market import tasks as market_tasks  # noqa: F401

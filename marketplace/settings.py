@@ -73,7 +73,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "marketplace.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON
+    "marketplace.web.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -93,7 +93,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "marketplace.context_processors.roles",  # the navigation shows what the role can use
+                "marketplace.web.context_processors.roles",  # the navigation shows what the role can use
             ],
         },
     },
@@ -101,11 +101,11 @@ TEMPLATES = [
 
 # --- Input limits and error pages -------------------------------------------
 # A bid is a few hundred bytes: 256 KiB leaves room for any real request and
-# refuses floods early (413 JSON, marketplace.middleware). The debug page hides
-# service URLs too (they carry credentials; marketplace.debug).
+# refuses floods early (413 JSON, marketplace.web.middleware). The debug page hides
+# service URLs too (they carry credentials; marketplace.web.debug).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
-DEFAULT_EXCEPTION_REPORTER_FILTER = "marketplace.debug.SensitiveSettingsFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "marketplace.web.debug.SensitiveSettingsFilter"
 
 # --- Database ---------------------------------------------------------------
 # SQLite by default: WAL lets readers (pages) run beside the writer (the market
@@ -125,11 +125,11 @@ else:
 
 # --- Cache (Redis when present) ---------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-# Short timeouts: the cache is an optimisation, and marketplace.resilience treats
+# Short timeouts: the cache is an optimisation, and marketplace.market.resilience treats
 # its failures as misses, so a Redis outage slows no page for long.
 CACHES = {
     "default": (
-        {"BACKEND": "marketplace.redis_cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
+        {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
          "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -154,7 +154,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 90
 # Short socket timeouts and one quick publish retry: with Redis down, a request
-# pays at most about a second once (marketplace.resilience then stops trying for
+# pays at most about a second once (marketplace.market.resilience then stops trying for
 # RESILIENCE_RETRY_S) and the sweeper does the clearing instead.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600, "socket_connect_timeout": 1, "socket_timeout": 5}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
@@ -193,7 +193,7 @@ API_TOKEN_TTL_S = env.int("API_TOKEN_TTL_S", default=24 * 3600)
 # A valid token is remembered per process this long (one lookup per few seconds, not per
 # request); a revoked token may keep working in other processes for at most this long.
 API_TOKEN_CACHE_S = env.float("API_TOKEN_CACHE_S", default=5.0)
-# Wrong credentials per window before a 429 (marketplace.throttling.FailureLimiter):
+# Wrong credentials per window before a 429 (marketplace.web.throttling.FailureLimiter):
 # scope -> (failures, window in seconds). "login": per username, "login_ip": per address
 # (higher: people behind one address), both for the login page and the token endpoint;
 # "token": wrong API tokens per address.
@@ -207,11 +207,11 @@ REST_FRAMEWORK = {
         "marketplace.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # 429 with Retry-After over these rates (marketplace.throttling; fail open if the cache is down).
+    # 429 with Retry-After over these rates (marketplace.web.throttling; fail open if the cache is down).
     "DEFAULT_THROTTLE_CLASSES": [
-        "marketplace.throttling.UserRateThrottle",
-        "marketplace.throttling.AnonRateThrottle",
-        "marketplace.throttling.WriteRateThrottle",
+        "marketplace.web.throttling.UserRateThrottle",
+        "marketplace.web.throttling.AnonRateThrottle",
+        "marketplace.web.throttling.WriteRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER", default="1200/min"),
@@ -248,9 +248,9 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "marketplace.api.schema.complete_schema"],
     # One name per "status" choice set (jobs, quotes and Cura jobs each have their own).
     "ENUM_NAME_OVERRIDES": {
-        "JobStatusEnum": "marketplace.models.jobs.Job.Status",
-        "QuoteStatusEnum": "marketplace.models.reservations.ReservationQuote.Status",
-        "CuraJobStatusEnum": "marketplace.models.pools.CuraJob.Status",
+        "JobStatusEnum": "marketplace.market.models.jobs.Job.Status",
+        "QuoteStatusEnum": "marketplace.reservations.models.ReservationQuote.Status",
+        "CuraJobStatusEnum": "marketplace.pools.models.CuraJob.Status",
     },
 }
 
@@ -271,7 +271,7 @@ USE_I18N = True
 USE_TZ = True
 
 # --- Market -----------------------------------------------------------------
-# The currency shown with every amount (marketplace.money: money kept and shown to 4 places).
+# The currency shown with every amount (marketplace.ledger.money: money kept and shown to 4 places).
 MARKET_CURRENCY = os.environ.get("MARKET_CURRENCY", "credits")
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
 # Experiment runs (simulator.experiments): in a background thread of the web
@@ -308,11 +308,11 @@ EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", def
 CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
 
 # Expected refusals (403 PermissionDenied, DRF 401/403, 404) are one line each, without a
-# traceback (marketplace.logs); errors keep theirs.
+# traceback (marketplace.web.logs); errors keep theirs.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"expected_refusals": {"()": "marketplace.logs.ExpectedRefusals"}},
+    "filters": {"expected_refusals": {"()": "marketplace.web.logs.ExpectedRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["expected_refusals"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
     "loggers": {"marketplace": {"level": env.str("MARKET_LOG_LEVEL", default="INFO")}},

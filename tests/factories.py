@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import factory
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.market import Market
-from marketplace.models.queues import Queue
-from marketplace.services.setup import market_create, tenant_create
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.setup import market_create, tenant_create
 
 TWO_LEVEL = {
     "root": 1.0,

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
-from marketplace.throttling import client_address, login_failed, login_retry_after
+from marketplace.web.throttling import client_address, login_failed, login_retry_after
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 

@@ -32,8 +32,8 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
-from marketplace import roles
-from marketplace.throttling import FailureLimiter, client_address
+from marketplace.market import roles
+from marketplace.web.throttling import FailureLimiter, client_address
 
 _REMEMBERED: dict[str, tuple[float, Token]] = {}  # key -> (monotonic time read, token with user and tenant)
 _REMEMBERED_LOCK = threading.Lock()

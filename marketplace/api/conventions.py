@@ -14,12 +14,18 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Max, QuerySet
 from django_filters import rest_framework as filters
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
+
+from marketplace.api.conditional import marked_market
+from marketplace.ledger.models import Tenant
+from marketplace.market import selectors
+from marketplace.market.models.market import Market
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -106,7 +112,7 @@ class SeriesFilter(filters.FilterSet):
         return queryset.filter(resource_type__name=value)
 
     def resource_names(self) -> list[str]:
-        from marketplace import selectors
+        from marketplace.market import selectors
 
         return [t.name for t in selectors.resource_types_of(market=selectors.market_default())]
 
@@ -121,3 +127,30 @@ class SeriesFilter(filters.FilterSet):
         latest = self.form.cleaned_data.pop("latest", None)
         queryset = super().filter_queryset(queryset)
         return self.filter_latest(queryset, "latest", latest) if latest else queryset
+
+
+def _tenant(request: Request) -> Tenant:
+    tenant = getattr(request.user, "tenant", None)
+    if tenant is None:
+        raise PermissionDenied("This account is not a tenant: it cannot hold jobs.")
+    return tenant
+
+
+def _market(tenant: Tenant, request: Request | None = None) -> Market:
+    """The tenant's market without its stored engine: from the marks ``@conditional`` read for
+    ``request`` if it did, else one query; remembered on the tenant for the rest of the request."""
+    cached = tenant._state.fields_cache.get("market")
+    if cached is None:
+        cached = (marked_market(request, tenant.market_id) if request is not None else None) or (
+            Market.objects.defer("engine_state").get(pk=tenant.market_id))
+        tenant._state.fields_cache["market"] = cached
+    return cached
+
+
+def _default_market(request: Request) -> Market:
+    """``selectors.market_default()``, from the marks ``@conditional`` read for ``request`` if it did."""
+    return marked_market(request) or selectors.market_default()
+
+
+def _service_errors(exc: DjangoValidationError) -> ValidationError:
+    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})

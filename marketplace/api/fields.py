@@ -9,13 +9,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.functional import lazy
 from rest_framework import serializers
 
-from marketplace.validation import NOT_A_NUMBER, parse_decimal_strict
+from marketplace.market.validation import NOT_A_NUMBER, parse_decimal_strict
 
 
 class StrictDecimalField(serializers.DecimalField):
     """A money field that refuses what ``Decimal`` would quietly accept: non-ASCII digits
     (``"١٢"``), separators (``"1_000"``), surrounding spaces (``" 5 "``), exponents, NaN and
-    Infinity (``marketplace.validation.parse_decimal_strict``). Range and decimal-place checks
+    Infinity (``marketplace.market.validation.parse_decimal_strict``). Range and decimal-place checks
     are DRF's ``DecimalField``'s."""
 
     default_error_messages: ClassVar[dict[str, str]] = {"invalid": NOT_A_NUMBER}

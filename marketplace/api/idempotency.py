@@ -23,7 +23,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from marketplace.services.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
+from marketplace.ledger.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
 
 HEADER = "Idempotency-Key"
 

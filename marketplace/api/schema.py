@@ -39,7 +39,7 @@ ERRORS = {
 
 
 def _resource_names() -> list[str]:
-    from marketplace.models.market import Market
+    from marketplace.market.models.market import Market
 
     try:
         market = Market.objects.order_by("id").first()

@@ -1,4 +1,4 @@
-"""Template filters for money and prices (``{% load market %}``; rules in ``marketplace.money``).
+"""Template filters for money and prices (``{% load market %}``; rules in ``marketplace.ledger.money``).
 
 ``{{ amount|money }}`` -> ``12.50 credits``; ``{{ amount|money:"bare" }}`` -> ``12.50`` (for a
 table cell whose header carries the currency: ``{% currency %}``); ``{{ rate|price:"VM-second" }}``
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django import template
 
-from marketplace import money as m
+from marketplace.ledger import money as m
 
 register = template.Library()
 

@@ -1,6 +1,6 @@
 """Cura's scheduler as a live service's state: one step at a time, kept as JSON between ticks.
 
-The live market (``marketplace.services.cura``) cannot hold a
+The live market (``marketplace.pools.services.jobs``) cannot hold a
 :class:`scheduler.cura.vm_aware.VMAwareScheduler` in memory between requests, so
 :class:`CuraDriver` wraps one (and the optional
 :class:`scheduler.cura.reconfig.ReconfigurationManager`, paper 004 Sec. III-B)

@@ -232,7 +232,7 @@ JobsDoc = dict[str, Any]
 
 
 def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
-    """A live market's jobs exported by ``marketplace.adapters.live_workload`` (JSON).
+    """A live market's jobs exported by ``marketplace.market.adapters.live_workload`` (JSON).
 
     The document: ``{"tree": {"names", "parent", "weight"}, "capacity": [...],
     "jobs": [{"job_id", "submit_time", "leaf", "tasks", "task_duration",

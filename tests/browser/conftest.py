@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.queues import Queue
-from marketplace.services.setup import market_create, tenant_create
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.setup import market_create, tenant_create
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]

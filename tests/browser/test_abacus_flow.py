@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from marketplace.models.jobs import Job
+from marketplace.market.models.jobs import Job
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import pytest
 from django.db import connections
 
-from marketplace.models.market import Market
-from marketplace.services.cluster import cluster_advance
+from marketplace.market.models.market import Market
+from marketplace.market.services.clock import cluster_advance
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -12,9 +12,9 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.queues import Queue
-from marketplace.services.setup import market_create, tenant_create
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.setup import market_create, tenant_create
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

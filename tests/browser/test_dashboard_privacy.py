@@ -1,5 +1,5 @@
 """Privacy in a real browser: the dashboard data a tenant's page fetches carries its own job
-names and no other tenant's (marketplace.selectors_visibility), whichever scope it picks."""
+names and no other tenant's (marketplace.market.visibility), whichever scope it picks."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.models.queues import Queue
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.setup import tenant_create
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.setup import tenant_create
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from marketplace.models.jobs import Job
-from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.market.models.jobs import Job
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,10 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.queues import Queue
-from marketplace.models.reservations import Reservation
-from marketplace.services.setup import market_create, tenant_create
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.setup import market_create, tenant_create
+from marketplace.reservations.models import Reservation
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

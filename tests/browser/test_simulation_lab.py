@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from marketplace.services import simulations as svc
+from marketplace.lab.services import simulations as svc
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"

@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
+from marketplace.auction.services import WorkItem
 from marketplace.celery import app
-from marketplace.models.deadlines import DeadlineBooking
-from marketplace.services.bids import WorkItem
-from marketplace.services.deadlines import deadline_book
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.deadlines.models import DeadlineBooking
+from marketplace.deadlines.services import deadline_book
+from marketplace.ledger.services import ledger_reconcile
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration

@@ -28,13 +28,13 @@ from django.db import connection
 from django.db.models import Count
 from rest_framework.test import APIClient
 
-from marketplace import resilience
 from marketplace.celery import app
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market import resilience
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
 from tests.factories import MarketFactory, TenantFactory
 from tests.integration.conftest import _require
 

@@ -14,11 +14,10 @@ from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.idempotency import IdempotencyKey
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.ledger.models import IdempotencyKey, LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 live clock and fixed steps), clearings and configuration changes on one market at once all
 get through, none fails, and the ledger reconciles after.
 
-Every writer locks the market row first (``FOR NO KEY UPDATE``: ``marketplace.models.locking``)
+Every writer locks the market row first (``FOR NO KEY UPDATE``: ``marketplace.market.models.locking``)
 and an account after it. A version of the bid that inserted its job before locking the row
 (a ``KEY SHARE`` lock through the foreign key, upgraded later) deadlocked under ``make load``
 (12 "deadlock detected" in a minute with three gunicorn processes) and was dropped; this
@@ -20,14 +20,14 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.models.queues import ResourceType
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance, cluster_tick
-from marketplace.services.config import market_configure, resource_capacity_set
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance, cluster_tick
+from marketplace.market.services.config import market_configure, resource_capacity_set
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration

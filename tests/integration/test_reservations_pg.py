@@ -10,11 +10,11 @@ import pytest
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.models.queues import ResourceType
-from marketplace.models.reservations import Reservation
-from marketplace.reservation_adapters import era_mechanism
-from marketplace.services.ledger import ledger_reconcile
-from marketplace.services.reservations import reservation_request
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.queues import ResourceType
+from marketplace.reservations.adapters import era_mechanism
+from marketplace.reservations.models import Reservation
+from marketplace.reservations.services import reservation_request
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration

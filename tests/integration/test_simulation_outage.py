@@ -10,9 +10,9 @@ import sys
 import pytest
 from django.contrib.auth import get_user_model
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.services.experiments import SIMULATION_QUEUE
-from marketplace.services.simulations import simulation_start
+from marketplace.lab.models import ExperimentRun
+from marketplace.lab.services.experiments import SIMULATION_QUEUE
+from marketplace.lab.services.simulations import simulation_start
 from simulator.whatif.run import FB2009
 from tests.integration.test_faults import _kill, _spawn, _sweeper, _wait_for, _wait_worker_ready, own_redis  # noqa: F401
 

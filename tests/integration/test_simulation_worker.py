@@ -17,10 +17,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.simulations import SimulationStudy
-from marketplace.services.experiments import SIMULATION_QUEUE, experiment_reap
-from marketplace.services.simulations import simulation_cancel, simulation_gather, simulation_start
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services.experiments import SIMULATION_QUEUE, experiment_reap
+from marketplace.lab.services.simulations import simulation_cancel, simulation_gather, simulation_start
 from simulator.whatif.run import FB2009
 from tests.integration.conftest import ROOT
 

@@ -10,13 +10,13 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
+from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.celery import app
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clock import cluster_advance
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration

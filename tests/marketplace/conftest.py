@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.market import Market
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.market import Market
 from tests.factories import MarketFactory, TenantFactory, leaf
 
 

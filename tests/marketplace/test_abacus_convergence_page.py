@@ -10,10 +10,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
 
 
 def _two_rival_jobs(alice: Tenant) -> None:

@@ -11,13 +11,13 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import LedgerEntry, Tenant
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
 
 BID = {"budget": "40", "utility": "linear", "work": [
     {"resource_type": "map", "tasks": 10, "task_duration": 60.0, "weight": 2.0},

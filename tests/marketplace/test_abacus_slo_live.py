@@ -12,13 +12,14 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace import selectors, selectors_abacus
-from marketplace.models.accounts import Tenant
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
+from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import Tenant
+from marketplace.market import selectors
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
 
 
 def _map_job(tenant: Tenant, budget: str, slo: float | None, name: str) -> Job:

@@ -12,14 +12,13 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.jobs import Job, JobWork
-from marketplace.models.market import Market
-from marketplace.models.utility import AdoptedUtility
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.utility import utility_fit_adopt
+from marketplace.auction.models import AdoptedUtility
+from marketplace.auction.services import WorkItem, bid_submit, utility_fit_adopt
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
 
 WORK = [WorkItem("map", 10, 60.0, 1.0), WorkItem("reduce", 2, 60.0, 1.0)]
 

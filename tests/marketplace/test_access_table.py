@@ -5,7 +5,7 @@ fails ``test_every_route_has_a_rule``. Each rule gives the status of a GET for t
 actors: anonymous, two tenants (alice owns the objects in the URLs, bob does not), staff
 (not a tenant) and a cluster manager (not staff, not a tenant). Then every answer bob and
 the anonymous client get is searched for alice's job name and tenant name (the privacy
-tiers of ``marketplace.selectors_visibility``).
+tiers of ``marketplace.market.visibility``).
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.simulations import SimulationStudy
-from marketplace.roles import CLUSTER_MANAGER
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cura import cura_job_submit
-from marketplace.services.ledger import account_deposit
-from marketplace.services.pools import pools_setup_paper
-from marketplace.services.reservations import reservation_accept, reservation_quote
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.ledger.services import account_deposit
+from marketplace.market.roles import CLUSTER_MANAGER
+from marketplace.market.services.clearing import market_clear
+from marketplace.pools.services.jobs import cura_job_submit
+from marketplace.pools.services.pools import pools_setup_paper
+from marketplace.reservations.services import reservation_accept, reservation_quote
 
 ACTORS = ("anon", "alice", "bob", "staff", "manager")
 SECRET = "alice-secret-pipeline"  # alice's job name: no one but alice, staff and managers may read it

@@ -9,10 +9,10 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.jobs import Job
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
 
 GOOD = {"name": "wordcount", "budget": "100", "utility": "linear",
         "work": [{"resource_type": "map", "tasks": 8, "task_duration": 12.5, "weight": 1.0},

@@ -12,10 +12,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api.conventions import MAX_PAGE_SIZE
-from marketplace.models.allocation import PriceSample
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.market.models.allocation import PriceSample
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
 
 MONEY = re.compile(r"^-?[0-9]+\.[0-9]{4}$")
 

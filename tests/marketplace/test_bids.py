@@ -7,12 +7,12 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
 from scheduler.plan import Plan
 from tests.factories import leaf
 

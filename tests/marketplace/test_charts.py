@@ -8,7 +8,16 @@ import math
 import pytest
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace import charts
+from marketplace.dashboard.charts import (
+    dashboard_figures,
+    fairness_degree_figure,
+    job_share_figure,
+    price_figure,
+    queue_allocation_figure,
+    sharing_figure,
+    utilisation_figure,
+)
+from marketplace.web import charts
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +82,7 @@ def test_queue_allocation_stacks_queues_fills_gaps_with_zero_and_draws_capacity(
         {"sim_time": 0, "queue": "root.a", "running": 6},
         {"sim_time": 60, "queue": "root.a", "running": 10},  # root.b has no sample at 60 s
     ]
-    fig = charts.queue_allocation_figure(rows, resource="map", capacity=10, unit=("s", 1.0))
+    fig = queue_allocation_figure(rows, resource="map", capacity=10, unit=("s", 1.0))
     assert [t["name"] for t in fig["data"]] == ["root.a", "root.b", "capacity"]
     a, b = _trace(fig, "root.a"), _trace(fig, "root.b")
     assert list(a["x"]) == [0, 60] and list(a["y"]) == [6, 10]
@@ -87,13 +96,13 @@ def test_queue_allocation_stacks_queues_fills_gaps_with_zero_and_draws_capacity(
 
 def test_queue_allocation_converts_time_to_the_unit():
     rows = [{"sim_time": 7200, "queue": "q", "running": 1}]
-    fig = charts.queue_allocation_figure(rows, resource="map", unit=("h", 3600.0))
+    fig = queue_allocation_figure(rows, resource="map", unit=("h", 3600.0))
     assert list(fig["data"][0]["x"]) == [2.0]
     assert _titles(fig)[0] == "Simulated time (h)"
 
 
 def test_queue_allocation_empty_keeps_axis_titles():
-    fig = charts.queue_allocation_figure([], resource="reduce", capacity=5)
+    fig = queue_allocation_figure([], resource="reduce", capacity=5)
     assert _is_empty_figure(fig)
     assert _titles(fig) == ("Simulated time (s)", "reduce units held")
 
@@ -108,7 +117,7 @@ def test_fairness_degree_one_line_per_queue_with_gaps_for_undefined_rho_and_a_li
         {"sim_time": 60, "queue": "root.b", "rho": math.inf},
         {"sim_time": 120, "queue": "root.b", "rho": 0.5},
     ]
-    fig = charts.fairness_degree_figure(rows, resource="map", unit=("s", 1.0))
+    fig = fairness_degree_figure(rows, resource="map", unit=("s", 1.0))
     assert list(_trace(fig, "root.a")["y"]) == [None, 1.25]
     assert list(_trace(fig, "root.b")["y"]) == [None, 0.5]
     assert list(_trace(fig, "root.b")["x"]) == [60, 120]
@@ -118,7 +127,7 @@ def test_fairness_degree_one_line_per_queue_with_gaps_for_undefined_rho_and_a_li
 
 
 def test_fairness_degree_empty():
-    fig = charts.fairness_degree_figure([], resource="map")
+    fig = fairness_degree_figure([], resource="map")
     assert _is_empty_figure(fig) and "shapes" not in fig["layout"]
 
 
@@ -128,14 +137,14 @@ def test_sharing_figure_has_benefit_and_loss_per_resource():
         {"sim_time": 60, "resource": "map", "benefit": 0.3, "loss": -0.1},
         {"sim_time": 0, "resource": "reduce", "benefit": 0.2, "loss": 0.0},
     ]
-    fig = charts.sharing_figure(rows, unit=("s", 1.0))
+    fig = sharing_figure(rows, unit=("s", 1.0))
     assert [t["name"] for t in fig["data"]] == ["Ψ benefit (map)", "Ω loss (map)", "Ψ benefit (reduce)", "Ω loss (reduce)"]
     assert list(_trace(fig, "Ω loss (map)")["y"]) == [-0.5, -0.1]
     assert list(_trace(fig, "Ψ benefit (map)")["y"]) == [0.0, 0.3]
     assert _trace(fig, "Ω loss (map)")["line"]["dash"] == "dash"
     assert _trace(fig, "Ω loss (map)")["line"]["color"] == _trace(fig, "Ψ benefit (map)")["line"]["color"]
     assert _titles(fig) == ("Simulated time (s)", "Ψ (≥ 0) and Ω (≤ 0)")
-    assert _is_empty_figure(charts.sharing_figure([]))
+    assert _is_empty_figure(sharing_figure([]))
 
 
 # --- utilisation and prices -------------------------------------------------------------------
@@ -147,12 +156,12 @@ def test_utilisation_per_resource_as_percent_axis():
         {"sim_time": 60, "resource": "map", "utilisation": 0.8},
         {"sim_time": 60, "resource": "reduce", "utilisation": 0.25},
     ]
-    fig = charts.utilisation_figure(rows, unit=("min", 60.0))
+    fig = utilisation_figure(rows, unit=("min", 60.0))
     assert list(_trace(fig, "map")["y"]) == [0.0, 0.8] and list(_trace(fig, "map")["x"]) == [0.0, 1.0]
     assert list(_trace(fig, "reduce")["y"]) == [0.25]
     assert fig["layout"]["yaxis"]["tickformat"] == ".0%"
     assert _titles(fig) == ("Simulated time (min)", "Utilisation")
-    assert _is_empty_figure(charts.utilisation_figure([]))
+    assert _is_empty_figure(utilisation_figure([]))
 
 
 def test_price_figure_steps_per_resource():
@@ -161,12 +170,12 @@ def test_price_figure_steps_per_resource():
         {"sim_time": 10, "resource": "map", "price": 1.5},
         {"sim_time": 30, "resource": "map", "price": 3.0},
     ]
-    fig = charts.price_figure(rows, unit=("s", 1.0))
+    fig = price_figure(rows, unit=("s", 1.0))
     assert [t["name"] for t in fig["data"]] == ["map", "reduce"]
     assert list(_trace(fig, "map")["y"]) == [1.5, 3.0] and list(_trace(fig, "map")["x"]) == [10, 30]
     assert _trace(fig, "map")["line"]["shape"] == "hv"
     assert _titles(fig) == ("Simulated time (s)", "Implied price (credits per slot)")
-    assert _is_empty_figure(charts.price_figure([]))
+    assert _is_empty_figure(price_figure([]))
 
 
 # --- job shares -------------------------------------------------------------------------------
@@ -179,13 +188,13 @@ def test_job_share_figure_one_step_line_per_job_and_resource_with_labels():
         {"sim_time": 60, "job_id": 7, "resource": "map", "share": 0.4},
         {"sim_time": 60, "job_id": 9, "resource": "map", "share": 0.6},
     ]
-    fig = charts.job_share_figure(rows, labels={7: "#7 etl"}, unit=("s", 1.0))
+    fig = job_share_figure(rows, labels={7: "#7 etl"}, unit=("s", 1.0))
     assert [t["name"] for t in fig["data"]] == ["#7 etl · map", "#7 etl · reduce", "#9 · map"]
     assert list(_trace(fig, "#7 etl · map")["y"]) == [1.0, 0.4]
     assert list(_trace(fig, "#9 · map")["x"]) == [60]
     assert _trace(fig, "#9 · map")["line"]["shape"] == "hv"
     assert _titles(fig) == ("Simulated time (s)", "Share s_ij")
-    assert _is_empty_figure(charts.job_share_figure([]))
+    assert _is_empty_figure(job_share_figure([]))
 
 
 # --- the dashboard set ------------------------------------------------------------------------
@@ -197,7 +206,7 @@ def test_dashboard_figures_keys_split_by_resource_and_share_one_time_unit():
         {"sim_time": 3600, "queue": "root.a", "resource": "reduce", "rho": 0.5, "running": 1},
     ]
     samples = [{"sim_time": 3600, "resource": "map", "utilisation": 0.3, "benefit": 0.0, "loss": 0.0}]
-    figs = charts.dashboard_figures(
+    figs = dashboard_figures(
         resources=[("map", 10), ("reduce", 5)], fairness=fairness, samples=samples, prices=[], shares=[],
         job_labels={}, now=2 * 86400,
     )
@@ -217,27 +226,27 @@ def test_validated_rejects_unknown_properties():
 
 
 def test_figures_keep_zoom_across_updates():
-    fig = charts.utilisation_figure([{"sim_time": 0, "resource": "map", "utilisation": 0.1}])
+    fig = utilisation_figure([{"sim_time": 0, "resource": "map", "utilisation": 0.1}])
     assert fig["layout"]["uirevision"] == "keep"
 
 
 def test_job_share_holds_the_last_share_until_the_job_ends_and_marks_short_series():
     rows = [{"sim_time": 0, "job_id": 7, "resource": "map", "share": 0.5},
             {"sim_time": 0, "job_id": 9, "resource": "map", "share": 0.5}]
-    fig = charts.job_share_figure(rows, until={7: 120.0, 9: 0.0}, unit=("s", 1.0))
+    fig = job_share_figure(rows, until={7: 120.0, 9: 0.0}, unit=("s", 1.0))
     seven, nine = _trace(fig, "#7 · map"), _trace(fig, "#9 · map")
     assert list(seven["x"]) == [0, 120.0] and list(seven["y"]) == [0.5, 0.5]
     assert list(nine["x"]) == [0]  # no extension backwards or in place
     assert "markers" in seven["mode"]
     long = [{"sim_time": t, "job_id": 1, "resource": "map", "share": 0.1} for t in range(100)]
-    assert charts.job_share_figure(long)["data"][0]["mode"] == "lines"
+    assert job_share_figure(long)["data"][0]["mode"] == "lines"
 
 
 def test_job_share_relative_to_submission_uses_the_jobs_own_span():
     rows = [{"sim_time": 10_000, "job_id": 3, "resource": "map", "share": 0.5},
             {"sim_time": 10_060, "job_id": 3, "resource": "map", "share": 1.0}]
-    fig = charts.job_share_figure(rows, until={3: 10_180}, origin=10_000)
+    fig = job_share_figure(rows, until={3: 10_180}, origin=10_000)
     assert list(fig["data"][0]["x"]) == [0.0, 60.0, 180.0]
     assert _titles(fig)[0] == "Simulated time since submission (s)"
-    empty = charts.job_share_figure([], origin=50.0)
+    empty = job_share_figure([], origin=50.0)
     assert _is_empty_figure(empty) and _titles(empty)[0] == "Simulated time since submission (s)"

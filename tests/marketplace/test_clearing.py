@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from django.db import models
 
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.market import Market
-from marketplace.services import clearing
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.market import Market
+from marketplace.market.services import clearing
+from marketplace.market.services.clearing import market_clear
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
 from tests.factories import TenantFactory, leaf
@@ -113,7 +113,7 @@ def test_failed_solve_leaves_no_partial_snapshot_and_frees_the_lease(market, ali
 
 def test_the_market_s_mechanism_is_used_and_old_plans_are_pruned(market, alice):
     # given a market switched to the one-shot proportional mechanism
-    from marketplace.services.config import market_configure
+    from marketplace.market.services.config import market_configure
 
     market_configure(market=market, mechanism="proportional")
     for b in ("100", "300"):

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.allocation import AllocationSnapshot, FairnessSample, MarketSample
-from marketplace.models.jobs import Job, JobWork
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.ledger import ledger_reconcile
-from marketplace.services.market import clearings_deferred
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.market import clearings_deferred
 
 TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 
@@ -80,7 +80,7 @@ def test_cancel_while_running_frees_the_slots(market, alice):
 
 
 def _active_ids(market: Market) -> list[int]:
-    from marketplace.adapters import queue_tree
+    from marketplace.market.adapters import queue_tree
     from simulator.market.engine import MarketEngine
 
     return MarketEngine.from_state(queue_tree(market).tree, market.engine_state["engine"]).cluster.active_jobs()

@@ -12,12 +12,12 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api import conditional
-from marketplace.api.serializers import JobSerializer
-from marketplace.models.jobs import Job
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.config import market_configure
+from marketplace.auction.serializers import JobSerializer
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.market.models.jobs import Job
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.config import market_configure
 from tests.factories import TenantFactory
 
 WORK = [WorkItem("map", 3, 20.0), WorkItem("reduce", 1, 40.0, 2.0)]
@@ -146,7 +146,8 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
     market_clear(market_id=market.pk)
     cluster_advance(market_id=market.pk, seconds=400.0)
     assert {j.status for j in Job.objects.filter(tenant=alice)} >= {"finished", "cancelled"}
-    from marketplace import selectors, selectors_abacus
+    from marketplace.auction import selectors as selectors_abacus
+    from marketplace.market import selectors
 
     for page in (1, 2):
         got = alice_api.get(f"/api/jobs/?page={page}").json()
@@ -160,7 +161,8 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
 
 
 def _serializer_json(job: Job, market) -> dict:  # type: ignore[no-untyped-def]
-    from marketplace import selectors, selectors_abacus
+    from marketplace.auction import selectors as selectors_abacus
+    from marketplace.market import selectors
 
     job = selectors.tenant_jobs(tenant=job.tenant).get(pk=job.pk)
     ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
@@ -214,9 +216,9 @@ def test_requests_get_their_own_user_objects(alice, market):
 def test_the_allocation_is_the_serializers_output(alice_api, alice, bob, market):
     """Oracle: the allocation's entries equal AllocationEntrySerializer's, built here from model
     instances (every active job, its units and pending tasks per type, its latest shares)."""
-    from marketplace import selectors
-    from marketplace.api.serializers import AllocationEntrySerializer
-    from marketplace.models.jobs import JobWork
+    from marketplace.dashboard.serializers import AllocationEntrySerializer
+    from marketplace.market import selectors
+    from marketplace.market.models.jobs import JobWork
 
     for k in range(4):
         bid_submit(tenant=alice, budget=str(5 + k), work=WORK, name=f"a{k}")

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from marketplace.models.market import ConfigChange, Market
-from marketplace.models.queues import ResourceType
-from marketplace.services.config import market_configure, queue_save, resource_capacity_set
+from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.services.config import market_configure, queue_save, resource_capacity_set
 from tests.factories import leaf
 
 

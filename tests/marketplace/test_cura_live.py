@@ -19,13 +19,13 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import Sum
 
-from marketplace.models.accounts import LedgerEntry, Tenant
-from marketplace.models.market import Market
-from marketplace.models.pools import CuraJob
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.cura import cura_job_cancel, cura_job_submit
-from marketplace.services.ledger import account_deposit, ledger_reconcile, money
-from marketplace.services.pools import pool_settings_update, pools_setup_paper
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.services import account_deposit, ledger_reconcile, money
+from marketplace.market.models.market import Market
+from marketplace.market.services.clock import cluster_advance
+from marketplace.pools.models import CuraJob
+from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
+from marketplace.pools.services.pools import pool_settings_update, pools_setup_paper
 from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, PAPER_VM_TYPES
 from scheduler.cura.vm_aware import CuraJob as SchedJob
 from simulator.cura.sim import run_cura
@@ -188,8 +188,8 @@ def test_cancel_through_the_api_and_the_page(market: Market, rich: Tenant, bob: 
 
 
 def test_a_pool_staff_empty_by_hand_takes_no_new_runs(market: Market, rich: Tenant) -> None:
-    from marketplace.models.pools import VMInstanceType
-    from marketplace.services.pools import pool_resize
+    from marketplace.pools.models import VMInstanceType
+    from marketplace.pools.services.pools import pool_resize
 
     running = [cura_job_submit(tenant=rich, job_type=4, deadline_in_s=3000) for _ in range(2)]
     later = cura_job_submit(tenant=rich, job_type=4, deadline_in_s=3000)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from marketplace.charts import validated
-from marketplace.charts_deadlines import deadline_payment_figure
-from marketplace.models.deadlines import DeadlineBooking
-from marketplace.models.jobs import Job
-from marketplace.money import currency, format_money
+from marketplace.deadlines.charts import deadline_payment_figure
+from marketplace.deadlines.models import DeadlineBooking
+from marketplace.ledger.money import currency, format_money
+from marketplace.market.models.jobs import Job
+from marketplace.web.charts import validated
 
 FORM = {"name": "report", "deadline": "400", "alpha_err": "0.8", "beta_err": "1.25",
         "map_tasks": "20", "map_duration": "30", "reduce_tasks": "4", "reduce_duration": "60"}

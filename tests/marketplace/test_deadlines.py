@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.deadlines import DeadlineBooking
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.deadlines import deadline_book, deadline_quote, floor_unit_price, unit_prices
-from marketplace.services.ledger import ledger_reconcile
-from marketplace.services.market import engine_context, engine_load
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.deadlines.models import DeadlineBooking
+from marketplace.deadlines.services import deadline_book, deadline_quote, floor_unit_price, unit_prices
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.market import engine_context, engine_load
 from scheduler.deadline.slots import min_payment_slots
 
 # 20 map tasks of 30 s, then 4 reduce tasks of 60 s, on the test market's 10 map and 5 reduce slots.
@@ -168,7 +168,7 @@ def test_implied_prices_are_the_bids_money_per_slot_second_of_their_work(market,
     bid_submit(tenant=alice, budget="90", work=[WorkItem("map", 30, 10.0), WorkItem("reduce", 2, 50.0)])
     bid_submit(tenant=bob, budget="30", work=[WorkItem("map", 10, 20.0)])
     market_clear(market_id=market.pk)
-    from marketplace.adapters import latest_plan, resource_types
+    from marketplace.market.adapters import latest_plan, resource_types
 
     plan = latest_plan(market.pk)[1]
     prices, source = unit_prices(market=market, types=resource_types(market))
@@ -242,7 +242,7 @@ def test_api_needs_a_tenant(client, db, market):
 
 
 def test_a_rolled_back_booking_leaves_the_cached_engine_untouched(market, alice, monkeypatch, django_capture_on_commit_callbacks):
-    from marketplace.services import deadlines
+    from marketplace.deadlines import services as deadlines
 
     with django_capture_on_commit_callbacks(execute=True):
         cluster_advance(market_id=market.pk, until=1.0)  # this process now caches the stored engine

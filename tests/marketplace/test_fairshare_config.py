@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace import adapters
-from marketplace.models.market import ConfigChange, Market
-from marketplace.services.config import market_configure, parse_t_wait, queue_save
+from marketplace.market import adapters
+from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.services.config import market_configure, parse_t_wait, queue_save
 from tests.factories import leaf
 
 FORM = {"alpha": "0.5", "t_wait": "30", "mechanism": "abacus", "fairshare_policy": "hltrf", "dispatch_mode": "stride", "clock_speed": "60"}

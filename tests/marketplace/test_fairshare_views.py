@@ -15,13 +15,14 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace import charts, selectors_fairshare
-from marketplace.models.accounts import Tenant
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.web import charts
 
 
 def _submit(tenant: Tenant, name: str) -> Job:

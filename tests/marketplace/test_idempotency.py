@@ -9,11 +9,10 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.idempotency import IdempotencyKey
-from marketplace.models.jobs import Job
-from marketplace.services.idempotency import idempotency_purge
-from marketplace.services.ledger import ledger_reconcile
+from marketplace.ledger.idempotency import idempotency_purge
+from marketplace.ledger.models import IdempotencyKey, LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
 
 BID = {"name": "wc", "budget": "10", "work": [{"resource_type": "map", "tasks": 2, "task_duration": 5.0}]}
 

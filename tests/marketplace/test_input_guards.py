@@ -15,11 +15,11 @@ from django.core.exceptions import ValidationError
 from django.test import RequestFactory
 
 from marketplace.api.parsers import MAX_JSON_DEPTH, json_depth_exceeds
-from marketplace.forms import BidForm
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.jobs import Job
-from marketplace.services.bids import parse_budget
-from marketplace.validation import parse_decimal_strict
+from marketplace.auction.forms import BidForm
+from marketplace.auction.services import parse_budget
+from marketplace.ledger.models import LedgerEntry
+from marketplace.market.models.jobs import Job
+from marketplace.market.validation import parse_decimal_strict
 
 # Service URLs with credentials for the debug-page test (up here, far from the frame that
 # raises: the debug page quotes a few source lines around each frame).

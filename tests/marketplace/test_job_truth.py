@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from marketplace.models.jobs import Job
-from marketplace.models.queues import Queue
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.config import queue_save
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.config import queue_save
 
 
 def test_start_time_survives_an_engine_restart(market, alice, django_capture_on_commit_callbacks):
@@ -77,7 +77,7 @@ def test_cancel_confirmation_of_another_tenants_job_is_404(market, alice, bob, c
 def test_share_legend_labels_carry_the_job_numbers_of_the_tables(market, alice, bob, client):
     import re
 
-    from marketplace.services.clearing import market_clear
+    from marketplace.market.services.clearing import market_clear
 
     # given jobs whose names hold other numbers (as replayed trace jobs do)
     jobs = [bid_submit(tenant=t, budget="10", name=n, work=[WorkItem("map", 30, 300.0)])

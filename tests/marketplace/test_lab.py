@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.experiments import ExperimentRun
-from marketplace.services import experiments as svc
+from marketplace.lab.models import ExperimentRun
+from marketplace.lab.services import experiments as svc
+from marketplace.ledger.models import Tenant
 from simulator import experiments
 from simulator.experiments import Experiment, figure, table
 

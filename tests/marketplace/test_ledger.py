@@ -8,9 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from marketplace.models.accounts import Account, LedgerEntry
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.ledger import account_deposit, job_charge, job_held_amount, job_release, ledger_reconcile
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import Account, LedgerEntry
+from marketplace.ledger.services import account_deposit, job_charge, job_held_amount, job_release, ledger_reconcile
 
 WORK = [WorkItem("map", 4, 10.0, 1.0)]
 

@@ -19,17 +19,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marketplace.adapters import offline_replay, resource_types
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.services import account_deposit, ledger_reconcile, money
 from marketplace.management.commands.replay_trace import _advance_to
-from marketplace.models.accounts import Tenant
-from marketplace.models.allocation import AllocationSnapshot, PriceSample
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.config import market_configure, resource_capacity_set
-from marketplace.services.ledger import account_deposit, ledger_reconcile, money
-from marketplace.services.market import clearings_deferred
+from marketplace.market.adapters import offline_replay, resource_types
+from marketplace.market.models.allocation import AllocationSnapshot, PriceSample
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.config import market_configure, resource_capacity_set
+from marketplace.market.services.market import clearings_deferred
 from simulator.runner import RunResult
 from simulator.workloads.traces import TraceJob, load_swim
 from tests.factories import TenantFactory, leaf

@@ -10,8 +10,8 @@ import sys
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.logs import ExpectedRefusals
 from marketplace.management.progress import Progress
+from marketplace.web.logs import ExpectedRefusals
 
 
 def _console() -> logging.Handler:

@@ -1,6 +1,6 @@
 """Units and money on the pages (issue 8, item 3): one currency, and amounts shown exactly.
 
-The rule (``marketplace.money``): money is kept to 4 decimal places and every amount the
+The rule (``marketplace.ledger.money``): money is kept to 4 decimal places and every amount the
 services accept is shown to that precision; more places are refused by the service (so the
 bid form and the API agree). Prices name their unit; times say simulated or wall clock.
 """
@@ -19,9 +19,11 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from marketplace import charts, charts_deadlines, charts_reservations
-from marketplace.money import MONEY_PLACES, format_amount, format_money, format_price
-from marketplace.services.bids import MAX_BUDGET, WorkItem, bid_submit, parse_budget
+from marketplace.auction.services import MAX_BUDGET, WorkItem, bid_submit, parse_budget
+from marketplace.dashboard.charts import price_figure
+from marketplace.deadlines import charts as charts_deadlines
+from marketplace.ledger.money import MONEY_PLACES, format_amount, format_money, format_price
+from marketplace.reservations import charts as charts_reservations
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 BID = {"name": "tiny", "budget": "0.0001", "utility": "linear", "map_tasks": "1", "map_duration": "10", "map_weight": "1",
@@ -99,7 +101,7 @@ MONEY_NAMES = re.compile(
 ALLOWED_FILTERS = ("|money", "|price", "|price_bare", "|json_script", "|stringformat")
 
 
-# Names that match but hold no money: a price formatted by the view (through marketplace.money),
+# Names that match but hold no money: a price formatted by the view (through marketplace.ledger.money),
 # an experiment parameter, a price's source text, free slots.
 NOT_MONEY = {"{{ r.price_text }}", "{{ p.value }}", "{{ quote.price_source }}", "{{ b.price_source }}", "{{ r.available }}"}
 
@@ -116,7 +118,7 @@ def test_templates_show_money_through_the_money_filters():
 
 def test_price_axes_name_their_currency_and_unit(settings):
     settings.MARKET_CURRENCY = "tokens"
-    price = charts.price_figure([{"sim_time": 0.0, "resource": "map", "price": 1.5}])
+    price = price_figure([{"sim_time": 0.0, "resource": "map", "price": 1.5}])
     assert price["layout"]["yaxis"]["title"]["text"] == "Implied price (tokens per slot)"
     curve = charts_reservations.price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0]})
     assert "tokens per unit-slot" in curve["layout"]["yaxis"]["title"]["text"]

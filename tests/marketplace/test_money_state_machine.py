@@ -40,20 +40,20 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 from rest_framework.test import APIClient
 
-from marketplace import adapters, selectors
-from marketplace.models.accounts import LedgerEntry, Tenant
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.models.pools import CuraJob
-from marketplace.models.reservations import Reservation, ReservationQuote
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.cura import cura_job_cancel, cura_job_submit
-from marketplace.services.ledger import ledger_reconcile, money
-from marketplace.services.market import engine_forget
-from marketplace.services.pools import pool_resize, vm_type_save
-from marketplace.services.reservations import reservation_accept, reservation_decline, reservation_quote
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.services import ledger_reconcile, money
+from marketplace.market import adapters, selectors
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.market import engine_forget
+from marketplace.pools.models import CuraJob
+from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
+from marketplace.pools.services.pools import pool_resize, vm_type_save
+from marketplace.reservations.models import Reservation, ReservationQuote
+from marketplace.reservations.services import reservation_accept, reservation_decline, reservation_quote
 from tests.factories import MarketFactory, TenantFactory, leaf
 
 # 1,000 random sequences in CI (about 100 s of CPU); 200 in a local run unless asked for more.

@@ -11,11 +11,11 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import Tenant
-from marketplace.models.market import ConfigChange, Market
-from marketplace.models.pools import CuraJob
-from marketplace.services.ledger import account_deposit
-from marketplace.services.pools import pool_settings_update, pools_setup_paper
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.services import account_deposit
+from marketplace.market.models.market import ConfigChange, Market
+from marketplace.pools.models import CuraJob
+from marketplace.pools.services.pools import pool_settings_update, pools_setup_paper
 
 
 @pytest.fixture
@@ -82,8 +82,9 @@ def test_cura_api(alice_api: APIClient, paper_pools: None, market: Market) -> No
 
 
 def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_pools: None, market: Market) -> None:
-    from marketplace import charts_pools, selectors_pools
-    from marketplace.services.cura import cura_job_submit
+    from marketplace.pools import charts as charts_pools
+    from marketplace.pools import selectors as selectors_pools
+    from marketplace.pools.services.jobs import cura_job_submit
 
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=270)  # 10 VM-1 over [0, 250)
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=150)  # 20 VM-1 over [0, 131.57)

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.market.services.clearing import market_clear
 
 WORK = [WorkItem("map", 2, 5.0), WorkItem("reduce", 1, 5.0)]
 
@@ -20,7 +20,7 @@ def _queries(fetch) -> int:  # type: ignore[no-untyped-def]
 
 
 def _bids(tenant, n: int) -> None:  # type: ignore[no-untyped-def]
-    from marketplace.services.cluster import cluster_advance
+    from marketplace.market.services.clock import cluster_advance
 
     for _ in range(n):
         bid_submit(tenant=tenant, budget="1", work=WORK)
@@ -60,13 +60,14 @@ def test_page_queries_are_constant_in_the_number_of_rows(client, alice, market, 
 def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, market):
     from unittest import mock
 
-    from marketplace import views
-    from marketplace.models.market import Market
+    from marketplace.dashboard import views as dashboard_views
+    from marketplace.dashboard.views import _dashboard_figures
+    from marketplace.market.models.market import Market
 
     client.force_login(alice.user)
     _bids(alice, 2)
     market_clear(market_id=market.pk)
-    with mock.patch.object(views, "_dashboard_figures", wraps=views._dashboard_figures) as figures:
+    with mock.patch.object(dashboard_views, "_dashboard_figures", wraps=_dashboard_figures) as figures:
         assert client.get("/dashboard/data.json").status_code == 200
         Market.objects.filter(pk=market.pk).update(sim_time=5.0)  # the clock moves; no clearing, no sample
         again = client.get("/dashboard/data.json")

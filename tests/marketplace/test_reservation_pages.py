@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from marketplace import charts_reservations as rc
-from marketplace.charts import validated
-from marketplace.models.reservations import Reservation, ReservationQuote
+from marketplace.reservations import charts as rc
+from marketplace.reservations.models import Reservation, ReservationQuote
+from marketplace.web.charts import validated
 
 FORM = {"resource_type": "map", "units": "4", "duration": "600", "arrival": "0", "deadline": "3600", "value": ""}
 

@@ -11,18 +11,18 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from marketplace import reservation_adapters as ra
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.models.queues import ResourceType
-from marketplace.models.reservations import Reservation, ReservationQuote
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.ledger import ledger_reconcile
-from marketplace.services.market import engine_forget
-from marketplace.services.reservations import (
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import ledger_reconcile
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.market import engine_forget
+from marketplace.reservations import adapters as ra
+from marketplace.reservations.models import Reservation, ReservationQuote
+from marketplace.reservations.services import (
     QuoteMoved,
     reservation_accept,
     reservation_book,
@@ -182,7 +182,7 @@ def test_the_guarantee_holds_in_the_live_market_across_a_worker_restart(market, 
     cluster_advance(market_id=market.pk, until=500.0)
     # when: the worker restarts (its in-memory engine and bids are gone)
     engine_forget(market_id=market.pk)
-    from marketplace import adapters
+    from marketplace.market import adapters
 
     adapters.forget_bids()
     with django_capture_on_commit_callbacks(execute=True):
@@ -223,8 +223,8 @@ def test_booking_an_existing_job_moves_it_from_the_auction_to_its_reservation(ma
 
 
 def test_era_and_deadline_bookings_see_each_others_units(market, alice, bob, django_capture_on_commit_callbacks):
-    from marketplace.models.deadlines import DeadlineBooking
-    from marketplace.services.deadlines import deadline_quote
+    from marketplace.deadlines.models import DeadlineBooking
+    from marketplace.deadlines.services import deadline_quote
 
     rt = ResourceType.objects.get(market=market, name="map")
     # given: an ERA reservation of 7 of the 10 map units in [0, 600)
@@ -233,7 +233,7 @@ def test_era_and_deadline_bookings_see_each_others_units(market, alice, bob, dja
     q = deadline_quote(market=market, work=[WorkItem("map", 6, 60.0)], deadline=600.0)
     assert q.available[0] == 3
     # and a deadline booking's units count in ERA's promised capacity
-    from marketplace.services.deadlines import deadline_book
+    from marketplace.deadlines.services import deadline_book
 
     with django_capture_on_commit_callbacks(execute=True):
         job, _ = deadline_book(tenant=bob, work=[WorkItem("map", 3, 60.0)], deadline=600.0)

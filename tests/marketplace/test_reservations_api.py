@@ -7,10 +7,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from marketplace.api.reservations import cluster_manager_group
-from marketplace.models.jobs import Job
-from marketplace.models.queues import ResourceType
-from marketplace.models.reservations import Reservation
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.queues import ResourceType
+from marketplace.reservations.api import cluster_manager_group
+from marketplace.reservations.models import Reservation
 
 REQUEST = {"resource_type": "map", "units": 4, "duration": 600, "arrival": 0, "deadline": 3600}
 
@@ -101,7 +101,7 @@ def test_current_allocation_with_etag_and_empty_allocations(manager_api, alice_a
     assert len(jobs) == 1 and jobs[0]["units"] == {} and jobs[0]["reservation"]["units"] == 4
     etag = first["ETag"]
     assert manager_api.get("/api/cluster/allocation/", HTTP_IF_NONE_MATCH=etag).status_code == 304
-    from marketplace.services.cluster import cluster_advance
+    from marketplace.market.services.clock import cluster_advance
 
     cluster_advance(market_id=market.pk, until=30.0)
     moved = manager_api.get("/api/cluster/allocation/", HTTP_IF_NONE_MATCH=etag)
@@ -125,7 +125,7 @@ def test_update_changes_capacity_and_terminates_jobs(manager_api, alice_api, mar
 
 
 def test_accept_and_request_with_an_idempotency_key_move_money_once(alice_api, alice):
-    from marketplace.models.accounts import LedgerEntry
+    from marketplace.ledger.models import LedgerEntry
 
     q = alice_api.post("/api/reservations/quotes/", REQUEST, format="json").data
     first = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/", HTTP_IDEMPOTENCY_KEY="accept-1")

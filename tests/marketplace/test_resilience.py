@@ -13,16 +13,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from kombu.exceptions import OperationalError
 
-from marketplace import resilience
+from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.celery import app
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.allocation import AllocationSnapshot
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services import clearing
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.sweeper import market_sweep, sweeper_forget
+from marketplace.ledger.models import LedgerEntry
+from marketplace.market import resilience
+from marketplace.market.models.allocation import AllocationSnapshot
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.services import clearing
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.sweeper import market_sweep, sweeper_forget
 
 WORK = [WorkItem("map", 2, 5.0)]
 BID = {"budget": "10", "work": [{"resource_type": "map", "tasks": 2, "task_duration": 5.0}]}
@@ -177,7 +177,7 @@ def broker_up():  # type: ignore[no-untyped-def]
 def test_changes_while_a_clearing_waits_publish_no_second_one(alice, market, broker_up, django_capture_on_commit_callbacks):
     """One waiting clearing covers every change committed before it starts; once it has started
     (it drops the mark before reading the state), the next change publishes again."""
-    from marketplace.services.market import clearing_started
+    from marketplace.market.services.market import clearing_started
 
     for _ in range(5):
         with django_capture_on_commit_callbacks(execute=True):
@@ -191,7 +191,7 @@ def test_changes_while_a_clearing_waits_publish_no_second_one(alice, market, bro
 
 def test_the_clearing_task_drops_the_mark_before_it_reads_the_market(alice, market, broker_up, django_capture_on_commit_callbacks):
     """Run the task as a worker would: a change committed after it started publishes a new one."""
-    from marketplace.tasks import clear_market_task
+    from marketplace.market.tasks import clear_market_task
 
     with django_capture_on_commit_callbacks(execute=True):
         bid_submit(tenant=alice, budget="1", work=WORK)
@@ -204,7 +204,7 @@ def test_the_clearing_task_drops_the_mark_before_it_reads_the_market(alice, mark
         seen.append(broker_up.call_count)
         return real(market_id=market_id)
 
-    with mock.patch("marketplace.tasks.market_clear", clear_and_watch):
+    with mock.patch("marketplace.market.tasks.market_clear", clear_and_watch):
         assert clear_market_task.run(market.pk) in ("cleared", "stale")
     assert seen == [2]  # the bid during the run published its own clearing
 
@@ -221,8 +221,8 @@ def test_a_worker_starts_a_markets_next_clearing_no_sooner_than_the_min_interval
                                                                                  django_capture_on_commit_callbacks):
     """clearing_pace: back-to-back clearing tasks of one market are spaced by MARKET_CLEARING_MIN_INTERVAL_S,
     and the bids that arrive during the wait publish nothing (the waiting task covers them)."""
-    from marketplace.services import market as market_service
-    from marketplace.tasks import clear_market_task
+    from marketplace.market.services import market as market_service
+    from marketplace.market.tasks import clear_market_task
 
     settings.MARKET_CLEARING_MIN_INTERVAL_S = 0.2
     market_service._LAST_CLEARING.clear()
@@ -238,7 +238,7 @@ def test_a_worker_starts_a_markets_next_clearing_no_sooner_than_the_min_interval
     with django_capture_on_commit_callbacks(execute=True):
         bid_submit(tenant=alice, budget="1", work=WORK)
     assert broker_up.call_count == 1
-    with mock.patch("marketplace.services.market.time.sleep", fake_sleep):
+    with mock.patch("marketplace.market.services.market.time.sleep", fake_sleep):
         assert clear_market_task.run(market.pk) == "cleared"  # the first clearing waits for nothing
         assert waits == []
         with django_capture_on_commit_callbacks(execute=True):

@@ -8,12 +8,12 @@ from decimal import Decimal
 import pytest
 from django.db import transaction
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.models.allocation import ShareSample
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services import rows
-from marketplace.services.bids import WorkItem, bid_submit
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import LedgerEntry
+from marketplace.market import rows
+from marketplace.market.models.allocation import ShareSample
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
 
 
 def _fields(obj: object, model: type, skip: tuple[str, ...] = ()) -> dict[str, object]:
@@ -82,7 +82,7 @@ def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
 def test_insert_instances_stores_what_save_would(market, alice):
     """Two unsaved jobs alike but for the name: one through save(), one through insert_instances;
     read back, every column but the id, the name and the creation time is equal."""
-    from marketplace.models.idempotency import IdempotencyKey
+    from marketplace.ledger.models import IdempotencyKey
 
     kwargs = {"market": market, "tenant": alice, "queue_id": alice.default_queue_id, "budget": Decimal("7.2500"), "utility": "log",
               "sim_submit_time": 12.5, "min_utility": 0.3, "job_class": "etl"}

@@ -12,11 +12,10 @@ from celery import canvas
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.simulations import SimulationStudy
-from marketplace.services import experiments as exp
-from marketplace.services import simulations as svc
-from marketplace.services.sweeper import market_sweep, sweeper_forget
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services import experiments as exp
+from marketplace.lab.services import simulations as svc
+from marketplace.market.services.sweeper import market_sweep, sweeper_forget
 from simulator import experiments
 from simulator.whatif.run import FB2009
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import CHECKS
 
-from marketplace import throttling
-from marketplace.models.jobs import Job
+from marketplace.market.models.jobs import Job
+from marketplace.web import throttling
 from tests.factories import TenantFactory
 
 EXAMPLES = 30

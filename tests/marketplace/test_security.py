@@ -21,9 +21,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from marketplace import resilience, throttling
 from marketplace.api.authentication import forget_tokens
 from marketplace.management.commands.seed_demo import DEMO_TENANTS
+from marketplace.market import resilience
+from marketplace.web import throttling
 
 ROOT = Path(__file__).resolve().parents[2]
 

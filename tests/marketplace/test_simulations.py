@@ -15,9 +15,8 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.simulations import SimulationStudy
-from marketplace.services import simulations as svc
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services import simulations as svc
 from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
 from simulator.whatif.run import FB2009
@@ -179,7 +178,7 @@ def test_manage_py_simulate_refuses_bad_input_with_the_field(tmp_path) -> None: 
 def test_the_run_task_is_acked_on_receipt_routed_to_its_queue_and_time_limited(settings) -> None:  # type: ignore[no-untyped-def]
     # a late ack would let Redis redeliver a run longer than the visibility timeout to a second worker
     from marketplace.celery import app
-    from marketplace.tasks import simulation_run_task
+    from marketplace.lab.tasks import simulation_run_task
 
     assert simulation_run_task.acks_late is False and simulation_run_task.reject_on_worker_lost is False
     assert app.amqp.router.route({}, simulation_run_task.name)["queue"].name == svc.SIMULATION_QUEUE

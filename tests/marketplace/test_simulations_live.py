@@ -9,10 +9,10 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.services.simulations import simulation_from_market
+from marketplace.lab.models import ExperimentRun
+from marketplace.lab.services.simulations import simulation_from_market
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
 from tests.marketplace.test_live_offline import _prepare, _replay_live, _slice, _tenants
 
 
@@ -73,8 +73,8 @@ def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_stud
     from django.contrib.auth.models import Group
     from django.core.exceptions import PermissionDenied
 
-    from marketplace.models.simulations import SimulationStudy
-    from marketplace.roles import CLUSTER_MANAGER
+    from marketplace.lab.models import SimulationStudy
+    from marketplace.market.roles import CLUSTER_MANAGER
 
     staff = get_user_model().objects.create_user("ops", password="pw-ops-123", is_staff=True)
     manager = get_user_model().objects.create_user("rm", password="pw-rm-1234")

@@ -13,9 +13,8 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models.experiments import ExperimentRun
-from marketplace.models.simulations import SimulationStudy
-from marketplace.services import simulations as svc
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services import simulations as svc
 from simulator.whatif.run import FB2009
 from simulator.workloads.synthetic import GeneratorSpec, generate
 

@@ -13,11 +13,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from rest_framework.test import APIClient
 
-from marketplace.models.accounts import LedgerEntry
-from marketplace.roles import CLUSTER_MANAGER
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.ledger import ledger_reconcile
-from marketplace.services.ledger_adjust import account_adjust
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import account_adjust, ledger_reconcile
+from marketplace.market.roles import CLUSTER_MANAGER
 
 
 @pytest.fixture

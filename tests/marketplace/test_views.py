@@ -16,15 +16,16 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.models.accounts import LedgerEntry, Tenant
-from marketplace.models.allocation import FairnessSample, MarketSample
-from marketplace.models.jobs import Job
-from marketplace.models.market import ConfigChange, Market
-from marketplace.models.queues import Queue
-from marketplace.services.bids import WorkItem, bid_submit, job_cancel
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.views import MAX_POINTS, PAGE_SIZE
+from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.dashboard.views import MAX_POINTS
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.market.models.allocation import FairnessSample, MarketSample
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.web.shortcuts import PAGE_SIZE
 
 GOOD_BID = {
     "name": "wordcount", "budget": "100", "utility": "linear",

@@ -19,18 +19,18 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from marketplace import adapters
+from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.ledger.models import Tenant
 from marketplace.management.progress import Progress, progress
-from marketplace.models.accounts import Tenant
-from marketplace.models.jobs import Job
-from marketplace.models.market import Market
-from marketplace.models.queues import Queue
-from marketplace.services.bids import WorkItem, bid_submit
-from marketplace.services.clearing import market_clear
-from marketplace.services.cluster import cluster_advance
-from marketplace.services.config import market_configure
-from marketplace.services.market import clearings_deferred
-from marketplace.services.setup import tenant_create
+from marketplace.market import adapters
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.clearing import market_clear
+from marketplace.market.services.clock import cluster_advance
+from marketplace.market.services.config import market_configure
+from marketplace.market.services.market import clearings_deferred
+from marketplace.market.services.setup import tenant_create
 from simulator.workloads.traces import TraceJob, load_swf, load_swim
 
 MAX_TICKS = 10_000_000

@@ -20,9 +20,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
-from marketplace.models.market import Market
-from marketplace.services.cluster import cluster_tick
-from marketplace.services.sweeper import market_sweep
+from marketplace.market.models.market import Market
+from marketplace.market.services.clock import cluster_tick
+from marketplace.market.services.sweeper import market_sweep
 
 log = logging.getLogger(__name__)
 

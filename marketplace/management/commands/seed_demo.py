@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from marketplace.models.market import Market
-from marketplace.models.queues import Queue
-from marketplace.services.setup import market_create, tenant_create
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue
+from marketplace.market.services.setup import market_create, tenant_create
 
 # Two organisations contributed capacity 2:1; each has two teams (leaf queues).
 DEMO_HIERARCHY = {

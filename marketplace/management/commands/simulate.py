@@ -2,7 +2,7 @@
 
 The same validation (``services.simulations.simulation_plan``), the same pure run
 (the registered ``simulation`` experiment) and the same result files as the pages
-(``marketplace.simulation_files``): ``summary.csv``, ``study.json`` and one
+(``marketplace.lab.files``): ``summary.csv``, ``study.json`` and one
 ``run-<n>-jobs.csv`` per run, under ``--out``. Runs go one after the other in
 this process, with a progress bar on the terminal; nothing is written to the
 database.
@@ -23,9 +23,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from marketplace.forms_simulations import SHARED_TRACES
-from marketplace.services.simulations import SWEEPABLE, simulation_plan
-from marketplace.simulation_files import jobs_rows, study_document, summary_rows, write_csv
+from marketplace.lab.files import jobs_rows, study_document, summary_rows, write_csv
+from marketplace.lab.forms import SHARED_TRACES
+from marketplace.lab.services.simulations import SWEEPABLE, simulation_plan
 from simulator import experiments
 from simulator.experiments.simulation import specs
 from simulator.whatif.compare import summary_table

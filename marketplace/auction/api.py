@@ -1,0 +1,304 @@
+"""REST API for Abacus's tenant extras (paper 000, Secs. 5-6): utility fits and the price preview."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace.api.answers import PreviewOut
+from marketplace.api.conditional import conditional
+from marketplace.api.conventions import _market, _service_errors, _tenant
+from marketplace.api.fields import money_text
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction import api as job_list
+from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer
+from marketplace.auction.services import WorkItem, adopted_work, bid_submit, job_cancel, utility_fit_adopt
+from marketplace.market import selectors
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue
+
+
+class AdoptSerializer(serializers.Serializer):
+    job_class = serializers.CharField(max_length=120)
+
+
+def _fit_json(c: selectors_abacus.ClassFit) -> dict[str, Any]:
+    fit = c.fit
+    return {
+        "job_class": c.job_class, "utility": c.utility, "jobs": c.jobs, "jobs_needed": c.needed,
+        "weights": None if fit is None else dict(zip(c.types, fit.weights.tolist(), strict=True)),
+        "normalised": None if fit is None else dict(zip(c.types, fit.normalised.tolist(), strict=True)),
+        "spread": None if fit is None else dict(zip(c.types, fit.spread.tolist(), strict=True)),
+        "intercept": None if fit is None else fit.intercept,
+        "rms_residual": None if fit is None else fit.rms_residual,
+        "adopted": c.adopted,
+    }
+
+
+class UtilityFitsView(APIView):
+    """The caller's job classes and their fitted utility weights (paper 000, Sec. 5, Eq. 2)."""
+
+    @extend_schema(responses=None)
+    def get(self, request: Request) -> Response:
+        return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=_tenant(request))])
+
+
+class UtilityAdoptView(APIView):
+    """Adopt the current fit of a job class for new bids (``use_adopted_utility`` on a bid)."""
+
+    parser_classes = (SafeJSONParser,)
+
+    @extend_schema(request=AdoptSerializer, responses=None)
+    def post(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        data = AdoptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            adopted = utility_fit_adopt(tenant=tenant, job_class=data.validated_data["job_class"], user=request.user)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response({"job_class": adopted.job_class, "utility": adopted.utility, "weights": adopted.weights,
+                         "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
+
+
+def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
+    at = preview.at_entered
+    return {
+        "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
+        "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
+        "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
+        "curve": [row | {"budget": money_text(row["budget"]), "sub_budgets": {k: money_text(v) for k, v in row["sub_budgets"].items()}}
+                  for row in preview.rows()],  # amounts in the API's money format
+    }
+
+
+class BidPreviewView(APIView):
+    """Dry run of a bid: the share per resource type and the estimated finish time (simulated
+    seconds from now) its budget would buy in the market as it stands, and the same at 1/8 .. 8
+    times the budget. Computed by the market's auction on a copy of the current state; nothing
+    is placed, held or stored. Body: as ``POST /api/jobs/``."""
+
+    parser_classes = (SafeJSONParser,)
+
+    @extend_schema(request=BidSerializer, responses=PreviewOut)
+    def post(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        bid = BidSerializer(data=request.data)
+        bid.is_valid(raise_exception=True)
+        d = bid.validated_data
+        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        utility = d["utility"]
+        try:
+            if d.get("use_adopted_utility"):
+                work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
+            preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+                                                   min_utility=d.get("min_utility"))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(_preview_json(preview))
+
+
+class JobFilter(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=Job.Status.choices)
+
+    class Meta:
+        model = Job
+        fields = ("status", "utility")
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The caller's jobs (bids). POST submits a bid; other tenants' jobs are invisible (404)."""
+
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    ordering_fields = ("id", "sim_submit_time", "budget", "status")
+    ordering_default = "-id (newest first)"
+    lookup_value_regex = r"[0-9]+"
+    parser_classes = (SafeJSONParser,)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):  # schema generation: the model, no request
+            return Job.objects.none()
+        if self.action == "cancel":  # only the job itself: job_cancel locks and reads it again
+            return Job.objects.filter(tenant=_tenant(self.request))
+        return selectors.tenant_jobs(tenant=_tenant(self.request))
+
+    def get_serializer_context(self) -> dict:
+        ctx = super().get_serializer_context()
+        tenant = getattr(self.request.user, "tenant", None)
+        if tenant is not None:
+            market = _market(tenant)
+            ctx["shares"] = selectors.current_shares(market=market)
+            ctx["queue_paths"] = selectors.queue_paths(market=market)
+        return ctx
+
+    def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        """No filter and no ordering asked (the pollers' usual request): the list as it is, newest
+        first (``selectors.tenant_jobs``), without building the filter form."""
+        if self.action == "list" and not set(self.request.query_params) - {"page", "page_size", "format"}:
+            return queryset
+        return super().filter_queryset(queryset)
+
+    @conditional(scope="user", market="tenant")
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        tenant = _tenant(request)
+        rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
+        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant, request)))
+
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
+        job = self.get_object()
+        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk]), "slo": self._slo([job])}
+        return Response(JobSerializer(job, context=ctx).data)
+
+    def _slo(self, jobs: list[Job]) -> dict[int, object]:
+        slo_jobs = [j for j in jobs if j.min_utility is not None]
+        if not slo_jobs:
+            return {}
+        return dict(selectors_abacus.slo_status(market=_market(_tenant(self.request)), jobs=slo_jobs))
+
+    @extend_schema(request=BidSerializer, responses={201: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
+        tenant = _tenant(request)
+        bid = BidSerializer(data=request.data)
+        bid.is_valid(raise_exception=True)
+        d = bid.validated_data
+        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        try:
+            job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user,
+                             min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),
+                             use_adopted_utility=d.get("use_adopted_utility", False))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(job_list.placed_job_dict(job, list(job.work.all()), job.market), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def cancel(self, request: Request, pk: str | None = None, **kwargs: object) -> Response:
+        job = self.get_object()
+        try:
+            job = job_cancel(job=job, user=request.user)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(job_list.cancelled_job_dict(job, job.market))
+
+
+# JobSerializer's plain model fields, in its order (queue, held, work, shares and slo are computed).
+_COMPUTED = ("queue", "held", "work", "shares", "slo")
+
+
+_WORK_FIELDS = ("tasks", "task_duration", "weight", "pending", "running", "done")
+
+
+@lru_cache(maxsize=1)
+def _fields() -> tuple[tuple[str, Any], ...]:
+    fields = JobSerializer().fields
+    return tuple((name, fields[name]) for name in JobSerializer.Meta.fields if name not in _COMPUTED)
+
+
+@lru_cache(maxsize=1)
+def _work_fields() -> tuple[tuple[str, Any], ...]:
+    fields = JobWorkSerializer().fields
+    return tuple((name, fields[name]) for name in _WORK_FIELDS)
+
+
+def page_values(jobs: QuerySet[Job]) -> QuerySet[Any]:
+    """``jobs`` (filtered, ordered) as the value rows :func:`job_dicts` reads."""
+    names = [name for name, _ in _fields()]
+    return jobs.values(*names, *(n for n in ("queue_id", "status", "utility") if n not in names))
+
+
+def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]]:
+    """The JSON of ``JobSerializer(many=True)`` for the jobs in ``rows`` (from :func:`page_values`)."""
+    ids = [r["id"] for r in rows]
+    if not ids:
+        return []
+    return _format(rows, market, _work_rows(ids), selectors.job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
+
+
+def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:
+    """``JobSerializer(job).data`` for a bid placed in the current transaction, from the objects
+    ``services.bids.bid_submit`` wrote instead of reading them back: its work rows are ``works``
+    (with their resource types), all of its budget is held and nothing charged, and it has no
+    share yet (no Plan has seen it: its clearing runs after the commit)."""
+    work_rows = [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
+                 for w in sorted(works, key=lambda w: (w.resource_type.stage, w.resource_type_id))]
+    return _format([_row(job)], market, work_rows, {job.pk: (job.budget, Decimal("0"))}, {})[0]
+
+
+def cancelled_job_dict(job: Job, market: Market) -> dict[str, Any]:
+    """``JobSerializer(job).data`` for a job ``services.bids.job_cancel`` has just cancelled (``job``
+    as it returned it, read under the lock and updated): nothing is held any more (the whole hold
+    was released); its work rows and its share in the latest Plan are read."""
+    return _format([_row(job)], market, _work_rows([job.pk]), {job.pk: (Decimal("0"), job.charged)},
+                   selectors.current_shares(market=market, job_ids=[job.pk]))[0]
+
+
+def _row(job: Job) -> dict[str, Any]:
+    """A model instance as the value row :func:`page_values` would read for it."""
+    return {name: getattr(job, name) for name, _ in _fields()} | {"queue_id": job.queue_id, "status": job.status, "utility": job.utility}
+
+
+def _work_rows(job_ids: list[int]) -> list[dict[str, Any]]:
+    return list(JobWork.objects.filter(job_id__in=job_ids).order_by("resource_type__stage", "resource_type_id")
+                .values("job_id", "resource_type__name", *_WORK_FIELDS))
+
+
+def _format(rows: list[dict[str, Any]], market: Market, work_rows: list[dict[str, Any]],
+            money: dict[int, tuple[Decimal, Decimal]], shares: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
+    works: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    wf = _work_fields()
+    for row in work_rows:
+        item: dict[str, Any] = {"resource_type": row["resource_type__name"]}
+        for name, field in wf:
+            value = row[name]
+            item[name] = None if value is None else field.to_representation(value)
+        works[row["job_id"]].append(item)
+    paths = selectors.queue_paths(market=market)
+    slo = _slo(rows, market)
+    zero = (Decimal("0"), Decimal("0"))
+    out = []
+    fields = _fields()
+    for r in rows:
+        d: dict[str, Any] = {}
+        for name, field in fields:
+            value = r[name]
+            d[name] = None if value is None else field.to_representation(value)
+        pk = r["id"]
+        d["queue"] = paths[r["queue_id"]] if r["queue_id"] in paths else Queue.objects.get(pk=r["queue_id"]).path
+        d["held"] = money_text(money.get(pk, zero)[0])
+        d["work"] = works.get(pk, [])
+        d["shares"] = shares.get(pk, {})
+        d["slo"] = slo.get(pk)
+        out.append({name: d[name] for name in JobSerializer.Meta.fields})
+    return out
+
+
+def _slo(rows: list[dict[str, Any]], market: Market) -> dict[int, dict[str, object]]:
+    """``JobSerializer.get_slo`` for the SLO jobs among ``rows`` (None for the others)."""
+    slo_rows = [r for r in rows if r["min_utility"] is not None]
+    if not slo_rows:
+        return {}
+    jobs = [Job(id=r["id"], status=r["status"], utility=r["utility"], min_utility=r["min_utility"],
+                achieved_utility=r["achieved_utility"]) for r in slo_rows]
+    out = {}
+    for pk, slo in selectors_abacus.slo_status(market=market, jobs=jobs).items():
+        out[pk] = {"in_pool": slo.in_pool, "predicted_utility": slo.predicted, "achieved_utility": slo.achieved,
+                   "met": slo.met}
+    return out

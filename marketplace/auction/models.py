@@ -1,0 +1,36 @@
+"""Utility functions a tenant adopted from a fit of its past jobs (paper 000, Sec. 5)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.jobs import Job
+
+
+class AdoptedUtility(models.Model):
+    """The fitted weights a tenant chose to bid with for one job class.
+
+    ``weights`` maps resource type name -> w >= 0 (the fit's, as adopted); new bids
+    of the class that ask for it get these weights and ``utility`` instead of the
+    entered ones. ``jobs`` and ``spread`` record the fit's evidence at adoption.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="adopted_utilities")
+    job_class = models.CharField(max_length=120)
+    utility = models.CharField(max_length=10, choices=Job.Utility.choices)
+    weights = models.JSONField(help_text="resource type name -> fitted weight w >= 0")
+    spread = models.JSONField(help_text="resource type name -> bootstrap std of the normalised weight")
+    jobs = models.PositiveIntegerField(help_text="Completed jobs behind the fit (k >= m).")
+    adopted_at = models.DateTimeField(auto_now=True)
+    adopted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["tenant_id", "job_class"]
+        constraints = (models.UniqueConstraint(fields=["tenant", "job_class"], name="adopted_utility_unique_class"),)
+
+    def __str__(self) -> str:
+        return f"{self.tenant} / {self.job_class}: {self.utility} {self.weights}"

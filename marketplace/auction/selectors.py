@@ -1,0 +1,240 @@
+"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status, utility fits,
+and the price preview (a dry run on a copy of the engine).
+
+Selectors read; nothing here writes. The Plan is the latest stored clearing
+(``adapters.latest_plan``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+
+from marketplace.auction.models import AdoptedUtility
+from marketplace.ledger.models import Tenant
+from marketplace.market import adapters
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.services.market import engine_context
+from scheduler.abacus.fit import UtilityFit, fit_utility
+from scheduler.abacus.utility import utility_of
+from simulator.market.engine import MarketEngine
+from simulator.market.preview import PreviewPoint, preview_budgets, price_preview
+from simulator.market.records import Bid
+from simulator.records import JobSpec
+
+if TYPE_CHECKING:  # the services import these selectors: a run-time import would be a circle
+    from marketplace.auction.services import WorkItem
+
+
+@dataclass(frozen=True)
+class SloStatus:
+    """A job's SLO as its tenant sees it (paper 000, Sec. 6).
+
+    Attributes:
+        min_utility: the SLO (utility units), or None.
+        in_pool: True/False while the job is in the latest Plan (in the prolific
+            pool, or left out and running on idle units only); None otherwise.
+        predicted: utility of the job's shares in the latest Plan (what it
+            reaches if that allocation holds), or None (not in the Plan, or -inf).
+        achieved: utility of its average shares at completion, or None.
+        met: whether the SLO was met at completion, or None (not finished / no SLO).
+    """
+
+    min_utility: float | None
+    in_pool: bool | None
+    predicted: float | None
+    achieved: float | None
+    met: bool | None
+
+    @property
+    def predicted_meets(self) -> bool | None:
+        if self.min_utility is None or self.predicted is None:
+            return None
+        return self.predicted >= self.min_utility - 1e-9 * max(1.0, abs(self.min_utility))
+
+
+def _weights(job_ids: list[int], type_ids: list[int]) -> dict[int, list[float]]:
+    col = {t: k for k, t in enumerate(type_ids)}
+    out = {j: [0.0] * len(type_ids) for j in job_ids}
+    for job_id, rt, w in JobWork.objects.filter(job_id__in=job_ids).values_list("job_id", "resource_type_id", "weight"):
+        if rt in col:
+            out[job_id][col[rt]] = float(w)
+    return out
+
+
+def slo_status(*, market: Market, jobs: Iterable[Job]) -> dict[int, SloStatus]:
+    """job id -> :class:`SloStatus` for ``jobs`` (one Plan read, one weights query)."""
+    jobs = list(jobs)
+    latest = adapters.latest_plan(market.pk)
+    rows: dict[int, int] = {}
+    outside: set[int] = set()
+    if latest is not None:
+        plan = latest[1]
+        rows = {int(j): k for k, j in enumerate(plan.job_ids.tolist())}
+        outside = set(plan.diagnostics.outside_pool)
+    in_plan = [j.pk for j in jobs if j.pk in rows and j.status in Job.ACTIVE]
+    types = [t.pk for t in adapters.resource_types(market)]
+    weights = _weights(in_plan, types) if in_plan else {}
+    out = {}
+    for job in jobs:
+        predicted = in_pool = None
+        if job.pk in weights and latest is not None:
+            share = latest[1].shares[rows[job.pk]]
+            u = float(utility_of(np.array([share]), np.array([weights[job.pk]]), job.utility)[0])
+            predicted = u if math.isfinite(u) else None
+            in_pool = job.pk not in outside
+        met = None
+        if job.min_utility is not None and job.achieved_utility is not None:
+            met = job.achieved_utility >= job.min_utility - 1e-9 * max(1.0, abs(job.min_utility))
+        out[job.pk] = SloStatus(job.min_utility, in_pool, predicted, job.achieved_utility, met)
+    return out
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """A tenant's job class and its utility fit (paper 000, Sec. 5).
+
+    Attributes:
+        job_class: the class (jobs of one tenant with this class are repeats).
+        utility: the kind fitted ("linear" or "log": the kind most of its jobs bid).
+        types: resource type names, the column order of the arrays below.
+        jobs: k, completed jobs with a measured response time and average shares.
+        needed: m, the fewest jobs a fit needs.
+        fit: the fit, or None while k < m.
+        adopted: the tenant's adopted weights for the class (name -> w), or None.
+        points: (average shares, measured utility 1/s) per job, for the chart.
+    """
+
+    job_class: str
+    utility: str
+    types: list[str]
+    jobs: int
+    needed: int
+    fit: UtilityFit | None
+    adopted: dict[str, float] | None
+    points: list[tuple[list[float], float]]
+
+
+def class_training_data(*, tenant: Tenant, job_class: str, types: list[str]) -> tuple[str, list[tuple[list[float], float]]]:
+    """(utility kind, [(average shares in ``types`` order, 1 / response time)]) of the
+    tenant's finished jobs of ``job_class`` (Sec. 5: inverse response time for batch jobs)."""
+    rows = Job.objects.filter(tenant=tenant, job_class=job_class, status=Job.Status.FINISHED,
+                              average_shares__isnull=False, sim_finish_time__isnull=False)
+    points, kinds = [], []
+    for job in rows.only("utility", "average_shares", "sim_submit_time", "sim_finish_time"):
+        response = (job.sim_finish_time or 0.0) - job.sim_submit_time
+        if response > 0:
+            points.append(([float(job.average_shares.get(t, 0.0)) for t in types], 1.0 / response))
+            kinds.append(job.utility)
+    kind = max(set(kinds), key=kinds.count) if kinds else Job.Utility.LINEAR
+    return kind, points
+
+
+def utility_fits(*, tenant: Tenant) -> list[ClassFit]:
+    """One :class:`ClassFit` per job class of the tenant with a finished job, newest class first."""
+    types = [t.name for t in adapters.resource_types(tenant.market_id)]
+    adopted = {a.job_class: a.weights for a in AdoptedUtility.objects.filter(tenant=tenant)}
+    classes = (Job.objects.filter(tenant=tenant, status=Job.Status.FINISHED).exclude(job_class="")
+               .values_list("job_class", flat=True).distinct())
+    out = []
+    for job_class in sorted(set(classes)):
+        kind, points = class_training_data(tenant=tenant, job_class=job_class, types=types)
+        fit = None
+        if len(points) >= len(types) and points:
+            fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)
+        out.append(ClassFit(job_class, kind, types, len(points), len(types), fit, adopted.get(job_class), points))
+    return out
+
+
+PREVIEW_JOB_ID = 2**53  # the previewed bid's id on the copy: above any real primary key
+PREVIEW_NOTE = (
+    "An estimate: the market's own auction run on a copy of the market as it stands now, with your bid added. "
+    "It assumes nobody else arrives, cancels or changes the settings, and that tasks take their declared time; "
+    "every later bid or departure changes the shares and the finish time. Nothing is placed or held."
+)
+
+
+def engine_copy(*, market: Market) -> MarketEngine:
+    """A private copy of the market's engine, synced with the active jobs and the newest
+    Plan like a tick does (``services.cluster._sync``), built from the stored state: reads only.
+    Stepping or clearing it changes nothing stored and no other copy."""
+    context = engine_context(market)
+    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
+    config = adapters.market_config(market)
+    if state.get("signature") == context.signature:
+        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+        if engine.config != config:
+            engine.configure(config)
+    else:
+        engine = MarketEngine.create([t.capacity for t in context.types], context.tree_map.tree, config, seed=market.pk,
+                                     sample_interval=math.inf, now=market.sim_time)
+    engine.set_capacity([t.capacity for t in context.types])
+    active = set(Job.objects.filter(market=market, status__in=Job.ACTIVE).values_list("id", flat=True))
+    for job_id in [j for j in engine.known_jobs() if j not in active]:
+        engine.cancel(job_id)
+    new = [pk for pk in active if not engine.knows(pk)]
+    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
+        engine.submit(spec, bid)
+    latest = adapters.latest_plan(market.pk)
+    if latest is not None and latest[0] != engine.plan_id:
+        engine.apply_plan(latest[1], plan_id=latest[0])
+    return engine
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A price preview for a bid (``simulator.market.preview``), ready for a page or the API."""
+
+    types: list[str]
+    entered: float
+    points: list[PreviewPoint]
+    note: str = PREVIEW_NOTE
+
+    @property
+    def at_entered(self) -> PreviewPoint:
+        return next(p for p in self.points if p.budget == self.entered)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
+                 "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
+                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool} for p in self.points]
+
+
+def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
+                min_utility: float | None = None, queue_id: int | None = None) -> Preview:
+    """Share per resource type and estimated finish time the bid would get now, at its
+    budget and at 1/8 .. 8 times it (``simulator.market.preview.price_preview``); writes nothing.
+
+    Raises:
+        ValidationError: field errors of the work (as ``bid_submit``) or the budget.
+    """
+    market = tenant.market
+    context = engine_context(market)
+    by_name = {t.name: t for t in context.types}
+    unknown = sorted({w.resource_type for w in work} - set(by_name))
+    if unknown:
+        raise ValidationError({"work": f"Unknown resource type(s): {', '.join(unknown)}."})
+    if not any(w.tasks > 0 for w in work):
+        raise ValidationError({"work": "A bid needs at least one task."})
+    items = {w.resource_type: w for w in work}
+    engine = engine_copy(market=market)
+    leaf = context.tree_map.leaf_position(queue_id or tenant.default_queue_id)
+    spec = JobSpec(
+        job_id=PREVIEW_JOB_ID, leaf=leaf, submit_time=engine.now,
+        tasks=tuple(items[t.name].tasks if t.name in items else 0 for t in context.types),
+        task_duration=tuple(items[t.name].task_duration if t.name in items else 1.0 for t in context.types),
+    )
+    bid = Bid(float(budget), tuple(items[t.name].weight if t.name in items else 0.0 for t in context.types), utility,
+              min_utility)
+    entered = float(budget)
+    try:
+        points = price_preview(engine, spec, bid, preview_budgets(entered))
+    except ValueError as exc:
+        raise ValidationError({"budget": str(exc)}) from None
+    return Preview([t.name for t in context.types], entered, points)

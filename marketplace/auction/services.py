@@ -1,0 +1,219 @@
+"""Bids: submitting and cancelling jobs (paper 000, Sec. 3: a budget and a utility).
+
+Data flow: validate, then in one transaction lock the market row and bump its state
+version (one statement: ``services.market.market_lock_and_bump``), write the job with
+its work and place the budget hold; after commit, the clearing is enqueued.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.models import AdoptedUtility
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
+from marketplace.ledger.services import job_held_amount, job_hold, job_release
+from marketplace.market import adapters, rows
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.services.market import engine_context, enqueue_clearing, market_lock_and_bump
+from marketplace.market.validation import parse_decimal_strict
+from scheduler.abacus.fit import fit_utility
+
+MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
+MAX_TASKS = 1_000_000
+MAX_TASK_DURATION_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A job's work on one resource type (by name): tasks x duration, and the utility weight."""
+
+    resource_type: str
+    tasks: int
+    task_duration: float
+    weight: float = 1.0
+
+
+def parse_budget(value: object) -> Decimal:
+    """A positive, finite money amount with at most 4 decimals (``validation.parse_decimal_strict``).
+
+    Raises:
+        ValidationError: {"budget": ...} for non-numeric (including non-ASCII digits,
+            ``_`` separators, surrounding spaces and exponents), NaN, infinite, zero,
+            negative or absurd values.
+    """
+    try:
+        budget = parse_decimal_strict(value)
+    except ValidationError as exc:
+        raise ValidationError({"budget": exc.messages}) from None
+    if budget <= 0:
+        raise ValidationError({"budget": "The budget must be greater than zero."})
+    if budget > MAX_BUDGET:
+        raise ValidationError({"budget": f"The budget may not exceed {MAX_BUDGET}."})
+    # Kept and shown to MONEY_PLACES (marketplace.ledger.money): a finer budget would be shown rounded.
+    if budget != budget.quantize(MONEY_QUANTUM):
+        raise ValidationError({"budget": f"Use at most {MONEY_PLACES} decimal places (the smallest amount is {MONEY_QUANTUM})."})
+    return budget
+
+
+def _validate_work(resource_types: list[ResourceType], work: list[WorkItem]) -> dict[str, tuple[ResourceType, WorkItem]]:
+    types = {t.name: t for t in resource_types}
+    errors: list[str] = []
+    chosen: dict[str, tuple[ResourceType, WorkItem]] = {}
+    for item in work:
+        if item.resource_type not in types:
+            errors.append(f"Unknown resource type '{item.resource_type}' (known: {', '.join(sorted(types))}).")
+        elif item.resource_type in chosen:
+            errors.append(f"Resource type '{item.resource_type}' is given twice.")
+        elif not isinstance(item.tasks, int) or isinstance(item.tasks, bool) or not 0 <= item.tasks <= MAX_TASKS:
+            errors.append(f"{item.resource_type}: the number of tasks must be a whole number from 0 to {MAX_TASKS}.")
+        elif not (math.isfinite(item.task_duration) and 0 < item.task_duration <= MAX_TASK_DURATION_S):
+            errors.append(f"{item.resource_type}: the task duration must be a positive number of seconds up to {MAX_TASK_DURATION_S:.0f}.")
+        elif not (math.isfinite(item.weight) and 0 <= item.weight <= 1e6):
+            errors.append(f"{item.resource_type}: the utility weight must be a number from 0 to 1e6.")
+        else:
+            chosen[item.resource_type] = (types[item.resource_type], item)
+    if not errors and sum(item.tasks for _, item in chosen.values()) == 0:
+        errors.append("The job needs at least one task.")
+    if not errors and all(item.weight == 0 for _, item in chosen.values() if item.tasks > 0):
+        errors.append("At least one resource type with tasks needs a positive utility weight.")
+    if errors:
+        raise ValidationError({"work": errors})
+    return chosen
+
+
+def _leaf_queue(tenant: Tenant, queue: Queue | None, leaf_ids: tuple[int, ...]) -> int:
+    """The id of the leaf queue the job goes to (the tenant's default unless given)."""
+    if queue is not None and queue.market_id != tenant.market_id:
+        raise ValidationError({"queue": "This queue belongs to another market."})
+    queue_id = tenant.default_queue_id if queue is None else queue.pk
+    if queue_id not in leaf_ids:
+        raise ValidationError({"queue": "Jobs go to leaf queues; this queue has sub-queues."})
+    return queue_id
+
+
+@transaction.atomic
+def bid_submit(
+    *,
+    tenant: Tenant,
+    budget: object,
+    work: list[WorkItem],
+    utility: str = Job.Utility.LINEAR,
+    name: str = "",
+    queue: Queue | None = None,
+    external_id: str = "",
+    user: object = None,
+    min_utility: float | None = None,
+    job_class: str = "",
+    use_adopted_utility: bool = False,
+) -> Job:
+    """Place a bid: create the job, hold its budget, and trigger a clearing after commit.
+
+    Raises:
+        ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
+    """
+    amount = parse_budget(budget)
+    if utility not in Job.Utility.values:
+        raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
+    if min_utility is not None and not math.isfinite(float(min_utility)):
+        raise ValidationError({"min_utility": "The SLO must be a finite number (or left empty)."})
+    job_class = (job_class or name).strip()[:120]
+    if use_adopted_utility:
+        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    # Lock order: market, then the account (inside job_hold). Every other writer queues on the
+    # market row, so from here to the commit each round trip counts: the lock and the version
+    # bump are one statement.
+    market = market_lock_and_bump(market_id=tenant.market_id)
+    context = engine_context(market)
+    queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
+    chosen = _validate_work(context.types, work)
+    job = Job(
+        market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
+        external_id=external_id, sim_submit_time=market.sim_time,
+        min_utility=None if min_utility is None else float(min_utility), job_class=job_class,
+    )
+    rows.insert_instances([job])  # as job.save() stores it, from a statement built once (a bid is the commonest write)
+    works = [JobWork(job=job, resource_type=rt, tasks=it.tasks, task_duration=it.task_duration, weight=it.weight, pending=it.tasks)
+             for rt, it in chosen.values()]
+    rows.insert_instances(works)
+    job._prefetched_objects_cache = {"work": works}  # job.work.all() without a query (the API's answer reads it)
+    job_hold(tenant_id=tenant.pk, job=job, amount=amount, user=user)
+    transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
+    enqueue_clearing(market_id=market.pk)
+    return job
+
+
+def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tuple[list[WorkItem], str]:
+    """The work with the weights (and utility kind) the tenant adopted for ``job_class``
+    (paper 000, Sec. 5): types the fit does not name get weight 0.
+
+    Raises:
+        ValidationError: {"use_adopted_utility": ...} when no fit was adopted for the class.
+    """
+    adopted = AdoptedUtility.objects.filter(tenant=tenant, job_class=job_class).first()
+    if adopted is None:
+        raise ValidationError({"use_adopted_utility": f"No adopted utility for job class {job_class!r}: adopt a fit first."})
+    weights = {str(k): float(v) for k, v in adopted.weights.items()}
+    return [replace(it, weight=weights.get(it.resource_type, 0.0)) for it in work], adopted.utility
+
+
+@transaction.atomic
+def job_cancel(*, job: Job, user: object = None) -> Job:
+    """Cancel an active job: release its hold; the cluster drops its tasks at the next tick.
+
+    Raises:
+        ValidationError: {"status": ...} if the job has already finished or been cancelled.
+    """
+    if job.status not in Job.ACTIVE:  # as the caller read it: an ended job never becomes active again
+        raise _not_cancellable(job)  # so no lock is taken for it (a fifth of the cancellations under load)
+    market = market_lock_and_bump(market_id=job.market_id)  # lock order: market, then job
+    job = rows.get_row(Job, job.pk, for_update=True)
+    job.market = market  # the row just locked: the caller's answer reads it without another query
+    if job.status not in Job.ACTIVE:  # ended meanwhile: the bump rolls back with the error
+        raise _not_cancellable(job)
+    held = job_held_amount(job=job)
+    if held > 0:
+        job_release(job=job, amount=held, memo=f"job {job.pk} cancelled", user=user)
+    job.status = Job.Status.CANCELLED
+    job.sim_finish_time = market.sim_time
+    rows.update_rows(Job, ("status", "sim_finish_time"), ("id",), [(job.status, job.sim_finish_time, job.pk)])
+    enqueue_clearing(market_id=market.pk)
+    return job
+
+
+def _not_cancellable(job: Job) -> ValidationError:
+    return ValidationError({"status": f"A {job.status} job cannot be cancelled."})
+
+
+@transaction.atomic
+def utility_fit_adopt(*, tenant: Tenant, job_class: str, user: object = None) -> AdoptedUtility:
+    """Fit the class's weights now (k >= m completed jobs) and adopt them for new bids.
+
+    Raises:
+        ValidationError: {"job_class": ...} for an empty class or fewer than m completed jobs.
+    """
+    job_class = job_class.strip()
+    if not job_class:
+        raise ValidationError({"job_class": "Name the job class to adopt a fit for."})
+    types = [t.name for t in adapters.resource_types(tenant.market_id)]
+    kind, points = selectors_abacus.class_training_data(tenant=tenant, job_class=job_class, types=types)
+    if len(points) < len(types):
+        raise ValidationError({"job_class": f"{len(points)} completed job(s) of class {job_class!r}; a fit needs at least {len(types)}."})
+    fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)
+    adopted, _ = AdoptedUtility.objects.update_or_create(
+        tenant=tenant, job_class=job_class,
+        defaults={
+            "utility": kind, "jobs": fit.jobs,
+            "weights": dict(zip(types, fit.weights.tolist(), strict=True)),
+            "spread": dict(zip(types, fit.spread.tolist(), strict=True)),
+            "adopted_by": user if getattr(user, "pk", None) else None,
+        },
+    )
+    return adopted

@@ -1,0 +1,230 @@
+"""Pages for Abacus's tenant extras (paper 000, Secs. 5-6): utility fits and the price preview.
+
+Thin views: reads through ``selectors_abacus``, writes through ``services.utility``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from marketplace.auction import charts as charts_abacus
+from marketplace.auction import preview as bid_preview
+from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.forms import BidForm, JobFilterForm
+from marketplace.auction.services import bid_submit, job_cancel, utility_fit_adopt
+from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.ledger.idempotency import form_submit_once
+from marketplace.ledger.models import Tenant
+from marketplace.market import selectors
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.web import charts
+from marketplace.web.charts import job_share_figure
+from marketplace.web.shortcuts import MAX_POINTS, _blank, _csv_response, _page, _render, tenant_required
+
+
+def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
+    rows = []
+    for n, c in enumerate(selectors_abacus.utility_fits(tenant=tenant)):
+        fit = c.fit
+        row: dict[str, Any] = {"c": c, "figure": None, "weights": [], "fid": f"fit-figure-{n}"}
+        if fit is not None:
+            row["weights"] = [
+                {"type": t, "w": float(fit.weights[k]), "share": float(fit.normalised[k]), "spread": float(fit.spread[k]),
+                 "adopted": None if c.adopted is None else c.adopted.get(t)}
+                for k, t in enumerate(c.types)
+            ]
+            row["figure"] = charts_abacus.utility_fit_figure(
+                c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind, title=f"Class {c.job_class}: fit against measurement")
+        rows.append(row)
+    return rows
+
+
+@tenant_required
+@require_GET
+def utility_fits(request: HttpRequest) -> HttpResponse:
+    """The tenant's job classes with their fitted utility weights (paper 000, Sec. 5)."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    rows = _fit_rows(tenant)
+    return _render(request, "marketplace/abacus/utility_fits.html", {
+        "nav": "utility", "tenant": tenant, "rows": rows, "waiting": [r["c"] for r in rows if r["c"].fit is None],
+    }, market=tenant.market)
+
+
+@tenant_required
+@require_POST
+def utility_fit_adopt_view(request: HttpRequest) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    job_class = request.POST.get("job_class", "")
+    try:
+        adopted = utility_fit_adopt(tenant=tenant, job_class=job_class, user=request.user)
+    except ValidationError as exc:
+        for message in exc.message_dict.get("job_class", exc.messages):
+            messages.error(request, message)
+    else:
+        messages.success(request, f"Adopted the fit of class {adopted.job_class!r} ({adopted.jobs} jobs) for new bids.")
+    return redirect("utility-fits")
+
+
+def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> list[dict[str, Any]]:
+    """Jobs as table rows: money from the ledger, current shares, progress per resource type."""
+    ids = [j.pk for j in jobs]
+    money = selectors.job_money(job_ids=ids)
+    shares = selectors.current_shares(market=market, job_ids=ids)
+    paths = selectors.queue_paths(market=market)
+    rows = []
+    for job in jobs:
+        work = {w.resource_type_id: w for w in job.work.all()}
+        held, charged = money.get(job.pk, (0, 0))
+        row_shares = [shares.get(job.pk, {}).get(t.name) for t in types]
+        progress = [(work[t.pk].done, work[t.pk].tasks) if t.pk in work else None for t in types]
+        rows.append({
+            "job": job, "queue": paths.get(job.queue_id, ""), "held": held, "charged": charged,
+            "shares": row_shares, "progress": progress,
+            "cells": [
+                {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
+            ],
+            "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
+            # A cancelled job never finished: its end is a cancellation, and it has no response time.
+            "cancelled": job.status == Job.Status.CANCELLED,
+            "finish": charts.format_hms(job.sim_finish_time),
+            "response": charts.format_hms(job.response_time),
+        })
+    return rows
+
+
+@tenant_required
+@require_http_methods(["GET", "POST"])
+def bid_new(request: HttpRequest) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    form = BidForm(request.POST or None, resource_types=selectors.resource_types_of(market=tenant.market))
+    preview = None
+    if request.method == "POST" and request.POST.get("action") == "preview":
+        preview = bid_preview.preview_for_form(form, tenant)  # a dry run: nothing placed or held
+    elif request.method == "POST" and form.is_valid():
+        try:
+            job_id = _submit_bid_once(request, form, tenant)
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
+            return redirect("job-detail", pk=job_id)
+    return _render(request, "marketplace/bid_form.html", {
+        "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
+        "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
+    }, market=tenant.market)
+
+
+def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int:
+    """Place the form's bid; a second submission of the same rendered form (its hidden
+    ``idempotency_key``) returns the first job instead of placing another bid."""
+    d = form.cleaned_data
+
+    def place() -> int:
+        job = bid_submit(
+            tenant=tenant, budget=d["budget"], work=form.work(), utility=d["utility"], name=d["name"], user=request.user,
+            min_utility=d.get("min_utility"), job_class=d.get("job_class") or "",
+            use_adopted_utility=bool(d.get("use_adopted_utility")),
+        )
+        return job.pk
+
+    return form_submit_once(request=request, key=d.get("idempotency_key") or "", scope="page-bid", name="job", call=place,
+                            reused="This form was already submitted with other values; reload the page to place a new bid.")
+
+
+def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:
+    """The job-status filter of the job list and its CSV export ("" = all)."""
+    filters = JobFilterForm(request.GET or None)
+    return filters, (filters.cleaned_data["status"] if filters.is_valid() else "")
+
+
+@tenant_required
+@require_GET
+def job_list(request: HttpRequest) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    filters, status = _status_filter(request)
+    page = _page(request, selectors.tenant_job_list(tenant=tenant, status=status))
+    types = selectors.resource_types_of(market=tenant.market)
+    return _render(request, "marketplace/job_list.html", {
+        "nav": "jobs", "filters": filters, "status": status, "page": page, "types": types,
+        "query": urlencode({"status": status}) if status else "",
+        "rows": _job_rows(list(page.object_list), tenant.market, types),
+    }, market=tenant.market)
+
+
+@tenant_required
+@require_GET
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
+    market = tenant.market
+    types = selectors.resource_types_of(market=market)
+    row = _job_rows([job], market, types)[0]
+    figure = job_share_figure(
+        selectors.share_points(market=market, job_ids=[job.pk], max_points=MAX_POINTS),
+        labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
+        origin=job.sim_submit_time, title="Share history within the queue",
+    )
+    return _render(request, "marketplace/job_detail.html", {
+        "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
+        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
+        "figure": figure, "ledger": selectors.job_ledger(job=job),
+        "active": job.status in Job.ACTIVE, "waiting": selectors_fairshare.job_waiting(job=job),
+        "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
+    }, market=market)
+
+
+@tenant_required
+@require_http_methods(["GET", "POST"])
+def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the confirmation page (a plain form, so it works without JavaScript); POST: cancel."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
+    if request.method == "GET":
+        if job.status not in Job.ACTIVE:
+            messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
+            return redirect("job-detail", pk=job.pk)
+        row = _job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
+        return _render(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
+    try:
+        job_cancel(job=job, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Job #{job.pk} cancelled; its hold was released.")
+    return redirect("job-detail", pk=job.pk)
+
+
+@tenant_required
+@require_GET
+def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    _filters, status = _status_filter(request)
+    types = selectors.resource_types_of(market=tenant.market)
+    jobs = selectors.tenant_job_list(tenant=tenant, status=status)
+    header = ["id", "name", "queue", "status", "utility", "budget", "held", "charged"]
+    for t in types:
+        header += [f"{t.name}_share", f"{t.name}_done", f"{t.name}_tasks"]
+    header += ["sim_submit_s", "sim_start_s", "sim_finish_s", "response_s"]
+
+    def rows() -> Iterator[list[Any]]:
+        for chunk in Paginator(jobs, 500):
+            for r in _job_rows(list(chunk.object_list), tenant.market, types):
+                job = r["job"]
+                line: list[Any] = [job.pk, job.name, r["queue"], job.status, job.utility, job.budget, r["held"], r["charged"]]
+                for share, progress in zip(r["shares"], r["progress"], strict=True):
+                    line += ["" if share is None else f"{share:.6f}", *(progress or ("", ""))]
+                line += [job.sim_submit_time, _blank(job.sim_start_time), _blank(job.sim_finish_time), _blank(job.response_time)]
+                yield line
+
+    return _csv_response(f"jobs-{tenant.name}.csv", header, rows())

@@ -1,0 +1,290 @@
+"""Staff API: every tenant's jobs, and crediting or debiting an account through the ledger.
+
+``GET /api/staff/jobs/`` (staff and cluster managers: read-only, every tenant) and
+``POST /api/staff/ledger/adjust/`` (staff only; ``Idempotency-Key`` like the other money
+POSTs; field errors per field; one audited ledger entry, ``services.ledger_adjust``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace.api.conditional import conditional
+from marketplace.api.conventions import SeriesFilter, _default_market, _service_errors, _tenant
+from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, currency, money_help
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction.serializers import JobSerializer
+from marketplace.dashboard.serializers import (
+    AccountSerializer,
+    AllocationSerializer,
+    FairnessSampleSerializer,
+    LedgerEntrySerializer,
+    MarketConfigSerializer,
+    MarketSampleSerializer,
+    MarketStateSerializer,
+    PriceSampleSerializer,
+)
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
+from marketplace.market import roles, selectors
+from marketplace.market import visibility as selectors_visibility
+from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample
+from marketplace.market.models.jobs import Job
+from marketplace.market.services.config import market_configure
+
+
+class SeesAllTenants(BasePermission):
+    message = "Only staff and cluster managers may read every tenant's jobs."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return roles.sees_all_tenants(request.user)
+
+
+class IsStaff(BasePermission):
+    message = "Only staff may credit or debit an account."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return roles.is_staff(request.user)
+
+
+class StaffJobSerializer(JobSerializer):
+    tenant = serializers.CharField(source="tenant.name", help_text="The job's tenant.")
+
+    class Meta(JobSerializer.Meta):
+        fields = ("id", "tenant", *JobSerializer.Meta.fields[1:])
+
+
+class StaffJobFilter(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=Job.Status.choices)
+    tenant = filters.ModelChoiceFilter(field_name="tenant", to_field_name="name", help_text="A tenant's name.",
+                                       queryset=lambda request: Tenant.objects.all())
+
+    class Meta:
+        model = Job
+        fields = ("status", "tenant", "utility")
+
+
+class StaffJobsView(generics.ListAPIView):
+    """Every tenant's jobs, newest first (staff and cluster managers)."""
+
+    permission_classes = (SeesAllTenants,)
+    serializer_class = StaffJobSerializer
+    filterset_class = StaffJobFilter
+    ordering_fields = ("id", "sim_submit_time", "budget", "status")
+    ordering_default = "-id (newest first)"
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return Job.objects.none()
+        viewer = selectors_visibility.viewer_of(user=self.request.user)
+        return selectors_visibility.staff_job_list(market=selectors.market_default(), viewer=viewer).select_related("tenant")
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        market = selectors.market_default()
+        ids = [j.pk for j in page]
+        ctx = self.get_serializer_context() | {
+            "money": selectors.job_money(job_ids=ids), "shares": selectors.current_shares(market=market, job_ids=ids),
+            "queue_paths": selectors.queue_paths(market=market),
+        }
+        return self.get_paginated_response(StaffJobSerializer(page, many=True, context=ctx).data)
+
+
+class AdjustSerializer(serializers.Serializer):
+    tenant = serializers.CharField(max_length=100, help_text="The tenant's name.")
+    direction = serializers.ChoiceField(choices=["credit", "debit"],
+                                        help_text="credit adds to the available balance, debit takes from it.")
+    amount = StrictDecimalField(max_digits=18, decimal_places=MONEY_PLACES, min_value=MONEY_QUANTUM,
+                                max_value=MAX_ADJUSTMENT, help_text=money_help("The amount, at most 4 decimal places."))
+    reason = serializers.CharField(min_length=REASON_MIN, max_length=REASON_MAX, help_text="Why: kept in the tenant's ledger.")
+
+
+class AdjustOutSerializer(serializers.Serializer):
+    entry = LedgerEntrySerializer(help_text="The ledger entry booked.")
+    tenant = serializers.CharField()
+    created_by = serializers.CharField(help_text="The staff member who booked it.")
+
+
+class LedgerAdjustView(APIView):
+    """Credit or debit a tenant's available balance with a reason (staff; one audited ledger entry)."""
+
+    permission_classes = (IsStaff,)
+    parser_classes = (SafeJSONParser,)
+
+    @extend_schema(request=AdjustSerializer, responses={201: AdjustOutSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
+    def post(self, request: Request) -> Response:
+        data = AdjustSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        tenant = Tenant.objects.filter(market=selectors.market_default(), name=d["tenant"]).first()
+        if tenant is None:
+            raise ValidationError({"tenant": f"No tenant named '{d['tenant']}'."})
+        try:
+            entry = account_adjust(tenant=tenant, direction=d["direction"], amount=d["amount"], reason=d["reason"], user=request.user)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        body = {"entry": LedgerEntrySerializer(entry).data, "tenant": tenant.name, "created_by": request.user.get_username()}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class MarketStateView(APIView):
+    """Market state: clock, versions, job counts, utilisation, latest prices and clearing.
+
+    ``PATCH`` (staff only) changes the stages (``mechanism``, ``fairshare_policy``,
+    ``dispatch_mode``) and knobs through the audited ``market_configure``.
+    """
+
+    parser_classes = (SafeJSONParser,)
+
+    @extend_schema(responses=MarketStateSerializer)
+    @conditional(scope="market")
+    def get(self, request: Request) -> Response:
+        return Response(selectors.market_overview(market=_default_market(request)))
+
+    @extend_schema(request=MarketConfigSerializer, responses=MarketStateSerializer)
+    def patch(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff may change the market's configuration.")
+        data = MarketConfigSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        changes = dict(data.validated_data)
+        reason = changes.pop("reason", "") or "API"
+        market = selectors.market_default()
+        try:
+            market_configure(market=market, user=request.user, reason=reason, **changes)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        market.refresh_from_db()
+        return Response(selectors.market_overview(market=market))
+
+
+class AllocationView(APIView):
+    """The current allocation (paper 001, Sec. 2.3.2 current_allocation).
+
+    Staff and cluster managers get every active job (``scope`` "all"); a tenant gets its
+    own jobs and, for the others, only the per-queue totals (``scope`` "own"; see
+    ``selectors_visibility``)."""
+
+    @extend_schema(responses=AllocationSerializer)
+    @conditional(scope="user")
+    def get(self, request: Request) -> Response:
+        market = _default_market(request)
+        view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
+        snap = selectors.latest_snapshot(market=market)
+        return Response({
+            "sim_time": market.sim_time,
+            "state_version": market.state_version,
+            "cleared_version": market.cleared_version,
+            "snapshot": snap.pk if snap else None,
+            "scope": view["scope"],
+            "jobs": [allocation_entry(r) for r in view["jobs"]],  # AllocationEntrySerializer's output, without its walk per entry
+            "queues": view["queues"],
+        })
+
+
+def allocation_entry(row: selectors.RunningUnits) -> dict[str, object]:
+    """``AllocationEntrySerializer(row).data``: the same keys and types (ints, str, dicts of int and float)."""
+    return {"job_id": int(row.job_id), "tenant": str(row.tenant), "queue": str(row.queue), "status": str(row.status),
+            "running": {str(k): int(v) for k, v in row.running.items()},
+            "pending": {str(k): int(v) for k, v in row.pending.items()},
+            "shares": {str(k): float(v) for k, v in row.shares.items()}}
+
+
+class _SeriesView(generics.ListAPIView):
+    """A time series: filters and ordering of ``api.conventions.SeriesFilter``."""
+
+    filterset_class = SeriesFilter
+    ordering_fields = ("sim_time",)
+    ordering_default = "sim_time (oldest first); -sim_time for newest first"
+
+
+class FairnessSeriesView(_SeriesView):
+    """Fairness samples per leaf queue (paper 002, Eqs. 1-5), oldest first (``ordering=-sim_time``:
+    newest first), paginated; ``latest=true`` gives only the newest sample time."""
+
+    serializer_class = FairnessSampleSerializer
+
+    def get_serializer_context(self) -> dict:
+        market = _default_market(self.request)
+        return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
+
+    @conditional(scope="market", depends="ticks")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return FairnessSample.objects.none()
+        return selectors.fairness_series(market=_default_market(self.request))
+
+
+class MarketSeriesView(_SeriesView):
+    """Sharing benefit and loss and utilisation per resource type over simulated time (filters as
+    the fairness series)."""
+
+    serializer_class = MarketSampleSerializer
+
+    @conditional(scope="market", depends="ticks")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return MarketSample.objects.none()
+        return selectors.market_series(market=_default_market(self.request))
+
+
+class PriceSeriesView(_SeriesView):
+    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity, money
+    per slot); ``latest=true`` gives the current prices in one request."""
+
+    serializer_class = PriceSampleSerializer
+
+    @conditional(scope="market", depends="samples")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return PriceSample.objects.none()
+        return selectors.price_series(market=_default_market(self.request))
+
+
+class AccountView(APIView):
+    """The caller's balance: available and held."""
+
+    @extend_schema(responses=AccountSerializer)
+    def get(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        acct = selectors.account_of(tenant=tenant)
+        body = {"tenant": tenant.name, "currency": currency(), "available": acct.available, "held": acct.held}
+        return Response(AccountSerializer(body).data)
+
+
+class LedgerView(generics.ListAPIView):
+    """The caller's ledger entries, newest first."""
+
+    serializer_class = LedgerEntrySerializer
+    filterset_fields = ("kind",)
+    ordering_fields = ("id", "created_at", "amount")
+    ordering_default = "-id (newest first)"
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return LedgerEntry.objects.none()
+        return selectors.tenant_ledger(tenant=_tenant(self.request))

@@ -1,0 +1,161 @@
+"""TODO docstring (marketplace.web.charts)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from marketplace.ledger.money import ABACUS_PRICE_UNIT, price_unit
+from marketplace.web.charts import (
+    _COLORWAY,
+    _RHO,
+    Figure,
+    Row,
+    _by_key,
+    _figure,
+    _finite,
+    _layout,
+    _time_title,
+    _unit_for,
+    _x,
+    job_share_figure,
+    time_unit,
+)
+
+
+def queue_allocation_figure(rows: Iterable[Row], *, resource: str, capacity: float | None = None,
+                            unit: tuple[str, float] | None = None) -> Figure:
+    """Units of one resource type held by each leaf queue over time, as stacked areas.
+
+    Args:
+        rows: {"sim_time": s, "queue": path, "running": units} for one resource type
+            (``FairnessSample.running``); a queue missing at a time counts 0.
+        capacity: drawn as a dashed line when given.
+    """
+    rows = list(rows)
+    unit = _unit_for(rows, unit)
+    times = sorted({float(r["sim_time"]) for r in rows})
+    traces: list[dict[str, Any]] = []
+    for queue, group in _by_key(rows, "queue").items():
+        held = {float(r["sim_time"]): float(r["running"]) for r in group}
+        traces.append({
+            "type": "scatter", "mode": "lines", "name": queue, "stackgroup": "queues", "line": {"width": 0.5},
+            "x": [_x(t, unit) for t in times], "y": [held.get(t, 0.0) for t in times],
+            "hovertemplate": "%{y:.0f} units<extra>" + queue + "</extra>",
+        })
+    if traces and capacity is not None:
+        traces.append({
+            "type": "scatter", "mode": "lines", "name": "capacity", "x": [_x(times[0], unit), _x(times[-1], unit)],
+            "y": [capacity, capacity], "line": {"dash": "dash", "color": "#111827", "width": 1}, "hoverinfo": "skip",
+        })
+    return _figure(traces, _layout(f"Units held per leaf queue: {resource}", _time_title(unit), f"{resource} units held",
+                                   yaxis={"rangemode": "tozero"}))
+
+
+def fairness_degree_figure(rows: Iterable[Row], *, resource: str, unit: tuple[str, float] | None = None) -> Figure:
+    """Fairness degree rho_i(t) per leaf queue (paper 002, Eq. 2) with the line rho = 1.
+
+    Args:
+        rows: {"sim_time": s, "queue": path, "rho": value} for one resource type;
+            NaN or infinite rho (no entitlement yet) is drawn as a gap.
+    """
+    rows = list(rows)
+    unit = _unit_for(rows, unit)
+    traces = [
+        {"type": "scatter", "mode": "lines", "name": queue, "x": [_x(r["sim_time"], unit) for r in group],
+         "y": [_finite(r["rho"]) for r in group], "hovertemplate": _RHO + " = %{y:.3f}<extra>" + queue + "</extra>"}
+        for queue, group in _by_key(rows, "queue").items()
+    ]
+    layout = _layout(f"Fairness degree {_RHO} per leaf queue: {resource}", _time_title(unit), f"{_RHO} = usage / entitlement",
+                     yaxis={"rangemode": "tozero"})
+    if traces:
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 1, "y1": 1,
+                             "line": {"dash": "dot", "color": "#6b7280", "width": 1}}]
+    return _figure(traces, layout)
+
+
+def sharing_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) -> Figure:
+    """Sharing benefit Psi (solid) and sharing loss Omega (dashed) per resource type (paper 002, Eqs. 4-5).
+
+    Args:
+        rows: {"sim_time": s, "resource": name, "benefit": Psi, "loss": Omega}.
+    """
+    rows = list(rows)
+    unit = _unit_for(rows, unit)
+    traces: list[dict[str, Any]] = []
+    for k, (resource, group) in enumerate(_by_key(rows, "resource").items()):
+        x = [_x(r["sim_time"], unit) for r in group]
+        color = _COLORWAY[k % len(_COLORWAY)]
+        traces.append({"type": "scatter", "mode": "lines", "name": f"Ψ benefit ({resource})", "legendgroup": resource,
+                       "x": x, "y": [_finite(r["benefit"]) for r in group], "line": {"color": color}})
+        traces.append({"type": "scatter", "mode": "lines", "name": f"Ω loss ({resource})", "legendgroup": resource,
+                       "x": x, "y": [_finite(r["loss"]) for r in group], "line": {"color": color, "dash": "dash"}})
+    return _figure(traces, _layout("Sharing benefit Ψ and sharing loss Ω", _time_title(unit), "Ψ (≥ 0) and Ω (≤ 0)"))
+
+
+def utilisation_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) -> Figure:
+    """Cluster utilisation per resource type over time (fraction of capacity in use).
+
+    Args:
+        rows: {"sim_time": s, "resource": name, "utilisation": fraction in [0, 1]}.
+    """
+    rows = list(rows)
+    unit = _unit_for(rows, unit)
+    traces = [
+        {"type": "scatter", "mode": "lines", "name": resource, "x": [_x(r["sim_time"], unit) for r in group],
+         "y": [_finite(r["utilisation"]) for r in group], "hovertemplate": "%{y:.1%}<extra>" + resource + "</extra>"}
+        for resource, group in _by_key(rows, "resource").items()
+    ]
+    return _figure(traces, _layout("Cluster utilisation per resource type", _time_title(unit), "Utilisation",
+                                   yaxis={"tickformat": ".0%", "range": [0, 1.05]}))
+
+
+def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) -> Figure:
+    """Implied unit price per resource type at each clearing (sum of sub-budgets / capacity).
+
+    Prices hold until the next clearing, so the lines are steps.
+
+    Args:
+        rows: {"sim_time": s, "resource": name, "price": money per unit}.
+    """
+    rows = list(rows)
+    unit = _unit_for(rows, unit)
+    traces = [
+        {"type": "scatter", "mode": "lines", "name": resource, "line": {"shape": "hv"},
+         "x": [_x(r["sim_time"], unit) for r in group], "y": [_finite(r["price"]) for r in group],
+         "hovertemplate": "%{y:.4g} per unit<extra>" + resource + "</extra>"}
+        for resource, group in _by_key(rows, "resource").items()
+    ]
+    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})",
+                                   yaxis={"rangemode": "tozero"}))
+
+
+def dashboard_figures(
+    *, resources: list[tuple[str, float]], fairness: list[Row], samples: list[Row], prices: list[Row], shares: list[Row],
+    job_labels: Mapping[int, str], now: float, job_until: Mapping[int, float] | None = None,
+) -> dict[str, Figure]:
+    """All dashboard figures by element key, on one time unit chosen from the clock ``now``.
+
+    Keys: ``alloc-<k>`` and ``rho-<k>`` for the k-th resource type, then ``jobs``,
+    ``util``, ``sharing`` and ``prices``.
+
+    Args:
+        resources: (name, capacity) in stage order.
+        fairness: rows for ``queue_allocation_figure`` / ``fairness_degree_figure``, with "resource".
+        samples: rows for ``utilisation_figure`` / ``sharing_figure``.
+        prices: rows for ``price_figure``; shares, job_labels, job_until: for ``job_share_figure``.
+    """
+    unit = time_unit(now)
+    by_resource: dict[str, list[Row]] = defaultdict(list)
+    for r in fairness:
+        by_resource[str(r["resource"])].append(r)
+    figures: dict[str, Figure] = {}
+    for k, (name, capacity) in enumerate(resources):
+        figures[f"alloc-{k}"] = queue_allocation_figure(by_resource.get(name, []), resource=name, capacity=capacity, unit=unit)
+        figures[f"rho-{k}"] = fairness_degree_figure(by_resource.get(name, []), resource=name, unit=unit)
+    figures["jobs"] = job_share_figure(shares, labels=job_labels, until=job_until, unit=unit)
+    figures["util"] = utilisation_figure(samples, unit=unit)
+    figures["sharing"] = sharing_figure(samples, unit=unit)
+    figures["prices"] = price_figure(prices, unit=unit)
+    return figures

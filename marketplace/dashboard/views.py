@@ -1,0 +1,251 @@
+"""Staff pages: every tenant's jobs, and crediting or debiting an account with a reason.
+
+Both read through ``selectors_visibility`` / write through ``services.ledger_adjust``;
+a non-staff user gets 403 (the navigation does not offer these links to them).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from plotly.utils import PlotlyJSONEncoder
+
+from marketplace.auction.views import _job_rows
+from marketplace.dashboard.charts import dashboard_figures
+from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, StaffJobFilterForm
+from marketplace.fairshare.selectors import twait_guidance_rows
+from marketplace.ledger.idempotency import form_submit_once
+from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.money import format_price_number
+from marketplace.ledger.services import account_adjust
+from marketplace.market import roles, selectors
+from marketplace.market import visibility as selectors_visibility
+from marketplace.market.models.market import Market
+from marketplace.market.resilience import cache_get, cache_set
+from marketplace.market.services.config import market_configure
+from marketplace.web import charts
+from marketplace.web.forms import apply_service_errors
+from marketplace.web.http_cache import poller_revalidates
+from marketplace.web.shortcuts import MAX_POINTS, View, _blank, _csv_response, _page, _render, tenant_required
+
+
+def staff_required(view: View) -> View:
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not roles.is_staff(request.user):
+            raise PermissionDenied("Only staff may see this page.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@staff_required
+@require_GET
+def staff_jobs(request: HttpRequest) -> HttpResponse:
+    """Every tenant's jobs, newest first, filtered by tenant and status."""
+    market = selectors.market_or_none()
+    if market is None:
+        return _render(request, "marketplace/no_market.html", {})
+    filters = StaffJobFilterForm(request.GET or None, market=market)
+    tenant = status = None
+    if filters.is_valid():
+        tenant = filters.cleaned_data["tenant"].name if filters.cleaned_data["tenant"] else None
+        status = filters.cleaned_data["status"] or None
+    viewer = selectors_visibility.viewer_of(user=request.user)
+    page = _page(request, selectors_visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
+    types = selectors.resource_types_of(market=market)
+    query = "&".join(f"{k}={v}" for k, v in (("tenant", tenant), ("status", status)) if v)
+    return _render(request, "marketplace/staff_jobs.html", {
+        "nav": "staff-jobs", "filters": filters, "page": page, "rows": _job_rows(list(page), market, types), "types": types,
+        "query": query,
+    }, market=market)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def staff_ledger_adjust(request: HttpRequest) -> HttpResponse:
+    """Credit or debit a tenant's account with a reason (one audited ledger entry)."""
+    market = selectors.market_or_none()
+    if market is None:
+        return _render(request, "marketplace/no_market.html", {})
+    form = LedgerAdjustForm(request.POST or None, market=market, initial={"tenant": request.GET.get("tenant")})
+    if request.method == "POST" and form.is_valid():
+        try:
+            entry_id = _adjust_once(request, form)
+        except ValidationError as exc:
+            apply_service_errors(form, exc)
+        else:
+            d = form.cleaned_data
+            messages.success(request, f"{d['direction'].title()} of {d['amount']} on {d['tenant'].name}'s account booked "
+                                      f"(ledger entry #{entry_id}).")
+            return redirect("staff-ledger-adjust")
+    recent = LedgerEntry.objects.filter(account__tenant__market=market, kind__in=("credit", "debit")) \
+        .select_related("account__tenant", "created_by").order_by("-id")[:20]
+    return _render(request, "marketplace/staff_ledger_adjust.html", {"nav": "staff-ledger", "form": form, "recent": recent},
+                   market=market)
+
+
+def _adjust_once(request: HttpRequest, form: LedgerAdjustForm) -> int:
+    """Book the form's adjustment; a second submission of the same rendered form (its hidden
+    ``idempotency_key``) returns the first entry instead of booking another."""
+    d = form.cleaned_data
+
+    def book() -> int:
+        entry = account_adjust(tenant=d["tenant"], direction=d["direction"], amount=d["amount"], reason=d["reason"], user=request.user)
+        return entry.pk
+
+    return form_submit_once(request=request, key=d.get("idempotency_key") or "", scope="page-adjust", name="entry", call=book,
+                            reused="This form was already submitted with other values; reload the page.")
+
+
+DASHBOARD_CACHE_S = 60  # figures are keyed by cleared version and newest sample, so a cached one is never stale
+
+
+def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Element id -> text (and meter values) of the dashboard's headline numbers."""
+    jobs = overview["jobs"]
+    text = {
+        "sim-clock": charts.format_hms(overview["sim_time"]), "stat-clock": charts.format_hms(overview["sim_time"]),
+        "jobs-queued": str(jobs.get("queued", 0)), "jobs-running": str(jobs.get("running", 0)),
+        "jobs-finished": str(jobs.get("finished", 0)), "clearings": str(overview["clearings"]),
+    }
+    meters = {}
+    for k, r in enumerate(overview["resources"]):
+        text[f"util-{k}"] = f"{r['utilisation']:.0%} ({r['running']}/{r['capacity']})"
+        text[f"price-{k}"] = format_price_number(overview["prices"].get(r["name"], 0.0)) if overview["prices"] else "—"
+        meters[f"meter-{k}"] = min(max(r["utilisation"], 0.0), 1.0)
+    last = overview["last_clearing"]
+    if last:
+        text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
+        text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
+        text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
+    return {"text": text, "meters": meters}
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    market = selectors.market_or_none()
+    if market is None:
+        return _render(request, "marketplace/no_market.html", {})
+    overview = selectors.market_overview(market=market)
+    headline = _headline(overview)
+    resources = [
+        {**r, "key": k, "util_text": headline["text"][f"util-{k}"], "price_text": headline["text"][f"price-{k}"]}
+        for k, r in enumerate(overview["resources"])
+    ]
+    return _render(request, "marketplace/dashboard.html", {
+        "nav": "dashboard", "overview": overview, "resources": resources,
+        "headline": {k.replace("-", "_"): v for k, v in headline["text"].items()},
+        "is_tenant": selectors.tenant_of(user=request.user) is not None,
+    }, market=market)
+
+
+@require_GET
+@poller_revalidates
+def dashboard_data(request: HttpRequest) -> JsonResponse:
+    """The dashboard's live data: headline numbers and the figures, for ``Plotly.react``."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"detail": "Log in again to see live data."}, status=401)
+    market = selectors.market_or_none()
+    if market is None:
+        return JsonResponse({"detail": "No market exists yet."}, status=404)
+    # The share chart carries job names: the viewer's own jobs for a tenant, every tenant's for
+    # staff and cluster managers (selectors_visibility); "?jobs=mine" narrows staff to their own.
+    viewer = selectors_visibility.viewer_of(user=request.user)
+    only_own = request.GET.get("jobs") == "mine"
+    # The figures change only with a clearing (prices, shares) or a new sample (fairness,
+    # utilisation): cached per cleared version and newest sample, shared by every viewer;
+    # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
+    last_sample = selectors.last_sample_time(market=market)
+    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{_chart_scope(viewer, only_own)}"
+    figures = cache_get(key)
+    if figures is None:
+        figures = json.loads(json.dumps(_dashboard_figures(market, viewer, only_own), cls=PlotlyJSONEncoder))
+        cache_set(key, figures, DASHBOARD_CACHE_S)
+    payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": figures}
+    return JsonResponse(payload, encoder=PlotlyJSONEncoder)
+
+
+def _chart_scope(viewer: selectors_visibility.Viewer, only_own: bool) -> str:
+    """The cache key's part for whose jobs the figures show."""
+    if viewer.all_tenants and not only_own:
+        return "all"
+    return f"t{viewer.tenant.pk}" if viewer.tenant else "none"
+
+
+def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only_own: bool) -> dict[str, charts.Figure]:
+    times = selectors.sample_times(market=market, max_points=MAX_POINTS)
+    labels = selectors_visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
+    return dashboard_figures(
+        resources=[(t.name, t.capacity) for t in selectors.resource_types_of(market=market)],
+        fairness=selectors.fairness_points(market=market, times=times),
+        samples=selectors.market_points(market=market, times=times),
+        prices=selectors.price_points(market=market, max_points=MAX_POINTS),
+        shares=selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS),
+        job_labels=labels, job_until=selectors.job_share_until(market=market, job_ids=list(labels)), now=market.sim_time,
+    )
+
+
+@tenant_required
+@require_GET
+def account(request: HttpRequest) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    return _render(request, "marketplace/account.html", {
+        "nav": "account", "tenant": tenant, "account": selectors.account_of(tenant=tenant),
+        "page": _page(request, selectors.tenant_ledger(tenant=tenant)),
+    }, market=tenant.market)
+
+
+@tenant_required
+@require_GET
+def ledger_csv(request: HttpRequest) -> StreamingHttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    header = ["id", "created_at", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo"]
+    rows = (
+        [e.pk, e.created_at.isoformat(), e.kind, e.amount, e.available_delta, e.held_delta, e.available_after, e.held_after,
+         _blank(e.job_id), e.memo]
+        for e in selectors.tenant_ledger(tenant=tenant).iterator(chunk_size=500)
+    )
+    return _csv_response(f"ledger-{tenant.name}.csv", header, rows)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def market_settings(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff may change the market settings.")
+    market = selectors.market_or_none()
+    if market is None:
+        return _render(request, "marketplace/no_market.html", {})
+    form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
+    if request.method == "POST" and form.is_valid():
+        try:
+            changed = market_configure(market=market, user=request.user, reason=form.cleaned_data["reason"], **form.changes())
+        except ValidationError as exc:
+            apply_service_errors(form, exc)
+        else:
+            if changed:
+                messages.success(request, "Saved: " + "; ".join(f"{c.field} {c.old_value} → {c.new_value}" for c in changed))
+            else:
+                messages.info(request, "Nothing changed.")
+            return redirect("market-settings")
+    t_task = selectors.mean_task_duration(market=market)
+    return _render(request, "marketplace/market_settings.html", {
+        "nav": "settings", "form": form, "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
+        "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
+        "history": _page(request, selectors.config_history(market=market)),
+        "convergence": selectors.clearing_convergence(market=market),
+        "admin_queues": reverse("admin:marketplace_queue_changelist"),
+        "admin_types": reverse("admin:marketplace_resourcetype_changelist"),
+    }, market=market)

@@ -1,0 +1,443 @@
+"""Deadline quotes and bookings: "what is the cheapest way to finish by D?" (paper 003; SPEC 3.4).
+
+A tenant gives its job's work (tasks x seconds per task, per resource type), a
+deadline on the market clock and, optionally, the range of its estimate
+(``alpha_err <= estimate / real <= beta_err``). The quote is paper 003's
+Algorithm 1 on the market's data:
+
+* **workload** ``l_k`` = tasks x task duration of type k (slot-seconds), with
+  ``theta = 1`` because the staged cluster runs the map phase, then the reduce
+  phase; the whole-slot vector is searched with the tasks' waves
+  (``scheduler.deadline.slots``), which is the time the cluster really takes;
+* **prices** ``b_k`` (money per slot-second) from :func:`unit_prices`;
+* **candidate nodes**: :func:`candidate_nodes` (one node, the market's
+  cluster, until VM pools exist; each pool becomes a node then);
+* **error tolerance**: the vector is planned for ``D' = alpha_err * D``
+  (Eq. 22), so the real time stays in ``[T'/beta_err, T'/alpha_err]`` (``T'``
+  the planned time, ``<= D'``; Theorems 3-4), hence within D.
+
+Booking (:func:`deadline_book`) re-quotes under the market lock, creates the
+job, charges the fixed price through the ledger (hold, then charge: the price
+is due at acceptance) and books one reservation per resource type,
+``(job, type, slots, [now, D))``, into the market engine with
+``MarketEngine.book`` (``PaymentRule.fixed``): the reservation joins every Plan
+the engine applies. **Merge seam:** the ERA reservation market (issue 9) has
+its own booking service in ``services/reservations.py``; route
+:func:`deadline_book`'s ``_book_reservations`` through it and
+:func:`unit_prices` / :func:`reserved_units` through its price curve and
+promised capacity, and nothing else here changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from numpy.typing import NDArray
+
+from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
+from marketplace.deadlines.models import DeadlineBooking
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money
+from marketplace.market import adapters
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
+from marketplace.reservations.models import Reservation as EraReservation
+from scheduler.deadline.payment import check_error_range
+from scheduler.deadline.slots import SlotAllocation, min_payment_slots
+from scheduler.plan import Reservation, empty_plan
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Bid
+from simulator.records import JobSpec
+
+THETA = 1.0  # map, then reduce: the phases never overlap (paper 003, Eq. 1)
+PRICE_SOURCE_IMPLIED = "implied auction prices"
+PRICE_SOURCE_FLOOR = "floor price"
+CURVE_POINTS = 40
+
+
+def floor_unit_price() -> float:
+    """The least unit price (money per slot-second) a quote uses: the price of a type nobody
+    bids on (settings ``DEADLINE_FLOOR_UNIT_PRICE``, default 0.01)."""
+    return float(getattr(settings, "DEADLINE_FLOOR_UNIT_PRICE", 0.01))
+
+
+@dataclass(frozen=True)
+class Node:
+    """A candidate node of paper 003's Algorithm 1: unit prices and available units per type."""
+
+    name: str
+    prices: NDArray[np.float64]
+    available: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class DeadlineQuote:
+    """What a deadline costs (all times in simulated seconds; money in money units).
+
+    ``deadline`` and ``start`` are on the market clock; ``relative_deadline``
+    is ``deadline - start``; ``planned_deadline`` is ``D' = alpha_err *
+    relative_deadline``. ``slots``/``exec_time``/``payment`` are the booked
+    whole-slot vector; ``continuous_*`` paper 003's divisible optimum (Alg. 1)
+    at D'; ``nominal_payment`` the whole-slot payment planning with D itself,
+    so ``extra_cost`` is what the error tolerance costs. ``guarantee`` bounds
+    the real execution time, ``paper_guarantee`` is ``[D'/beta, D'/alpha]``.
+    """
+
+    start: float
+    deadline: float
+    relative_deadline: float
+    planned_deadline: float
+    alpha_err: float
+    beta_err: float
+    types: list[str]
+    tasks: list[int]
+    workload: list[float]
+    node: str
+    unit_prices: list[float]
+    price_source: str
+    available: list[int]
+    feasible: bool
+    slots: list[int]
+    exec_time: float
+    payment: float
+    continuous: list[float]
+    continuous_exec_time: float
+    continuous_payment: float
+    rounded_up_payment: float
+    nominal_payment: float
+    extra_cost: float
+    guarantee: tuple[float, float]
+    paper_guarantee: tuple[float, float]
+    fastest_time: float
+    curve: list[tuple[float, float, float]] = field(default_factory=list)  # (relative D, whole-slot P, continuous P)
+
+    @property
+    def price(self) -> Decimal:
+        """The booking price as ledger money (at least one quantum)."""
+        return max(money(self.payment), MONEY_QUANTUM)
+
+    @property
+    def rounded_up_meets(self) -> bool:
+        """Whether rounding the divisible optimum up in every type meets D' (with whole task
+        waves it may not: ``ceil(n / r)`` waves can take longer than ``n / r``)."""
+        return math.isfinite(self.rounded_up_payment)
+
+    @property
+    def rounding_cost(self) -> float:
+        return self.payment - self.continuous_payment
+
+
+# --- the market's data ---------------------------------------------------------------------------
+
+
+def workload_of(types: Sequence[ResourceType], work: Sequence[WorkItem]) -> tuple[list[int], list[float]]:
+    """(tasks, seconds per task) per resource type, in ``types`` order.
+
+    Raises:
+        ValidationError: {"work": [...]} for an unknown or repeated type, a count or
+            duration out of range, or no work at all ("non-positive work").
+    """
+    index = {t.name: k for k, t in enumerate(types)}
+    tasks, durations = [0] * len(types), [0.0] * len(types)
+    errors, seen = [], set()
+    for it in work:
+        if it.resource_type not in index:
+            errors.append(f"Unknown resource type '{it.resource_type}' (known: {', '.join(sorted(index))}).")
+        elif it.resource_type in seen:
+            errors.append(f"Resource type '{it.resource_type}' is given twice.")
+        elif isinstance(it.tasks, bool) or not isinstance(it.tasks, int) or not 0 <= it.tasks <= MAX_TASKS:
+            errors.append(f"{it.resource_type}: the number of tasks must be a whole number from 0 to {MAX_TASKS}.")
+        elif not (isinstance(it.task_duration, int | float) and 0 < it.task_duration <= MAX_TASK_DURATION_S):  # NaN fails too
+            errors.append(f"{it.resource_type}: the task duration must be a positive number of seconds up to {MAX_TASK_DURATION_S:.0f}.")
+        else:
+            seen.add(it.resource_type)
+            tasks[index[it.resource_type]], durations[index[it.resource_type]] = it.tasks, float(it.task_duration)
+    if not errors and sum(tasks) == 0:
+        errors.append("The work must be positive: give at least one task with a positive duration.")
+    if errors:
+        raise ValidationError({"work": errors})
+    return tasks, durations
+
+
+def unit_prices(*, market: Market, types: Sequence[ResourceType]) -> tuple[NDArray[np.float64], str]:
+    """Unit prices ``b_j`` in money per slot-second, and where they come from.
+
+    The implied auction prices of the newest Plan (``Diagnostics.prices``: the
+    sub-budgets bid on type j per slot, money per slot) spread over the time the
+    bidders' remaining work holds the capacity, ``W_j / C_j`` seconds: so
+    ``b_j = sum_i b_ij / W_j``, what the current bidders pay per slot-second of
+    work. A type without bids or without remaining work gets the floor price
+    (:func:`floor_unit_price`), as does every type below it.
+
+    Why these and not ERA's: the reservation market (issue 9, paper 001) is
+    being built beside this one; its price curve over the window [now, D) is the
+    better source once it exists (it prices the promised capacity). Switch here.
+    """
+    floor = floor_unit_price()
+    latest = adapters.latest_plan(market.pk)
+    if latest is None or latest[1].n == 0:
+        return np.full(len(types), floor), PRICE_SOURCE_FLOOR
+    plan = latest[1]
+    spent = plan.sub_budgets.sum(axis=0)
+    remaining = np.zeros(len(types))
+    column = {t.pk: j for j, t in enumerate(types)}
+    rows = JobWork.objects.filter(job_id__in=plan.job_ids.tolist(), job__status__in=Job.ACTIVE).values_list(
+        "resource_type_id", "pending", "running", "task_duration",
+    )
+    for type_id, pending, running, duration in rows:
+        if type_id in column:
+            remaining[column[type_id]] += (pending + running) * duration
+    with np.errstate(divide="ignore", invalid="ignore"):
+        implied = np.where(remaining > 0, spent / np.where(remaining > 0, remaining, 1.0), 0.0)
+    prices = np.maximum(implied, floor)
+    return prices, PRICE_SOURCE_IMPLIED if np.any(implied > floor) else PRICE_SOURCE_FLOOR
+
+
+def reserved_units(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> NDArray[np.int64]:
+    """Most units of each type promised to deadline bookings and ERA reservations of active
+    jobs at any time in [start, end) (a sweep over the bookings' windows)."""
+    m = len(types)
+    events: list[tuple[float, int, list[int]]] = []
+    for b_start, b_end, slots in DeadlineBooking.objects.filter(
+        market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
+    ).values_list("sim_start", "sim_end", "slots"):
+        events.append((max(b_start, start), 1, slots))
+        events.append((b_end, -1, slots))
+    column = {t.pk: j for j, t in enumerate(types)}
+    for type_id, units, r_start, r_end in EraReservation.objects.filter(  # ERA reservations (paper 001) hold units too
+        market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
+    ).values_list("resource_type_id", "units", "start", "end"):
+        if type_id in column:
+            one = [0] * m
+            one[column[type_id]] = int(units)
+            events.append((max(r_start, start), 1, one))
+            events.append((r_end, -1, one))
+    level, peak = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    for _, sign, slots in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
+        level += sign * np.asarray(slots[:m] + [0] * (m - len(slots)), dtype=np.int64)
+        peak = np.maximum(peak, level)
+    return peak
+
+
+def busy_units(*, market: Market, types: Sequence[ResourceType]) -> NDArray[np.int64]:
+    """Units of each type running tasks of active jobs without a deadline booking, as of the
+    last clock tick. Running tasks are never pre-empted, so these units are not free now."""
+    column = {t.pk: j for j, t in enumerate(types)}
+    busy = np.zeros(len(types), dtype=np.int64)
+    rows = JobWork.objects.filter(
+        job__market=market, job__status__in=Job.ACTIVE, job__deadline_booking__isnull=True, running__gt=0,
+    ).values_list("resource_type_id", "running")
+    for type_id, running in rows:
+        if type_id in column:
+            busy[column[type_id]] += running
+    return busy
+
+
+def candidate_nodes(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[list[Node], str]:
+    """Paper 003's candidate nodes (one per resource pool) and the prices' source. Until VM
+    pools (Cura, paper 004) exist the market is one pool: its capacity minus the units
+    promised to bookings in [start, end) and minus the units shared tasks run on now (so a
+    booking starts at once and its execution time holds; the slots those tasks free later
+    go to the shared stage)."""
+    prices, source = unit_prices(market=market, types=types)
+    capacity = np.array([t.capacity for t in types], dtype=np.int64)
+    taken = reserved_units(market=market, types=types, start=start, end=end) + busy_units(market=market, types=types)
+    free = np.maximum(capacity - taken, 0)
+    return [Node(market.name, prices, free.astype(np.float64))], source
+
+
+# --- the quote ----------------------------------------------------------------------------------
+
+
+def _solve(tasks: list[int], durations: list[float], D: float, nodes: list[Node]) -> SlotAllocation:
+    l_ = np.array([n * d for n, d in zip(tasks, durations, strict=True)])
+    return min_payment_slots(
+        l_, D, np.array([n.prices for n in nodes]), np.array([n.available for n in nodes]), theta=THETA, tasks=tasks,
+    )
+
+
+MAX_DEADLINE_AHEAD_S = 365 * 86400.0  # a year of simulated time: far beyond any job, far below float overflow
+
+
+def _check_request(market: Market, deadline: object, alpha_err: object, beta_err: object) -> tuple[float, float, float]:
+    errors: dict[str, str] = {}
+    try:
+        D = float(deadline)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        D = math.nan
+    if not math.isfinite(D):
+        errors["deadline"] = "Enter the deadline as simulated seconds on the market clock."
+    elif market.sim_time >= D:
+        errors["deadline"] = f"The deadline is in the past: the market clock is at {market.sim_time:.0f} s."
+    elif D - market.sim_time > MAX_DEADLINE_AHEAD_S:
+        errors["deadline"] = f"The deadline lies more than {MAX_DEADLINE_AHEAD_S:.0f} simulated seconds (a year) ahead."
+    try:
+        a, b = float(alpha_err), float(beta_err)  # type: ignore[arg-type]
+        check_error_range(a, b)
+    except (TypeError, ValueError) as exc:
+        a = b = math.nan
+        errors["alpha_err"] = str(exc) if isinstance(exc, ValueError) and "range" in str(exc) else "Enter numbers for the estimate range."
+    if errors:
+        raise ValidationError(errors)
+    return D, a, b
+
+
+def deadline_quote(
+    *, market: Market, work: Sequence[WorkItem], deadline: object, alpha_err: object = 1.0, beta_err: object = 1.0,
+    curve: bool = True,
+) -> DeadlineQuote:
+    """The cheapest whole-slot booking that finishes ``work`` by ``deadline`` (module docstring).
+
+    Args:
+        deadline: simulated seconds on the market clock (absolute), after now.
+        alpha_err, beta_err: the estimate's range, ``0 < alpha_err <= 1 <= beta_err``.
+        curve: also compute the payment against deadline (the cost of urgency).
+
+    Raises:
+        ValidationError: field errors ``deadline`` (in the past, not a number),
+            ``work`` (non-positive, unknown types), ``alpha_err`` (a range that is
+            not positive or does not contain 1).
+    """
+    D_abs, a_err, b_err = _check_request(market, deadline, alpha_err, beta_err)
+    types = adapters.resource_types(market)
+    tasks, durations = workload_of(types, work)
+    start = market.sim_time
+    D = D_abs - start
+    planned = a_err * D
+    nodes, source = candidate_nodes(market=market, types=types, start=start, end=D_abs)
+    booked = _solve(tasks, durations, planned, nodes)
+    nominal = _solve(tasks, durations, D, nodes)
+    fastest = _solve(tasks, durations, 1e-9, nodes)  # infeasible on purpose: the whole availability's time
+    node = nodes[booked.node]
+    quote = DeadlineQuote(
+        start=start, deadline=D_abs, relative_deadline=D, planned_deadline=planned, alpha_err=a_err, beta_err=b_err,
+        types=[t.name for t in types], tasks=tasks, workload=[n * d for n, d in zip(tasks, durations, strict=True)],
+        node=node.name, unit_prices=node.prices.tolist(), price_source=source,
+        available=[int(x) for x in node.available], feasible=booked.feasible, slots=[int(x) for x in booked.slots],
+        exec_time=booked.exec_time, payment=booked.payment, continuous=booked.continuous.resources.tolist(),
+        continuous_exec_time=booked.continuous.exec_time, continuous_payment=booked.continuous.payment,
+        rounded_up_payment=booked.rounded_up_payment, nominal_payment=nominal.payment,
+        extra_cost=booked.payment - nominal.payment,
+        guarantee=(booked.exec_time / b_err, booked.exec_time / a_err), paper_guarantee=(planned / b_err, planned / a_err),
+        fastest_time=fastest.exec_time,
+    )
+    if curve:
+        quote = _with_curve(quote, tasks, durations, nodes)
+    return quote
+
+
+def _with_curve(quote: DeadlineQuote, tasks: list[int], durations: list[float], nodes: list[Node]) -> DeadlineQuote:
+    """Payment against deadline (the cost of urgency): from the tightest deadline the
+    tolerance can still meet (``fastest / alpha_err``) to three times the asked one."""
+    lo = quote.fastest_time / quote.alpha_err
+    if not math.isfinite(lo):
+        return quote  # a type has no free unit: no deadline can be met
+    hi = max(3.0 * quote.relative_deadline, 2.0 * lo)
+    points = []
+    for D in np.geomspace(max(lo, 1e-6), hi, CURVE_POINTS).tolist():
+        x = _solve(tasks, durations, quote.alpha_err * D, nodes)
+        if x.feasible:
+            points.append((D, x.payment, x.continuous.payment))
+    return DeadlineQuote(**{**quote.__dict__, "curve": points})
+
+
+# --- booking ------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def deadline_book(
+    *, tenant: Tenant, work: Sequence[WorkItem], deadline: object, alpha_err: object = 1.0, beta_err: object = 1.0,
+    max_payment: Decimal | None = None, name: str = "", user: object = None,
+) -> tuple[Job, DeadlineQuote]:
+    """Book the quote: a job holding one reservation per resource type from now to its
+    deadline (the planned execution time and the guarantee interval after it), paid at a
+    fixed price through the ledger.
+
+    The quote is recomputed under the market lock (prices and promised capacity
+    may have moved since the tenant saw it); ``max_payment`` refuses a price
+    above what the tenant accepted.
+
+    Raises:
+        ValidationError: the quote's field errors; ``deadline`` when no whole-slot
+            vector meets it; ``max_payment`` when the price rose above it;
+            ``payment`` when the account cannot pay. Nothing is written then.
+    """
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
+    quote = deadline_quote(market=market, work=work, deadline=deadline, alpha_err=alpha_err, beta_err=beta_err, curve=False)
+    if not quote.feasible:
+        raise ValidationError({"deadline": (
+            f"No booking can meet this deadline: with every available slot the job takes {quote.fastest_time:.0f} s"
+            f" (planned with D' = {quote.alpha_err:g} x D); choose a later deadline."
+        )})
+    price = quote.price
+    if max_payment is not None and price > max_payment:
+        raise ValidationError({"max_payment": f"The price is now {price} (you accepted up to {max_payment}); quote again."})
+    types = adapters.resource_types(market)
+    job = Job.objects.create(
+        market=market, tenant=tenant, queue_id=tenant.default_queue_id, name=(name or "deadline booking")[:120], budget=price,
+        external_id="deadline", sim_submit_time=market.sim_time,
+    )
+    works = JobWork.objects.bulk_create(
+        JobWork(job=job, resource_type=t, tasks=n, task_duration=d, weight=1.0, pending=n)
+        for t, n, d in zip(types, quote.tasks, [w / n if n else 1.0 for w, n in zip(quote.workload, quote.tasks, strict=True)], strict=True)
+        if n > 0
+    )
+    try:
+        job_hold(tenant_id=tenant.pk, job=job, amount=price, user=user)
+    except ValidationError as exc:
+        raise ValidationError({"payment": exc.message_dict.get("budget", exc.messages)}) from None
+    job_charge(job=job, amount=price, memo=f"deadline booking of job {job.pk}: fixed price")
+    Job.objects.filter(pk=job.pk).update(charged=job.charged)
+    # The window runs to the deadline, not just T': it holds the whole guaranteed interval
+    # [T'/beta, T'/alpha] (<= D), and the units may come free late (running shared tasks are
+    # not pre-empted). Units are withheld only while the job has unfinished tasks, and other
+    # quotes count them only while it is active, so the longer window costs nobody else.
+    start, end = quote.start, quote.deadline
+    DeadlineBooking.objects.create(
+        job=job, market=market, sim_deadline=quote.deadline, sim_start=start, sim_end=end, alpha_err=quote.alpha_err,
+        beta_err=quote.beta_err, planned_deadline=quote.planned_deadline, exec_time=quote.exec_time,
+        guarantee_low=quote.guarantee[0], guarantee_high=quote.guarantee[1], slots=quote.slots, unit_prices=quote.unit_prices,
+        price_source=quote.price_source, payment=price, continuous_payment=quote.continuous_payment,
+    )
+    reservations = [Reservation(job.pk, j, units, start, end) for j, units in enumerate(quote.slots) if units > 0]
+    _book_reservations(market, job, quote, reservations, float(price))
+    transaction.on_commit(lambda: adapters.remember_bid(job, works))
+    market_changed(market=market)
+    return job, quote
+
+
+def _book_reservations(market: Market, job: Job, quote: DeadlineQuote, reservations: list[Reservation], price: float) -> None:
+    """Put the job and its reservations into the market engine (the caller holds the market
+    lock). The seam to ERA's booking (issue 9) at merge time.
+
+    The Plan in force is applied again with the new reservations, so the next tick
+    dispatches the job through them even before the clearing this booking triggers.
+    """
+    context = engine_context(market)
+    # A copy: the loaded engine may be this process's cached one, which must not change unless
+    # this transaction commits (engine_store remembers the copy only on commit).
+    engine = MarketEngine.from_state(context.tree_map.tree, engine_load(market=market, context=context).to_state())
+    spec = JobSpec(
+        job_id=job.pk, leaf=context.tree_map.leaf_position(job.queue_id), tasks=tuple(quote.tasks),
+        task_duration=tuple(w / n if n else 1.0 for w, n in zip(quote.workload, quote.tasks, strict=True)),
+        submit_time=market.sim_time,
+    )
+    engine.submit(spec, Bid(price, tuple(1.0 if n else 0.0 for n in quote.tasks)))
+    for r in reservations:
+        engine.book(r, price)
+    latest = adapters.latest_plan(market.pk)
+    if latest is not None and latest[0] == engine.plan_id:
+        engine.apply_plan(latest[1], plan_id=latest[0])
+    elif latest is None and engine.plan_id is None:
+        engine.apply_plan(empty_plan(engine.m))
+    engine_store(market=market, context=context, engine=engine)
+    market.save(update_fields=ENGINE_FIELDS)

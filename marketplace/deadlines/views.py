@@ -1,0 +1,119 @@
+"""The deadline quote page (paper 003): form, quote with the cost-of-urgency chart, booking.
+
+One page, ``/deadline/``: the tenant enters its work (tasks x seconds per task
+per resource type), the deadline on the market clock and its estimate's range;
+"Get quote" shows the resource vector, time, payment, the guarantee interval
+and the payment-against-deadline chart; "Book" books the quote at no more than
+the price shown (``services.deadlines.deadline_book``).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods
+
+from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
+from marketplace.deadlines.charts import deadline_payment_figure
+from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.money import format_money
+from marketplace.market import selectors
+from marketplace.market.models.queues import ResourceType
+from marketplace.web import charts
+from marketplace.web.forms import apply_service_errors
+from marketplace.web.shortcuts import _render, tenant_required
+
+DEFAULT_HORIZON_S = 900.0  # the form's default deadline: 15 simulated minutes from now
+
+
+class DeadlineForm(forms.Form):
+    """Work per resource type, a deadline on the market clock and the estimate's range."""
+
+    name = forms.CharField(max_length=120, required=False, label="Job name")
+    deadline = forms.FloatField(
+        label="Finish by (simulated seconds on the market clock)",
+        help_text="Must lie after the market clock shown at the top of the page.",
+    )
+    alpha_err = forms.FloatField(
+        label="Estimate range: lowest estimate / real work (alpha_err)", initial=1.0,
+        help_text="0 < alpha_err <= 1. The quote plans for D' = alpha_err x D so a job that is up to 1/alpha_err longer still finishes.",
+    )
+    beta_err = forms.FloatField(label="Highest estimate / real work (beta_err)", initial=1.0, help_text="beta_err >= 1.")
+    max_payment = forms.DecimalField(required=False, widget=forms.HiddenInput, max_digits=18, decimal_places=4)
+
+    def __init__(self, *args: Any, resource_types: list[ResourceType], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resource_types = resource_types
+        self.keys = {t.pk: re.sub(r"\W", "_", t.name.strip().lower()) or f"rt{t.pk}" for t in resource_types}
+        for k, t in enumerate(resource_types):
+            key = self.keys[t.pk]
+            self.fields[f"{key}_tasks"] = forms.IntegerField(
+                label=f"{t.name} tasks", min_value=0, max_value=MAX_TASKS, initial=20 if k == 0 else 4,
+            )
+            self.fields[f"{key}_duration"] = forms.FloatField(
+                label=f"{t.name} seconds per task", initial=30.0 if k == 0 else 60.0, max_value=MAX_TASK_DURATION_S,
+            )
+
+    @property
+    def work_rows(self) -> list[tuple[ResourceType, forms.BoundField, forms.BoundField]]:
+        return [(t, self[f"{self.keys[t.pk]}_tasks"], self[f"{self.keys[t.pk]}_duration"]) for t in self.resource_types]
+
+    def work(self) -> list[WorkItem]:
+        d = self.cleaned_data
+        items = [WorkItem(t.name, d[f"{self.keys[t.pk]}_tasks"], d[f"{self.keys[t.pk]}_duration"]) for t in self.resource_types]
+        return [it for it in items if it.tasks > 0]
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        """Service errors to fields; work, price and funds go above the form (no single field holds them)."""
+        apply_service_errors(self, exc, {"max_payment": "price"})
+
+
+def _quote_rows(q: DeadlineQuote) -> list[dict[str, Any]]:
+    return [
+        {"type": t, "tasks": n, "work": w, "price": b, "available": a, "slots": r, "continuous": c}
+        for t, n, w, b, a, r, c in zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots, q.continuous, strict=True)
+    ]
+
+
+@tenant_required
+@require_http_methods(["GET", "POST"])
+def deadline_page(request: HttpRequest) -> HttpResponse:
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    market = tenant.market
+    types = selectors.resource_types_of(market=market)
+    initial = {"deadline": round(market.sim_time + DEFAULT_HORIZON_S)}
+    form = DeadlineForm(request.POST or None, resource_types=types, initial=initial)
+    quote: DeadlineQuote | None = None
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        args = {"work": form.work(), "deadline": d["deadline"], "alpha_err": d["alpha_err"], "beta_err": d["beta_err"]}
+        try:
+            if "book" in request.POST:
+                job, _ = deadline_book(tenant=tenant, max_payment=d["max_payment"], name=d["name"], user=request.user, **args)
+                messages.success(request, f"Booked: job #{job.pk} holds its slots from now and was charged {format_money(job.charged)}.")
+                return redirect("job-detail", pk=job.pk)
+            quote = deadline_quote(market=market, **args)
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+            if "max_payment" in getattr(exc, "message_dict", {}):  # the price moved: show the new quote
+                quote = deadline_quote(market=market, **args)
+    if quote is not None and quote.feasible:
+        form.data = form.data.copy()
+        form.data["max_payment"] = str(quote.price)  # "Book" accepts at most the price shown
+    figure = None
+    if quote is not None:
+        figure = deadline_payment_figure(quote.curve, quoted=(quote.relative_deadline, quote.payment) if quote.feasible else None,
+                                         alpha_err=quote.alpha_err)
+    return _render(request, "marketplace/deadlines/quote.html", {
+        "nav": "deadline", "form": form, "quote": quote, "rows": _quote_rows(quote) if quote else [], "figure": figure,
+        "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
+        "price": quote.price if quote is not None and quote.feasible else Decimal("0"),
+    }, market=market)

@@ -1,0 +1,51 @@
+"""TODO docstring (marketplace.market.selectors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.market import roles
+
+
+def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = None) -> list[ExperimentRun]:
+    """The newest runs (of experiment ``name`` when given), newest first, without their results;
+    with ``user``, only those ``user`` may read (:func:`runs_visible_to`)."""
+    from marketplace.lab.selectors import runs_visible_to
+
+    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
+    runs = runs.defer("result", "error").select_related("created_by")
+    if name:
+        runs = runs.filter(name=name)
+    return list(runs[:limit])
+
+
+def experiment_latest_done(*, names: list[str], user: Any = None) -> dict[str, ExperimentRun]:
+    """For each experiment name, its newest finished-successfully run (results deferred);
+    with ``user``, among those ``user`` may read (:func:`runs_visible_to`)."""
+    from marketplace.lab.selectors import runs_visible_to
+
+    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
+    out: dict[str, ExperimentRun] = {}
+    for run in runs.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):
+        out.setdefault(run.name, run)
+    return out
+
+
+def studies_visible_to(*, user: Any) -> QuerySet[SimulationStudy]:
+    """The simulation studies ``user`` may read: every study replayed from a trace or a
+    generator (public: simulated data only); studies replayed from the live market
+    (``SimulationStudy.Kind.LIVE``: every tenant's recent bids, per job) only for staff
+    and cluster managers, who see every tenant's jobs anyway.
+    """
+    studies = SimulationStudy.objects.all()
+    return studies if roles.sees_all_tenants(user) else studies.exclude(kind=SimulationStudy.Kind.LIVE)
+
+
+def runs_visible_to(*, user: Any) -> QuerySet[ExperimentRun]:
+    """The lab's runs ``user`` may read: a run of a live-market study only under the rule
+    of :func:`studies_visible_to`; every other run (paper experiments, trace studies) is public."""
+    runs = ExperimentRun.objects.all()
+    return runs if roles.sees_all_tenants(user) else runs.exclude(study__kind=SimulationStudy.Kind.LIVE)

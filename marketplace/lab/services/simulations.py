@@ -1,0 +1,304 @@
+"""The simulation lab: studies of one workload under several configurations, on Celery workers.
+
+A study (``SimulationStudy``) fans out one ``ExperimentRun`` of the
+registered ``simulation`` experiment per configuration and seed; each run is
+the task ``simulation_run_task`` on the ``simulation`` queue (a Celery
+``group``), and claims, reports progress, heartbeats, cancels and is reaped
+exactly like any experiment run (``services.experiments``). The gather step
+is :func:`simulation_gather`: the run that finishes last (and the page, after
+a reaped run) builds the study's table; it is a pure function of the stored
+results, so running it twice changes nothing. A chord was not used: its
+callback waits on every header task's result in the result backend, and a
+header task whose worker was killed (acked early, below) never reports, so
+the callback would never fire.
+
+Delivery: ``simulation_run_task`` is acknowledged early (``acks_late=False``),
+so Redis never redelivers a long run, whatever its length against the
+broker's ``visibility_timeout`` (600 s, kept short for the market's own
+tasks); a worker killed mid-run leaves the run "running" without heartbeat
+and ``experiment_reap`` queues it again (with backoff) while it has attempts
+left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a run whose attempt
+raised is retried the same way. Runs whose publication failed (broker down)
+stay queued with ``enqueued_at`` None until the sweeper's
+``experiment_requeue`` publishes them (``services.experiments``). The time limits are per task
+(``SIMULATION_TIME_LIMIT_S``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
+from marketplace.market.roles import sees_all_tenants
+from scheduler.registry import UnknownName
+from simulator import experiments
+from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
+from simulator.whatif.compare import summary_table
+from simulator.whatif.run import check_capacity, estimate_bytes, load_workload
+
+log = logging.getLogger(__name__)
+
+EXPERIMENT = "simulation"
+SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
+MAX_RUNS = 64
+_threads: list[threading.Thread] = []  # eager mode only
+
+
+def memory_limit_bytes() -> int:
+    """What one run may use: ``SIMULATION_MEMORY_LIMIT_MB`` or half the machine's available memory."""
+    configured = getattr(settings, "SIMULATION_MEMORY_LIMIT_MB", None)
+    if configured:
+        return int(configured) * 2**20
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
+    except (ValueError, OSError):  # pragma: no cover - non-POSIX
+        return 2**31
+
+
+def _label(vary: str, value: Any) -> str:
+    return f"{vary}={value}" if vary else "base"
+
+
+def simulation_plan(
+    *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int],
+    vm_pools: str = "",
+) -> list[tuple[str, dict[str, Any]]]:
+    """The runs of a study: ``(label, params)`` per value of ``vary`` and seed, validated.
+
+    ``vm_pools`` (``"c2:10, c8:4"``), when given, is the cluster instead of ``capacity``
+    (``simulator.cura.pools``).
+
+    Raises:
+        ValidationError: field-keyed (``workload`` keys, ``capacity``, ``vm_pools``,
+            ``vary``, ``values``, ``seeds``, a config key, ``__all__`` for
+            memory) on anything that would fail or not fit, before any run exists.
+    """
+    if vary and vary not in SWEEPABLE:
+        raise ValidationError({"vary": f"Sweep one of {', '.join(SWEEPABLE)}."})
+    if vary and not values:
+        raise ValidationError({"values": "Give at least one value to sweep."})
+    if not seeds:
+        raise ValidationError({"seeds": "Give at least one seed."})
+    if vary == "seed":
+        seeds, vary, values = list(values), "", [None]
+    combos = list(itertools.product(values if vary else [None], seeds))
+    if len(combos) > MAX_RUNS:
+        raise ValidationError({"values": f"{len(combos)} runs; at most {MAX_RUNS} per study."})
+    experiment = experiments.get(EXPERIMENT)
+    plan: list[tuple[str, dict[str, Any]]] = []
+    for value, seed in combos:
+        params = {**workload, "capacity": list(capacity), "vm_pools": vm_pools, **base, "seed": int(seed)}
+        if vary:
+            params[vary] = value
+        try:
+            values_ = experiment.params(params)
+            _, _, config = specs(values_)
+            config.params().config()  # stage names exist
+        except UnknownName as exc:
+            raise ValidationError({vary or "mechanism": str(exc.args[0] if exc.args else exc)}) from None
+        except (TypeError, ValueError) as exc:
+            key, _, msg = str(exc).partition(": ")
+            raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, *CLUSTER_KEYS) else "__all__": msg or key}) from None
+        plan.append((_label(vary, value), values_))
+    _check_workload(plan[0][1])
+    return plan
+
+
+def _check_workload(params: dict[str, Any]) -> None:
+    workload, capacity, config = specs(params)
+    try:
+        jobs = load_workload(workload)
+        check_capacity(jobs, capacity)
+    except FileNotFoundError:
+        raise ValidationError({"trace": "No such trace file."}) from None
+    except ValueError as exc:
+        key, _, msg = str(exc).partition(": ")
+        field = key if key in (*WORKLOAD_KEYS, *CLUSTER_KEYS) else "trace"
+        raise ValidationError({field: msg if field == key else str(exc)}) from None
+    need, limit = estimate_bytes(jobs, capacity, config.sample_interval), memory_limit_bytes()
+    if need > limit:
+        raise ValidationError(
+            {"__all__": f"This run would need about {need / 2**20:,.0f} MB, more than the {limit / 2**20:,.0f} MB a worker "
+                        f"may use ({len(jobs):,} jobs): take a shorter slice, fewer jobs (max_jobs) or a coarser sample interval."}
+        )  # fmt: skip
+
+
+def simulation_start(
+    *,
+    title: str,
+    workload: dict[str, Any],
+    capacity: Sequence[int],
+    base: dict[str, Any],
+    vary: str = "",
+    values: Sequence[Any] = (),
+    seeds: Sequence[int] = (0,),
+    vm_pools: str = "",
+    user: Any,
+    market: Any = None,
+    live: dict[str, Any] | None = None,
+) -> SimulationStudy:
+    """Create a study and queue its runs (one Celery task each, after commit).
+
+    Raises:
+        PermissionDenied: ``user`` is neither staff nor a tenant.
+        ValidationError: see :func:`simulation_plan`.
+    """
+    if not (getattr(user, "is_staff", False) or hasattr(user, "tenant")):
+        raise PermissionDenied("Only staff and tenants may start simulations.")
+    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds, vm_pools=vm_pools)
+    capacity = specs(plan[0][1])[1]  # the pools' slots when pools were given
+    if vm_pools:
+        workload = {**workload, "vm_pools": vm_pools}  # kept with the study's settings
+    with transaction.atomic():
+        study = SimulationStudy.objects.create(
+            title=title[:200] or "what-if", kind=SimulationStudy.Kind.LIVE if market is not None else SimulationStudy.Kind.TRACE,
+            workload=workload, capacity=list(capacity), base=base, vary=vary if vary != "seed" else "",
+            market=market, live=live, created_by=user,
+        )  # fmt: skip
+        most = int(getattr(settings, "SIMULATION_MAX_ATTEMPTS", 3))
+        runs = ExperimentRun.objects.bulk_create(
+            [ExperimentRun(name=EXPERIMENT, params=p, label=label, study=study, created_by=user, message="queued", max_attempts=most)
+             for label, p in plan]
+        )
+        ids = [r.pk for r in runs]
+        transaction.on_commit(lambda: _enqueue(ids))
+    return study
+
+
+def _enqueue(run_ids: list[int]) -> None:
+    if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
+        thread = threading.Thread(target=_execute_in_thread, args=(run_ids,), name=f"simulation-{run_ids[0]}", daemon=True)
+        _threads.append(thread)
+        mark_enqueued(run_ids)
+        thread.start()
+        return
+    from celery import group
+
+    from marketplace.celery import app
+
+    try:
+        group(app.signature(SIMULATION_TASK, args=(pk,), queue=SIMULATION_QUEUE) for pk in run_ids).apply_async()
+    except Exception:  # the broker is down: the runs stay queued, unpublished, until the sweeper's experiment_requeue
+        log.exception("could not enqueue simulation runs %s", run_ids)
+        return
+    mark_enqueued(run_ids)
+
+
+def _execute_in_thread(run_ids: list[int]) -> None:
+    try:
+        for pk in run_ids:
+            simulation_execute(run_id=pk)
+    finally:
+        connection.close()
+
+
+def simulation_execute(*, run_id: int) -> str:
+    """Run one configuration (``experiment_execute``), then gather its study if it was the last."""
+    status = experiment_execute(run_id=run_id)
+    study_id = ExperimentRun.objects.values_list("study_id", flat=True).get(pk=run_id)
+    if study_id is not None:
+        simulation_gather(study_id=study_id)
+    return status
+
+
+def simulation_gather(*, study_id: int) -> bool:
+    """Build the study's comparison table once every run has finished; False while some run.
+
+    The table is :func:`simulator.whatif.compare.summary_table` over the
+    finished runs (mean and 95 % interval over seeds per configuration).
+    """
+    runs = list(ExperimentRun.objects.filter(study_id=study_id).only("status", "label", "params").order_by("pk"))
+    if not runs or any(r.status in (ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING) for r in runs):
+        return False
+    done = [r.pk for r in runs if r.status == ExperimentRun.Status.DONE]
+    metrics = dict(ExperimentRun.objects.filter(pk__in=done).values_list("pk", "result__metrics"))
+    rows = [(r.label, int(r.params.get("seed", 0)), _as_dict(metrics.get(r.pk))) for r in runs if r.pk in metrics]
+    table = summary_table(rows)
+    table["failed"] = [r.label for r in runs if r.status != ExperimentRun.Status.DONE]
+    SimulationStudy.objects.filter(pk=study_id).update(summary=table, gathered_at=timezone.now())
+    return True
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):  # SQLite returns a JSON path lookup as text
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
+def simulation_cancel(*, study_id: int, user: Any) -> int:
+    """Cancel every unfinished run of a study; returns how many were asked to stop.
+
+    Raises:
+        PermissionDenied: ``user`` is neither staff nor the study's creator.
+    """
+    study = SimulationStudy.objects.get(pk=study_id)
+    if not (getattr(user, "is_staff", False) or study.created_by_id == getattr(user, "pk", None)):
+        raise PermissionDenied("Only staff or the study's creator may cancel it.")
+    pending = ExperimentRun.objects.filter(study_id=study_id, status__in=[ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING])
+    ids = list(pending.values_list("pk", flat=True))
+    for pk in ids:
+        experiment_cancel(run_id=pk, user=user)
+    simulation_gather(study_id=study_id)
+    return len(ids)
+
+
+def simulation_from_market(
+    *, market: Any, user: Any, window_h: float, vary: str, values: Sequence[Any], seeds: Sequence[int] = (), title: str = ""
+) -> SimulationStudy:
+    """"What if ``vary`` were each of ``values`` over the last ``window_h`` simulated hours?"
+
+    The market's jobs submitted in the window (``adapters.live_workload``:
+    their bids as placed, the queue tree, the capacities) are written as a
+    jobs document and replayed from an empty cluster at the window's start
+    under the market's own settings (the baseline, added to ``values``) and
+    under each value; the study keeps what the live market did with them
+    (``SimulationStudy.live``) so the page can compare. Jobs submitted before
+    the window and still running in it are not replayed.
+
+    Raises:
+        PermissionDenied: neither staff nor a cluster manager (the replay holds
+            every tenant's bids, which tenants see only as aggregates).
+        ValidationError: ``window_h`` not > 0, no job in the window, or see
+            :func:`simulation_plan`.
+    """
+    from pathlib import Path
+
+    from marketplace.market.adapters import live_workload
+
+    if not sees_all_tenants(user):
+        raise PermissionDenied("Only staff and cluster managers may replay the live market.")
+    if not window_h > 0:
+        raise ValidationError({"window_h": "The window must be longer than 0 simulated hours."})
+    market.refresh_from_db()
+    doc = live_workload(market, since=max(0.0, market.sim_time - 3600.0 * window_h))
+    if not doc["jobs"]:
+        raise ValidationError({"window_h": f"No job was submitted in the last {window_h:g} simulated hours."})
+    live = doc.pop("live")
+    folder = Path(settings.SIMULATION_UPLOAD_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"live-market{market.pk}-{timezone.now():%Y%m%dT%H%M%S%f}.json"
+    path.write_text(json.dumps(doc))
+    base = {"mechanism": market.mechanism, "fairshare": market.fairshare_policy, "dispatch": market.dispatch_mode,
+            "alpha": float(market.alpha), "t_wait": float(market.t_wait)}  # fmt: skip
+    live_value = base.get(vary)
+    swept = [live_value, *[v for v in values if v != live_value]] if vary in base else list(values)
+    workload = {"trace": str(path), "trace_format": "jobs", "start_hour": 0.0, "hours": window_h + 1.0, "time_scale": 1.0,
+                "tenants": 1, "groups": 1, "max_jobs": 0, "workload_seed": 0}  # fmt: skip
+    live["baseline"] = _label(vary, live_value) if vary in base else ""
+    return simulation_start(
+        title=title or f"What if {vary} were {', '.join(str(v) for v in values)} on {market.name}?",
+        workload=workload, capacity=doc["capacity"], base=base, vary=vary, values=swept, seeds=list(seeds) or [market.pk],
+        user=user, market=market, live=live,
+    )  # fmt: skip

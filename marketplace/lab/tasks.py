@@ -1,0 +1,36 @@
+"""Celery tasks of the lab: registered experiments and simulation studies on workers.
+
+Thin and idempotent: a task takes ids, re-reads the world and calls one service.
+Task names stay ``marketplace.tasks.<name>`` (the names queued messages, beat's schedule and the
+services' ``publish_task`` calls use), whatever module defines them.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from marketplace.lab.services.experiments import experiment_execute, experiment_reap
+from marketplace.lab.services.simulations import simulation_execute
+
+
+@shared_task(name="marketplace.tasks.experiment_run_task", ignore_result=True, soft_time_limit=3600, time_limit=3660)
+def experiment_run_task(run_id: int) -> str:
+    """Run a queued experiment (a redelivered task finds it claimed and returns)."""
+    return experiment_execute(run_id=run_id)
+
+
+@shared_task(name="marketplace.tasks.experiment_reap_task", ignore_result=True)
+def experiment_reap_task() -> int:
+    """Mark runs whose worker died (stale heartbeat) failed (run by beat)."""
+    return experiment_reap()
+
+
+@shared_task(
+    name="marketplace.tasks.simulation_run_task", ignore_result=True, acks_late=False, reject_on_worker_lost=False,
+    soft_time_limit=settings.SIMULATION_TIME_LIMIT_S, time_limit=settings.SIMULATION_TIME_LIMIT_S + 60,
+)
+def simulation_run_task(run_id: int) -> str:
+    """Run one configuration of a simulation study (queue ``simulation``; acked on receipt, so
+    never redelivered: a killed worker's run is reaped as failed, see ``services.simulations``)."""
+    return simulation_execute(run_id=run_id)

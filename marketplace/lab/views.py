@@ -1,0 +1,341 @@
+"""The experiments lab: start registered experiments, watch their progress, read their results.
+
+Everyone logged in reads runs and results; staff start and cancel runs. A
+run's page polls ``lab_run_status`` (JSON) while it is queued or running and
+reloads once it has finished; its figures are the experiment's own plotly
+figures (``simulator.experiments``), its tables download as CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from marketplace.lab.charts import comparison_figures
+from marketplace.lab.files import jobs_rows, study_document, summary_rows
+from marketplace.lab.forms import LiveForm, StudyForm
+from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.selectors import experiment_latest_done, experiment_runs, runs_visible_to, studies_visible_to
+from marketplace.lab.services.experiments import experiment_cancel, experiment_start
+from marketplace.lab.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start
+from marketplace.market import selectors
+from marketplace.market.roles import sees_all_tenants
+from marketplace.web.http_cache import poller_revalidates
+from marketplace.web.shortcuts import _render
+from simulator import experiments
+
+_KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
+
+
+def _param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": key,
+            "value": value if isinstance(value, str) else json.dumps(value),
+            "help": experiment.help.get(key, ""),
+            "error": errors.get(key, ""),
+        }
+        for key, value in values.items()
+    ]
+
+
+def _parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Form fields ``p_<key>`` (JSON text, or a bare string) -> params, and per-field errors."""
+    params: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for key, default in experiment.defaults.items():
+        raw = str(post.get(f"p_{key}", "")).strip()
+        if raw == "":
+            continue
+        try:
+            value = raw if isinstance(default, str) else json.loads(raw)
+        except json.JSONDecodeError:
+            errors[key] = f"Enter {_KIND_WORDS.get(type(default).__name__, 'a value')} like {json.dumps(default)}."
+            continue
+        try:
+            experiment.params({key: value})
+        except (TypeError, ValueError) as exc:
+            errors[key] = str(exc).split(": ", 1)[-1]
+            continue
+        params[key] = value
+    return params, errors
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def lab_index(request: HttpRequest) -> HttpResponse:
+    """The registered experiments, each with its parameters (a run form for staff) and newest result."""
+    registry = experiments.load_all()
+    errors: dict[str, dict[str, str]] = {}
+    posted: dict[str, dict[str, Any]] = {}
+    if request.method == "POST":
+        name = str(request.POST.get("name", ""))
+        if name not in registry:
+            raise Http404("No such experiment.")
+        params, field_errors = _parse_params(registry[name], request.POST)
+        if not field_errors:
+            try:
+                run = experiment_start(name=name, params=params, user=request.user)
+            except ValidationError as exc:
+                field_errors = {"__all__": "; ".join(exc.messages)}
+            else:
+                messages.success(request, f"Run #{run.pk} of {registry[name].title} queued.")
+                return redirect("lab-run", pk=run.pk)
+        errors[name] = field_errors
+        posted[name] = {**registry[name].defaults, **{k: request.POST.get(f"p_{k}", "") for k in registry[name].defaults}}
+    latest = experiment_latest_done(names=list(registry), user=request.user)
+    cards = [
+        {
+            "experiment": exp,
+            "latest": latest.get(name),
+            "errors": errors.get(name, {}),
+            "form_error": errors.get(name, {}).get("__all__", ""),
+            "params": _param_rows(exp, posted.get(name, dict(exp.defaults)), errors.get(name, {})),
+        }
+        for name, exp in sorted(registry.items())
+    ]
+    status = 400 if errors else 200
+    runs = experiment_runs(limit=20, user=request.user)
+    return _render(request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
+
+
+@login_required
+@require_GET
+def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """One run: progress while it runs, then its summary, figures and tables."""
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk)
+    try:
+        experiment: experiments.Experiment | None = experiments.get(run.name)
+    except experiments.UnknownExperiment:
+        experiment = None
+    figures = (run.result or {}).get("figures", []) if run.status == ExperimentRun.Status.DONE else []
+    context = {
+        "nav": "lab",
+        "run": run,
+        "experiment": experiment,
+        "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
+        "tables": (run.result or {}).get("tables", []),
+        "summary": (run.result or {}).get("summary", ""),
+    }
+    return _render(request, "marketplace/lab/run.html", context)
+
+
+@login_required
+@require_GET
+@poller_revalidates
+def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller."""
+    run = get_object_or_404(runs_visible_to(user=request.user).defer("result", "error"), pk=pk)
+    return JsonResponse({"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
+                         "max_attempts": run.max_attempts, "finished": run.finished})  # fmt: skip
+
+
+@login_required
+@require_POST
+def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(runs_visible_to(user=request.user).only("pk"), pk=pk)
+    try:
+        experiment_cancel(run_id=pk, user=request.user)
+    except PermissionDenied:
+        raise
+    messages.info(request, f"Run #{pk}: cancel requested.")
+    return redirect("lab-run", pk=pk)
+
+
+@login_required
+@require_GET
+def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
+    """The stored result (figures, tables, summary, params) as a JSON download."""
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
+    response = JsonResponse(run.result, json_dumps_params={"indent": 1})
+    response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}.json"'
+    return response
+
+
+@login_required
+@require_GET
+def lab_run_table_csv(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """Table ``index`` of a finished run as CSV."""
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
+    tables = (run.result or {}).get("tables", [])
+    if not 0 <= index < len(tables):
+        raise Http404("No such table.")
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}-table{index}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(tables[index]["columns"])
+    writer.writerows(tables[index]["rows"])
+    return response
+
+
+ACTIVE = (ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def sim_index(request: HttpRequest) -> HttpResponse:
+    """The study form and the recent studies."""
+    form = StudyForm(request.POST or None, request.FILES or None)
+    status = 200
+    if request.method == "POST" and request.POST.get("live"):
+        return _live(request)
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                study = simulation_start(**form.study_kwargs(), user=request.user)
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(None if field not in form.fields else field, errors)
+            else:
+                messages.success(request, f"Study #{study.pk}: {study.runs.count()} runs queued.")
+                return redirect("sim-study", pk=study.pk)
+        status = 400
+    return _index(request, form, LiveForm(prefix="live"), status)
+
+
+def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -> HttpResponse:
+    studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
+    live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
+    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market}
+    return _render(request, "marketplace/lab/simulations.html", context, status=status)
+
+
+def _live(request: HttpRequest) -> HttpResponse:
+    live = LiveForm(request.POST, prefix="live")
+    market = selectors.market_or_none()
+    if market is None:
+        live.add_error(None, "There is no live market to start from.")
+    elif live.is_valid():
+        d = live.cleaned_data
+        try:
+            study = simulation_from_market(market=market, user=request.user, window_h=d["window_h"], vary=d["vary"], values=d["values"])
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                live.add_error(field if field in live.fields else None, errors)
+        else:
+            messages.success(request, f"Study #{study.pk}: the live market's last {d['window_h']:g} h replayed.")
+            return redirect("sim-study", pk=study.pk)
+    return _index(request, StudyForm(), live, 400)
+
+
+def live_comparison(study: SimulationStudy, results: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    """Rows "what the live market did" then each configuration (its first seed) on the same jobs:
+    jobs finished, mean response over the jobs finished both live and simulated (simulated s), revenue."""
+    live = study.live or {}
+    live_resp = {int(k): v for k, v in live.get("response_s", {}).items()}
+    rows: list[list[Any]] = []
+    sims: list[tuple[str, dict[int, float], Any]] = []
+    for label, result in results.items():
+        cols = result["jobs"]
+        resp = {j: r for j, r in zip(cols["job_id"], cols["response_s"], strict=True) if r is not None}
+        sims.append((label, resp, result["metrics"]["revenue"]))
+    common = set(live_resp).intersection(*[set(r) for _, r, _ in sims]) if sims else set(live_resp)
+
+    def mean(values: list[float]) -> float | None:
+        return round(sum(values) / len(values), 3) if values else None
+
+    live_mean = mean([live_resp[j] for j in common])
+    rows.append(["live market (what happened)", live.get("finished"), live_mean, round(live.get("revenue", 0.0), 4)])
+    for label, resp, revenue in sims:
+        tag = " (the market's own settings, simulated)" if label == live.get("baseline") else ""
+        rows.append([label + tag, len(resp), mean([resp[j] for j in common]), revenue])
+    return rows
+
+
+def _runs(study: SimulationStudy) -> list[ExperimentRun]:
+    return list(ExperimentRun.objects.filter(study=study).defer("result", "error").order_by("pk"))
+
+
+@login_required
+@require_GET
+def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
+    """A study: its runs' progress, then the comparison and the summary table."""
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
+    runs = _runs(study)
+    finished = not any(r.status in ACTIVE for r in runs)
+    if finished and study.summary is None and simulation_gather(study_id=study.pk):
+        study.refresh_from_db()
+    figures: dict[str, list[dict[str, Any]]] = {}
+    live_rows: list[list[Any]] = []
+    if finished:
+        first: dict[str, int] = {}
+        for r in runs:
+            if r.status == ExperimentRun.Status.DONE:
+                first.setdefault(r.label, r.pk)
+        results = dict(ExperimentRun.objects.filter(pk__in=first.values()).values_list("pk", "result"))
+        by_label = {label: results[pk] for label, pk in first.items()}
+        figs = comparison_figures(list(by_label.items()))
+        live_rows = live_comparison(study, by_label) if study.live else []
+        figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
+    context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
+               "live_rows": live_rows}
+    return _render(request, "marketplace/lab/study.html", context)
+
+
+@login_required
+@require_GET
+@poller_revalidates
+def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """``{"finished", "runs": [{"id", "label", "seed", "status", "attempts", "max_attempts", "progress", "message"}]}`` for the poller."""
+    runs = _runs(get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk))
+    rows = [
+        {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "attempts": r.attempts,
+         "max_attempts": r.max_attempts, "progress": r.progress, "message": r.message}
+        for r in runs
+    ]
+    return JsonResponse({"finished": not any(r.status in ACTIVE for r in runs), "runs": rows})
+
+
+@login_required
+@require_POST
+def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk)
+    n = simulation_cancel(study_id=pk, user=request.user)
+    messages.info(request, f"Study #{pk}: cancel requested for {n} run(s).")
+    return redirect("sim-study", pk=pk)
+
+
+@login_required
+@require_GET
+def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """The summary table as CSV: per configuration and metric, mean, 95 % half-width and seeds."""
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
+    if not study.summary:
+        raise Http404("The study has not finished.")
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}-summary.csv"'
+    csv.writer(response).writerows(summary_rows(study.summary))
+    return response
+
+
+@login_required
+@require_GET
+def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
+    """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
+    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
+    runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
+    settings_ = {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
+                 "vary": study.vary, "live": study.live}  # fmt: skip
+    body = study_document(settings_, study.summary, runs)
+    response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}.json"'
+    return response
+
+
+@login_required
+@require_GET
+def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """A finished run's per-job records as CSV (simulated seconds since the first arrival)."""
+    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
+    csv.writer(response).writerows(jobs_rows(run.result["jobs"]))
+    return response

@@ -1,0 +1,115 @@
+"""Results of clearings and the market's time series (shares, prices, fairness)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.db import models
+
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue, ResourceType
+
+
+class AllocationSnapshot(models.Model):
+    """One stored clearing: the Plan computed on ``state_version`` of the market.
+
+    ``plan`` is ``scheduler.plan.Plan.to_bytes()`` (job ids, shares,
+    sub-budgets, payment rules as raw arrays; reservations and diagnostics in
+    a small header) in one row, so a clearing writes one row whatever the
+    number of jobs; read it with ``adapters.plan_of``. Only the newest
+    ``PLAN_RETENTION`` clearings of a market keep it (older ones keep their
+    scalar diagnostics and prices; share history lives in ``ShareSample``).
+    """
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="snapshots")
+    state_version = models.BigIntegerField()
+    sim_time = models.FloatField()
+    mechanism = models.CharField(max_length=30)
+    plan = models.BinaryField(null=True, blank=True, help_text="scheduler.plan.Plan.to_bytes()")
+    max_kkt_residual = models.FloatField(default=0.0)
+    rounds = models.PositiveIntegerField()
+    converged = models.BooleanField()
+    n_jobs = models.PositiveIntegerField()
+    solve_ms = models.FloatField(help_text="Wall time of the auction solve, milliseconds.")
+    total_ms = models.FloatField(help_text="Wall time of the whole clearing (load, solve, store), milliseconds.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-id"]
+        get_latest_by = "id"
+        indexes = (models.Index(fields=["market", "-id"]),)
+
+    def __str__(self) -> str:
+        return f"clearing {self.pk} of market {self.market_id} at t={self.sim_time}s ({self.mechanism})"
+
+
+class ShareSample(models.Model):
+    """A job's within-queue shares at a simulated time, one row per job and fairness
+    sample (and one at its departure): the downsampled history the charts show."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="share_samples")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="share_samples")
+    sim_time = models.FloatField()
+    shares = models.JSONField(help_text="Share per resource type, in resource-type order (stage, id).")
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+        indexes = (models.Index(fields=["job", "sim_time"]),)
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} at t={self.sim_time}s: {self.shares}"
+
+
+class PriceSample(models.Model):
+    """Implied unit price of a resource type at a clearing: sum of sub-budgets / capacity."""
+
+    snapshot = models.ForeignKey(AllocationSnapshot, on_delete=models.CASCADE, related_name="prices")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    sim_time = models.FloatField()
+    price = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: price {self.price}"
+
+
+class FairnessSample(models.Model):
+    """A leaf queue's fairness on one resource type at a simulated time (paper 002, Eqs. 1-5)."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="fairness_samples")
+    sim_time = models.FloatField(db_index=True)
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE)
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    usage = models.FloatField(help_text="Accumulated usage f_i, resource-seconds.")
+    share = models.FloatField(help_text="Fair share S_i, units.")
+    demand = models.FloatField(help_text="Current demand d_i, units.")
+    entitled = models.FloatField(help_text="Integral of min(d_i, S_i), resource-seconds.")
+    rho = models.FloatField(
+        null=True,
+        help_text="Fairness degree f_i / integral of min(d_i, S_i); null where it is infinite (usage without entitlement).",
+    )
+    running = models.FloatField(help_text="Units held at the sample time.")
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+
+    def __str__(self) -> str:
+        return f"queue {self.queue_id}, resource type {self.resource_type_id} at t={self.sim_time}s: rho={self.rho}"
+
+
+class MarketSample(models.Model):
+    """Cluster-wide series per resource type: sharing benefit and loss, utilisation."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="market_samples")
+    sim_time = models.FloatField(db_index=True)
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    benefit = models.FloatField(help_text="Sharing benefit Psi = sum max(rho - 1, 0).")
+    loss = models.FloatField(help_text="Sharing loss Omega = sum min(rho - 1, 0).")
+    utilisation = models.FloatField()
+    active_jobs = models.PositiveIntegerField()
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: benefit {self.benefit}, loss {self.loss}"

@@ -1,0 +1,106 @@
+"""Jobs, which are the bids: a budget, a utility function and work per resource type."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.db import models
+from django.db.models import Q
+
+from marketplace.ledger.models import MONEY, Tenant
+from marketplace.market.models.locking import NoKeyLockManager
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import Queue, ResourceType
+
+
+class Job(models.Model):
+    """A bid for cluster service (paper 000, Sec. 3: budget b_i and utility u_i).
+
+    Times prefixed ``sim_`` are simulated seconds on the market clock; the
+    others are wall-clock timestamps.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Utility(models.TextChoices):
+        LINEAR = "linear", "Linear: sum w_j s_j"
+        LOG = "log", "Logscale: sum w_j log s_j"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="jobs")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="jobs")
+    queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=120, blank=True)
+    budget = models.DecimalField(**MONEY)
+    charged = models.DecimalField(default=0, **MONEY)
+    utility = models.CharField(max_length=10, choices=Utility.choices, default=Utility.LINEAR)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    external_id = models.CharField(max_length=60, blank=True, help_text="Trace job id for replayed jobs.")
+    job_class = models.CharField(
+        max_length=120, blank=True, db_index=True,
+        help_text="Jobs of one tenant and class are repeats: their utility is learnt together (paper 000, Sec. 5). Default: the name.",
+    )
+    average_shares = models.JSONField(
+        null=True, blank=True, help_text="Average job resource at completion: resource type name -> time-averaged share (Sec. 5, Def. 1).",
+    )
+    min_utility = models.FloatField(
+        null=True, blank=True, help_text="SLO: the minimum utility (paper 000, Sec. 6); the budget is paid only if it is met.",
+    )
+    achieved_utility = models.FloatField(
+        null=True, blank=True, help_text="Utility of the job's average shares at completion (SLO jobs; paper 000, Sec. 5-6).",
+    )
+    sim_submit_time = models.FloatField()
+    sim_start_time = models.FloatField(null=True, blank=True)
+    sim_finish_time = models.FloatField(null=True, blank=True)
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-id"]
+        constraints = (
+            models.CheckConstraint(condition=Q(budget__gt=0), name="job_budget_positive"),
+            models.CheckConstraint(condition=Q(charged__gte=0), name="job_charged_non_negative"),
+        )
+        indexes = (models.Index(fields=["market", "status"]),)
+
+    def __str__(self) -> str:
+        return self.name or f"job {self.pk}"
+
+    @property
+    def response_time(self) -> float | None:
+        """Simulated seconds from submission to completion; None unless the job finished
+        (a cancelled job's ``sim_finish_time`` is when it was cancelled: no response)."""
+        if self.status != self.Status.FINISHED or self.sim_finish_time is None:
+            return None
+        return self.sim_finish_time - self.sim_submit_time
+
+
+class JobWork(models.Model):
+    """A job's work and utility weight on one resource type, and its progress."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="work")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.PROTECT)
+    tasks = models.PositiveIntegerField()
+    task_duration = models.FloatField(help_text="Simulated seconds per task.")
+    weight = models.FloatField(default=1.0, help_text="Utility weight w_ij >= 0.")
+    pending = models.PositiveIntegerField(default=0)
+    running = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["resource_type__stage", "resource_type_id"]
+        constraints = (
+            models.UniqueConstraint(fields=["job", "resource_type"], name="job_work_unique_type"),
+            models.CheckConstraint(condition=Q(task_duration__gt=0), name="job_work_duration_positive"),
+            models.CheckConstraint(condition=Q(weight__gte=0), name="job_work_weight_non_negative"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.job}: {self.tasks} x {self.task_duration}s on {self.resource_type.name}"

@@ -1,0 +1,264 @@
+"""Plain-value writes (and one read) for the live clock's hot path: rows in, SQL out, no model instances.
+
+On the clock's path a tick writes a few rows of several tables, thousands of times
+per replayed hour. ``QuerySet.bulk_create`` builds a model instance per row and
+compiles its statement on every call, which costs more than the statement itself
+at that size. These helpers prepare every value with the field's own
+``get_db_prep_save`` (so they store exactly what the ORM would, on SQLite and on
+PostgreSQL) and build each statement once per (table, columns). Callers pass
+every column a row needs, ``auto_now_add`` fields included. Everything else
+(reads with filters, anything off the hot path) stays with the ORM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from django.db import connection, models
+
+from marketplace.market.models.jobs import Job
+
+_MONEY_PLACES: dict[int, Decimal] = {}
+_NATIVE = frozenset({int, float, str, bool, type(None)})  # every driver binds these as they are
+
+
+def _prep(field: models.Field[Any, Any], value: Any) -> Any:
+    """``value`` as the database takes it: the field's own ``get_db_prep_save``, except
+    for plain ints, floats, strings, booleans and None into fields that store them as
+    they are (the ORM would pass those unchanged too)."""
+    if type(value) in _NATIVE and not isinstance(field, _CONVERTING):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
+_CONVERTING = (models.JSONField, models.DecimalField, models.DateTimeField, models.DateField, models.TimeField,
+               models.UUIDField, models.BinaryField, models.DurationField)
+
+
+@lru_cache(maxsize=64)
+def _statement(
+    model: type[models.Model], names: tuple[str, ...], returning: bool, n_rows: int
+) -> tuple[str, tuple[models.Field[Any, Any], ...]]:
+    meta = model._meta
+    fields = tuple(meta.get_field(name) for name in names)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)  # type: ignore[union-attr]
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = f"INSERT INTO {connection.ops.quote_name(meta.db_table)} ({columns}) VALUES {', '.join([one] * n_rows)}"
+    if returning:
+        sql += f" RETURNING {connection.ops.quote_name(meta.pk.column)}"  # type: ignore[union-attr]
+    return sql, fields  # type: ignore[return-value]
+
+
+def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]], *, returning_pk: bool = False) -> list[int]:
+    """INSERT ``rows`` (one value per name in ``names``; a foreign key by its id under
+    the field's name) into ``model``'s table; returns the new primary keys, in row
+    order, when ``returning_pk`` (one multi-row statement), else [] (executemany)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    names = tuple(names)
+    if returning_pk:
+        sql, fields = _statement(model, names, True, len(rows))
+        params = [_prep(f, v) for row in rows for f, v in zip(fields, row, strict=True)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [int(r[0]) for r in cursor.fetchall()]
+    sql, fields = _statement(model, names, False, 1)
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, prepared)
+    return []
+
+
+def insert_instances(objs: Sequence[models.Model]) -> None:
+    """INSERT unsaved model instances of one model in one statement, as ``save()`` would store
+    them (every concrete field's ``pre_save``, so ``auto_now_add`` and defaults apply), and give
+    each its primary key; no signals are sent (the project connects none to these models)."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    values = [[f.pre_save(obj, True) for f in fields] for obj in objs]
+    ids = insert_rows(model, [f.attname for f in fields], values, returning_pk=True)
+    for obj, pk in zip(objs, ids, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+def to_decimal(value: Any, places: int) -> Decimal:
+    """A money column's raw database value as a Decimal with ``places`` decimals
+    (SQLite hands NUMERIC columns back as float or int, as the ORM's own converter
+    assumes; PostgreSQL as Decimal)."""
+    quantum = _MONEY_PLACES.get(places)
+    if quantum is None:
+        quantum = _MONEY_PLACES.setdefault(places, Decimal(1).scaleb(-places))
+    if isinstance(value, Decimal):
+        return value.quantize(quantum)
+    return Decimal(repr(value) if isinstance(value, float) else str(value)).quantize(quantum)
+
+
+def column(model: type[models.Model], name: str) -> str:
+    """The quoted column of field ``name`` of ``model``."""
+    return str(connection.ops.quote_name(model._meta.get_field(name).column))  # type: ignore[union-attr]
+
+
+def table(model: type[models.Model]) -> str:
+    """The quoted table of ``model``."""
+    return str(connection.ops.quote_name(model._meta.db_table))
+
+
+@lru_cache(maxsize=64)
+def _update_statement(
+    model: type[models.Model], names: tuple[str, ...], keys: tuple[str, ...]
+) -> tuple[str, tuple[models.Field[Any, Any], ...]]:
+    meta = model._meta
+    fields = tuple(meta.get_field(name) for name in (*names, *keys))
+    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields[: len(names)])  # type: ignore[union-attr]
+    where = " AND ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields[len(names) :])  # type: ignore[union-attr]
+    return f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {sets} WHERE {where}", fields  # type: ignore[return-value]
+
+
+def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """UPDATE ``model``'s table, one prepared statement for all ``rows``: each row gives
+    the new values of ``names`` followed by the values of ``keys`` that select the row
+    (a row that matches nothing changes nothing)."""
+    sql, fields = _update_statement(model, tuple(names), tuple(keys))
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
+    if prepared:
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, prepared)
+
+
+def active_job_ids(*, market_id: int) -> set[int]:
+    """Ids of the market's queued and running jobs (read by every tick that follows a bid)."""
+    status = column(Job, "status")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {table(Job)} WHERE {column(Job, 'market')} = %s AND {status} IN (%s, %s)",
+            [market_id, *Job.ACTIVE],
+        )
+        return {int(r[0]) for r in cursor.fetchall()}
+
+
+def lock_suffix() -> str:
+    """The row lock of a raw SELECT: PostgreSQL's ``FOR NO KEY UPDATE``, the lock an UPDATE of the
+    row takes, which lets other transactions insert rows that reference it meanwhile (a bid's
+    new job its market, while a tick holds the market; ``models.locking``); SQLite locks the
+    database at ``BEGIN IMMEDIATE`` instead."""
+    if connection.vendor == "postgresql":
+        return " FOR NO KEY UPDATE"
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+@lru_cache(maxsize=32)
+def _select_statement(
+    model: type[models.Model], exclude: tuple[str, ...], lock: bool, only: tuple[str, ...] = (), n_ids: int = 1,
+    keys: tuple[str, ...] = (),
+) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    """SELECT by primary key (``n_ids`` of them), or by equality on the fields ``keys`` when given."""
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if f.name not in exclude and (not only or f.attname in only or f.name in only)]
+    columns = ", ".join(q(f.column) for f in fields)
+    suffix = lock_suffix() if lock else ""
+    if keys:
+        where = " AND ".join(f"{q(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
+    else:
+        where = f"{q(meta.pk.column)} " + ("= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})")  # type: ignore[union-attr]
+    sql = f"SELECT {columns} FROM {q(meta.db_table)} WHERE {where}{suffix}"
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def _converters(model: type[models.Model], fields: Sequence[models.Field[Any, Any]]) -> tuple[Any, ...]:
+    """Per field, its column and the converters the ORM applies to a value read from it."""
+    converters = []
+    for f in fields:
+        col = f.get_col(model._meta.db_table)
+        converters.append((col, tuple(connection.ops.get_db_converters(col) + col.get_db_converters(connection))))
+    return tuple(converters)
+
+
+@lru_cache(maxsize=8)
+def _increment_statement(model: type[models.Model], counter: str, exclude: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if f.name not in exclude]
+    column = q(meta.get_field(counter).column)  # type: ignore[union-attr]
+    sql = (f"UPDATE {q(meta.db_table)} SET {column} = {column} + 1 WHERE {q(meta.pk.column)} = %s"  # type: ignore[union-attr]
+           f" RETURNING {', '.join(q(f.column) for f in fields)}")
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def increment_row(model: type[models.Model], pk: int, *, counter: str, exclude: Sequence[str] = ()) -> Any:
+    """Add one to the integer field ``counter`` of row ``pk`` and return the row as it is then
+    (``exclude``: fields left deferred), in one statement built once: ``UPDATE ... RETURNING``.
+    The UPDATE takes the row lock the caller's transaction then holds (``FOR NO KEY UPDATE``'s
+    mode on PostgreSQL: ``counter`` is no key; SQLite: the transaction's ``BEGIN IMMEDIATE``), so
+    this is ``get_row(..., for_update=True)`` and the increment in one round trip.
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    return _one_instance(model, pk, *_increment_statement(model, counter, tuple(exclude)))
+
+
+def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
+    values = []
+    for value, (col, funcs) in zip(row, converters, strict=True):
+        for func in funcs:
+            value = func(value, col, connection)
+        values.append(value)
+    return model.from_db(connection.alias, list(names), values)
+
+
+def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[str]) -> list[Any]:
+    """``model.objects.filter(pk__in=ids).only(*only)`` from one statement built once per
+    (model, columns, number of ids), values through the ORM's converters; rows in no
+    particular order."""
+    if not ids:
+        return []
+    sql, names, converters = _select_statement(model, (), False, tuple(only), len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(ids))
+        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+
+
+def find_row(model: type[models.Model], **keys: Any) -> Any:
+    """``model.objects.filter(**keys).first()`` for keys that name at most one row (a unique
+    set of columns; a foreign key by its id under the field's name), from one statement built
+    once; None if there is none."""
+    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(keys.values()))
+        row = cursor.fetchone()
+    return None if row is None else _instance(model, names, converters, row)
+
+
+def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:
+    """``model.objects[.select_for_update()].defer(*exclude).get(pk=pk)`` from one statement
+    built once: each value through the same converters the ORM applies; with
+    ``for_update`` the row is locked (``FOR NO KEY UPDATE`` on PostgreSQL: see ``lock_suffix``;
+    SQLite: by the transaction's ``BEGIN IMMEDIATE``).
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    return _one_instance(model, pk, *_select_statement(model, tuple(exclude), for_update))
+
+
+def _one_instance(model: type[models.Model], pk: int, sql: str, names: tuple[str, ...], converters: tuple[Any, ...]) -> Any:
+    """Run ``sql`` (one ``%s``: the primary key) and return its row as an instance.
+
+    Raises:
+        model.DoesNotExist: no row.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+    return _instance(model, names, converters, row)

@@ -1,0 +1,335 @@
+"""The live cluster clock: one market step on the stored engine, and what it reports.
+
+The engine is ``simulator.market.engine.MarketEngine`` (the same code offline runs
+use), kept serialised on the market row (``services.market``). One tick runs
+in one transaction under the market row lock: load the engine, tell it about
+new and cancelled jobs, capacities and parameters, apply the newest stored
+Plan, step, and store progress, departures, the charges the Plan's payment
+rules decided (through the ledger), and the samples. A departure is a market
+change cleared inside the tick on the tick's own engine (the version rises and
+the Plan is stored as that version's clearing), so a tick of any length
+dispatches as the offline runner does; bids are cleared by the clearing task.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from marketplace.ledger.services import job_charge, job_settle, jobs_held_amounts, money
+from marketplace.market import adapters, rows
+from marketplace.market.models.allocation import FairnessSample, MarketSample, ShareSample
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.rows import active_job_ids
+from marketplace.market.services.clearing import plan_store
+from marketplace.market.services.market import (
+    ENGINE_FIELDS,
+    EngineContext,
+    SyncMarks,
+    engine_context,
+    engine_forget,
+    engine_load,
+    engine_marks,
+    engine_store,
+)
+from marketplace.pools.services.jobs import cura_advance
+from marketplace.reservations import adapters as reservation_adapters
+from scheduler.plan import empty_plan
+from scheduler.registry import MECHANISMS
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Charge, StepReport
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """Summary of one clock tick."""
+
+    sim_time: float
+    started_tasks: int
+    finished_tasks: int
+    finished_jobs: int
+    active_jobs: int
+
+
+def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: SyncMarks) -> None:
+    """Tell the engine about bids and cancellations since the last tick, capacities and parameters."""
+    engine.set_capacity([t.capacity for t in context.types])
+    config = adapters.market_config(market)
+    if config != engine.config:
+        engine.configure(config)
+    if market.state_version == marks.state_version:
+        return  # no bid or cancellation since this copy was synced
+    active = active_job_ids(market_id=market.pk)
+    gone = [job_id for job_id in engine.known_jobs() if job_id not in active]
+    for job_id in gone:
+        engine.cancel(job_id)  # its running tasks are killed now
+    if gone:
+        JobWork.objects.filter(job_id__in=gone).update(running=0)
+    new = [pk for pk in active if not engine.knows(pk)]
+    for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
+        engine.submit(spec, bid)
+    for booking, price in reservation_adapters.engine_bookings_missing(market, engine, context.types):
+        engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
+
+
+def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
+    if market.clearings == marks.clearings:
+        return []  # no clearing since this copy applied the newest Plan
+    latest = adapters.latest_plan(market.pk)
+    if latest is None or latest[0] == engine.plan_id:
+        return []
+    return engine.apply_plan(latest[1], plan_id=latest[0])
+
+
+def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
+    """Task counts of the jobs that changed, and the first start of jobs that started
+    (one prepared statement each: rows a job has no work for match nothing)."""
+    rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
+        (pending[j], running[j], done[j], job_id, t.pk)
+        for job_id, (pending, running, done) in report.progress.items()
+        for j, t in enumerate(types)
+    ))  # fmt: skip
+    rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
+        (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items()
+    ))  # fmt: skip
+
+
+def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
+    """Charges decided by the Plan's payment rules; departures settle and release the rest."""
+    owed = {c.job_id: c for c in report.charges}
+    ids = {c.job_id for c in acceptance} | set(report.settled)
+    if not ids:
+        return 0
+    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id", "sim_start_time"))}
+    charged = []
+    for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
+        job = jobs.get(c.job_id)
+        if job is not None and job.status in Job.ACTIVE:
+            job_charge(job=job, amount=money(c.amount), memo=f"fixed price of job {job.pk}")
+            charged.append((job.charged, job.pk))
+    rows.update_rows(Job, ("charged",), ("id",), charged)
+    finished = {f.job_id: f for f in report.departures}
+    now, done_rows = timezone.now(), []
+    settling = [job_id for job_id in report.settled if job_id in jobs and jobs[job_id].status in Job.ACTIVE]
+    held = jobs_held_amounts(job_ids=settling)  # after the fixed prices above: they reduced it
+    for job_id in settling:  # (a job cancelled meanwhile is left out: its hold was released then)
+        job = jobs[job_id]
+        c = owed.get(job_id)
+        job_settle(
+            job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else "",
+            held=held[job_id],
+        )
+        done = finished[job_id]
+        achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
+        # The first start recorded (shown while the job ran) stays: an engine restarted by a
+        # structure change re-dispatches requeued tasks and reports a later "first" start.
+        start = done.start_time if job.sim_start_time is None else job.sim_start_time
+        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, job_id))
+    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility"), ("id",),
+                     done_rows)  # fmt: skip
+    return len(done_rows)
+
+
+def _store_average_shares(report: StepReport, types: Sequence[ResourceType]) -> None:
+    """Each departed job's average job resource (paper 000, Sec. 5, Def. 1), for utility learning."""
+    rows.update_rows(Job, ("average_shares",), ("id", "status"), (
+        ({t.name: float(a) for t, a in zip(types, avg.tolist(), strict=True)}, job_id, Job.Status.FINISHED)
+        for job_id, avg in report.average_shares.items()
+    ))  # fmt: skip
+
+
+def _finite(x: float) -> float | None:
+    """rho is infinite for a leaf that used resources it was never entitled to; stored as null (JSON has no inf)."""
+    return float(x) if math.isfinite(x) else None
+
+
+def _sample_rows(market: Market, report: StepReport, context: EngineContext, active: int) -> tuple[list[tuple], list[tuple]]:
+    """The fairness and market sample rows of one step (``active``: active jobs after it)."""
+    fair, overall = [], []
+    types, leaf_ids = context.types, context.tree_map.leaf_queue_ids
+    for s in report.samples:
+        for j, t in enumerate(types):
+            overall.append((market.pk, s.time, t.pk, float(s.benefit[j]), float(s.loss[j]), float(s.utilisation[j]), active))
+            for leaf, queue_id in enumerate(leaf_ids):
+                fair.append((
+                    market.pk, s.time, queue_id, t.pk, float(s.usage[leaf, j]), float(s.share[leaf, j]),
+                    float(s.demand[leaf, j]), float(s.entitled[leaf, j]), _finite(s.rho[leaf, j]), float(s.running[leaf, j]),
+                ))
+    return fair, overall
+
+
+_FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "share", "demand", "entitled", "rho", "running")
+_MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
+
+
+def _share_rows(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> list[tuple]:
+    """Share history of one step, downsampled: each job's shares at every fairness sample
+    it was present for, and its last shares at its departure."""
+    finish = {f.job_id: f.finish_time for f in report.departures}
+    out = []
+    for s in report.samples:
+        for job_id, (arrival, share) in shares.items():
+            if arrival <= s.time < finish.get(job_id, math.inf):
+                out.append((market.pk, job_id, s.time, share.tolist()))  # type: ignore[attr-defined]
+    for job_id, t in finish.items():
+        if job_id in shares:
+            out.append((market.pk, job_id, t, shares[job_id][1].tolist()))  # type: ignore[attr-defined]
+    return out
+
+
+@dataclass
+class _TickWrites:
+    """What the steps of one tick write, gathered and written once when it ends.
+
+    A tick with departures takes a step per departure (each followed by a clearing), and
+    each step used to write its own rows: a dozen statements per step, all while the market
+    row, which every bid waits for, was held. Gathered, a tick writes each table once:
+    the last counts of each job (a later step's supersede an earlier's), the first start
+    of each, the money in the order it was due (every fixed price before the departures'
+    settlements: a job's fixed price falls due when a Plan admits it, before it can depart),
+    then the departed jobs' average shares, the samples and the share history. Nothing in
+    the tick reads these rows back before it ends.
+    """
+
+    reports: list[StepReport] = field(default_factory=list)
+    acceptance: list[Charge] = field(default_factory=list)
+    fair: list[tuple] = field(default_factory=list)
+    overall: list[tuple] = field(default_factory=list)
+    shares: list[tuple] = field(default_factory=list)
+
+    def add_step(self, market: Market, context: EngineContext, report: StepReport, shares: dict[int, tuple[float, object]],
+                 active: int) -> None:
+        self.reports.append(report)
+        fair, overall = _sample_rows(market, report, context, active)
+        self.fair += fair
+        self.overall += overall
+        self.shares += _share_rows(market, report, shares)
+
+    def write(self, types: list[ResourceType]) -> tuple[StepReport, int]:
+        """Write everything gathered; returns the tick's steps as one report, and the number
+        of jobs that departed (settled, not cancelled meanwhile)."""
+        merged = _merged(self.reports)
+        _apply_progress(merged, types)
+        departed = _apply_money(merged, self.acceptance)
+        _store_average_shares(merged, types)
+        rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair)
+        rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall)
+        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares)
+        return merged, departed
+
+
+def _merged(reports: list[StepReport]) -> StepReport:
+    """One report for a tick's steps (at least one), in order: the last counts and the first start of each job win."""
+    progress: dict = {}
+    first_starts: dict[int, float] = {}
+    for r in reports:
+        progress.update(r.progress)
+        for job_id, start in r.first_starts.items():
+            first_starts.setdefault(job_id, start)
+    return StepReport(
+        now=reports[-1].now, departures=[d for r in reports for d in r.departures], charges=[c for r in reports for c in r.charges],
+        settled=[j for r in reports for j in r.settled], samples=[], progress=progress,
+        started_tasks=sum(r.started_tasks for r in reports), finished_tasks=sum(r.finished_tasks for r in reports),
+        first_starts=first_starts, achieved_utility={k: v for r in reports for k, v in r.achieved_utility.items()},
+        average_shares={k: v for r in reports for k, v in r.average_shares.items()},
+    )
+
+
+def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> list[Charge]:
+    """Clear the market on the tick's own engine (after a departure, as the offline
+    runner does, or for changes no clearing has seen yet), store the Plan as the
+    clearing of ``market.state_version`` and put it in force. Returns the charges due
+    at acceptance (fixed prices)."""
+    t0 = time.perf_counter()
+    if engine.cluster.active_jobs():
+        snap = engine.snapshot()
+        ts = time.perf_counter()
+        plan = MECHANISMS.build(engine.config.mechanism).clear(snap)
+        solve_ms = (time.perf_counter() - ts) * 1000.0
+    else:
+        plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
+    plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
+    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
+    market.cleared_version = market.state_version
+    market.clearings += 1
+    return engine.apply_plan(plan, plan_id=plan_id)
+
+
+def cluster_advance(
+    *, market_id: int, until: float | None = None, seconds: float | None = None, stop_when_idle: bool = False
+) -> TickResult:
+    """Advance the live market to simulated time ``until`` (or by ``seconds``).
+
+    Changes no clearing has seen yet are cleared first, and every departure on the
+    way is a market change cleared inside the tick, on the tick's engine, before any freed slot is handed out (paper 000, Sec. 4: the
+    auction re-runs on every arrival and departure): the version rises, the Plan is
+    stored and applied, and the tick goes on. So a tick of any length dispatches as
+    the offline runner does, and no clearing task is enqueued for a departure. With
+    ``stop_when_idle`` the tick ends at a departure that leaves no active job (a
+    drain's last tick ends where the work did).
+
+    Raises:
+        ValueError: ``until`` lies before the market's current simulated time.
+    """
+    with transaction.atomic():
+        market = rows.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
+        target = until if until is not None else market.sim_time + (seconds or 0.0)
+        if target < market.sim_time:
+            raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")
+        context = engine_context(market)
+        engine = engine_load(market=market, context=context)
+        marks = engine_marks(market=market)
+        fields = ["sim_time", *ENGINE_FIELDS]
+        clearings_before = market.clearings
+        writes = _TickWrites()
+        try:
+            _sync(engine, market, context, marks)
+            writes.acceptance += _apply_latest_plan(engine, market, marks)
+            if market.cleared_version < market.state_version:
+                # bids or cancellations no clearing has seen (deferred, or the clearing
+                # worker is slow or down): never hand out slots by a stale Plan
+                writes.acceptance += _clear_now(engine, market, context)
+            while True:
+                shares = engine.current_shares()
+                report = engine.step(target, stop_on_departure=True)
+                active = len(engine.cluster.active_jobs())
+                writes.add_step(market, context, report, shares, active)
+                market.sim_time = report.now
+                if not report.departures:
+                    break
+                market.state_version += 1  # a market change (services.market.market_changed), cleared here
+                writes.acceptance += _clear_now(engine, market, context)  # fixed prices due when its Plan applies
+                if report.now >= target or (stop_when_idle and not active):
+                    break
+            tick, departures = writes.write(context.types)
+            cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
+            if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
+                fields += ["state_version", "cleared_version", "clearings"]
+            engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
+            rows.update_rows(Market, fields, ("id",), [(*(getattr(market, f) for f in fields), market.pk)])
+        except BaseException:
+            engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
+            raise
+    return TickResult(market.sim_time, tick.started_tasks, tick.finished_tasks, departures, active)
+
+
+def cluster_tick(*, market_id: int, max_wall_s: float = 5.0) -> TickResult:
+    """The live clock: advance by clock_speed x wall seconds since the last tick.
+
+    A pause (no tick for a while) is not replayed in one jump: at most
+    ``max_wall_s`` wall seconds count per tick.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        market = Market.objects.select_for_update().only("clock_wall_at", "clock_speed").get(pk=market_id)
+        last = market.clock_wall_at or now
+        elapsed = min(max((now - last).total_seconds(), 0.0), max_wall_s)
+        Market.objects.filter(pk=market_id).update(clock_wall_at=now)
+        return cluster_advance(market_id=market_id, seconds=market.clock_speed * elapsed)

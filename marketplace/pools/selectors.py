@@ -1,0 +1,85 @@
+"""Reads of the VM pools (paper 004): pools, their sizes and use over simulated time, reconfigurations, Cura jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from marketplace.ledger.models import Tenant
+from marketplace.market.models.market import Market
+from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
+
+
+def vm_types_of(*, market: Market) -> list[VMInstanceType]:
+    """The market's VM types in pool order, with their pools."""
+    return list(VMInstanceType.objects.filter(market=market).select_related("pool"))
+
+
+def busy_at(*, market: Market, t: float) -> dict[int, int]:
+    """VM type id -> VMs held by Cura jobs running at simulated time t."""
+    out: dict[int, int] = {}
+    for vm_type_id, vms, start, end in _held(market):
+        if start <= t < end:
+            out[vm_type_id] = out.get(vm_type_id, 0) + vms
+    return out
+
+
+HOLDING = (CuraJob.Status.RESERVED, CuraJob.Status.RUNNING, CuraJob.Status.DONE)
+
+
+def _held(market: Market) -> list[tuple[int, int, float, float]]:
+    """(VM type id, VMs, start, end) of every reservation and run: a run ends when it
+    really did (``finished_s``), a reservation when it is planned to."""
+    rows = CuraJob.objects.filter(market=market, status__in=HOLDING, start_s__isnull=False)
+    fields = ("vm_type_id", "vms", "start_s", "end_s", "finished_s")
+    return [(t, k, s, f if f is not None else e) for t, k, s, e, f in rows.values_list(*fields)]
+
+
+def pool_rows(*, market: Market) -> list[dict[str, Any]]:
+    """One row per pool: type, size, cores, VMs busy now and utilisation now."""
+    busy = busy_at(market=market, t=market.sim_time)
+    rows = []
+    for t in vm_types_of(market=market):
+        used = busy.get(t.pk, 0)
+        rows.append({"type": t, "pool": t.pool, "cores": t.vcpus * t.pool.size, "busy": used,
+                     "utilisation": used / t.pool.size if t.pool.size else 0.0})
+    return rows
+
+
+def pool_series(*, market: Market, types: list[VMInstanceType]) -> dict[str, list[dict[str, Any]]]:
+    """Per VM type name, a step series over simulated time of the pool size and the
+    VMs busy: rows ``{"t": s, "size": VMs, "busy": VMs}`` at every reservation start or
+    end and every executed reconfiguration (sizes before the first come from it)."""
+    recs = list(PoolReconfiguration.objects.filter(market=market, executed=True).order_by("time_s"))
+    jobs = _held(market)
+    now = float(market.sim_time)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for t in types:
+        size0 = int(recs[0].before.get(t.name, t.pool.size)) if recs else t.pool.size
+        changes = [(r.time_s, int(r.after.get(t.name, size0))) for r in recs]
+        events: list[tuple[float, int]] = []
+        for vm_type_id, vms, start, end in jobs:
+            if vm_type_id == t.pk:
+                events += [(start, vms), (end, -vms)]
+        times = sorted({0.0, now, *(c for c, _ in changes), *(e for e, _ in events)})
+        rows, size, busy, ci, ev = [], size0, 0, 0, sorted(events)
+        k = 0
+        for time in times:
+            while ci < len(changes) and changes[ci][0] <= time:
+                size = changes[ci][1]
+                ci += 1
+            while k < len(ev) and ev[k][0] <= time:
+                busy += ev[k][1]
+                k += 1
+            rows.append({"t": time, "size": size, "busy": busy})
+        out[t.name] = rows
+    return out
+
+
+def reconfigurations(*, market: Market) -> QuerySet[PoolReconfiguration]:
+    return PoolReconfiguration.objects.filter(market=market)
+
+
+def cura_jobs_of(*, tenant: Tenant) -> QuerySet[CuraJob]:
+    return CuraJob.objects.filter(tenant=tenant).select_related("vm_type")

@@ -1,0 +1,163 @@
+"""ERA's part of the ORM <-> numpy seam (``adapters.py`` holds the rest).
+
+Reservation rows become a :class:`scheduler.era.mechanisms.BasicEcon` (or a baseline) in
+integer slots, and engine bookings (``scheduler.plan.Reservation``) in
+simulated seconds. Slots: slot k covers [k * slot, (k + 1) * slot) simulated
+seconds; a mechanism's slot 0 is the market's first whole slot not yet begun
+(its *origin*), so nothing is ever sold in the past.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from marketplace.deadlines.models import DeadlineBooking
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
+from scheduler import plan
+from scheduler.era.mechanisms import BasicEcon
+from scheduler.era.predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
+
+HISTORY_LIMIT = 5000  # newest past requests a predictor learns from
+
+
+def era_settings(market: Market | int) -> ReservationSettings:
+    """The market's ERA settings (made with their defaults on first use)."""
+    market_id = market if isinstance(market, int) else market.pk
+    return ReservationSettings.objects.get_or_create(market_id=market_id)[0]
+
+
+def slot_ceil(seconds: float, slot: float) -> int:
+    """The first slot boundary at or after ``seconds`` (as a slot index)."""
+    return math.ceil(seconds / slot - 1e-9)
+
+
+def slot_floor(seconds: float, slot: float) -> int:
+    """The last slot boundary at or before ``seconds`` (as a slot index)."""
+    return math.floor(seconds / slot + 1e-9)
+
+
+def origin_slot(sim_time: float, slot: float) -> int:
+    """The first whole slot that has not begun at ``sim_time``."""
+    return slot_ceil(sim_time, slot)
+
+
+@dataclass(frozen=True)
+class _FromOrigin:
+    """A predictor of absolute slots queried with slots counted from ``origin``."""
+
+    base: Any
+    origin: int
+
+    def inverse_demand(self, t: Any, quantity: Any) -> Any:
+        return self.base.inverse_demand(np.asarray(t) + self.origin, quantity)
+
+
+def past_requests(market: Market, resource_type: ResourceType, s: ReservationSettings) -> list[PastRequest]:
+    """Requests that named a value (quotes and bookings), in absolute slots, newest first."""
+    slot = s.slot_seconds
+    rows = (
+        ReservationQuote.objects.filter(market=market, resource_type=resource_type, value__isnull=False)
+        .order_by("-id").values_list("units", "duration", "arrival", "deadline", "value")[:HISTORY_LIMIT]
+    )
+    out = []
+    for units, duration, arrival, deadline, value in rows:
+        a, d = slot_ceil(arrival, slot), slot_floor(deadline, slot)
+        t = max(1, slot_ceil(duration, slot))
+        if a >= 0 and a + t <= d and value > 0:
+            out.append(PastRequest(int(units), t, a, d, float(value)))
+    return out
+
+
+def predictor_of(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int) -> Any:
+    """The configured predictor (SPEC 3.2), learning from past requests on a daily cycle."""
+    if s.predictor == ReservationSettings.Predictor.CONSTANT:
+        return ConstantPrice(s.reserve_price)
+    history = past_requests(market, resource_type, s)
+    if not history:
+        return ConstantPrice(s.reserve_price)
+    horizon = max(r.deadline for r in history)
+    period = int(s.period_slots)
+    if s.predictor == ReservationSettings.Predictor.LP:
+        base: Any = LPPredictor(history, float(resource_type.capacity), horizon, floor=s.reserve_price, period=period)
+    else:
+        base = SpreadingPredictor(history, horizon, floor=s.reserve_price, period=period)
+    return _FromOrigin(base, origin)
+
+
+def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int) -> np.ndarray:
+    """(horizon,) units promised in each slot from ``origin`` on, by the reservations and
+    the deadline bookings of active jobs (a finished or cancelled job's units are free again)."""
+    slot, horizon = s.slot_seconds, int(s.horizon_slots)
+    promised = np.zeros(horizon, dtype=np.int64)
+    rows = Reservation.objects.filter(
+        market=market, resource_type=resource_type, end__gt=origin * slot, job__status__in=Job.ACTIVE,
+    ).values_list("units", "start", "end")
+    windows = [(int(units), float(start), float(end)) for units, start, end in rows]
+    # deadline bookings (paper 003) hold units too: one per resource type, in resource-type order
+    column = list(ResourceType.objects.filter(market=market).values_list("id", flat=True)).index(resource_type.pk)
+    for start, end, slots in DeadlineBooking.objects.filter(
+        market=market, job__status__in=Job.ACTIVE, sim_end__gt=origin * slot,
+    ).values_list("sim_start", "sim_end", "slots"):
+        if column < len(slots) and slots[column] > 0:
+            windows.append((int(slots[column]), float(start), float(end)))
+    for units, start, end in windows:
+        lo = max(slot_floor(start, slot) - origin, 0)
+        hi = min(slot_ceil(end, slot) - origin, horizon)
+        if lo < hi:
+            promised[lo:hi] += units
+    return promised
+
+
+def era_mechanism(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None) -> tuple[BasicEcon, int]:
+    """(Basic-Econ on the market's state now, its origin slot) for one resource type."""
+    s = s or era_settings(market)
+    origin = origin_slot(market.sim_time, s.slot_seconds)
+    mech = BasicEcon(
+        int(resource_type.capacity), int(s.horizon_slots), predictor_of(market, resource_type, s, origin),
+        list_price=s.list_price, max_discount=s.max_discount, late_penalty=s.late_penalty,
+        promised=promised_slots(market, resource_type, s, origin),
+    )
+    return mech, origin
+
+
+def engine_bookings(job_ids: Iterable[int], types: list[ResourceType]) -> list[tuple[plan.Reservation, float]]:
+    """The bookings of these jobs as the engine takes them (``MarketEngine.book``)."""
+    index = {t.pk: j for j, t in enumerate(types)}
+    rows = Reservation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", "resource_type_id", "units", "start", "end", "price")
+    return [
+        (plan.Reservation(job, index[rt], units, float(start), float(end)), float(price))
+        for job, rt, units, start, end, price in rows
+        if rt in index
+    ]
+
+
+def engine_bookings_missing(market: Market, engine: Any, types: list[ResourceType]) -> list[tuple[plan.Reservation, float]]:
+    """Bookings of the market's active jobs that the engine does not hold yet (new jobs, and
+    reservations added to a known job), each with its job's whole fixed price (the sum of
+    the prices of the job's reservations; ``MarketEngine.book``)."""
+    held = {(r.job_id, r.resource) for r in engine.booked()}
+    index = {t.pk: j for j, t in enumerate(types)}
+    rows = list(Reservation.objects.filter(market=market, job__status__in=Job.ACTIVE).values_list(
+        "job_id", "resource_type_id", "units", "start", "end", "price",
+    ))
+    total: dict[int, float] = {}
+    for job, *_, price in rows:
+        total[job] = total.get(job, 0.0) + float(price)
+    out = []
+    for job, rt, units, start, end, _ in rows:
+        if rt in index and (job, index[rt]) not in held and engine.knows(job):
+            out.append((plan.Reservation(job, index[rt], units, float(start), float(end)), total[job]))
+    return out
+
+
+def reserved_job_ids(job_ids: Iterable[int]) -> set[int]:
+    """Which of these jobs hold a reservation (they never join the auction)."""
+    return set(Reservation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", flat=True))

@@ -1,0 +1,284 @@
+"""REST API for ERA reservations (paper 001, Secs. 2.3.1-2.3.2; SPEC 3.2).
+
+Tenants: quotes (create, list, show, accept, decline), the one-shot request and
+their reservations. Everyone signed in: the price curve. Cluster managers (the
+Django group ``cluster-manager``): the current allocation (with an ETag) and
+the update call. Accept and request are plain DRF views, so an idempotency
+layer for money-moving POSTs can wrap them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace.api.conventions import _service_errors, _tenant
+from marketplace.api.fields import MoneyField
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction.services import job_cancel
+from marketplace.market import roles, selectors
+from marketplace.market.models.jobs import Job
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.roles import CLUSTER_MANAGER
+from marketplace.market.services.config import resource_capacity_set
+from marketplace.market.services.market import market_changed
+from marketplace.reservations import selectors as rsel
+from marketplace.reservations.models import Reservation, ReservationQuote
+from marketplace.reservations.services import QuoteMoved, reservation_accept, reservation_decline, reservation_quote, reservation_request
+
+
+class RequestSerializer(serializers.Serializer):
+    """W units of a resource type for T seconds inside [A, D), worth at most V (shape only;
+    the service checks the rules and answers with field errors)."""
+
+    resource_type = serializers.CharField(max_length=40)
+    units = serializers.IntegerField(help_text="W: units held at once.")
+    duration = serializers.FloatField(help_text="T: simulated seconds.")
+    arrival = serializers.FloatField(help_text="A: window start, simulated seconds on the market clock.")
+    deadline = serializers.FloatField(help_text="D: window end (exclusive), simulated seconds.")
+    value = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None,
+                                  help_text="V: the most you would pay (money units); never used to set the price.")
+
+
+class QuoteSerializer(serializers.ModelSerializer):
+    resource_type = serializers.CharField(source="resource_type.name")
+    alternatives = serializers.SerializerMethodField(help_text="The next cheapest starts: [start s, price].")
+
+    class Meta:
+        model = ReservationQuote
+        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "status",
+                  "expires_at", "offers", "alternatives", "replaced_by")
+
+    def get_alternatives(self, quote: ReservationQuote) -> list[tuple[float, float]]:
+        return rsel.quote_alternatives(quote=quote)
+
+
+class ReservationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    job = serializers.IntegerField(source="job_id")
+    job_status = serializers.CharField(source="job.status")
+    resource_type = serializers.CharField(source="resource_type.name")
+    units = serializers.IntegerField()
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    arrival = serializers.FloatField()
+    deadline = serializers.FloatField()
+    price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
+    value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
+    quote = serializers.IntegerField(source="quote_id", allow_null=True)
+
+
+def _request_data(request: Request) -> dict[str, Any]:
+    data = RequestSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
+def _quote_of(request: Request, pk: int) -> ReservationQuote:
+    return get_object_or_404(ReservationQuote, pk=pk, tenant=_tenant(request))  # another tenant's quote: 404
+
+
+class QuoteListView(generics.GenericAPIView):
+    """GET: the caller's quotes, newest first, paginated. POST: a new quote (no commitment,
+    valid until ``expires_at``)."""
+
+    parser_classes = (SafeJSONParser,)
+    serializer_class = QuoteSerializer
+    queryset = ReservationQuote.objects.none()  # the schema's model; get() reads the caller's quotes
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
+
+    @extend_schema(responses=QuoteSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_quotes(tenant=_tenant(request))))
+        return self.get_paginated_response(QuoteSerializer(page, many=True).data)
+
+    @extend_schema(request=RequestSerializer, responses={201: QuoteSerializer})
+    def post(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        try:
+            quote = reservation_quote(tenant=tenant, **_request_data(request))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(QuoteSerializer(quote).data, status=status.HTTP_201_CREATED)
+
+
+class QuoteDetailView(APIView):
+    @extend_schema(responses=QuoteSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(QuoteSerializer(_quote_of(request, pk)).data)
+
+
+class QuoteAcceptView(APIView):
+    """Accept a quote: 201 with the reservation (paid now); 409 with the new quote when it
+    expired or the market moved and the offer changed."""
+
+    @extend_schema(request=None, responses={201: ReservationSerializer, 409: QuoteSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
+    def post(self, request: Request, pk: int) -> Response:
+        quote = _quote_of(request, pk)
+        try:
+            r = reservation_accept(quote=quote, user=request.user)
+        except QuoteMoved as exc:
+            body = {"detail": exc.message_dict["quote"][0], "quote": QuoteSerializer(exc.quote).data if exc.quote else None}
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(ReservationSerializer(r).data, status=status.HTTP_201_CREATED)
+
+
+class QuoteDeclineView(APIView):
+    @extend_schema(request=None, responses=QuoteSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        try:
+            quote = reservation_decline(quote=_quote_of(request, pk))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response(QuoteSerializer(quote).data)
+
+
+class RequestView(APIView):
+    """The one-shot request: accepted iff V covers the price (201 with the reservation),
+    else 200 with ``accepted: false`` and the declined quote."""
+
+    parser_classes = (SafeJSONParser,)
+
+    @extend_schema(request=RequestSerializer, parameters=[IDEMPOTENCY_PARAMETER],
+                   responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT})
+    @idempotent
+    def post(self, request: Request) -> Response:
+        tenant = _tenant(request)
+        try:
+            result = reservation_request(tenant=tenant, user=request.user, **_request_data(request))
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        body = {
+            "accepted": result.accepted, "quote": QuoteSerializer(result.quote).data,
+            "reservation": ReservationSerializer(result.reservation).data if result.reservation else None,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if result.accepted else status.HTTP_200_OK)
+
+
+class ReservationListView(generics.GenericAPIView):
+    """The caller's reservations, newest first, paginated."""
+
+    serializer_class = ReservationSerializer
+    queryset = Reservation.objects.none()  # the schema's model; get() reads the caller's reservations
+    ordering_fields = ("id", "start", "price")
+    ordering_default = "-id (newest first)"
+
+    @extend_schema(responses=ReservationSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=_tenant(request))))
+        return self.get_paginated_response(ReservationSerializer(page, many=True).data)
+
+
+class PriceCurveView(APIView):
+    """The next unit's price per coming slot, and promised units (``?resource=map&slots=240``)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("resource", str, description="Resource type name (default: the first)."),
+                    OpenApiParameter("slots", int, description="Coming slots to price, 1 to 100,000 (default 240).")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        market = selectors.market_default()
+        types = selectors.resource_types_of(market=market)
+        name = request.query_params.get("resource") or types[0].name
+        rt = next((t for t in types if t.name == name), None)
+        if rt is None:
+            raise ValidationError({"resource": f"Unknown resource type '{name}'."})
+        try:
+            slots = int(request.query_params.get("slots", 240))
+        except ValueError:
+            raise ValidationError({"slots": "Enter a whole number of slots."}) from None
+        curve = rsel.price_curve(market=market, resource_type=rt, slots=max(1, min(slots, 100_000)))
+        return Response(curve.__dict__ | {"totals": rsel.reservation_totals(market=market)})
+
+
+# --- cluster-facing API (paper 001, Sec. 2.3.2) ------------------------------------------------
+
+
+class IsClusterManager(BasePermission):
+    """Members of the ``cluster-manager`` group (and superusers); tenants get 403."""
+
+    message = "Only a cluster manager may call the cluster interface."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return roles.is_cluster_manager(request.user)
+
+
+def cluster_manager_group() -> Group:
+    """The role, created on first use."""
+    return Group.objects.get_or_create(name=CLUSTER_MANAGER)[0]
+
+
+class ClusterAllocationView(APIView):
+    """getCurrentAllocation: units per running job now, plus empty allocations for booked
+    jobs inside their window; ``ETag`` / ``If-None-Match`` give 304 when nothing changed."""
+
+    permission_classes = (IsClusterManager,)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 304: None})
+    def get(self, request: Request) -> Response:
+        body = rsel.cluster_allocation(market=selectors.market_default())
+        etag = body["etag"]
+        if request.headers.get("If-None-Match") == etag:
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        return Response(body, headers={"ETag": etag})
+
+
+class UpdateSerializer(serializers.Serializer):
+    capacity = serializers.DictField(child=serializers.IntegerField(min_value=1), required=False,
+                                     help_text="Resource type name -> units now under the cluster's management.")
+    terminated = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Ids of jobs that ended.")
+    consumption = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField(min_value=0)), required=False,
+                                        help_text="Job id -> {resource type: units in use} (recorded in the answer).")
+    pending = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField(min_value=0)), required=False,
+                                    help_text="Job id -> {resource type: waiting tasks} (recorded in the answer).")
+
+
+class ClusterUpdateView(APIView):
+    """update: capacity changes and terminations re-plan (a market change, so a clearing);
+    consumption and pending tasks are acknowledged (the simulated cluster reports its own)."""
+
+    permission_classes = (IsClusterManager,)
+
+    @extend_schema(request=UpdateSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        data = UpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        market = selectors.market_default()
+        types = {t.name: t for t in ResourceType.objects.filter(market=market)}
+        unknown = [n for n in d.get("capacity", {}) if n not in types]
+        if unknown:
+            raise ValidationError({"capacity": f"Unknown resource types: {', '.join(unknown)}."})
+        ended = []
+        try:
+            with transaction.atomic():
+                for name, units in d.get("capacity", {}).items():
+                    resource_capacity_set(resource_type=types[name], capacity=units, user=request.user)
+                for job in Job.objects.filter(market=market, pk__in=d.get("terminated", []), status__in=Job.ACTIVE).order_by("pk"):
+                    job_cancel(job=job, user=request.user)  # frees its units and its promised capacity
+                    ended.append(job.pk)
+                if not d.get("capacity") and not ended:
+                    locked = type(market).objects.select_for_update().get(pk=market.pk)
+                    market_changed(market=locked)  # a re-plan on request
+        except DjangoValidationError as exc:
+            raise _service_errors(exc) from None
+        return Response({"capacity": d.get("capacity", {}), "terminated": ended, "consumption": d.get("consumption", {}),
+                         "pending": d.get("pending", {}), "replanned": True})

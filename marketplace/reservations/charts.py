@@ -1,0 +1,98 @@
+"""Plotly figures of ERA reservations (paper 001): the price of every start of a quote,
+the price curve over the coming horizon, promised against available capacity, and
+revenue and welfare over time. Plain data in, figure dicts out (as ``charts.py``).
+
+Time axes are simulated time on the market clock, in a unit that suits the span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from marketplace.ledger.money import ERA_PRICE_UNIT, currency, money_title, price_unit
+from marketplace.web.charts import Figure, _figure, _finite, _layout, _time_title, _x, time_unit
+
+
+def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternatives: Iterable[Sequence[float]],
+                 units: int, duration: float) -> Figure:
+    """Price of the whole reservation for every feasible start (money), the cheapest
+    start marked with a star and the next cheapest as alternatives (EC2 Capacity Blocks'
+    offerings).
+
+    Args:
+        offers: [start s, price] pairs (price None: no room; drawn as a gap).
+        start: the quoted (cheapest) start, s.
+        alternatives: [start s, price] of the next cheapest starts.
+    """
+    times = [float(t) for t, _ in offers]
+    unit = time_unit(max(times, default=0.0))
+    traces: list[dict[str, Any]] = []
+    if offers:
+        traces.append({
+            "type": "scatter", "mode": "lines+markers", "name": "Price of this start", "marker": {"size": 4}, "connectgaps": False,
+            "x": [_x(t, unit) for t in times], "y": [_finite(p) for _, p in offers],
+            "hovertemplate": "start %{x:.2f} " + unit[0] + "<br>price %{y:.4f} " + currency() + "<extra></extra>",
+        })
+        price = next((p for t, p in offers if float(t) == float(start)), None)
+        traces.append({
+            "type": "scatter", "mode": "markers", "name": "Cheapest (quoted)", "x": [_x(start, unit)], "y": [_finite(price)],
+            "marker": {"symbol": "star", "size": 16, "color": "#16a34a", "line": {"width": 1, "color": "#14532d"}},
+        })
+        alt = list(alternatives)
+        if alt:
+            traces.append({
+                "type": "scatter", "mode": "markers", "name": "Next cheapest", "x": [_x(t, unit) for t, _ in alt],
+                "y": [_finite(p) for _, p in alt], "marker": {"symbol": "diamond", "size": 11, "color": "#ea580c"},
+            })
+    title = f"Price of {units} units for {duration:g} s, by start"
+    return _figure(traces, _layout(title, f"Start, {_time_title(unit).lower()}", money_title("Price of the reservation")))
+
+
+def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
+    """The next unit's price per coming slot (money per unit-slot), from the predictor and
+    the promised capacity (paper 001, Alg. 1 line 7 with i = 1)."""
+    times = list(curve["times"])
+    unit = time_unit(max(times, default=0.0))
+    traces = []
+    if times:
+        traces.append({
+            "type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{curve['resource']}: next unit",
+            "x": [_x(t, unit) for t in times], "y": [_finite(p) for p in curve["unit_price"]],
+        })
+    slot = curve["slot_seconds"]
+    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
+                                   _time_title(unit), price_unit(ERA_PRICE_UNIT)))
+
+
+def capacity_figure(curve: Mapping[str, Any]) -> Figure:
+    """Units promised to reservations against the units still available, per coming slot."""
+    times = list(curve["times"])
+    unit = time_unit(max(times, default=0.0))
+    traces = []
+    if times:
+        x = [_x(t, unit) for t in times]
+        cap = int(curve["capacity"])
+        traces = [
+            {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Promised",
+             "x": x, "y": list(curve["promised"])},
+            {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Available",
+             "x": x, "y": [cap - p for p in curve["promised"]]},
+        ]
+    return _figure(traces, _layout(f"Promised and available {curve['resource']} units", _time_title(unit), "Units"))
+
+
+def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
+    """Cumulative revenue of reservations and welfare (values of completed booked jobs), by start."""
+    unit = time_unit(max((r["time"] for r in rows), default=0.0))
+    traces = []
+    if rows:
+        x = [_x(r["time"], unit) for r in rows]
+        traces = [
+            {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": "Revenue", "x": x,
+             "y": [_finite(r["revenue"]) for r in rows]},
+            {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": "Welfare (completed)", "x": x,
+             "y": [_finite(r["welfare"]) for r in rows]},
+        ]
+    return _figure(traces, _layout("Revenue and welfare of reservations", f"Reservation start, {_time_title(unit).lower()}",
+                                   money_title("Cumulative amount")))

@@ -1,0 +1,345 @@
+"""Reservations with dynamic prices and quotes (ERA, paper 001, Secs. 2.3 and 3.1; SPEC 3.2).
+
+* :func:`reservation_quote` -- price a request ("W units of a resource type for
+  T seconds inside [A, D), worth at most V") without committing: the cheapest
+  start, the price of every feasible start, valid until an expiry. V is stored
+  (the predictors learn from it) but never used to set the price.
+* :func:`reservation_accept` -- book a quote at its price; re-priced when it
+  expired or another booking moved the promised capacity since (a changed
+  offer is not accepted: :class:`QuoteMoved` carries the new quote).
+* :func:`reservation_decline` -- close an open quote.
+* :func:`reservation_request` -- the one-shot request: quote, then accept iff
+  V covers the price (paper 001, Alg. 1 lines 12-16).
+* :func:`reservation_book` -- book given units of a type in [start, end) at a
+  given price for a new job: the one write every reservation goes through
+  (ERA's acceptance, and deadline bookings of paper 003).
+
+Money: a quote holds nothing (it is not a commitment, as EC2 Capacity Blocks
+offerings are not); a booking holds its price and charges it at once through
+the ledger (a ``fixed`` payment rule: paid at acceptance), in the booking's
+transaction, so a refused payment writes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from marketplace.auction.services import parse_budget
+from marketplace.ledger.models import Tenant
+from marketplace.ledger.services import job_charge, job_hold, money
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.market.services.market import market_changed
+from marketplace.reservations import adapters as ra
+from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
+
+MIN_HOLD = Decimal("0.0001")  # a job's budget must be > 0; a free reservation holds this and is charged 0
+
+
+class QuoteMoved(ValidationError):
+    """The quote expired or the promised capacity changed and the offer is not the same:
+    ``quote`` is the new one (or None when no start has room any more)."""
+
+    def __init__(self, message: str, quote: ReservationQuote | None) -> None:
+        super().__init__({"quote": message})
+        self.quote = quote
+
+
+@dataclass(frozen=True)
+class Window:
+    """A validated request in slots from the mechanism's origin."""
+
+    units: int
+    duration: int
+    arrival: int
+    deadline: int
+
+
+def _resource(market: Market, name: object) -> ResourceType:
+    try:
+        return ResourceType.objects.get(market=market, name=str(name))
+    except ResourceType.DoesNotExist:
+        names = ", ".join(ResourceType.objects.filter(market=market).values_list("name", flat=True))
+        raise ValidationError({"resource_type": f"Unknown resource type '{name}' (known: {names})."}) from None
+
+
+def _number(field: str, value: object) -> float:
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValidationError({field: "Enter a number."}) from None
+    if not math.isfinite(x):
+        raise ValidationError({field: "Enter a finite number."})
+    return x
+
+
+def parse_value(value: object) -> Decimal | None:
+    """V: None, or a finite positive money amount. Raises ValidationError({"value": ...})."""
+    if value is None or value == "":
+        return None
+    try:
+        return parse_budget(value)
+    except ValidationError as exc:
+        raise ValidationError({"value": exc.message_dict["budget"]}) from None
+
+
+def _window(*, market: Market, rt: ResourceType, s: ReservationSettings, units: object, duration: object,
+            arrival: object, deadline: object) -> Window:
+    """Field-level checks of a request, then its slots (SPEC 3.2). Nothing is written.
+
+    Raises:
+        ValidationError: per field: units not a whole number in [1, capacity]; a
+            duration that is not positive or longer than the window; an empty or
+            inverted window, one in the past or beyond the horizon.
+    """
+    errors: dict[str, str] = {}
+    try:
+        w = int(str(units))
+        if not 1 <= w <= rt.capacity:
+            errors["units"] = f"Ask for 1 to {rt.capacity} units ({rt.name} has {rt.capacity})."
+    except ValueError:
+        w, errors["units"] = 0, "Enter a whole number of units."
+    t_s, a_s, d_s = (_number(f, v) for f, v in (("duration", duration), ("arrival", arrival), ("deadline", deadline)))
+    slot = s.slot_seconds
+    origin = ra.origin_slot(market.sim_time, slot)
+    if t_s <= 0:
+        errors["duration"] = "The duration must be positive."
+    if d_s <= a_s:
+        errors["deadline"] = "The window is empty or inverted: the deadline must come after the arrival."
+    elif d_s <= market.sim_time:
+        errors["deadline"] = f"The window is in the past (the market clock is at {market.sim_time:.0f} s)."
+    elif t_s > d_s - a_s:
+        errors["duration"] = "The duration is longer than the window."
+    if errors:
+        raise ValidationError(errors)
+    t = max(1, ra.slot_ceil(t_s, slot))
+    a = max(ra.slot_ceil(a_s, slot), origin) - origin
+    d = ra.slot_floor(d_s, slot) - origin
+    if d - a < t:
+        held = max(d - a, 0)
+        raise ValidationError({"duration": f"In whole {slot:g} s slots from now the window holds {held} slots, fewer than {t}."})
+    if d > s.horizon_slots:
+        raise ValidationError({"deadline": f"Reservations reach at most {s.horizon_slots} slots ({s.horizon_slots * slot:.0f} s) ahead."})
+    return Window(w, t, a, d)
+
+
+def _price_quote(*, market: Market, tenant: Tenant, rt: ResourceType, s: ReservationSettings, win: Window,
+                 value: Decimal | None) -> ReservationQuote | None:
+    """Run Basic-Econ on the state now and store an open quote (None: no start has room)."""
+    mech, origin = ra.era_mechanism(market, rt, s)
+    totals = mech.prices(win.units, win.duration, win.arrival, win.deadline)
+    offer = mech.quote(win.units, win.duration, win.arrival, win.deadline)
+    if offer is None:
+        return None
+    slot = s.slot_seconds
+    offers = [[(origin + win.arrival + k) * slot, float(p) if np.isfinite(p) else None] for k, p in enumerate(totals.tolist())]
+    return ReservationQuote.objects.create(
+        market=market, tenant=tenant, resource_type=rt, units=win.units, duration=win.duration * slot,
+        arrival=(origin + win.arrival) * slot, deadline=(origin + win.deadline) * slot, value=value,
+        start=(origin + offer.start) * slot, price=money(offer.price), offers=offers, book_version=s.book_version,
+        expires_at=timezone.now() + timedelta(seconds=s.quote_ttl_seconds),
+    )
+
+
+@transaction.atomic
+def reservation_quote(*, tenant: Tenant, resource_type: object, units: object, duration: object, arrival: object,
+                      deadline: object, value: object = None) -> ReservationQuote:
+    """Price a reservation request (paper 001, Alg. 1, without committing).
+
+    Args:
+        resource_type: the type's name; units: W; duration: T (simulated s);
+        arrival, deadline: the window [A, D) (simulated s on the market clock);
+        value: V, the most the tenant would pay (optional; stored, never priced on).
+
+    Returns:
+        An open quote: the cheapest start and its price, every feasible start's price.
+
+    Raises:
+        ValidationError: field errors (see ``_window``), a bad value, or
+            {"window": ...} when no start in the window has room.
+    """
+    market = Market.objects.defer("engine_state").get(pk=tenant.market_id)
+    rt = _resource(market, resource_type)
+    v = parse_value(value)
+    s = ra.era_settings(market)
+    win = _window(market=market, rt=rt, s=s, units=units, duration=duration, arrival=arrival, deadline=deadline)
+    quote = _price_quote(market=market, tenant=tenant, rt=rt, s=s, win=win, value=v)
+    if quote is None:
+        raise ValidationError({"window": "No start in this window has that many units free; widen the window or ask for fewer units."})
+    return quote
+
+
+def _requote(quote: ReservationQuote, market: Market, s: ReservationSettings) -> ReservationQuote | None:
+    rt = quote.resource_type
+    win = _window(market=market, rt=rt, s=s, units=quote.units, duration=quote.duration, arrival=quote.arrival, deadline=quote.deadline)
+    return _price_quote(market=market, tenant=quote.tenant, rt=rt, s=s, win=win, value=quote.value)
+
+
+def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reservation:
+    """Accept an open quote: book it at its price, paid now through the ledger.
+
+    A quote that expired, or whose book version is older than the market's
+    (another booking or release moved the promised capacity), is re-priced
+    first; if the new offer has the same start and a price no higher, it is
+    booked at the new price; otherwise the old quote is closed and
+    :class:`QuoteMoved` carries the new one (nothing is booked).
+
+    Raises:
+        ValidationError: {"quote": ...} for a quote that is not open;
+            QuoteMoved; {"budget": ...} when the tenant's funds do not cover the price.
+    """
+    moved: QuoteMoved | None = None
+    with transaction.atomic():
+        market = Market.objects.select_for_update().defer("engine_state").get(pk=quote.market_id)
+        s = ReservationSettings.objects.select_for_update().get(pk=ra.era_settings(market).pk)
+        quote = ReservationQuote.objects.select_for_update().select_related("resource_type", "tenant").get(pk=quote.pk)
+        if quote.status != ReservationQuote.Status.OPEN:
+            raise ValidationError({"quote": f"This quote is {quote.get_status_display().lower()}; ask for a new one."})
+        price, start = quote.price, quote.start
+        if quote.expires_at <= timezone.now() or quote.book_version != s.book_version:
+            fresh = _requote(quote, market, s)
+            quote.status, quote.replaced_by = ReservationQuote.Status.EXPIRED, fresh
+            quote.save(update_fields=["status", "replaced_by"])
+            if fresh is None or fresh.start != start or fresh.price > price:
+                moved = QuoteMoved("The quote expired or the market moved; here is the new price.", fresh)
+            else:
+                quote, price = fresh, fresh.price
+        if moved is None:
+            reservation = reservation_book(
+                tenant=quote.tenant, resource_type=quote.resource_type, units=quote.units, start=quote.start,
+                end=quote.start + quote.duration, price=price, arrival=quote.arrival, deadline=quote.deadline,
+                value=quote.value, quote=quote, user=user, _locked=(market, s),
+            )
+            quote.status = ReservationQuote.Status.ACCEPTED
+            quote.save(update_fields=["status"])
+            return reservation
+    raise moved  # after commit: the new quote is kept
+
+
+@transaction.atomic
+def reservation_decline(*, quote: ReservationQuote) -> ReservationQuote:
+    """Close an open quote (nothing was held, so nothing moves).
+
+    Raises:
+        ValidationError: {"quote": ...} for a quote that is not open.
+    """
+    quote = ReservationQuote.objects.select_for_update().get(pk=quote.pk)
+    if quote.status != ReservationQuote.Status.OPEN:
+        raise ValidationError({"quote": f"This quote is already {quote.get_status_display().lower()}."})
+    quote.status = ReservationQuote.Status.DECLINED
+    quote.save(update_fields=["status"])
+    return quote
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """A one-shot request's answer: accepted or not, the quote, and the booking."""
+
+    accepted: bool
+    quote: ReservationQuote
+    reservation: Reservation | None
+
+
+def reservation_request(*, tenant: Tenant, resource_type: object, units: object, duration: object, arrival: object,
+                        deadline: object, value: object, user: object = None) -> RequestResult:
+    """The one-shot request (paper 001, Sec. 2.3.1 makeReservation): price without V,
+    then accept iff ``V >= price`` (paper 001, Alg. 1 lines 12-16).
+
+    Raises:
+        ValidationError: as :func:`reservation_quote` (V is required here), or
+            {"budget": ...} when the funds do not cover an accepted price.
+    """
+    if value is None or value == "":
+        raise ValidationError({"value": "A one-shot request needs the value V: the most you would pay."})
+    with transaction.atomic():
+        # priced and booked under the market lock (the lock order of the bookings): no other booking
+        # can move the promised capacity in between, so the decision is the mechanism's, never a stale quote's
+        Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
+        ReservationSettings.objects.select_for_update().get(pk=ra.era_settings(tenant.market_id).pk)
+        quote = reservation_quote(tenant=tenant, resource_type=resource_type, units=units, duration=duration,
+                                  arrival=arrival, deadline=deadline, value=value)
+        assert quote.value is not None
+        if quote.value < quote.price:
+            quote.status = ReservationQuote.Status.DECLINED
+            quote.save(update_fields=["status"])
+            return RequestResult(False, quote, None)
+        reservation = reservation_accept(quote=quote, user=user)
+        quote.refresh_from_db()
+        return RequestResult(True, quote, reservation)
+
+
+@transaction.atomic
+def reservation_book(
+    *, tenant: Tenant, resource_type: ResourceType, units: int, start: float, end: float, price: Decimal,
+    arrival: float | None = None, deadline: float | None = None, value: Decimal | None = None,
+    quote: ReservationQuote | None = None, name: str = "", source: str = "era", user: object = None, job: Job | None = None,
+    _locked: tuple[Market, ReservationSettings] | None = None,
+) -> Reservation:
+    """Book ``units`` of ``resource_type`` in [start, end) at ``price`` for a job.
+
+    Without ``job`` a new job is made: ``units`` tasks of ``end - start``
+    seconds on the type, arriving at ``arrival`` (default ``start``; it may run
+    early on idle units, Rayon, paper 001 Sec. 4). With ``job`` (an active job
+    of the tenant, e.g. one a deadline quote sized, paper 003) the units are
+    held for that job; one reservation per job and resource type. Either way
+    the market's Plan holds the units for the job in the window (the engine
+    books it at the next tick; a booked job leaves the auction and pays only
+    its fixed prices), the price is held and charged now through the ledger,
+    and the promised capacity is checked again under the market lock, so
+    capacity is never over-promised.
+
+    Raises:
+        ValidationError: {"units": ...} no room in those slots; {"start": ...}
+            a window in the past or empty; {"job": ...} a job that is not the
+            tenant's, not active or already holds this type; {"budget": ...}
+            not enough funds.
+    """
+    market, s = _locked or (
+        Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id),
+        ReservationSettings.objects.select_for_update().get(pk=ra.era_settings(tenant.market_id).pk),
+    )
+    if not (math.isfinite(start) and math.isfinite(end) and market.sim_time <= start < end):
+        raise ValidationError({"start": "A booking needs a window [start, end) that has not begun."})
+    mech, origin = ra.era_mechanism(market, resource_type, s)
+    slot = s.slot_seconds
+    lo, hi = ra.slot_floor(start, slot) - origin, ra.slot_ceil(end, slot) - origin
+    if lo < 0 or hi > mech.horizon or np.any(mech.promised[lo:hi] + units > mech.capacity):
+        raise ValidationError({"units": f"{units} {resource_type.name} units are no longer free in [{start:g}, {end:g})."})
+    amount = Decimal(price).quantize(MIN_HOLD)
+    if job is None:
+        job = Job.objects.create(
+            market=market, tenant=tenant, queue_id=tenant.default_queue_id,
+            name=(name or f"reservation {units} x {resource_type.name}")[:120],
+            budget=max(amount, MIN_HOLD), sim_submit_time=max(start if arrival is None else arrival, market.sim_time),
+        )
+        JobWork.objects.create(job=job, resource_type=resource_type, tasks=units, task_duration=end - start, pending=units)
+        hold = job.budget
+    else:
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.tenant_id != tenant.pk or job.status not in Job.ACTIVE:
+            raise ValidationError({"job": "Only an active job of yours can hold a reservation."})
+        if Reservation.objects.filter(job=job, resource_type=resource_type).exists():
+            raise ValidationError({"job": f"This job already holds a reservation of {resource_type.name}."})
+        hold = amount
+    if hold > 0:
+        job_hold(tenant_id=tenant.pk, job=job, amount=hold, user=user)
+    job_charge(job=job, amount=amount, memo=f"reservation price of job {job.pk} (fixed at acceptance)")
+    job.save(update_fields=["charged"])
+    reservation = Reservation.objects.create(
+        market=market, tenant=tenant, job=job, resource_type=resource_type, units=units, start=start, end=end,
+        arrival=start if arrival is None else arrival, deadline=end if deadline is None else deadline,
+        price=amount, value=value, quote=quote, source=source,
+    )
+    s.book_version += 1
+    s.save(update_fields=["book_version"])
+    market_changed(market=market)
+    return reservation

@@ -1,1 +1,0 @@
-"""All writes to the marketplace: one module per area (HackSoft services)."""

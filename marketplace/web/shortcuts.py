@@ -1,0 +1,77 @@
+"""TODO docstring (marketplace.views)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Iterator
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+
+from marketplace.market import selectors
+from marketplace.market.models.market import Market
+from marketplace.web import charts
+
+PAGE_SIZE = 25
+
+
+View = Callable[..., HttpResponse]
+
+
+def _render(
+    request: HttpRequest, template: str, context: dict[str, Any], *, market: Market | None = None, status: int = 200
+) -> HttpResponse:
+    """Render with what the base layout needs: the market and its simulated clock."""
+    market = market or selectors.market_or_none()
+    base = {"market": market, "sim_clock": charts.format_hms(market.sim_time) if market else None}
+    return render(request, template, base | context, status=status)
+
+
+def tenant_required(view: View) -> View:
+    """Log-in required, and the user must be a tenant (``request.tenant``); others get a 403 page."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        tenant = selectors.tenant_of(user=request.user)
+        if tenant is None:
+            return _render(request, "marketplace/not_tenant.html", {}, status=403)
+        request.tenant = tenant  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _page(request: HttpRequest, items: Any) -> Page:
+    return Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+class _Echo:
+    """A file-like object whose write returns the line (for streaming CSV)."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_response(filename: str, header: list[str], rows: Iterable[list[Any]]) -> StreamingHttpResponse:
+    writer = csv.writer(_Echo())
+
+    def lines() -> Iterator[str]:
+        yield writer.writerow(header)
+        for row in rows:
+            yield writer.writerow(row)
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
