@@ -1,4 +1,8 @@
-"""TODO docstring (marketplace.forms)."""
+"""Forms of the auction's pages: the bid (budget, utility, work per resource type) and the job filter.
+
+Field-level validation here; the rules live in ``auction.services``, whose errors the page puts
+next to their fields (``web.forms.apply_service_errors``).
+"""
 
 from __future__ import annotations
 

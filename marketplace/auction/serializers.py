@@ -1,4 +1,4 @@
-"""TODO docstring (marketplace.api.serializers)."""
+"""DRF serializers of bids and jobs (paper 000): shape and type checks only; rules live in ``auction.services``."""
 
 from __future__ import annotations
 

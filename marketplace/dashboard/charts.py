@@ -1,4 +1,6 @@
-"""TODO docstring (marketplace.web.charts)."""
+"""Plotly figures of the dashboard: allocation per queue, fairness degree, sharing benefit and loss,
+utilisation and prices over simulated time. Plain data in, figure dicts out (``web.charts`` holds the
+shared layout)."""
 
 from __future__ import annotations
 

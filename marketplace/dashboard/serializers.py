@@ -1,4 +1,5 @@
-"""TODO docstring (marketplace.api.serializers)."""
+"""DRF serializers of the market's state: allocation, time series, the last clearing, settings and the
+account. Shape and type checks only; rules live in services."""
 
 from __future__ import annotations
 

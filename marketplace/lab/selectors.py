@@ -1,4 +1,4 @@
-"""TODO docstring (marketplace.market.selectors)."""
+"""Reads of the lab: experiment runs and simulation studies, filtered to what a user may read."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from marketplace.market import roles
 def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = None) -> list[ExperimentRun]:
     """The newest runs (of experiment ``name`` when given), newest first, without their results;
     with ``user``, only those ``user`` may read (:func:`runs_visible_to`)."""
-    from marketplace.lab.selectors import runs_visible_to
-
     runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
     runs = runs.defer("result", "error").select_related("created_by")
     if name:
@@ -25,8 +23,6 @@ def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = Non
 def experiment_latest_done(*, names: list[str], user: Any = None) -> dict[str, ExperimentRun]:
     """For each experiment name, its newest finished-successfully run (results deferred);
     with ``user``, among those ``user`` may read (:func:`runs_visible_to`)."""
-    from marketplace.lab.selectors import runs_visible_to
-
     runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
     out: dict[str, ExperimentRun] = {}
     for run in runs.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):

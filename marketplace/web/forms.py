@@ -1,4 +1,8 @@
-"""TODO docstring (marketplace.forms)."""
+"""What every form shares: service errors turned into form errors.
+
+The services validate again (they are the authority, and the API calls them too); the forms
+exist to put each message next to the field it concerns.
+"""
 
 from __future__ import annotations
 

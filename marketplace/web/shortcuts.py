@@ -1,4 +1,9 @@
-"""TODO docstring (marketplace.views)."""
+"""What every page shares: rendering with the market's context, the tenant gate, pagination,
+streamed CSV, and the chart point cap (``MAX_POINTS``).
+
+Tenant pages act on ``request.user.tenant``; a job of another tenant is a 404, never a 403,
+so job ids are not an oracle.
+"""
 
 from __future__ import annotations
 
