@@ -2,9 +2,10 @@
 
     engine      -- the event heap, (time, priority, sequence, payload)
     records     -- JobSpec, JobFinished, FairnessSample, AdvanceReport
-    cluster/    -- the cluster model (model), its dispatch stages (stages, lookahead), how a Plan is
-                   applied (plan_apply, reservations), configuration changes (reconfigure), saved
-                   state (state), job counters (jobs), within-leaf dispatch (placement), fairness
+    cluster/    -- the cluster model (model) over its state and queries (core), its dispatch stages
+                   (stages, lookahead) and what they see of it (view), how a Plan is applied
+                   (plan_apply, reservations), configuration changes (reconfigure), saved state
+                   (state), job counters (jobs), within-leaf dispatch (placement), fairness
                    accounting, and why a job waits (waiting)
     market/     -- MarketEngine: the one market step of the live market and offline runs (engine),
                    its records, and the price preview

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scheduler.plan import Reservation
-    from simulator.cluster.model import Cluster
+    from simulator.cluster.view import ClusterView
 
 
-def headroom(cluster: Cluster, j: int, until: float, *, job_id: int | None = None) -> int:
+def headroom(cluster: ClusterView, j: int, until: float, *, job_id: int | None = None) -> int:
     """Units of type j that may start now and run until ``until`` (s) without
     taking a unit from a reservation whose window opens in (now, until).
 
@@ -59,7 +59,7 @@ def headroom(cluster: Cluster, j: int, until: float, *, job_id: int | None = Non
     return max(best, 0)
 
 
-def _still_needed(cluster: Cluster, r: Reservation) -> int:
+def _still_needed(cluster: ClusterView, r: Reservation) -> int:
     """Units reservation ``r`` may still use: its units, capped by its job's unfinished tasks of the type."""
     job = cluster.job(r.job_id)
     if job is None or not job.active:
@@ -67,7 +67,7 @@ def _still_needed(cluster: Cluster, r: Reservation) -> int:
     return min(r.units, job.pending[r.resource] + job.running[r.resource])
 
 
-def shared_limit(cluster: Cluster, j: int, free: int) -> int:
+def shared_limit(cluster: ClusterView, j: int, free: int) -> int:
     """How many of ``free`` units of type j the shared stage may hand out now.
 
     ``free`` when no reservation window of type j opens within the longest
@@ -100,7 +100,7 @@ class EarlyStartStage:
 
     name = "early_start"
 
-    def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+    def hand_out(self, cluster: ClusterView, j: int, free: int) -> int:
         if free <= 0 or not cluster.known_durations:
             return free
         now = cluster.now

@@ -20,6 +20,12 @@ grows with batches, not tasks).
 Time only moves inside :meth:`Cluster.advance`, through an event heap
 (``simulator.engine``); everything else is deterministic given the seed, and
 the whole state round-trips through JSON (:meth:`Cluster.to_state`).
+
+The state and its queries are :class:`~simulator.cluster.core.ClusterCore`'s; the
+modules this one delegates to (stages, plan application, reservations,
+reconfiguration, saved state) take that core or a
+:class:`~simulator.cluster.view.ClusterView`, never this module, so nothing this
+module imports imports it back.
 """
 
 from __future__ import annotations
@@ -32,105 +38,26 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import Plan, Reservation
-from scheduler.registry import DISPATCH, FAIRSHARE
+from scheduler.plan import Plan
 from simulator.cluster import plan_apply, reconfigure
 from simulator.cluster import state as cluster_state
-from simulator.cluster.accounting import LeafLedger
-from simulator.cluster.jobs import JobState, ReportBuilder, as_capacity, validate_spec
-from simulator.cluster.placement import LeafPlacement
+from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
 from simulator.cluster.reservations import ReservationBook
-from simulator.cluster.stages import DispatchStage, default_stages
-from simulator.engine import ARRIVE, FINISH, WAKE, EventQueue
-from simulator.records import AdvanceReport, Counts, FairnessSample, JobFinished, JobSpec
+from simulator.engine import ARRIVE, FINISH, WAKE
+from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec
 
 __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
 
 
-
 class Cluster(ReservationBook):
-    """Slots, jobs, fair-share allocators and a share dispatcher.
+    """Slots, jobs, fair-share allocators and a share dispatcher, run forward in time.
 
-    Args:
-        capacity: (m,) slots per resource type.
-        tree: the queue hierarchy; jobs name a leaf by position in
-            ``tree.leaves``.
-        policy: fair-share policy between leaves, a name in
-            ``scheduler.registry.FAIRSHARE`` ("fifo", "mlrf", "ltrf", "hltrf").
-        t_wait: H-LTRF starvation timeout (s); 0 = LTRF, inf = naive.
-        history, history_length: how much past usage counts ("forever",
-            "rounds" of L seconds, "decay" with a half-life; paper 002 Sec. 6.2.2).
-        dispatch: a name in ``scheduler.registry.DISPATCH``: "stride"
-            (deterministic), "lottery" (paper 000's random draw) or "fifo"
-            for choosing the job inside a leaf.
-        staged: tasks of type j are eligible only once every task of the
-            types before j is done (MapReduce: reduces after maps).
-        seed: seed of the dispatcher's random generator (the cluster's only
-            source of randomness).
-        sample_interval: seconds between fairness samples (inf: none);
-            samples fall at ``now + k * sample_interval``.
-        now: initial clock (s).
-        known_durations: tell the allocators each task's duration at start;
-            False makes them estimate it (paper 002, Sec. 6.2.1).
-        stages: the dispatch pipeline (default: reservations, then shared).
-
-    Raises:
-        ValueError: bad capacity, sample interval or names.
+    Built with :class:`~simulator.cluster.core.ClusterCore`'s arguments (capacity,
+    tree, policy, ``t_wait``, history, dispatch, staged, seed, sample interval,
+    clock, known durations, stages), which holds the state and its queries; this
+    class adds what changes it: jobs submitted and cancelled, a Plan applied, the
+    configuration changed, time advanced.
     """
-
-    def __init__(
-        self,
-        capacity: Sequence[int],
-        tree: QueueTree,
-        *,
-        policy: str = "hltrf",
-        t_wait: float = 0.0,
-        history: str = "forever",
-        history_length: float = math.inf,
-        dispatch: str = "stride",
-        staged: bool = True,
-        seed: int = 0,
-        sample_interval: float = 60.0,
-        now: float = 0.0,
-        known_durations: bool = True,
-        stages: list[DispatchStage] | None = None,
-    ) -> None:
-        if not sample_interval > 0:
-            raise ValueError("sample_interval must be > 0 (inf for no samples)")
-        FAIRSHARE.validate(policy)
-        DISPATCH.validate(dispatch)
-        self.tree = tree
-        self.capacity = as_capacity(capacity)
-        self.now = float(now)
-        self.policy, self.t_wait = policy, float(t_wait)
-        self.history, self.history_length = history, float(history_length)
-        self.dispatch, self.staged, self.seed = dispatch, bool(staged), int(seed)
-        self.sample_interval = float(sample_interval)
-        self.known_durations = bool(known_durations)
-        n_leaves, m = len(tree.leaves), int(self.capacity.shape[0])
-        self._fraction = np.asarray(tree.leaf_fraction(), dtype=np.float64)
-        self._share = self._share_matrix()
-        self._allocators = reconfigure.fresh_allocators(self)
-        self.stages: list[DispatchStage] = default_stages() if stages is None else list(stages)
-        self._events = EventQueue()
-        self._jobs: dict[int, JobState] = {}
-        self.placement = LeafPlacement(n_leaves, m, dispatch, seed, self._shared_pending)
-        self._ledger = LeafLedger(n_leaves, m, self.now)
-        # pending tasks of reserved jobs, per (leaf, type): not demand for the shared stage
-        self._reserved_eligible = np.zeros((n_leaves, m), dtype=np.int64)
-        self._reservations: tuple[Reservation, ...] = ()
-        self._busy = [0] * m
-        self._sample_origin, self._sample_k = self.now, 1
-        self._next_key = 0
-        self._next_seq = 0
-        self._active: dict[int, JobState] = {}  # active jobs in arrival order (by seq)
-        self._batches: dict[tuple[int, int], list[Any]] = {}  # (job, type) -> event payload started now
-        self._report: ReportBuilder | None = None
-
-    @property
-    def m(self) -> int:
-        """Number of resource types."""
-        return int(self.capacity.shape[0])
 
     # ------------------------------------------------------------------ jobs
 
@@ -218,78 +145,6 @@ class Cluster(ReservationBook):
         can (``simulator.cluster.reconfigure``). Raises ValueError on a bad name, ``t_wait`` or length."""
         reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
 
-    # ------------------------------------------------------------- queries
-
-    def active_jobs(self) -> list[int]:
-        """Ids of jobs that have arrived and not departed, in arrival order
-        within each leaf, leaves in order."""
-        return [jid for leaf in self.placement.leaves for jid in leaf]
-
-    def active_states(self) -> list[JobState]:
-        """The active jobs' counters in arrival order (``arrival_rank``), across leaves."""
-        return list(self._active.values())
-
-    def next_event_time(self) -> float:
-        """Time (s) of the next task completion or arrival, inf if none; a
-        live clock may sleep until then (fairness samples are not events)."""
-        return self._events.peek_time()
-
-    def known_jobs(self) -> list[int]:
-        """Ids of every job the cluster holds: active ones and ones submitted
-        with a future ``submit_time`` that have not arrived yet."""
-        return list(self._jobs)
-
-    def idle(self) -> bool:
-        """True when no job is known: none active, none waiting to arrive."""
-        return not self._jobs
-
-    def job_state(self, job_id: int) -> tuple[Counts, Counts, Counts]:
-        """``(pending, running, done)`` per type of a known job.
-
-        Raises:
-            KeyError: unknown or departed job.
-        """
-        return self._jobs[job_id].counts()
-
-    def arrival_rank(self, job_id: int) -> int:
-        """Arrival order of an active job (0 for the first). Raises KeyError."""
-        return self._jobs[job_id].seq
-
-    def job(self, job_id: int) -> JobState | None:
-        """The counters of a known job (for dispatch stages), or None."""
-        return self._jobs.get(job_id)
-
-    def allocator(self, j: int) -> Any:
-        """The fair-share allocator of resource type j."""
-        return self._allocators[j]
-
-    def shared_demanding(self, j: int) -> NDArray[np.bool_]:
-        """(L,) leaves with pending tasks of type j the shared stage may start."""
-        out: NDArray[np.bool_] = (self._ledger.eligible[:, j] - self._reserved_eligible[:, j]) > 0
-        return out
-
-    def leaf_heads(self, j: int) -> NDArray[np.float64]:
-        """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
-        return np.array(self.head_ranks(j), dtype=np.float64)
-
-    def head_ranks(self, j: int) -> list[float]:
-        """:meth:`leaf_heads` as a list."""
-        jobs, placement = self._jobs, self.placement
-        ranks: list[float] = []
-        for leaf in range(len(placement.leaves)):
-            job = placement.head(leaf, j)
-            ranks.append(math.inf if job is None else jobs[job].seq)
-        return ranks
-
-    def demand_mask(self) -> dict[int, NDArray[np.bool_]]:
-        """job_id -> (m,) bool, the active job has pending (eligible or not)
-        or running tasks of that type; what the job bids for."""
-        return {jid: np.array(self._jobs[jid].demand()) for jid in self.active_jobs()}
-
-    def sample(self) -> FairnessSample:
-        """A fairness sample at the current time (outside the periodic ones)."""
-        return self._ledger.sample(self.now, self._share, self.capacity)
-
     # ---------------------------------------------------------------- time
 
     def advance(self, until: float, *, stop_on_departure: bool = False) -> AdvanceReport:
@@ -346,15 +201,6 @@ class Cluster(ReservationBook):
                 self._handle(self._events.pop()[3])
             return True
 
-    def _integrate_to(self, t: float) -> None:
-        """Close the fairness integrals at ``t`` (before counts change)."""
-        self._ledger.integrate_to(t, self._share)
-        self.now = max(self.now, t)
-
-    def _share_matrix(self) -> NDArray[np.float64]:
-        """(L, m) ``S_i = C_j * w_i / sum w`` (paper 002, Eq. 2)."""
-        return np.outer(self._fraction, self.capacity.astype(np.float64))
-
     def _handle(self, payload: Sequence[Any]) -> None:
         if payload[0] == FINISH:
             _, job_id, j, key, units, shared = payload
@@ -381,12 +227,6 @@ class Cluster(ReservationBook):
         self._touch(job)
         if job.is_finished():
             self._retire(job)
-
-    def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
-        """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
-        self._ledger.eligible[job.leaf, j] += delta
-        if job.reserved:
-            self._reserved_eligible[job.leaf, j] += delta
 
     def _retire(self, job: JobState) -> None:
         """Remove a job that finished (reported) or was cancelled (not)."""
@@ -476,9 +316,6 @@ class Cluster(ReservationBook):
             for stage in self.stages:
                 free = stage.hand_out(self, j, max(free, 0))
         self._batches.clear()
-
-    def _shared_pending(self, job_id: int, j: int) -> int:
-        return self._jobs[job_id].shared_pending(j, self.staged)
 
     # ------------------------------------------------------- serialisation
 

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.plan import Plan
+from simulator.cluster.core import ClusterCore
 from simulator.engine import WAKE
 
-if TYPE_CHECKING:
-    from simulator.cluster.model import Cluster
 
-
-def set_shares(cluster: Cluster, shares: Mapping[int, NDArray[np.float64]]) -> None:
+def set_shares(cluster: ClusterCore, shares: Mapping[int, NDArray[np.float64]]) -> None:
     """Replace the within-leaf shares by the latest clearing's.
 
     Args:
@@ -46,7 +43,7 @@ def set_shares(cluster: Cluster, shares: Mapping[int, NDArray[np.float64]]) -> N
             new[int(job_id)] = vec.copy()
     cluster.placement.set_shares(new)
 
-def set_plan(cluster: Cluster, plan: Plan) -> None:
+def set_plan(cluster: ClusterCore, plan: Plan) -> None:
     """Apply a clearing's Plan: its shares and its reservations (SPEC 2).
 
     Jobs named by a reservation leave the shared stage: they run only
@@ -71,7 +68,7 @@ def set_plan(cluster: Cluster, plan: Plan) -> None:
         _wake_at_windows(cluster)
 
 
-def _wake_at_windows(cluster: Cluster) -> None:
+def _wake_at_windows(cluster: ClusterCore) -> None:
     """One WAKE event at every future start and end of a reservation window, so
     reserved units are handed out when a window opens (not at the next completion)
     and given back to the shared stage when it closes."""
@@ -80,13 +77,13 @@ def _wake_at_windows(cluster: Cluster) -> None:
     for t in sorted({x for r in cluster._reservations for x in (r.start, r.end) if x > now}):
         cluster._events.push(t, WAKE, [WAKE])
 
-def _set_share_matrix(cluster: Cluster, job_ids: list[int], shares: NDArray[np.float64]) -> None:
+def _set_share_matrix(cluster: ClusterCore, job_ids: list[int], shares: NDArray[np.float64]) -> None:
     """:meth:`set_shares` for a validated (n, m) matrix: one copy, rows as views."""
     matrix = np.array(shares, dtype=np.float64)
     jobs = cluster._jobs
     cluster.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
 
-def mark_reserved(cluster: Cluster, reserved: frozenset[int]) -> None:
+def mark_reserved(cluster: ClusterCore, reserved: frozenset[int]) -> None:
     """Jobs in ``reserved`` run only through their reservations; the others through the shared stage."""
     changed = False
     for job in cluster._jobs.values():

@@ -5,19 +5,17 @@ change of T_wait or between the long-term policies)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from scheduler.registry import DISPATCH, build_allocator
+from simulator.cluster.core import ClusterCore, fresh_allocators
 from simulator.cluster.jobs import as_capacity
 from simulator.engine import FINISH
 
-if TYPE_CHECKING:
-    from simulator.cluster.model import Cluster
 
-
-def set_capacity(c: Cluster, capacity: Sequence[int]) -> None:
+def set_capacity(c: ClusterCore, capacity: Sequence[int]) -> None:
     """Change the slot counts. Shrinking never kills: running tasks
     finish, and no task starts while a type is at or over capacity.
 
@@ -33,7 +31,7 @@ def set_capacity(c: Cluster, capacity: Sequence[int]) -> None:
         c._share = c._share_matrix()
         tell_capacity(c)
 
-def set_dispatch(c: Cluster, dispatch: str) -> None:
+def set_dispatch(c: ClusterCore, dispatch: str) -> None:
     """Choose jobs inside leaves by another rule (``scheduler.registry.DISPATCH``);
     the new dispatcher starts without credits. Raises UnknownName."""
     DISPATCH.validate(dispatch)
@@ -42,7 +40,7 @@ def set_dispatch(c: Cluster, dispatch: str) -> None:
     c.dispatch = dispatch
 
 def set_policy(
-    c: Cluster, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
+    c: ClusterCore, *, policy: str | None = None, t_wait: float | None = None, history: str | None = None,
     history_length: float | None = None,
 ) -> None:
     """Switch the fair-share policy and/or ``T_wait``, keeping the
@@ -74,24 +72,14 @@ def set_policy(
             allocator.t_wait = new_t_wait
     c.policy, c.t_wait = new_policy, new_t_wait
 
-def fresh_allocators(c: Cluster) -> list[Any]:
-    """One new allocator per resource type with the cluster's policy, ``T_wait`` and history,
-    each told its type's capacity. Raises UnknownName or ValueError on a bad setting."""
-    options: dict[str, Any] = {"t_wait": c.t_wait, "history": c.history, "history_length": c.history_length}
-    allocators = [build_allocator(c.policy, c.tree, **options) for _ in range(c.m)]
-    for allocator, cap in zip(allocators, c.capacity.tolist(), strict=True):
-        allocator.capacity = float(cap)
-    return allocators
-
-
-def tell_capacity(c: Cluster) -> None:
+def tell_capacity(c: ClusterCore) -> None:
     """Give each allocator its type's capacity (static quotas and share limits are
     fractions of it; paper 002, Sec. 6.2.3)."""
     for allocator, cap in zip(c._allocators, c.capacity.tolist(), strict=True):
         allocator.capacity = float(cap)
 
 
-def _replay_running(c: Cluster) -> None:
+def _replay_running(c: ClusterCore) -> None:
     """Record the running shared batches in fresh allocators, oldest first."""
     running = []
     for t_end, _, _, payload in c._events:

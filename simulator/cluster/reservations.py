@@ -1,29 +1,22 @@
 """The cluster's reservations (paper 001, Sec. 2.3 and 3.1): which are in force, which
 are to come, and their release when a job leaves or a window closes.
 
-A mixin of :class:`simulator.cluster.model.Cluster`: the Plan's reservations
+A layer of :class:`simulator.cluster.model.Cluster` over its state
+(:class:`~simulator.cluster.core.ClusterCore`): the Plan's reservations
 (``_reservations``, set by ``simulator.cluster.plan_apply``) read by the dispatch stages
 (``simulator.cluster.stages``) and the reservation look-ahead (``simulator.cluster.lookahead``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from scheduler.plan import Reservation
 from simulator.cluster import plan_apply
-from simulator.engine import FINISH, EventQueue
-
-if TYPE_CHECKING:
-    from simulator.cluster.model import Cluster
+from simulator.cluster.core import ClusterCore
+from simulator.engine import FINISH
 
 
-class ReservationBook:
+class ReservationBook(ClusterCore):
     """Reservation queries and releases of a cluster (see the module docstring)."""
-
-    now: float
-    _reservations: tuple[Reservation, ...]
-    _events: EventQueue
 
     def reservations_on(self, j: int) -> list[Reservation]:
         """The Plan's reservations of type j in force now."""
@@ -48,7 +41,7 @@ class ReservationBook:
         kept = tuple(r for r in self._reservations if r.end > now)
         if len(kept) != len(self._reservations):
             self._reservations = kept
-            plan_apply.mark_reserved(cast("Cluster", self), frozenset(r.job_id for r in kept))
+            plan_apply.mark_reserved(self, frozenset(r.job_id for r in kept))
 
     def running_batches(self, j: int) -> list[tuple[float, int, int, bool]]:
         """``(finish time, units, job id, shared)`` of every running batch of type j

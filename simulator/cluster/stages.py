@@ -18,22 +18,21 @@ units it leaves (``hand_out``):
    window has not opened yet may use units left idle (Rayon, paper 001 Sec. 4).
 
 A later mechanism adds a stage (for example Cura's VM pools) instead of
-editing ``Cluster``. Stages call the cluster's ``start_tasks``, which starts a
-*batch*: tasks of one job and type started at one instant finish together,
-so they are one event however many units they hold.
+editing ``Cluster``. Stages see the cluster through
+:class:`~simulator.cluster.view.ClusterView` and call its ``start_tasks``, which
+starts a *batch*: tasks of one job and type started at one instant finish
+together, so they are one event however many units they hold.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from scheduler.fairshare.fifo import FifoAllocator
 from simulator.cluster.lookahead import EarlyStartStage, shared_limit
-
-if TYPE_CHECKING:
-    from simulator.cluster.model import Cluster
+from simulator.cluster.view import ClusterView
 
 
 class DispatchStage(Protocol):
@@ -41,7 +40,7 @@ class DispatchStage(Protocol):
 
     name: str
 
-    def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+    def hand_out(self, cluster: ClusterView, j: int, free: int) -> int:
         """Start tasks of type j on up to ``free`` units at ``cluster.now``;
         return the units left for the next stages (0..free)."""
         ...
@@ -58,7 +57,7 @@ class ReservationStage:
 
     name = "reservations"
 
-    def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+    def hand_out(self, cluster: ClusterView, j: int, free: int) -> int:
         withheld = 0
         for r in cluster.reservations_on(j):
             job = cluster.job(r.job_id)
@@ -93,12 +92,12 @@ class SharedStage:
 
     name = "shared"
 
-    def hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+    def hand_out(self, cluster: ClusterView, j: int, free: int) -> int:
         # look-ahead: units a reservation will need before a task started now would end stay free
         held = free - shared_limit(cluster, j, free)
         return self._hand_out(cluster, j, free - held) + held
 
-    def _hand_out(self, cluster: Cluster, j: int, free: int) -> int:
+    def _hand_out(self, cluster: ClusterView, j: int, free: int) -> int:
         allocator = cluster.allocator(j)
         if isinstance(allocator, FifoAllocator):
             return _oldest_first(cluster, allocator, j, free)
@@ -135,7 +134,7 @@ class SharedStage:
         return free
 
 
-def _oldest_first(cluster: Cluster, allocator: FifoAllocator, j: int, free: int) -> int:
+def _oldest_first(cluster: ClusterView, allocator: FifoAllocator, j: int, free: int) -> int:
     """:meth:`SharedStage.hand_out` under FIFO across queues (YARN's ``fifo``, the
     papers' baseline): the leaf whose oldest eligible job arrived first takes
     what its dispatcher grants at once (all the units that job can use under

@@ -6,20 +6,18 @@ restored cluster continues exactly as if it had never been saved.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Reservation
+from simulator.cluster.core import ClusterCore
 from simulator.cluster.jobs import JobState, inf_to_none, none_to_inf
 from simulator.engine import EventQueue
-
-if TYPE_CHECKING:
-    from simulator.cluster.model import Cluster
 
 STATE_FORMAT = 2
 
 
-def dump(c: Cluster) -> dict[str, Any]:
+def dump(c: ClusterCore) -> dict[str, Any]:
     """Everything needed to continue the run (only dicts, lists, str, int, float,
     None; infinities stored as None)."""
     return {
@@ -67,7 +65,7 @@ def config_of(tree: QueueTree, state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def restore(c: Cluster, tree: QueueTree, state: dict[str, Any]) -> None:
+def restore(c: ClusterCore, tree: QueueTree, state: dict[str, Any]) -> None:
     """Load ``state`` into a cluster built with :func:`config_of`'s arguments."""
     origin, k = state["sample_clock"]
     c._sample_origin, c._sample_k = float(origin), int(k)
