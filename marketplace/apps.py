@@ -9,5 +9,13 @@ class MarketplaceConfig(AppConfig):
     def ready(self) -> None:
         # Register the Celery tasks in every process (web, worker, commands):
         # services enqueue them by name and never import this module.
+        # The parts plug into the core's clearing, tick and sweeper (market.hooks): the core names no part.
+        from marketplace.deadlines import hooks as deadline_hooks
+        from marketplace.lab import hooks as lab_hooks
         from marketplace.lab import tasks as lab_tasks  # noqa: F401
         from marketplace.market import tasks as market_tasks  # noqa: F401
+        from marketplace.pools import hooks as pool_hooks
+        from marketplace.reservations import hooks as reservation_hooks
+
+        for part in (reservation_hooks, deadline_hooks, pool_hooks, lab_hooks):
+            part.register()

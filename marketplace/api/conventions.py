@@ -129,14 +129,14 @@ class SeriesFilter(filters.FilterSet):
         return self.filter_latest(queryset, "latest", latest) if latest else queryset
 
 
-def _tenant(request: Request) -> Tenant:
+def request_tenant(request: Request) -> Tenant:
     tenant = getattr(request.user, "tenant", None)
     if tenant is None:
         raise PermissionDenied("This account is not a tenant: it cannot hold jobs.")
     return tenant
 
 
-def _market(tenant: Tenant, request: Request | None = None) -> Market:
+def tenant_market(tenant: Tenant, request: Request | None = None) -> Market:
     """The tenant's market without its stored engine: from the marks ``@conditional`` read for
     ``request`` if it did, else one query; remembered on the tenant for the rest of the request."""
     cached = tenant._state.fields_cache.get("market")
@@ -147,10 +147,10 @@ def _market(tenant: Tenant, request: Request | None = None) -> Market:
     return cached
 
 
-def _default_market(request: Request) -> Market:
+def default_market(request: Request) -> Market:
     """``selectors.market_default()``, from the marks ``@conditional`` read for ``request`` if it did."""
     return marked_market(request) or selectors.market_default()
 
 
-def _service_errors(exc: DjangoValidationError) -> ValidationError:
+def service_errors(exc: DjangoValidationError) -> ValidationError:
     return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})

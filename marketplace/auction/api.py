@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
-from marketplace.api.conventions import _market, _service_errors, _tenant
+from marketplace.api.conventions import request_tenant, service_errors, tenant_market
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -55,7 +55,7 @@ class UtilityFitsView(APIView):
 
     @extend_schema(responses=None)
     def get(self, request: Request) -> Response:
-        return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=_tenant(request))])
+        return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=request_tenant(request))])
 
 
 class UtilityAdoptView(APIView):
@@ -65,13 +65,13 @@ class UtilityAdoptView(APIView):
 
     @extend_schema(request=AdoptSerializer, responses=None)
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         data = AdoptSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             adopted = utility_fit_adopt(tenant=tenant, job_class=data.validated_data["job_class"], user=request.user)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response({"job_class": adopted.job_class, "utility": adopted.utility, "weights": adopted.weights,
                          "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
 
@@ -97,7 +97,7 @@ class BidPreviewView(APIView):
 
     @extend_schema(request=BidSerializer, responses=PreviewOut)
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         bid = BidSerializer(data=request.data)
         bid.is_valid(raise_exception=True)
         d = bid.validated_data
@@ -109,7 +109,7 @@ class BidPreviewView(APIView):
             preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
                                                    min_utility=d.get("min_utility"))
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(_preview_json(preview))
 
 
@@ -135,14 +135,14 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if getattr(self, "swagger_fake_view", False):  # schema generation: the model, no request
             return Job.objects.none()
         if self.action == "cancel":  # only the job itself: job_cancel locks and reads it again
-            return Job.objects.filter(tenant=_tenant(self.request))
-        return selectors.tenant_jobs(tenant=_tenant(self.request))
+            return Job.objects.filter(tenant=request_tenant(self.request))
+        return selectors.tenant_jobs(tenant=request_tenant(self.request))
 
     def get_serializer_context(self) -> dict:
         ctx = super().get_serializer_context()
         tenant = getattr(self.request.user, "tenant", None)
         if tenant is not None:
-            market = _market(tenant)
+            market = tenant_market(tenant)
             ctx["shares"] = selectors.current_shares(market=market)
             ctx["queue_paths"] = selectors.queue_paths(market=market)
         return ctx
@@ -156,9 +156,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
-        return self.get_paginated_response(job_list.job_dicts(list(rows), _market(tenant, request)))
+        return self.get_paginated_response(job_list.job_dicts(list(rows), tenant_market(tenant, request)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
@@ -169,12 +169,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         slo_jobs = [j for j in jobs if j.min_utility is not None]
         if not slo_jobs:
             return {}
-        return dict(selectors_abacus.slo_status(market=_market(_tenant(self.request)), jobs=slo_jobs))
+        return dict(selectors_abacus.slo_status(market=tenant_market(request_tenant(self.request)), jobs=slo_jobs))
 
     @extend_schema(request=BidSerializer, responses={201: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         bid = BidSerializer(data=request.data)
         bid.is_valid(raise_exception=True)
         d = bid.validated_data
@@ -184,7 +184,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                              min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),
                              use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(job_list.placed_job_dict(job, list(job.work.all()), job.market), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
@@ -195,7 +195,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         try:
             job = job_cancel(job=job, user=request.user)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(job_list.cancelled_job_dict(job, job.market))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from marketplace.ledger.money import currency
-from marketplace.web.charts import Figure, _figure, _finite, _layout
+from marketplace.web.charts import Figure, base_layout, finite_or_none, make_figure
 
 
 def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights: Sequence[float], intercept: float,
@@ -25,8 +25,8 @@ def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights:
     fitted, measured = [], []
     for shares, u in points:
         terms = shares if kind == "linear" else [math.log(max(s, 1e-6)) for s in shares]
-        fitted.append(_finite(sum(w * t for w, t in zip(weights, terms, strict=True)) + intercept))
-        measured.append(_finite(u))
+        fitted.append(finite_or_none(sum(w * t for w, t in zip(weights, terms, strict=True)) + intercept))
+        measured.append(finite_or_none(u))
     traces: list[dict[str, Any]] = []
     if points:
         top = max([v for v in fitted + measured if v is not None], default=1.0)
@@ -36,9 +36,9 @@ def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights:
             {"type": "scatter", "mode": "lines", "name": "fit = measured", "x": [0, top], "y": [0, top],
              "line": {"dash": "dot", "color": "#9ca3af"}, "hoverinfo": "skip"},
         ]
-    layout = _layout(title, "Fitted utility (1 / simulated s)", "Measured: 1 / response time (1 / sim. s)",
+    layout = base_layout(title, "Fitted utility (1 / simulated s)", "Measured: 1 / response time (1 / sim. s)",
                      hovermode="closest", height=300)
-    return _figure(traces, layout)
+    return make_figure(traces, layout)
 
 
 def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str], entered: float | None) -> Figure:
@@ -49,24 +49,24 @@ def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str]
         types: resource type names (one share trace each).
         entered: the budget entered on the form, marked with a vertical line.
     """
-    budgets = [_finite(r["budget"]) for r in rows]
+    budgets = [finite_or_none(r["budget"]) for r in rows]
     traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines+markers", "name": f"share of {t}", "x": budgets,
-         "y": [_finite(r["shares"].get(t)) for r in rows], "yaxis": "y",
+         "y": [finite_or_none(r["shares"].get(t)) for r in rows], "yaxis": "y",
          "hovertemplate": f"budget %{{x:.4g}} {currency()}: {t} share %{{y:.3f}}<extra></extra>"}
         for t in types
     ] if rows else []
     if rows:
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": "estimated finish (min)", "x": budgets,
-            "y": [None if r["finish_s"] is None else _finite(r["finish_s"] / 60.0) for r in rows], "yaxis": "y2",
+            "y": [None if r["finish_s"] is None else finite_or_none(r["finish_s"] / 60.0) for r in rows], "yaxis": "y2",
             "line": {"dash": "dash"}, "hovertemplate": f"budget %{{x:.4g}} {currency()}: finish in %{{y:.1f}} simulated min<extra></extra>",
         })
     shapes = [] if entered is None or not rows else [{
         "type": "line", "xref": "x", "yref": "paper", "x0": entered, "x1": entered, "y0": 0, "y1": 1,
         "line": {"color": "#6b7280", "dash": "dot"},
     }]
-    layout = _layout(
+    layout = base_layout(
         "Estimate: what a budget would buy now", f"Budget ({currency()}, log scale)", "Share within your queue (0-1)",
         xaxis={"type": "log"}, yaxis={"range": [0, 1.05]}, hovermode="closest", height=320, shapes=shapes,
         yaxis2={"title": {"text": "Estimated finish (simulated min)"}, "overlaying": "y", "side": "right",
@@ -74,4 +74,4 @@ def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str]
         margin={"l": 60, "r": 60, "t": 48, "b": 50},
         legend={"orientation": "h", "x": 0, "y": -0.25, "font": {"size": 11}},
     )
-    return _figure(traces, layout)
+    return make_figure(traces, layout)

@@ -19,12 +19,7 @@ from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkIte
 from marketplace.ledger.money import MONEY_PLACES, currency, money_title
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.queues import ResourceType
-from marketplace.web.forms import apply_service_errors
-
-
-def _positive(value: float) -> None:
-    if value <= 0:
-        raise ValidationError("Must be greater than zero.")
+from marketplace.web.forms import apply_service_errors, positive
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ class BidForm(forms.Form):
                 widget=forms.NumberInput(attrs={"min": 0, "step": 1}),
             )
             self.fields[f"{key}_duration"] = forms.FloatField(
-                label=f"{rt.name} simulated seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[_positive],
+                label=f"{rt.name} simulated seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[positive],
                 widget=forms.NumberInput(attrs={"min": 0, "step": "any"}),
             )
             self.fields[f"{key}_weight"] = forms.FloatField(

@@ -1,5 +1,5 @@
-"""Reads for Abacus's tenant-facing extras (paper 000, Secs. 5-6): SLO status, utility fits,
-and the price preview (a dry run on a copy of the engine).
+"""Reads of the auction (paper 000): jobs as table rows, and the tenant-facing extras of Secs. 5-6:
+SLO status, utility fits, and the price preview (a dry run on a copy of the engine).
 
 Selectors read; nothing here writes. The Plan is the latest stored clearing
 (``adapters.latest_plan``).
@@ -17,10 +17,12 @@ from django.core.exceptions import ValidationError
 
 from marketplace.auction.models import AdoptedUtility
 from marketplace.ledger.models import Tenant
-from marketplace.market import adapters
+from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
 from marketplace.market.services.market import engine_context
+from marketplace.web import charts
 from scheduler.abacus.fit import UtilityFit, fit_utility
 from scheduler.abacus.utility import utility_of
 from simulator.market.engine import MarketEngine
@@ -238,3 +240,30 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None
     return Preview([t.name for t in context.types], entered, points)
+
+
+def job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> list[dict[str, Any]]:
+    """Jobs as table rows: money from the ledger, current shares, progress per resource type."""
+    ids = [j.pk for j in jobs]
+    money = selectors.job_money(job_ids=ids)
+    shares = selectors.current_shares(market=market, job_ids=ids)
+    paths = selectors.queue_paths(market=market)
+    rows = []
+    for job in jobs:
+        work = {w.resource_type_id: w for w in job.work.all()}
+        held, charged = money.get(job.pk, (0, 0))
+        row_shares = [shares.get(job.pk, {}).get(t.name) for t in types]
+        progress = [(work[t.pk].done, work[t.pk].tasks) if t.pk in work else None for t in types]
+        rows.append({
+            "job": job, "queue": paths.get(job.queue_id, ""), "held": held, "charged": charged,
+            "shares": row_shares, "progress": progress,
+            "cells": [
+                {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
+            ],
+            "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
+            # A cancelled job never finished: its end is a cancellation, and it has no response time.
+            "cancelled": job.status == Job.Status.CANCELLED,
+            "finish": charts.format_hms(job.sim_finish_time),
+            "response": charts.format_hms(job.response_time),
+        })
+    return rows

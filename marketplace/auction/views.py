@@ -20,17 +20,15 @@ from marketplace.auction import charts as charts_abacus
 from marketplace.auction import preview as bid_preview
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.forms import BidForm, JobFilterForm
+from marketplace.auction.selectors import job_rows
 from marketplace.auction.services import bid_submit, job_cancel, utility_fit_adopt
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job
-from marketplace.market.models.market import Market
-from marketplace.market.models.queues import ResourceType
-from marketplace.web import charts
 from marketplace.web.charts import job_share_figure
-from marketplace.web.shortcuts import MAX_POINTS, _blank, _csv_response, _page, _render, tenant_required
+from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
 
 
 def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
@@ -56,7 +54,7 @@ def utility_fits(request: HttpRequest) -> HttpResponse:
     """The tenant's job classes with their fitted utility weights (paper 000, Sec. 5)."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     rows = _fit_rows(tenant)
-    return _render(request, "marketplace/abacus/utility_fits.html", {
+    return render_page(request, "marketplace/abacus/utility_fits.html", {
         "nav": "utility", "tenant": tenant, "rows": rows, "waiting": [r["c"] for r in rows if r["c"].fit is None],
     }, market=tenant.market)
 
@@ -76,33 +74,6 @@ def utility_fit_adopt_view(request: HttpRequest) -> HttpResponse:
     return redirect("utility-fits")
 
 
-def _job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> list[dict[str, Any]]:
-    """Jobs as table rows: money from the ledger, current shares, progress per resource type."""
-    ids = [j.pk for j in jobs]
-    money = selectors.job_money(job_ids=ids)
-    shares = selectors.current_shares(market=market, job_ids=ids)
-    paths = selectors.queue_paths(market=market)
-    rows = []
-    for job in jobs:
-        work = {w.resource_type_id: w for w in job.work.all()}
-        held, charged = money.get(job.pk, (0, 0))
-        row_shares = [shares.get(job.pk, {}).get(t.name) for t in types]
-        progress = [(work[t.pk].done, work[t.pk].tasks) if t.pk in work else None for t in types]
-        rows.append({
-            "job": job, "queue": paths.get(job.queue_id, ""), "held": held, "charged": charged,
-            "shares": row_shares, "progress": progress,
-            "cells": [
-                {"progress": p, "share": None if v is None or p is None else f"{v:.0%}"} for p, v in zip(progress, row_shares, strict=True)
-            ],
-            "submit": charts.format_hms(job.sim_submit_time), "start": charts.format_hms(job.sim_start_time),
-            # A cancelled job never finished: its end is a cancellation, and it has no response time.
-            "cancelled": job.status == Job.Status.CANCELLED,
-            "finish": charts.format_hms(job.sim_finish_time),
-            "response": charts.format_hms(job.response_time),
-        })
-    return rows
-
-
 @tenant_required
 @require_http_methods(["GET", "POST"])
 def bid_new(request: HttpRequest) -> HttpResponse:
@@ -119,7 +90,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
             return redirect("job-detail", pk=job_id)
-    return _render(request, "marketplace/bid_form.html", {
+    return render_page(request, "marketplace/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
@@ -153,12 +124,12 @@ def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:
 def job_list(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     filters, status = _status_filter(request)
-    page = _page(request, selectors.tenant_job_list(tenant=tenant, status=status))
+    page = paginate(request, selectors.tenant_job_list(tenant=tenant, status=status))
     types = selectors.resource_types_of(market=tenant.market)
-    return _render(request, "marketplace/job_list.html", {
+    return render_page(request, "marketplace/job_list.html", {
         "nav": "jobs", "filters": filters, "status": status, "page": page, "types": types,
         "query": urlencode({"status": status}) if status else "",
-        "rows": _job_rows(list(page.object_list), tenant.market, types),
+        "rows": job_rows(list(page.object_list), tenant.market, types),
     }, market=tenant.market)
 
 
@@ -169,13 +140,13 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
     market = tenant.market
     types = selectors.resource_types_of(market=market)
-    row = _job_rows([job], market, types)[0]
+    row = job_rows([job], market, types)[0]
     figure = job_share_figure(
         selectors.share_points(market=market, job_ids=[job.pk], max_points=MAX_POINTS),
         labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
         origin=job.sim_submit_time, title="Share history within the queue",
     )
-    return _render(request, "marketplace/job_detail.html", {
+    return render_page(request, "marketplace/job_detail.html", {
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
         "figure": figure, "ledger": selectors.job_ledger(job=job),
@@ -194,8 +165,8 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
         if job.status not in Job.ACTIVE:
             messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
             return redirect("job-detail", pk=job.pk)
-        row = _job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
-        return _render(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
+        row = job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
+        return render_page(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
     try:
         job_cancel(job=job, user=request.user)
     except ValidationError as exc:
@@ -219,12 +190,12 @@ def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
 
     def rows() -> Iterator[list[Any]]:
         for chunk in Paginator(jobs, 500):
-            for r in _job_rows(list(chunk.object_list), tenant.market, types):
+            for r in job_rows(list(chunk.object_list), tenant.market, types):
                 job = r["job"]
                 line: list[Any] = [job.pk, job.name, r["queue"], job.status, job.utility, job.budget, r["held"], r["charged"]]
                 for share, progress in zip(r["shares"], r["progress"], strict=True):
                     line += ["" if share is None else f"{share:.6f}", *(progress or ("", ""))]
-                line += [job.sim_submit_time, _blank(job.sim_start_time), _blank(job.sim_finish_time), _blank(job.response_time)]
+                line += [job.sim_submit_time, blank(job.sim_start_time), blank(job.sim_finish_time), blank(job.response_time)]
                 yield line
 
-    return _csv_response(f"jobs-{tenant.name}.csv", header, rows())
+    return csv_response(f"jobs-{tenant.name}.csv", header, rows())

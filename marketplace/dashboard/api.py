@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conditional import conditional
-from marketplace.api.conventions import SeriesFilter, _default_market, _service_errors, _tenant
+from marketplace.api.conventions import SeriesFilter, default_market, request_tenant, service_errors
 from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, currency, money_help
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -137,7 +137,7 @@ class LedgerAdjustView(APIView):
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from None
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         body = {"entry": LedgerEntrySerializer(entry).data, "tenant": tenant.name, "created_by": request.user.get_username()}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -154,7 +154,7 @@ class MarketStateView(APIView):
     @extend_schema(responses=MarketStateSerializer)
     @conditional(scope="market")
     def get(self, request: Request) -> Response:
-        return Response(selectors.market_overview(market=_default_market(request)))
+        return Response(selectors.market_overview(market=default_market(request)))
 
     @extend_schema(request=MarketConfigSerializer, responses=MarketStateSerializer)
     def patch(self, request: Request) -> Response:
@@ -168,7 +168,7 @@ class MarketStateView(APIView):
         try:
             market_configure(market=market, user=request.user, reason=reason, **changes)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         market.refresh_from_db()
         return Response(selectors.market_overview(market=market))
 
@@ -183,7 +183,7 @@ class AllocationView(APIView):
     @extend_schema(responses=AllocationSerializer)
     @conditional(scope="user")
     def get(self, request: Request) -> Response:
-        market = _default_market(request)
+        market = default_market(request)
         view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
         snap = selectors.latest_snapshot(market=market)
         return Response({
@@ -220,7 +220,7 @@ class FairnessSeriesView(_SeriesView):
     serializer_class = FairnessSampleSerializer
 
     def get_serializer_context(self) -> dict:
-        market = _default_market(self.request)
+        market = default_market(self.request)
         return super().get_serializer_context() | {"queue_paths": selectors.queue_paths(market=market)}
 
     @conditional(scope="market", depends="ticks")
@@ -230,7 +230,7 @@ class FairnessSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return FairnessSample.objects.none()
-        return selectors.fairness_series(market=_default_market(self.request))
+        return selectors.fairness_series(market=default_market(self.request))
 
 
 class MarketSeriesView(_SeriesView):
@@ -246,7 +246,7 @@ class MarketSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return MarketSample.objects.none()
-        return selectors.market_series(market=_default_market(self.request))
+        return selectors.market_series(market=default_market(self.request))
 
 
 class PriceSeriesView(_SeriesView):
@@ -262,7 +262,7 @@ class PriceSeriesView(_SeriesView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return PriceSample.objects.none()
-        return selectors.price_series(market=_default_market(self.request))
+        return selectors.price_series(market=default_market(self.request))
 
 
 class AccountView(APIView):
@@ -270,7 +270,7 @@ class AccountView(APIView):
 
     @extend_schema(responses=AccountSerializer)
     def get(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         acct = selectors.account_of(tenant=tenant)
         body = {"tenant": tenant.name, "currency": currency(), "available": acct.available, "held": acct.held}
         return Response(AccountSerializer(body).data)
@@ -287,4 +287,4 @@ class LedgerView(generics.ListAPIView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return LedgerEntry.objects.none()
-        return selectors.tenant_ledger(tenant=_tenant(self.request))
+        return selectors.tenant_ledger(tenant=request_tenant(self.request))

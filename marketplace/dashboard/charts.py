@@ -10,19 +10,19 @@ from typing import Any
 
 from marketplace.ledger.money import ABACUS_PRICE_UNIT, price_unit
 from marketplace.web.charts import (
-    _COLORWAY,
-    _RHO,
+    COLORWAY,
+    RHO,
     Figure,
     Row,
-    _by_key,
-    _figure,
-    _finite,
-    _layout,
-    _time_title,
-    _unit_for,
-    _x,
+    axis_value,
+    base_layout,
+    finite_or_none,
+    group_by,
     job_share_figure,
+    make_figure,
+    time_axis_title,
     time_unit,
+    unit_for_rows,
 )
 
 
@@ -36,22 +36,22 @@ def queue_allocation_figure(rows: Iterable[Row], *, resource: str, capacity: flo
         capacity: drawn as a dashed line when given.
     """
     rows = list(rows)
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     times = sorted({float(r["sim_time"]) for r in rows})
     traces: list[dict[str, Any]] = []
-    for queue, group in _by_key(rows, "queue").items():
+    for queue, group in group_by(rows, "queue").items():
         held = {float(r["sim_time"]): float(r["running"]) for r in group}
         traces.append({
             "type": "scatter", "mode": "lines", "name": queue, "stackgroup": "queues", "line": {"width": 0.5},
-            "x": [_x(t, unit) for t in times], "y": [held.get(t, 0.0) for t in times],
+            "x": [axis_value(t, unit) for t in times], "y": [held.get(t, 0.0) for t in times],
             "hovertemplate": "%{y:.0f} units<extra>" + queue + "</extra>",
         })
     if traces and capacity is not None:
         traces.append({
-            "type": "scatter", "mode": "lines", "name": "capacity", "x": [_x(times[0], unit), _x(times[-1], unit)],
+            "type": "scatter", "mode": "lines", "name": "capacity", "x": [axis_value(times[0], unit), axis_value(times[-1], unit)],
             "y": [capacity, capacity], "line": {"dash": "dash", "color": "#111827", "width": 1}, "hoverinfo": "skip",
         })
-    return _figure(traces, _layout(f"Units held per leaf queue: {resource}", _time_title(unit), f"{resource} units held",
+    return make_figure(traces, base_layout(f"Units held per leaf queue: {resource}", time_axis_title(unit), f"{resource} units held",
                                    yaxis={"rangemode": "tozero"}))
 
 
@@ -63,18 +63,18 @@ def fairness_degree_figure(rows: Iterable[Row], *, resource: str, unit: tuple[st
             NaN or infinite rho (no entitlement yet) is drawn as a gap.
     """
     rows = list(rows)
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     traces = [
-        {"type": "scatter", "mode": "lines", "name": queue, "x": [_x(r["sim_time"], unit) for r in group],
-         "y": [_finite(r["rho"]) for r in group], "hovertemplate": _RHO + " = %{y:.3f}<extra>" + queue + "</extra>"}
-        for queue, group in _by_key(rows, "queue").items()
+        {"type": "scatter", "mode": "lines", "name": queue, "x": [axis_value(r["sim_time"], unit) for r in group],
+         "y": [finite_or_none(r["rho"]) for r in group], "hovertemplate": RHO + " = %{y:.3f}<extra>" + queue + "</extra>"}
+        for queue, group in group_by(rows, "queue").items()
     ]
-    layout = _layout(f"Fairness degree {_RHO} per leaf queue: {resource}", _time_title(unit), f"{_RHO} = usage / entitlement",
+    layout = base_layout(f"Fairness degree {RHO} per leaf queue: {resource}", time_axis_title(unit), f"{RHO} = usage / entitlement",
                      yaxis={"rangemode": "tozero"})
     if traces:
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": 1, "y1": 1,
                              "line": {"dash": "dot", "color": "#6b7280", "width": 1}}]
-    return _figure(traces, layout)
+    return make_figure(traces, layout)
 
 
 def sharing_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) -> Figure:
@@ -84,16 +84,16 @@ def sharing_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None
         rows: {"sim_time": s, "resource": name, "benefit": Psi, "loss": Omega}.
     """
     rows = list(rows)
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     traces: list[dict[str, Any]] = []
-    for k, (resource, group) in enumerate(_by_key(rows, "resource").items()):
-        x = [_x(r["sim_time"], unit) for r in group]
-        color = _COLORWAY[k % len(_COLORWAY)]
+    for k, (resource, group) in enumerate(group_by(rows, "resource").items()):
+        x = [axis_value(r["sim_time"], unit) for r in group]
+        color = COLORWAY[k % len(COLORWAY)]
         traces.append({"type": "scatter", "mode": "lines", "name": f"Ψ benefit ({resource})", "legendgroup": resource,
-                       "x": x, "y": [_finite(r["benefit"]) for r in group], "line": {"color": color}})
+                       "x": x, "y": [finite_or_none(r["benefit"]) for r in group], "line": {"color": color}})
         traces.append({"type": "scatter", "mode": "lines", "name": f"Ω loss ({resource})", "legendgroup": resource,
-                       "x": x, "y": [_finite(r["loss"]) for r in group], "line": {"color": color, "dash": "dash"}})
-    return _figure(traces, _layout("Sharing benefit Ψ and sharing loss Ω", _time_title(unit), "Ψ (≥ 0) and Ω (≤ 0)"))
+                       "x": x, "y": [finite_or_none(r["loss"]) for r in group], "line": {"color": color, "dash": "dash"}})
+    return make_figure(traces, base_layout("Sharing benefit Ψ and sharing loss Ω", time_axis_title(unit), "Ψ (≥ 0) and Ω (≤ 0)"))
 
 
 def utilisation_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) -> Figure:
@@ -103,13 +103,13 @@ def utilisation_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = 
         rows: {"sim_time": s, "resource": name, "utilisation": fraction in [0, 1]}.
     """
     rows = list(rows)
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     traces = [
-        {"type": "scatter", "mode": "lines", "name": resource, "x": [_x(r["sim_time"], unit) for r in group],
-         "y": [_finite(r["utilisation"]) for r in group], "hovertemplate": "%{y:.1%}<extra>" + resource + "</extra>"}
-        for resource, group in _by_key(rows, "resource").items()
+        {"type": "scatter", "mode": "lines", "name": resource, "x": [axis_value(r["sim_time"], unit) for r in group],
+         "y": [finite_or_none(r["utilisation"]) for r in group], "hovertemplate": "%{y:.1%}<extra>" + resource + "</extra>"}
+        for resource, group in group_by(rows, "resource").items()
     ]
-    return _figure(traces, _layout("Cluster utilisation per resource type", _time_title(unit), "Utilisation",
+    return make_figure(traces, base_layout("Cluster utilisation per resource type", time_axis_title(unit), "Utilisation",
                                    yaxis={"tickformat": ".0%", "range": [0, 1.05]}))
 
 
@@ -122,15 +122,15 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
         rows: {"sim_time": s, "resource": name, "price": money per unit}.
     """
     rows = list(rows)
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     traces = [
         {"type": "scatter", "mode": "lines", "name": resource, "line": {"shape": "hv"},
-         "x": [_x(r["sim_time"], unit) for r in group], "y": [_finite(r["price"]) for r in group],
+         "x": [axis_value(r["sim_time"], unit) for r in group], "y": [finite_or_none(r["price"]) for r in group],
          "hovertemplate": "%{y:.4g} per unit<extra>" + resource + "</extra>"}
-        for resource, group in _by_key(rows, "resource").items()
+        for resource, group in group_by(rows, "resource").items()
     ]
-    return _figure(traces, _layout("Implied price per resource type", _time_title(unit), f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})",
-                                   yaxis={"rangemode": "tozero"}))
+    return make_figure(traces, base_layout("Implied price per resource type", time_axis_title(unit),
+                                           f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})", yaxis={"rangemode": "tozero"}))
 
 
 def dashboard_figures(

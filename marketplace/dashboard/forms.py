@@ -9,12 +9,12 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from marketplace.auction.forms import _positive
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MAX_ADJUSTMENT, PLACES, REASON_MAX, REASON_MIN
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.services.config import T_WAIT_REQUIRED, parse_t_wait
+from marketplace.web.forms import positive
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, history_choices
 
 
@@ -66,13 +66,13 @@ class MarketSettingsForm(forms.Form):
     dispatch_mode = forms.ChoiceField(label="Dispatch inside a queue", choices=DISPATCH.choices)
     fairshare_history = forms.ChoiceField(label="Fair-share history", choices=history_choices, required=False)
     fairshare_history_length = forms.FloatField(
-        label="Round length L / half-life (simulated s)", validators=[_positive], required=False,
+        label="Round length L / half-life (simulated s)", validators=[positive], required=False,
         error_messages={"invalid": "Enter a finite number of seconds."},
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
         help_text="Rounds: usage restarts from zero every L seconds. Decay: usage halves every half-life (paper 002, Sec. 6.2.2).",
     )
     clock_speed = forms.FloatField(
-        label="Clock speed", validators=[_positive], max_value=1e6, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
+        label="Clock speed", validators=[positive], max_value=1e6, widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
         help_text="Simulated seconds per wall-clock second of the live cluster.",
     )
     reason = forms.CharField(label="Reason (for the audit trail)", max_length=200, required=False)

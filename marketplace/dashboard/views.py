@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace.auction.views import _job_rows
+from marketplace.auction.selectors import job_rows
 from marketplace.dashboard.charts import dashboard_figures
 from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, StaffJobFilterForm
 from marketplace.fairshare.selectors import twait_guidance_rows
@@ -35,7 +35,7 @@ from marketplace.market.services.config import market_configure
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.http_cache import poller_revalidates
-from marketplace.web.shortcuts import MAX_POINTS, View, _blank, _csv_response, _page, _render, tenant_required
+from marketplace.web.shortcuts import MAX_POINTS, View, blank, csv_response, paginate, render_page, tenant_required
 
 
 def staff_required(view: View) -> View:
@@ -55,18 +55,18 @@ def staff_jobs(request: HttpRequest) -> HttpResponse:
     """Every tenant's jobs, newest first, filtered by tenant and status."""
     market = selectors.market_or_none()
     if market is None:
-        return _render(request, "marketplace/no_market.html", {})
+        return render_page(request, "marketplace/no_market.html", {})
     filters = StaffJobFilterForm(request.GET or None, market=market)
     tenant = status = None
     if filters.is_valid():
         tenant = filters.cleaned_data["tenant"].name if filters.cleaned_data["tenant"] else None
         status = filters.cleaned_data["status"] or None
     viewer = selectors_visibility.viewer_of(user=request.user)
-    page = _page(request, selectors_visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
+    page = paginate(request, selectors_visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
     types = selectors.resource_types_of(market=market)
     query = "&".join(f"{k}={v}" for k, v in (("tenant", tenant), ("status", status)) if v)
-    return _render(request, "marketplace/staff_jobs.html", {
-        "nav": "staff-jobs", "filters": filters, "page": page, "rows": _job_rows(list(page), market, types), "types": types,
+    return render_page(request, "marketplace/staff_jobs.html", {
+        "nav": "staff-jobs", "filters": filters, "page": page, "rows": job_rows(list(page), market, types), "types": types,
         "query": query,
     }, market=market)
 
@@ -77,7 +77,7 @@ def staff_ledger_adjust(request: HttpRequest) -> HttpResponse:
     """Credit or debit a tenant's account with a reason (one audited ledger entry)."""
     market = selectors.market_or_none()
     if market is None:
-        return _render(request, "marketplace/no_market.html", {})
+        return render_page(request, "marketplace/no_market.html", {})
     form = LedgerAdjustForm(request.POST or None, market=market, initial={"tenant": request.GET.get("tenant")})
     if request.method == "POST" and form.is_valid():
         try:
@@ -91,7 +91,7 @@ def staff_ledger_adjust(request: HttpRequest) -> HttpResponse:
             return redirect("staff-ledger-adjust")
     recent = LedgerEntry.objects.filter(account__tenant__market=market, kind__in=("credit", "debit")) \
         .select_related("account__tenant", "created_by").order_by("-id")[:20]
-    return _render(request, "marketplace/staff_ledger_adjust.html", {"nav": "staff-ledger", "form": form, "recent": recent},
+    return render_page(request, "marketplace/staff_ledger_adjust.html", {"nav": "staff-ledger", "form": form, "recent": recent},
                    market=market)
 
 
@@ -137,14 +137,14 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def dashboard(request: HttpRequest) -> HttpResponse:
     market = selectors.market_or_none()
     if market is None:
-        return _render(request, "marketplace/no_market.html", {})
+        return render_page(request, "marketplace/no_market.html", {})
     overview = selectors.market_overview(market=market)
     headline = _headline(overview)
     resources = [
         {**r, "key": k, "util_text": headline["text"][f"util-{k}"], "price_text": headline["text"][f"price-{k}"]}
         for k, r in enumerate(overview["resources"])
     ]
-    return _render(request, "marketplace/dashboard.html", {
+    return render_page(request, "marketplace/dashboard.html", {
         "nav": "dashboard", "overview": overview, "resources": resources,
         "headline": {k.replace("-", "_"): v for k, v in headline["text"].items()},
         "is_tenant": selectors.tenant_of(user=request.user) is not None,
@@ -201,9 +201,9 @@ def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only
 @require_GET
 def account(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    return _render(request, "marketplace/account.html", {
+    return render_page(request, "marketplace/account.html", {
         "nav": "account", "tenant": tenant, "account": selectors.account_of(tenant=tenant),
-        "page": _page(request, selectors.tenant_ledger(tenant=tenant)),
+        "page": paginate(request, selectors.tenant_ledger(tenant=tenant)),
     }, market=tenant.market)
 
 
@@ -214,10 +214,10 @@ def ledger_csv(request: HttpRequest) -> StreamingHttpResponse:
     header = ["id", "created_at", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after", "job", "memo"]
     rows = (
         [e.pk, e.created_at.isoformat(), e.kind, e.amount, e.available_delta, e.held_delta, e.available_after, e.held_after,
-         _blank(e.job_id), e.memo]
+         blank(e.job_id), e.memo]
         for e in selectors.tenant_ledger(tenant=tenant).iterator(chunk_size=500)
     )
-    return _csv_response(f"ledger-{tenant.name}.csv", header, rows)
+    return csv_response(f"ledger-{tenant.name}.csv", header, rows)
 
 
 @login_required
@@ -227,7 +227,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only staff may change the market settings.")
     market = selectors.market_or_none()
     if market is None:
-        return _render(request, "marketplace/no_market.html", {})
+        return render_page(request, "marketplace/no_market.html", {})
     form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
     if request.method == "POST" and form.is_valid():
         try:
@@ -241,10 +241,10 @@ def market_settings(request: HttpRequest) -> HttpResponse:
                 messages.info(request, "Nothing changed.")
             return redirect("market-settings")
     t_task = selectors.mean_task_duration(market=market)
-    return _render(request, "marketplace/market_settings.html", {
+    return render_page(request, "marketplace/market_settings.html", {
         "nav": "settings", "form": form, "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
-        "history": _page(request, selectors.config_history(market=market)),
+        "history": paginate(request, selectors.config_history(market=market)),
         "convergence": selectors.clearing_convergence(market=market),
         "admin_queues": reverse("admin:marketplace_queue_changelist"),
         "admin_types": reverse("admin:marketplace_resourcetype_changelist"),

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
-from marketplace.api.conventions import _service_errors, _tenant
+from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -86,7 +86,7 @@ class DeadlineQuoteView(APIView):
 
     @extend_schema(request=DeadlineRequestSerializer, responses={200: DeadlineQuoteOut})
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         req = DeadlineRequestSerializer(data=request.data)
         req.is_valid(raise_exception=True)
         d = req.validated_data
@@ -95,7 +95,7 @@ class DeadlineQuoteView(APIView):
                 market=tenant.market, work=_work(d["work"]), deadline=d["deadline"], alpha_err=d["alpha_err"], beta_err=d["beta_err"],
             )
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(quote_data(q))
 
 
@@ -107,7 +107,7 @@ class DeadlineBookView(APIView):
     @extend_schema(request=DeadlineBookSerializer, responses={201: DeadlineBookOut}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         req = DeadlineBookSerializer(data=request.data)
         req.is_valid(raise_exception=True)
         d = req.validated_data
@@ -117,7 +117,7 @@ class DeadlineBookView(APIView):
                 max_payment=d.get("max_payment"), name=d["name"], user=request.user,
             )
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}
         data.pop("curve")
         return Response(data, status=status.HTTP_201_CREATED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from marketplace.ledger.money import money_title
-from marketplace.web.charts import Figure, _figure, _finite, _layout, time_unit
+from marketplace.web.charts import Figure, base_layout, finite_or_none, make_figure, time_unit
 
 
 def deadline_payment_figure(
@@ -26,17 +26,17 @@ def deadline_payment_figure(
     if curve:
         traces = [
             {"type": "scatter", "mode": "lines+markers", "name": "Whole slots (booked)", "line": {"shape": "hv"}, "marker": {"size": 4},
-             "x": x, "y": [_finite(p) for _, p, _ in curve], "hovertemplate": "%{y:.4g}<extra>whole slots</extra>"},
+             "x": x, "y": [finite_or_none(p) for _, p, _ in curve], "hovertemplate": "%{y:.4g}<extra>whole slots</extra>"},
             {"type": "scatter", "mode": "lines", "name": "Divisible optimum (paper 003, Alg. 1)", "line": {"dash": "dot"},
-             "x": x, "y": [_finite(c) for _, _, c in curve], "hovertemplate": "%{y:.4g}<extra>divisible</extra>"},
+             "x": x, "y": [finite_or_none(c) for _, _, c in curve], "hovertemplate": "%{y:.4g}<extra>divisible</extra>"},
         ]
     if quoted is not None:
         traces.append({
             "type": "scatter", "mode": "markers", "name": "Your quote", "marker": {"size": 13, "symbol": "star", "color": "#dc2626"},
-            "x": [round(quoted[0] / unit[1], 4)], "y": [_finite(quoted[1])], "hovertemplate": "%{y:.4g}<extra>your quote</extra>",
+            "x": [round(quoted[0] / unit[1], 4)], "y": [finite_or_none(quoted[1])], "hovertemplate": "%{y:.4g}<extra>your quote</extra>",
         })
     planned = "" if alpha_err == 1 else f", planned with D' = {alpha_err:g} D"
-    return _figure(traces, _layout(
+    return make_figure(traces, base_layout(
         f"Cost of urgency: payment against deadline{planned}", f"Deadline D from now, simulated time ({unit[0]})", money_title("Payment"),
         yaxis={"rangemode": "tozero"}, hovermode="closest",
     ))

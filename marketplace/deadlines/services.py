@@ -45,12 +45,11 @@ from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkIte
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money
-from marketplace.market import adapters
+from marketplace.market import adapters, hooks
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
-from marketplace.reservations.models import Reservation as EraReservation
 from scheduler.deadline.payment import check_error_range
 from scheduler.deadline.slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
@@ -206,26 +205,26 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
     """Most units of each type promised to deadline bookings and ERA reservations of active
     jobs at any time in [start, end) (a sweep over the bookings' windows)."""
     m = len(types)
-    events: list[tuple[float, int, list[int]]] = []
-    for b_start, b_end, slots in DeadlineBooking.objects.filter(
-        market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
-    ).values_list("sim_start", "sim_end", "slots"):
-        events.append((max(b_start, start), 1, slots))
-        events.append((b_end, -1, slots))
-    column = {t.pk: j for j, t in enumerate(types)}
-    for type_id, units, r_start, r_end in EraReservation.objects.filter(  # ERA reservations (paper 001) hold units too
-        market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
-    ).values_list("resource_type_id", "units", "start", "end"):
-        if type_id in column:
-            one = [0] * m
-            one[column[type_id]] = int(units)
-            events.append((max(r_start, start), 1, one))
-            events.append((r_end, -1, one))
+    events: list[tuple[float, int, int, int]] = []
+    # every part's promises (market.hooks): these bookings, and ERA's reservations (paper 001)
+    for j, units, p_start, p_end in hooks.promised_windows(market, types, start, end):
+        events.append((max(p_start, start), 1, j, units))
+        events.append((p_end, -1, j, units))
     level, peak = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    for _, sign, slots in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
-        level += sign * np.asarray(slots[:m] + [0] * (m - len(slots)), dtype=np.int64)
-        peak = np.maximum(peak, level)
+    for _, sign, j, units in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
+        level[j] += sign * units
+        peak[j] = max(peak[j], level[j])
     return peak
+
+
+def booking_promises(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[hooks.Promise]:
+    """Paper 003's promises (``market.hooks.PromiseSource``): the slots of active jobs' deadline
+    bookings whose window overlaps [start, end), one promise per resource type booked."""
+    rows = DeadlineBooking.objects.filter(
+        market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
+    ).values_list("sim_start", "sim_end", "slots")
+    return [(j, int(units), float(b_start), float(b_end))
+            for b_start, b_end, slots in rows for j, units in enumerate(slots[:len(types)]) if units > 0]
 
 
 def busy_units(*, market: Market, types: Sequence[ResourceType]) -> NDArray[np.int64]:

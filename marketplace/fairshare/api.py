@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.conventions import _tenant
+from marketplace.api.conventions import request_tenant
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.market import selectors
 
@@ -22,7 +22,7 @@ class JobWaitingView(APIView):
 
     @extend_schema(responses={200: OpenApiResponse(description="The explanation (see selectors_fairshare.job_waiting).")})
     def get(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(selectors.tenant_jobs(tenant=_tenant(request)), pk=pk)
+        job = get_object_or_404(selectors.tenant_jobs(tenant=request_tenant(request)), pk=pk)
         explanation = selectors_fairshare.job_waiting(job=job)
         if explanation is None:
             return Response({"job": job.pk, "waiting": False})

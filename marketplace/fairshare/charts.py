@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marketplace.web.charts import _figure, _layout
+from marketplace.web.charts import base_layout, make_figure
 
 
 def twait_explorer_figure(explorer: dict[str, Any]) -> dict[str, Any]:
@@ -15,9 +15,9 @@ def twait_explorer_figure(explorer: dict[str, Any]) -> dict[str, Any]:
          "x": explorer["slots"], "y": units}
         for k, (label, units) in enumerate(explorer["series"].items())
     ]
-    layout = _layout(
+    layout = base_layout(
         "Starved queue B: units per slot after the new demands (simulated)",
         "Simulated seconds since the new demands arrive", "Units allocated to B (of 12)",
         yaxis={"rangemode": "tozero"}, height=380,
     )
-    return _figure(traces, layout)
+    return make_figure(traces, layout)

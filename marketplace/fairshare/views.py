@@ -12,7 +12,7 @@ from marketplace.fairshare import charts as charts_fairshare
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.market import selectors
 from marketplace.market.services.config import parse_t_wait
-from marketplace.web.shortcuts import _render
+from marketplace.web.shortcuts import render_page
 
 
 @login_required
@@ -21,10 +21,10 @@ def fairshare_page(request: HttpRequest) -> HttpResponse:
     """Per queue: weight, share, accumulated usage, fairness degree now, demand (Slurm's sshare)."""
     market = selectors.market_or_none()
     if market is None:
-        return _render(request, "marketplace/no_market.html", {})
+        return render_page(request, "marketplace/no_market.html", {})
     tenant = selectors.tenant_of(user=request.user)
     own = tenant.default_queue.path if tenant is not None and tenant.default_queue_id else None
-    return _render(request, "marketplace/fairshare/table.html", {
+    return render_page(request, "marketplace/fairshare/table.html", {
         "nav": "fairshare", "table": selectors_fairshare.fairshare_table(market=market), "own_queue": own,
     }, market=market)
 

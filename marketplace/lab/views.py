@@ -29,7 +29,7 @@ from marketplace.lab.services.simulations import simulation_cancel, simulation_f
 from marketplace.market import selectors
 from marketplace.market.roles import sees_all_tenants
 from marketplace.web.http_cache import poller_revalidates
-from marketplace.web.shortcuts import _render
+from marketplace.web.shortcuts import render_page
 from simulator import experiments
 
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
@@ -104,7 +104,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     ]
     status = 400 if errors else 200
     runs = experiment_runs(limit=20, user=request.user)
-    return _render(request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
+    return render_page(request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
 
 
 @login_required
@@ -125,7 +125,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "tables": (run.result or {}).get("tables", []),
         "summary": (run.result or {}).get("summary", ""),
     }
-    return _render(request, "marketplace/lab/run.html", context)
+    return render_page(request, "marketplace/lab/run.html", context)
 
 
 @login_required
@@ -205,7 +205,7 @@ def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -
     studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
     live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
     context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market}
-    return _render(request, "marketplace/lab/simulations.html", context, status=status)
+    return render_page(request, "marketplace/lab/simulations.html", context, status=status)
 
 
 def _live(request: HttpRequest) -> HttpResponse:
@@ -277,7 +277,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
         figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
     context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
                "live_rows": live_rows}
-    return _render(request, "marketplace/lab/study.html", context)
+    return render_page(request, "marketplace/lab/study.html", context)
 
 
 @login_required

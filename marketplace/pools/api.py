@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.conventions import _service_errors, _tenant
+from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
@@ -89,7 +89,7 @@ class PoolsView(APIView):
         try:
             pool_settings_update(market=selectors.market_default(), user=request.user, reason=reason, **changes)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(_pools_state())
 
 
@@ -105,18 +105,18 @@ class CuraJobsView(generics.GenericAPIView):
 
     @extend_schema(responses=CuraJobSerializer(many=True))
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(selectors_pools.cura_jobs_of(tenant=_tenant(request))))
+        page = self.paginate_queryset(self.filter_queryset(selectors_pools.cura_jobs_of(tenant=request_tenant(request))))
         return self.get_paginated_response(CuraJobSerializer(page, many=True).data)
 
     @extend_schema(request=CuraJobInSerializer, responses=CuraJobSerializer)
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         data = CuraJobInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             job = cura_job_submit(tenant=tenant, user=request.user, **data.validated_data)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(CuraJobSerializer(job).data, status=status.HTTP_201_CREATED)
 
 
@@ -125,11 +125,11 @@ class CuraJobCancelView(APIView):
 
     @extend_schema(request=None, responses=CuraJobSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        job = selectors_pools.cura_jobs_of(tenant=_tenant(request)).filter(pk=pk).first()
+        job = selectors_pools.cura_jobs_of(tenant=request_tenant(request)).filter(pk=pk).first()
         if job is None:
             raise NotFound("No such Cura job of yours.")
         try:
             job = cura_job_cancel(job=job, user=request.user)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(CuraJobSerializer(job).data)

@@ -11,7 +11,7 @@ Figure = dict[str, Any]
 _COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2"]
 
 
-def _layout(title: str, x_title: str, y_title: str, empty: bool) -> dict[str, Any]:
+def base_layout(title: str, x_title: str, y_title: str, empty: bool) -> dict[str, Any]:
     layout: dict[str, Any] = {
         "title": {"text": title}, "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
         "margin": {"t": 40, "r": 10, "b": 90, "l": 60}, "legend": {"orientation": "h", "y": -0.3}, "height": 360,
@@ -37,6 +37,6 @@ def pool_figures(series: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[Fig
                      "y": [r["busy"] / r["size"] if r["size"] else None for r in rows]})
     empty = not any(series.values())
     return (
-        {"data": sizes, "layout": _layout("Pool size and VMs busy per VM type", f"simulated time ({unit})", "VMs", empty)},
-        {"data": util, "layout": _layout("Pool utilisation per VM type", f"simulated time ({unit})", "busy VMs / pool size", empty)},
+        {"data": sizes, "layout": base_layout("Pool size and VMs busy per VM type", f"simulated time ({unit})", "VMs", empty)},
+        {"data": util, "layout": base_layout("Pool utilisation per VM type", f"simulated time ({unit})", "busy VMs / pool size", empty)},
     )

@@ -10,13 +10,14 @@ seconds; a mechanism's slot 0 is the market's first whole slot not yet begun
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from marketplace.deadlines.models import DeadlineBooking
+from marketplace.market import hooks
+from marketplace.market.hooks import Promise
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
@@ -97,17 +98,11 @@ def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSe
     the deadline bookings of active jobs (a finished or cancelled job's units are free again)."""
     slot, horizon = s.slot_seconds, int(s.horizon_slots)
     promised = np.zeros(horizon, dtype=np.int64)
-    rows = Reservation.objects.filter(
-        market=market, resource_type=resource_type, end__gt=origin * slot, job__status__in=Job.ACTIVE,
-    ).values_list("units", "start", "end")
-    windows = [(int(units), float(start), float(end)) for units, start, end in rows]
-    # deadline bookings (paper 003) hold units too: one per resource type, in resource-type order
-    column = list(ResourceType.objects.filter(market=market).values_list("id", flat=True)).index(resource_type.pk)
-    for start, end, slots in DeadlineBooking.objects.filter(
-        market=market, job__status__in=Job.ACTIVE, sim_end__gt=origin * slot,
-    ).values_list("sim_start", "sim_end", "slots"):
-        if column < len(slots) and slots[column] > 0:
-            windows.append((int(slots[column]), float(start), float(end)))
+    # every part's promises (market.hooks): ERA's reservations and paper 003's deadline bookings
+    types = list(ResourceType.objects.filter(market=market))
+    column = [t.pk for t in types].index(resource_type.pk)
+    windows = [(units, start, end) for j, units, start, end in hooks.promised_windows(market, types, origin * slot, math.inf)
+               if j == column]
     for units, start, end in windows:
         lo = max(slot_floor(start, slot) - origin, 0)
         hi = min(slot_ceil(end, slot) - origin, horizon)
@@ -161,3 +156,13 @@ def engine_bookings_missing(market: Market, engine: Any, types: list[ResourceTyp
 def reserved_job_ids(job_ids: Iterable[int]) -> set[int]:
     """Which of these jobs hold a reservation (they never join the auction)."""
     return set(Reservation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", flat=True))
+
+
+def reservation_promises(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Promise]:
+    """ERA's promises (``market.hooks.PromiseSource``): the reservations of active jobs whose
+    window overlaps [start, end)."""
+    column = {t.pk: j for j, t in enumerate(types)}
+    rows = Reservation.objects.filter(
+        market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
+    ).values_list("resource_type_id", "units", "start", "end")
+    return [(column[rt], int(units), float(r_start), float(r_end)) for rt, units, r_start, r_end in rows if rt in column]

@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.conventions import _service_errors, _tenant
+from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import MoneyField
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -88,7 +88,7 @@ def _request_data(request: Request) -> dict[str, Any]:
 
 
 def _quote_of(request: Request, pk: int) -> ReservationQuote:
-    return get_object_or_404(ReservationQuote, pk=pk, tenant=_tenant(request))  # another tenant's quote: 404
+    return get_object_or_404(ReservationQuote, pk=pk, tenant=request_tenant(request))  # another tenant's quote: 404
 
 
 class QuoteListView(generics.GenericAPIView):
@@ -103,16 +103,16 @@ class QuoteListView(generics.GenericAPIView):
 
     @extend_schema(responses=QuoteSerializer(many=True))
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_quotes(tenant=_tenant(request))))
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_quotes(tenant=request_tenant(request))))
         return self.get_paginated_response(QuoteSerializer(page, many=True).data)
 
     @extend_schema(request=RequestSerializer, responses={201: QuoteSerializer})
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         try:
             quote = reservation_quote(tenant=tenant, **_request_data(request))
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(QuoteSerializer(quote).data, status=status.HTTP_201_CREATED)
 
 
@@ -136,7 +136,7 @@ class QuoteAcceptView(APIView):
             body = {"detail": exc.message_dict["quote"][0], "quote": QuoteSerializer(exc.quote).data if exc.quote else None}
             return Response(body, status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(ReservationSerializer(r).data, status=status.HTTP_201_CREATED)
 
 
@@ -146,7 +146,7 @@ class QuoteDeclineView(APIView):
         try:
             quote = reservation_decline(quote=_quote_of(request, pk))
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response(QuoteSerializer(quote).data)
 
 
@@ -160,11 +160,11 @@ class RequestView(APIView):
                    responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT})
     @idempotent
     def post(self, request: Request) -> Response:
-        tenant = _tenant(request)
+        tenant = request_tenant(request)
         try:
             result = reservation_request(tenant=tenant, user=request.user, **_request_data(request))
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         body = {
             "accepted": result.accepted, "quote": QuoteSerializer(result.quote).data,
             "reservation": ReservationSerializer(result.reservation).data if result.reservation else None,
@@ -182,7 +182,7 @@ class ReservationListView(generics.GenericAPIView):
 
     @extend_schema(responses=ReservationSerializer(many=True))
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=_tenant(request))))
+        page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=request_tenant(request))))
         return self.get_paginated_response(ReservationSerializer(page, many=True).data)
 
 
@@ -279,6 +279,6 @@ class ClusterUpdateView(APIView):
                     locked = type(market).objects.select_for_update().get(pk=market.pk)
                     market_changed(market=locked)  # a re-plan on request
         except DjangoValidationError as exc:
-            raise _service_errors(exc) from None
+            raise service_errors(exc) from None
         return Response({"capacity": d.get("capacity", {}), "terminated": ended, "consumption": d.get("consumption", {}),
                          "pending": d.get("pending", {}), "replanned": True})

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from marketplace.ledger.money import ERA_PRICE_UNIT, currency, money_title, price_unit
-from marketplace.web.charts import Figure, _figure, _finite, _layout, _time_title, _x, time_unit
+from marketplace.web.charts import Figure, axis_value, base_layout, finite_or_none, make_figure, time_axis_title, time_unit
 
 
 def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternatives: Iterable[Sequence[float]],
@@ -31,22 +31,22 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
     if offers:
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": "Price of this start", "marker": {"size": 4}, "connectgaps": False,
-            "x": [_x(t, unit) for t in times], "y": [_finite(p) for _, p in offers],
+            "x": [axis_value(t, unit) for t in times], "y": [finite_or_none(p) for _, p in offers],
             "hovertemplate": "start %{x:.2f} " + unit[0] + "<br>price %{y:.4f} " + currency() + "<extra></extra>",
         })
         price = next((p for t, p in offers if float(t) == float(start)), None)
         traces.append({
-            "type": "scatter", "mode": "markers", "name": "Cheapest (quoted)", "x": [_x(start, unit)], "y": [_finite(price)],
+            "type": "scatter", "mode": "markers", "name": "Cheapest (quoted)", "x": [axis_value(start, unit)], "y": [finite_or_none(price)],
             "marker": {"symbol": "star", "size": 16, "color": "#16a34a", "line": {"width": 1, "color": "#14532d"}},
         })
         alt = list(alternatives)
         if alt:
             traces.append({
-                "type": "scatter", "mode": "markers", "name": "Next cheapest", "x": [_x(t, unit) for t, _ in alt],
-                "y": [_finite(p) for _, p in alt], "marker": {"symbol": "diamond", "size": 11, "color": "#ea580c"},
+                "type": "scatter", "mode": "markers", "name": "Next cheapest", "x": [axis_value(t, unit) for t, _ in alt],
+                "y": [finite_or_none(p) for _, p in alt], "marker": {"symbol": "diamond", "size": 11, "color": "#ea580c"},
             })
     title = f"Price of {units} units for {duration:g} s, by start"
-    return _figure(traces, _layout(title, f"Start, {_time_title(unit).lower()}", money_title("Price of the reservation")))
+    return make_figure(traces, base_layout(title, f"Start, {time_axis_title(unit).lower()}", money_title("Price of the reservation")))
 
 
 def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
@@ -58,11 +58,11 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
     if times:
         traces.append({
             "type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{curve['resource']}: next unit",
-            "x": [_x(t, unit) for t in times], "y": [_finite(p) for p in curve["unit_price"]],
+            "x": [axis_value(t, unit) for t in times], "y": [finite_or_none(p) for p in curve["unit_price"]],
         })
     slot = curve["slot_seconds"]
-    return _figure(traces, _layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
-                                   _time_title(unit), price_unit(ERA_PRICE_UNIT)))
+    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
+                                   time_axis_title(unit), price_unit(ERA_PRICE_UNIT)))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
@@ -71,7 +71,7 @@ def capacity_figure(curve: Mapping[str, Any]) -> Figure:
     unit = time_unit(max(times, default=0.0))
     traces = []
     if times:
-        x = [_x(t, unit) for t in times]
+        x = [axis_value(t, unit) for t in times]
         cap = int(curve["capacity"])
         traces = [
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Promised",
@@ -79,7 +79,7 @@ def capacity_figure(curve: Mapping[str, Any]) -> Figure:
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Available",
              "x": x, "y": [cap - p for p in curve["promised"]]},
         ]
-    return _figure(traces, _layout(f"Promised and available {curve['resource']} units", _time_title(unit), "Units"))
+    return make_figure(traces, base_layout(f"Promised and available {curve['resource']} units", time_axis_title(unit), "Units"))
 
 
 def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
@@ -87,12 +87,12 @@ def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
     unit = time_unit(max((r["time"] for r in rows), default=0.0))
     traces = []
     if rows:
-        x = [_x(r["time"], unit) for r in rows]
+        x = [axis_value(r["time"], unit) for r in rows]
         traces = [
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": "Revenue", "x": x,
-             "y": [_finite(r["revenue"]) for r in rows]},
+             "y": [finite_or_none(r["revenue"]) for r in rows]},
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": "Welfare (completed)", "x": x,
-             "y": [_finite(r["welfare"]) for r in rows]},
+             "y": [finite_or_none(r["welfare"]) for r in rows]},
         ]
-    return _figure(traces, _layout("Revenue and welfare of reservations", f"Reservation start, {_time_title(unit).lower()}",
+    return make_figure(traces, base_layout("Revenue and welfare of reservations", f"Reservation start, {time_axis_title(unit).lower()}",
                                    money_title("Cumulative amount")))

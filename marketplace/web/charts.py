@@ -31,9 +31,9 @@ _TIME_UNITS: tuple[tuple[str, float, float], ...] = (
     ("d", 86400.0, math.inf),
 )
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-_COLORWAY = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04", "#db2777", "#4b5563", "#65a30d"]
+COLORWAY = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04", "#db2777", "#4b5563", "#65a30d"]
 EMPTY_NOTE = "No data yet"
-_RHO = "\N{GREEK SMALL LETTER RHO}"  # the fairness degree's symbol in chart titles (paper 002)
+RHO = "\N{GREEK SMALL LETTER RHO}"  # the fairness degree's symbol in chart titles (paper 002)
 
 
 def time_unit(span_s: float) -> tuple[str, float]:
@@ -57,7 +57,7 @@ def format_hms(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}"
 
 
-def _finite(value: Any) -> float | None:
+def finite_or_none(value: Any) -> float | None:
     """A float to 6 significant digits (all a chart shows; it halves the JSON), or None
     (a gap in the line) for missing, NaN and infinite values."""
     if value is None:
@@ -66,23 +66,23 @@ def _finite(value: Any) -> float | None:
     return float(f"{value:.6g}") if math.isfinite(value) else None
 
 
-def _x(seconds: Any, unit: tuple[str, float]) -> float:
+def axis_value(seconds: Any, unit: tuple[str, float]) -> float:
     """Simulated seconds in the axis unit, rounded to 1/10000 of the unit."""
     return round(float(seconds) / unit[1], 4)
 
 
-def _unit_for(rows: list[Row], unit: tuple[str, float] | None) -> tuple[str, float]:
+def unit_for_rows(rows: list[Row], unit: tuple[str, float] | None) -> tuple[str, float]:
     if unit is not None:
         return unit
     return time_unit(max((float(r["sim_time"]) for r in rows), default=0.0))
 
 
-def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "linecolor": "#9ca3af", "automargin": True}
     layout: dict[str, Any] = {
         "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
         "font": {"family": _FONT, "size": 12, "color": "#1f2937"},
-        "colorway": _COLORWAY,
+        "colorway": COLORWAY,
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
         "margin": {"l": 60, "r": 10, "t": 48, "b": 50},
@@ -104,7 +104,7 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
     return layout
 
 
-def _figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> Figure:
+def make_figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> Figure:
     """The figure dict. Built directly rather than through ``go.Figure(...).to_dict()``: plotly's
     validation costs about 0.1 s per figure, too much for a dashboard polled every few seconds;
     the tests pass every builder's output through ``go.Figure`` instead."""
@@ -121,11 +121,11 @@ def validated(figure: Figure) -> Figure:
     return go.Figure(figure).to_dict()
 
 
-def _time_title(unit: tuple[str, float]) -> str:
+def time_axis_title(unit: tuple[str, float]) -> str:
     return f"Simulated time ({unit[0]})"
 
 
-def _by_key(rows: Iterable[Row], key: str) -> dict[str, list[Row]]:
+def group_by(rows: Iterable[Row], key: str) -> dict[str, list[Row]]:
     groups: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         groups[str(r[key])].append(r)
@@ -158,7 +158,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         x_title = f"Simulated time since submission ({unit[0]})"
         rows = [{**r, "sim_time": float(r["sim_time"]) - origin} for r in rows]
         until = {k: float(v) - origin for k, v in until.items()}
-    unit = _unit_for(rows, unit)
+    unit = unit_for_rows(rows, unit)
     groups: dict[tuple[int, str], list[Row]] = defaultdict(list)
     for r in rows:
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
@@ -167,7 +167,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         name = f"{labels.get(job_id, f'#{job_id}')} · {resource}"
         legend = name if len(name) <= LEGEND_CHARS else f"{name[:LEGEND_CHARS - 1]}…"  # the hover keeps it whole
         times = [float(r["sim_time"]) for r in group]
-        shares = [_finite(r["share"]) for r in group]
+        shares = [finite_or_none(r["share"]) for r in group]
         end = until.get(job_id)
         if end is not None and end > times[-1]:
             times.append(float(end))
@@ -175,9 +175,9 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         traces.append({
             "type": "scatter", "mode": "lines+markers" if len(group) <= 30 else "lines", "marker": {"size": 5},
             "name": legend, "line": {"shape": "hv"}, "legendgroup": str(job_id),
-            "x": [_x(t, unit) for t in times], "y": shares, "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
+            "x": [axis_value(t, unit) for t in times], "y": shares, "hovertemplate": "%{y:.1%}<extra>" + name + "</extra>",
         })
     extra: dict[str, Any] = {"yaxis": {"tickformat": ".2~%", "rangemode": "tozero"}}
     if origin is not None:
         extra["xaxis"] = {"rangemode": "nonnegative"}
-    return _figure(traces, _layout(title, x_title or _time_title(unit), "Share s_ij", **extra))
+    return make_figure(traces, base_layout(title, x_title or time_axis_title(unit), "Share s_ij", **extra))

@@ -20,3 +20,8 @@ def apply_service_errors(form: forms.Form, exc: ValidationError, field_map: dict
     for key, messages in exc.message_dict.items():
         field = field_map.get(key, key)
         form.add_error(field if field in form.fields else None, messages)
+
+
+def positive(value: float) -> None:
+    if value <= 0:
+        raise ValidationError("Must be greater than zero.")

@@ -27,7 +27,7 @@ PAGE_SIZE = 25
 View = Callable[..., HttpResponse]
 
 
-def _render(
+def render_page(
     request: HttpRequest, template: str, context: dict[str, Any], *, market: Market | None = None, status: int = 200
 ) -> HttpResponse:
     """Render with what the base layout needs: the market and its simulated clock."""
@@ -44,14 +44,14 @@ def tenant_required(view: View) -> View:
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         tenant = selectors.tenant_of(user=request.user)
         if tenant is None:
-            return _render(request, "marketplace/not_tenant.html", {}, status=403)
+            return render_page(request, "marketplace/not_tenant.html", {}, status=403)
         request.tenant = tenant  # type: ignore[attr-defined]
         return view(request, *args, **kwargs)
 
     return wrapper
 
 
-def _page(request: HttpRequest, items: Any) -> Page:
+def paginate(request: HttpRequest, items: Any) -> Page:
     return Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
 
 
@@ -62,7 +62,7 @@ class _Echo:
         return value
 
 
-def _csv_response(filename: str, header: list[str], rows: Iterable[list[Any]]) -> StreamingHttpResponse:
+def csv_response(filename: str, header: list[str], rows: Iterable[list[Any]]) -> StreamingHttpResponse:
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
@@ -78,5 +78,5 @@ def _csv_response(filename: str, header: list[str], rows: Iterable[list[Any]]) -
 MAX_POINTS = 500  # per trace on the dashboard: hours of simulated time stay a few hundred kB
 
 
-def _blank(value: object) -> object:
+def blank(value: object) -> object:
     return "" if value is None else value

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace.ledger.services import job_charge, job_settle, jobs_held_amounts, money
-from marketplace.market import adapters, rows
+from marketplace.market import adapters, hooks, rows
 from marketplace.market.models.allocation import FairnessSample, MarketSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
@@ -39,8 +39,6 @@ from marketplace.market.services.market import (
     engine_marks,
     engine_store,
 )
-from marketplace.pools.services.jobs import cura_advance
-from marketplace.reservations import adapters as reservation_adapters
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
@@ -75,8 +73,7 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     new = [pk for pk in active if not engine.knows(pk)]
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
-    for booking, price in reservation_adapters.engine_bookings_missing(market, engine, context.types):
-        engine.book(booking, price)  # ERA: paid at acceptance through the ledger; units held in its window
+    hooks.sync_engine(market, engine, context.types)  # what the parts hold (ERA: bookings)
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
@@ -309,7 +306,7 @@ def cluster_advance(
                 if report.now >= target or (stop_when_idle and not active):
                     break
             tick, departures = writes.write(context.types)
-            cura_advance(market=market)  # the VM pools' jobs (paper 004), on the same clock
+            hooks.run_tick_work(market)  # the parts' work on the same clock (Cura: the VM pools' jobs, paper 004)
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
             engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))

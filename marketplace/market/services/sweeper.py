@@ -25,8 +25,8 @@ and L = 4 s: 5.5 s + clearing time, documented as 10 s
 
 Run by ``manage.py run_clock`` (in-process: works while the broker is down) and
 by Celery beat's ``sweep_markets_task``. It also purges expired idempotency keys,
-and publishes experiment and simulation-lab runs that are queued but not with the
-broker (``services.experiments.experiment_requeue``: their publication failed
+and runs the parts' sweep work (``market.hooks``; the lab publishes experiment and
+simulation runs that are queued but not with the broker: their publication failed
 while the broker was down, or a failed attempt's retry is due).
 """
 
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import F
 
-from marketplace.lab.services.experiments import experiment_requeue
 from marketplace.ledger.idempotency import idempotency_purge
+from marketplace.market import hooks
 from marketplace.market.models.market import Market
 from marketplace.market.services.clearing import market_clear
 
@@ -59,7 +59,7 @@ class SweepResult:
 
     behind: dict[int, int] = field(default_factory=dict)  # market id -> state_version
     outcomes: dict[int, str] = field(default_factory=dict)  # market id -> ClearingResult.status
-    requeued: list[int] = field(default_factory=list)  # experiment runs published again
+    requeued: list[int] = field(default_factory=list)  # what the parts' sweep work acted on (the lab: runs published again)
 
     @property
     def cleared(self) -> int:
@@ -91,10 +91,7 @@ def market_sweep(*, grace: bool = True) -> SweepResult:
         if outcome.status == "cleared":
             log.warning("market %s: cleared by the sweeper (version %s; trigger lost or lease expired)", pk, outcome.state_version)
     _purge_now_and_then()
-    try:
-        result.requeued = experiment_requeue()
-    except Exception:  # the broker or the database is still away: the next sweep tries again
-        log.exception("experiment run requeue failed")
+    result.requeued = hooks.run_sweep_work()  # the parts' own (the lab: runs whose publication failed)
     return result
 
 

@@ -13,7 +13,7 @@ from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services.simulations import simulation_from_market
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
-from tests.marketplace.test_live_offline import _prepare, _replay_live, _slice, _tenants
+from tests.marketplace.market.test_live_offline import _prepare, _replay_live, _slice, _tenants
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from django.contrib.staticfiles import finders
 from django.test import Client, override_settings
 from django.urls import path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUNDLE = ROOT / "static" / "vendor" / "plotly" / "plotly-basic.min.js"
 BASIC_TRACES = {"scatter", "bar", "pie"}  # the "basic" bundle (its README)
 FIGURE_SOURCES = [*sorted((ROOT / "marketplace").glob("charts*.py")), *sorted((ROOT / "simulator" / "experiments").glob("*.py"))]

@@ -25,7 +25,7 @@ from marketplace.deadlines import charts as charts_deadlines
 from marketplace.ledger.money import MONEY_PLACES, format_amount, format_money, format_price
 from marketplace.reservations import charts as charts_reservations
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
 BID = {"name": "tiny", "budget": "0.0001", "utility": "linear", "map_tasks": "1", "map_duration": "10", "map_weight": "1",
        "reduce_tasks": "0", "reduce_duration": "10", "reduce_weight": "1"}
 

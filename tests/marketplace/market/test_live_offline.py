@@ -34,7 +34,7 @@ from simulator.runner import RunResult
 from simulator.workloads.traces import TraceJob, load_swim
 from tests.factories import TenantFactory, leaf
 
-TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
+TRACE = Path(__file__).resolve().parents[3] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 UTILITY_BY_TENANT = ("log", "linear", "log")  # alice, bob, carol
 CAPACITY = {"map": 4, "reduce": 2}  # small, so the trace's big jobs make the others queue
 MAX_TICKS = 100_000  # drain loop guard

@@ -8,6 +8,7 @@ import math
 import pytest
 from plotly.utils import PlotlyJSONEncoder
 
+from marketplace.dashboard import charts as dashboard_charts
 from marketplace.dashboard.charts import (
     dashboard_figures,
     fairness_degree_figure,
@@ -23,14 +24,16 @@ from marketplace.web import charts
 @pytest.fixture(autouse=True)
 def _every_figure_passes_plotly_validation(monkeypatch):  # type: ignore[no-untyped-def]
     """The builders skip plotly's (slow) validation at run time; here every figure goes through it."""
-    real = charts._figure
+    real = charts.make_figure
 
     def checked(traces, layout):  # type: ignore[no-untyped-def]
         fig = real(traces, layout)
         charts.validated(json.loads(json.dumps(fig, cls=PlotlyJSONEncoder)))
         return fig
 
-    monkeypatch.setattr(charts, "_figure", checked)
+    # every module that builds figures with it looks the name up at call time in its own namespace
+    for module in (charts, dashboard_charts):
+        monkeypatch.setattr(module, "make_figure", checked)
 
 
 def _trace(fig: dict, name: str) -> dict:

@@ -20,7 +20,7 @@ from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import clearings_deferred
 
-TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
+TRACE = Path(__file__).resolve().parents[3] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 
 
 def test_job_runs_to_completion_and_is_charged(market, alice, django_capture_on_commit_callbacks):
