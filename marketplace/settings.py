@@ -86,7 +86,8 @@ MIDDLEWARE = [
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # the site-wide templates (base, nav, errors, login), then each part's own (marketplace/<part>/templates/<part>/)
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "marketplace").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -54,7 +54,7 @@ def utility_fits(request: HttpRequest) -> HttpResponse:
     """The tenant's job classes with their fitted utility weights (paper 000, Sec. 5)."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     rows = _fit_rows(tenant)
-    return render_page(request, "marketplace/abacus/utility_fits.html", {
+    return render_page(request, "auction/utility_fits.html", {
         "nav": "utility", "tenant": tenant, "rows": rows, "waiting": [r["c"] for r in rows if r["c"].fit is None],
     }, market=tenant.market)
 
@@ -90,7 +90,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
             return redirect("job-detail", pk=job_id)
-    return render_page(request, "marketplace/bid_form.html", {
+    return render_page(request, "auction/bid_form.html", {
         "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
@@ -126,7 +126,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     filters, status = _status_filter(request)
     page = paginate(request, selectors.tenant_job_list(tenant=tenant, status=status))
     types = selectors.resource_types_of(market=tenant.market)
-    return render_page(request, "marketplace/job_list.html", {
+    return render_page(request, "auction/job_list.html", {
         "nav": "jobs", "filters": filters, "status": status, "page": page, "types": types,
         "query": urlencode({"status": status}) if status else "",
         "rows": job_rows(list(page.object_list), tenant.market, types),
@@ -146,7 +146,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
         origin=job.sim_submit_time, title="Share history within the queue",
     )
-    return render_page(request, "marketplace/job_detail.html", {
+    return render_page(request, "auction/job_detail.html", {
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
         "figure": figure, "ledger": selectors.job_ledger(job=job),
@@ -166,7 +166,7 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
             messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
             return redirect("job-detail", pk=job.pk)
         row = job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
-        return render_page(request, "marketplace/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
+        return render_page(request, "auction/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
     try:
         job_cancel(job=job, user=request.user)
     except ValidationError as exc:

@@ -55,7 +55,7 @@ def staff_jobs(request: HttpRequest) -> HttpResponse:
     """Every tenant's jobs, newest first, filtered by tenant and status."""
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     filters = StaffJobFilterForm(request.GET or None, market=market)
     tenant = status = None
     if filters.is_valid():
@@ -65,7 +65,7 @@ def staff_jobs(request: HttpRequest) -> HttpResponse:
     page = paginate(request, selectors_visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
     types = selectors.resource_types_of(market=market)
     query = "&".join(f"{k}={v}" for k, v in (("tenant", tenant), ("status", status)) if v)
-    return render_page(request, "marketplace/staff_jobs.html", {
+    return render_page(request, "dashboard/staff_jobs.html", {
         "nav": "staff-jobs", "filters": filters, "page": page, "rows": job_rows(list(page), market, types), "types": types,
         "query": query,
     }, market=market)
@@ -77,7 +77,7 @@ def staff_ledger_adjust(request: HttpRequest) -> HttpResponse:
     """Credit or debit a tenant's account with a reason (one audited ledger entry)."""
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     form = LedgerAdjustForm(request.POST or None, market=market, initial={"tenant": request.GET.get("tenant")})
     if request.method == "POST" and form.is_valid():
         try:
@@ -91,7 +91,7 @@ def staff_ledger_adjust(request: HttpRequest) -> HttpResponse:
             return redirect("staff-ledger-adjust")
     recent = LedgerEntry.objects.filter(account__tenant__market=market, kind__in=("credit", "debit")) \
         .select_related("account__tenant", "created_by").order_by("-id")[:20]
-    return render_page(request, "marketplace/staff_ledger_adjust.html", {"nav": "staff-ledger", "form": form, "recent": recent},
+    return render_page(request, "dashboard/staff_ledger_adjust.html", {"nav": "staff-ledger", "form": form, "recent": recent},
                    market=market)
 
 
@@ -137,14 +137,14 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def dashboard(request: HttpRequest) -> HttpResponse:
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     overview = selectors.market_overview(market=market)
     headline = _headline(overview)
     resources = [
         {**r, "key": k, "util_text": headline["text"][f"util-{k}"], "price_text": headline["text"][f"price-{k}"]}
         for k, r in enumerate(overview["resources"])
     ]
-    return render_page(request, "marketplace/dashboard.html", {
+    return render_page(request, "dashboard/dashboard.html", {
         "nav": "dashboard", "overview": overview, "resources": resources,
         "headline": {k.replace("-", "_"): v for k, v in headline["text"].items()},
         "is_tenant": selectors.tenant_of(user=request.user) is not None,
@@ -201,7 +201,7 @@ def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only
 @require_GET
 def account(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    return render_page(request, "marketplace/account.html", {
+    return render_page(request, "dashboard/account.html", {
         "nav": "account", "tenant": tenant, "account": selectors.account_of(tenant=tenant),
         "page": paginate(request, selectors.tenant_ledger(tenant=tenant)),
     }, market=tenant.market)
@@ -227,7 +227,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only staff may change the market settings.")
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
     if request.method == "POST" and form.is_valid():
         try:
@@ -241,7 +241,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
                 messages.info(request, "Nothing changed.")
             return redirect("market-settings")
     t_task = selectors.mean_task_duration(market=market)
-    return render_page(request, "marketplace/market_settings.html", {
+    return render_page(request, "dashboard/market_settings.html", {
         "nav": "settings", "form": form, "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": paginate(request, selectors.config_history(market=market)),

@@ -112,7 +112,7 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
     if quote is not None:
         figure = deadline_payment_figure(quote.curve, quoted=(quote.relative_deadline, quote.payment) if quote.feasible else None,
                                          alpha_err=quote.alpha_err)
-    return render_page(request, "marketplace/deadlines/quote.html", {
+    return render_page(request, "deadlines/quote.html", {
         "nav": "deadline", "form": form, "quote": quote, "rows": _quote_rows(quote) if quote else [], "figure": figure,
         "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
         "price": quote.price if quote is not None and quote.feasible else Decimal("0"),

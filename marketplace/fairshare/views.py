@@ -21,10 +21,10 @@ def fairshare_page(request: HttpRequest) -> HttpResponse:
     """Per queue: weight, share, accumulated usage, fairness degree now, demand (Slurm's sshare)."""
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     tenant = selectors.tenant_of(user=request.user)
     own = tenant.default_queue.path if tenant is not None and tenant.default_queue_id else None
-    return render_page(request, "marketplace/fairshare/table.html", {
+    return render_page(request, "fairshare/table.html", {
         "nav": "fairshare", "table": selectors_fairshare.fairshare_table(market=market), "own_queue": own,
     }, market=market)
 

@@ -104,7 +104,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     ]
     status = 400 if errors else 200
     runs = experiment_runs(limit=20, user=request.user)
-    return render_page(request, "marketplace/lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
+    return render_page(request, "lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
 
 
 @login_required
@@ -125,7 +125,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "tables": (run.result or {}).get("tables", []),
         "summary": (run.result or {}).get("summary", ""),
     }
-    return render_page(request, "marketplace/lab/run.html", context)
+    return render_page(request, "lab/run.html", context)
 
 
 @login_required
@@ -205,7 +205,7 @@ def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -
     studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
     live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
     context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market}
-    return render_page(request, "marketplace/lab/simulations.html", context, status=status)
+    return render_page(request, "lab/simulations.html", context, status=status)
 
 
 def _live(request: HttpRequest) -> HttpResponse:
@@ -277,7 +277,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
         figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
     context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
                "live_rows": live_rows}
-    return render_page(request, "marketplace/lab/study.html", context)
+    return render_page(request, "lab/study.html", context)
 
 
 @login_required

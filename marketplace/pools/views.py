@@ -37,7 +37,7 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only staff may manage the VM pools.")
     market = selectors.market_or_none()
     if market is None:
-        return render_page(request, "marketplace/no_market.html", {})
+        return render_page(request, "web/no_market.html", {})
     ps = pool_settings_of(market=market)
     initial = {f: getattr(ps, f) for f in SETTINGS_FIELDS}
     action = request.POST.get("action") if request.method == "POST" else None
@@ -83,7 +83,7 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
             return redirect("pools")
     types = selectors_pools.vm_types_of(market=market)
     sizes_fig, util_fig = charts_pools.pool_figures(selectors_pools.pool_series(market=market, types=types))
-    return render_page(request, "marketplace/pools/admin.html", {
+    return render_page(request, "pools/admin.html", {
         "nav": "pools", "settings_form": settings_form, "type_form": type_form, "size_form": size_form,
         "rows": selectors_pools.pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig,
         "reconfigurations": paginate(request, selectors_pools.reconfigurations(market=market)),
@@ -110,7 +110,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, "
                                           f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")
-    return render_page(request, "marketplace/pools/jobs.html", {
+    return render_page(request, "pools/jobs.html", {
         "nav": "cura", "form": form, "page": paginate(request, selectors_pools.cura_jobs_of(tenant=tenant)),
         "pools": selectors_pools.pool_rows(market=tenant.market),
     }, market=tenant.market)

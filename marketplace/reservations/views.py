@@ -57,7 +57,7 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
             apply_service_errors(form, exc, {"window": "deadline"})
         else:
             return redirect("reservation-quote", pk=quote.pk)
-    return render_page(request, "marketplace/reservations/new.html", {
+    return render_page(request, "reservations/new.html", {
         "nav": "reserve", "form": form, "settings": s, "account": selectors.account_of(tenant=tenant),
     }, market=market)
 
@@ -68,7 +68,7 @@ def reservation_quote_view(request: HttpRequest, pk: int) -> HttpResponse:
     quote = get_object_or_404(ReservationQuote.objects.select_related("resource_type"), pk=pk, tenant=tenant)
     alternatives = rsel.quote_alternatives(quote=quote)
     figure = rc.quote_figure(quote.offers, start=quote.start, alternatives=alternatives, units=quote.units, duration=quote.duration)
-    return render_page(request, "marketplace/reservations/quote.html", {
+    return render_page(request, "reservations/quote.html", {
         "nav": "reserve", "quote": quote, "alternatives": alternatives, "figure": figure,
         "reservation": getattr(quote, "reservation", None),
     }, market=tenant.market)
@@ -105,7 +105,7 @@ def reservation_quote_action(request: HttpRequest, pk: int, action: str) -> Http
 @tenant_required
 def reservation_list(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    return render_page(request, "marketplace/reservations/list.html", {
+    return render_page(request, "reservations/list.html", {
         "nav": "reservations", "reservations": rsel.tenant_reservations(tenant=tenant)[:100],
         "quotes": rsel.tenant_quotes(tenant=tenant)[:30],
     }, market=tenant.market)
@@ -122,7 +122,7 @@ def reservation_market(request: HttpRequest) -> HttpResponse:
         "prices": rc.price_curve_figure(curve), "capacity": rc.capacity_figure(curve),
         "revenue": rc.revenue_figure(rsel.revenue_series(market=market)),
     }
-    return render_page(request, "marketplace/reservations/market.html", {
+    return render_page(request, "reservations/market.html", {
         "nav": "reservation-market", "figures": figures, "types": types, "resource": rt,
         "totals": rsel.reservation_totals(market=market), "settings": ra.era_settings(market),
     }, market=market)

@@ -44,7 +44,7 @@ def tenant_required(view: View) -> View:
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         tenant = selectors.tenant_of(user=request.user)
         if tenant is None:
-            return render_page(request, "marketplace/not_tenant.html", {}, status=403)
+            return render_page(request, "web/not_tenant.html", {}, status=403)
         request.tenant = tenant  # type: ignore[attr-defined]
         return view(request, *args, **kwargs)
 

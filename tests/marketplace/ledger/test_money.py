@@ -25,7 +25,8 @@ from marketplace.deadlines import charts as charts_deadlines
 from marketplace.ledger.money import MONEY_PLACES, format_amount, format_money, format_price
 from marketplace.reservations import charts as charts_reservations
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+ROOT = Path(__file__).resolve().parents[3]
+TEMPLATE_DIRS = [ROOT / "templates", *sorted((ROOT / "marketplace").glob("*/templates"))]  # site-wide, then each part's
 BID = {"name": "tiny", "budget": "0.0001", "utility": "linear", "map_tasks": "1", "map_duration": "10", "map_weight": "1",
        "reduce_tasks": "0", "reduce_duration": "10", "reduce_weight": "1"}
 
@@ -108,8 +109,8 @@ NOT_MONEY = {"{{ r.price_text }}", "{{ p.value }}", "{{ quote.price_source }}", 
 
 def test_templates_show_money_through_the_money_filters():
     offenders = [
-        f"{path.relative_to(TEMPLATES)}: {m.group(0)}"
-        for path in TEMPLATES.rglob("*.html")
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for directory in TEMPLATE_DIRS for path in directory.rglob("*.html")
         for m in MONEY_NAMES.finditer(path.read_text())
         if not any(f in m.group(0) for f in ALLOWED_FILTERS) and m.group(0) not in NOT_MONEY
     ]

@@ -15,6 +15,8 @@ from django.test import Client, override_settings
 from django.urls import path
 
 ROOT = Path(__file__).resolve().parents[3]
+# the site-wide templates and each part's own (settings.TEMPLATES["DIRS"])
+TEMPLATE_FILES = sorted(p for d in [ROOT / "templates", *(ROOT / "marketplace").glob("*/templates")] for p in d.rglob("*.html"))
 BUNDLE = ROOT / "static" / "vendor" / "plotly" / "plotly-basic.min.js"
 BASIC_TRACES = {"scatter", "bar", "pie"}  # the "basic" bundle (its README)
 FIGURE_SOURCES = [*sorted((ROOT / "marketplace").glob("charts*.py")), *sorted((ROOT / "simulator" / "experiments").glob("*.py"))]
@@ -53,7 +55,7 @@ def test_the_bundle_matches_the_plotly_package_and_is_small():
 
 def test_every_static_file_a_template_names_exists():
     missing = []
-    for template in (ROOT / "templates").rglob("*.html"):
+    for template in TEMPLATE_FILES:
         for name in re.findall(r"\{% static ['\"]([^'\"]+)['\"] %\}", template.read_text()):
             if finders.find(name) is None:
                 missing.append(f"{template.name}: {name}")
@@ -96,7 +98,7 @@ def test_error_pages_extend_the_layout(template):
 
 def test_work_tables_label_every_input_for_the_phone_layout():
     # On a phone the work table's header row is hidden and each cell shows its data-label.
-    for template in (ROOT / "templates").rglob("*.html"):
+    for template in TEMPLATE_FILES:
         text = template.read_text()
         for body in re.findall(r'class="table work-table">.*?<tbody>(.*?)</tbody>', text, flags=re.S):
             cells = re.findall(r"<td\b[^>]*>", body)
