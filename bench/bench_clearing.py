@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from marketplace.auction.services import WorkItem, bid_submit
+    from marketplace.auction.models import WorkItem
+    from marketplace.auction.services import bid_submit
     from marketplace.market.models.allocation import AllocationSnapshot
     from marketplace.market.models.queues import Queue
     from marketplace.market.services import market as market_service

@@ -25,8 +25,9 @@ from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction import api as job_list
 from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer
-from marketplace.auction.services import WorkItem, adopted_work, bid_submit, job_cancel, utility_fit_adopt
+from marketplace.auction.services import adopted_work, bid_submit, job_cancel, utility_fit_adopt
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market

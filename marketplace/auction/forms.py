@@ -15,7 +15,8 @@ from decimal import Decimal
 from django import forms
 from django.core.exceptions import ValidationError
 
-from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem, parse_budget
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, parse_budget
 from marketplace.ledger.money import MONEY_PLACES, currency, money_title
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.queues import ResourceType

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from django.conf import settings
@@ -34,3 +35,13 @@ class AdoptedUtility(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant} / {self.job_class}: {self.utility} {self.weights}"
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A job's work on one resource type (by name): tasks x duration, and the utility weight."""
+
+    resource_type: str
+    tasks: int
+    task_duration: float
+    weight: float = 1.0

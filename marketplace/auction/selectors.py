@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
 
-from marketplace.auction.models import AdoptedUtility
+from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.ledger.models import Tenant
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
@@ -29,9 +29,6 @@ from simulator.market.engine import MarketEngine
 from simulator.market.preview import PreviewPoint, preview_budgets, price_preview
 from simulator.market.records import Bid
 from simulator.records import JobSpec
-
-if TYPE_CHECKING:  # the services import these selectors: a run-time import would be a circle
-    from marketplace.auction.services import WorkItem
 
 
 @dataclass(frozen=True)

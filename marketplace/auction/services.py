@@ -8,14 +8,14 @@ its work and place the budget hold; after commit, the clearing is enqueued.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace.auction import selectors as selectors_abacus
-from marketplace.auction.models import AdoptedUtility
+from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_release
@@ -29,16 +29,6 @@ from scheduler.abacus.fit import fit_utility
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
 MAX_TASKS = 1_000_000
 MAX_TASK_DURATION_S = 7 * 24 * 3600.0
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """A job's work on one resource type (by name): tasks x duration, and the utility weight."""
-
-    resource_type: str
-    tasks: int
-    task_duration: float
-    weight: float = 1.0
 
 
 def parse_budget(value: object) -> Decimal:

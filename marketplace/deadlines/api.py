@@ -23,8 +23,9 @@ from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import WorkItemSerializer
-from marketplace.auction.services import MAX_BUDGET, WorkItem
+from marketplace.auction.services import MAX_BUDGET
 from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
 
 

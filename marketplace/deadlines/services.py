@@ -41,7 +41,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from numpy.typing import NDArray
 
-from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money

@@ -20,7 +20,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS, WorkItem
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.deadlines.charts import deadline_payment_figure
 from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
 from marketplace.ledger.models import Tenant

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.market.models.queues import Queue
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.setup import tenant_create

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.market.models.jobs import Job
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from marketplace.auction.services import WorkItem
+from marketplace.auction.models import WorkItem
 from marketplace.celery import app
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.deadlines.services import deadline_book

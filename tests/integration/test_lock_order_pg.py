@@ -20,7 +20,8 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market

@@ -10,7 +10,8 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.celery import app
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.allocation import AllocationSnapshot

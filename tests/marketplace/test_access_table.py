@@ -20,7 +20,8 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.ledger.services import account_deposit
 from marketplace.market.roles import CLUSTER_MANAGER

@@ -13,7 +13,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from rest_framework.test import APIClient
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_adjust, ledger_reconcile
 from marketplace.market.roles import CLUSTER_MANAGER

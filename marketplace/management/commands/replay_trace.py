@@ -19,7 +19,8 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import Tenant
 from marketplace.management.progress import Progress, progress
 from marketplace.market import adapters

@@ -12,8 +12,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api import conditional
+from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import JobSerializer
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.market.models.jobs import Job
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance

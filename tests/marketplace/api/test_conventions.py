@@ -12,7 +12,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api.conventions import MAX_PAGE_SIZE
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.market.models.allocation import PriceSample
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance

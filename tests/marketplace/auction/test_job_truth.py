@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.queues import Queue
 from marketplace.market.services.clock import cluster_advance

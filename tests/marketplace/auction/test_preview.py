@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job

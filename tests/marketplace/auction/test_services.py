@@ -7,7 +7,8 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.allocation import AllocationSnapshot

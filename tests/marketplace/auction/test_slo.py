@@ -13,7 +13,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from marketplace.auction import selectors as selectors_abacus
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job

@@ -12,8 +12,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
 
-from marketplace.auction.models import AdoptedUtility
-from marketplace.auction.services import WorkItem, bid_submit, utility_fit_adopt
+from marketplace.auction.models import AdoptedUtility, WorkItem
+from marketplace.auction.services import bid_submit, utility_fit_adopt
 from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market

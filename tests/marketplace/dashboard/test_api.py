@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.jobs import Job

@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.market.services.clearing import market_clear
 
 WORK = [WorkItem("map", 2, 5.0), WorkItem("reduce", 1, 5.0)]

@@ -16,7 +16,8 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.dashboard.views import MAX_POINTS
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.market.models.allocation import FairnessSample, MarketSample

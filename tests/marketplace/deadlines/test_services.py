@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.deadlines.services import deadline_book, deadline_quote, floor_unit_price, unit_prices
 from marketplace.ledger.models import LedgerEntry

@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job

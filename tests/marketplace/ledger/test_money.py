@@ -19,7 +19,8 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from marketplace.auction.services import MAX_BUDGET, WorkItem, bid_submit, parse_budget
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import MAX_BUDGET, bid_submit, parse_budget
 from marketplace.dashboard.charts import price_figure
 from marketplace.deadlines import charts as charts_deadlines
 from marketplace.ledger.money import MONEY_PLACES, format_amount, format_money, format_price

@@ -40,7 +40,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 from rest_framework.test import APIClient
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.ledger.services import ledger_reconcile, money
 from marketplace.market import adapters, selectors

@@ -8,7 +8,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import Account, LedgerEntry
 from marketplace.ledger.services import account_deposit, job_charge, job_held_amount, job_release, ledger_reconcile
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from django.db import models
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.market import Market
 from marketplace.market.services import clearing

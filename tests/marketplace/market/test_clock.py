@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from marketplace.auction.services import WorkItem, bid_submit, job_cancel
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample

@@ -8,7 +8,8 @@ from dataclasses import fields
 
 import pytest
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.lab.services.experiments import experiment_requeue
 from marketplace.market import hooks
 from marketplace.market.models.allocation import AllocationSnapshot

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import account_deposit, ledger_reconcile, money
 from marketplace.management.commands.replay_trace import _advance_to

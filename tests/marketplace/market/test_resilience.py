@@ -13,7 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from kombu.exceptions import OperationalError
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.celery import app
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market import resilience

@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 from django.db import transaction
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market import rows
 from marketplace.market.models.allocation import ShareSample

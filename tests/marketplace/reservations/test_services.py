@@ -11,7 +11,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from marketplace.auction.services import WorkItem, bid_submit
+from marketplace.auction.models import WorkItem
+from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.jobs import Job
