@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
-from marketplace.web.throttling import client_address, login_failed, login_retry_after
+from marketplace.web.throttling import client_address, login_attempt, login_succeeded
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 
@@ -41,13 +41,13 @@ class TokenView(APIView):
     @extend_schema(request=AuthTokenSerializer, responses={200: _TokenOut})
     def post(self, request: Request) -> Response:
         address, username = client_address(request), str(request.data.get("username", ""))
-        wait = login_retry_after(address, username)
+        wait = login_attempt(address, username)  # counted before the password is hashed
         if wait is not None:
             raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
-            login_failed(address, username)
             raise exceptions.ValidationError(serializer.errors)
+        login_succeeded(address, username)
         user = serializer.validated_data["user"]
         token, _ = Token.objects.get_or_create(user=user)
         if token_expiry(token) <= timezone.now():  # rotate: the expired key stops working for good

@@ -58,3 +58,31 @@ class RequestGuardMiddleware:
         if isinstance(exception, RequestDataTooBig):  # a body Django's own limit refused while reading it
             return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return None
+
+
+UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+
+
+class FormWriteLimitMiddleware:
+    """The pages' forms count against the API's write limit (``THROTTLE_WRITES`` per user):
+    one counter for a bid, cancel, quote, accept, booking or study, whether it came from a
+    form or from ``/api/`` (whose views DRF's ``WriteRateThrottle`` guards). Over it, a 429
+    page with ``Retry-After``. Anonymous posts (the login form) have their own limit."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in UNSAFE and not request.path.startswith("/api/") and request.user.is_authenticated:
+            from django.template.loader import render_to_string
+
+            from marketplace.web.throttling import WriteRateThrottle
+
+            throttle = WriteRateThrottle()
+            if not throttle.allow_request(request, None):  # type: ignore[arg-type]  # reads .user, .method and META only
+                wait = int(throttle.wait())
+                body = render_to_string("429.html", {"wait": wait}, request=request)
+                response = HttpResponse(body, status=429)
+                response["Retry-After"] = str(wait)
+                return response
+        return self.get_response(request)
