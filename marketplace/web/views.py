@@ -33,7 +33,7 @@ class ThrottledLoginView(auth_views.LoginView):
         return super().form_valid(form)
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def not_found(request: HttpRequest, exception: Exception | None = None, rest: str = "") -> HttpResponse:
     """404 handler: JSON under /api/ (the API's documented error shape), the HTML page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
