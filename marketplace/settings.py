@@ -301,13 +301,22 @@ MARKET_CLEARING_MIN_INTERVAL_S = env.float("MARKET_CLEARING_MIN_INTERVAL_S", def
 SIMULATION_TIME_LIMIT_S = env.int("SIMULATION_TIME_LIMIT_S", default=4 * 3600)
 SIMULATION_MEMORY_LIMIT_MB = env.int("SIMULATION_MEMORY_LIMIT_MB", default=0) or None
 SIMULATION_UPLOAD_DIR = BASE_DIR / "var" / "simulation-uploads"
+# Uploaded traces (lab.services.uploads): the request only stores the file, at most
+# SIMULATION_UPLOAD_MAX_MB as sent (the form states it; a larger body is refused before it is
+# read, on the form's page) and SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB once a .gz is inflated;
+# a worker reads it, at most SIMULATION_UPLOAD_MAX_LINES lines in SIMULATION_UPLOAD_CHECK_S.
+SIMULATION_UPLOAD_MAX_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_MB", default=16) * 2**20)
+SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB", default=64) * 2**20)
+SIMULATION_UPLOAD_MAX_LINES = env.int("SIMULATION_UPLOAD_MAX_LINES", default=200_000)
+SIMULATION_UPLOAD_CHECK_S = env.int("SIMULATION_UPLOAD_CHECK_S", default=60)
 # Retries (services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
 # times (a raised attempt or a lost worker), waiting EXPERIMENT_RETRY_BACKOFF_S
 # doubled per attempt (at most EXPERIMENT_RETRY_MAX_BACKOFF_S) before the next.
 SIMULATION_MAX_ATTEMPTS = env.int("SIMULATION_MAX_ATTEMPTS", default=3)
 EXPERIMENT_RETRY_BACKOFF_S = env.float("EXPERIMENT_RETRY_BACKOFF_S", default=30.0)
 EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", default=600.0)
-CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
+CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"},
+                      "marketplace.tasks.simulation_check_task": {"queue": "simulation"}}
 
 # Expected refusals (403 PermissionDenied, DRF 401/403, 404) are one line each, without a
 # traceback (marketplace.web.logs); errors keep theirs.
