@@ -31,7 +31,7 @@ def test_swim_refuses_a_value_that_is_not_a_finite_number_in_range(tmp_path, val
 @pytest.mark.parametrize("value", ["inf", "nan", "1e308", "-1e308"])
 @pytest.mark.parametrize("field", [2, 4, 5, 8])
 def test_swf_refuses_a_value_that_is_not_a_finite_number_in_range(tmp_path, value, field):
-    fields = "2 10 -1 100 4 -1 -1 4 -1 -1 1 1 1 -1 -1 -1 -1 -1".split()
+    fields = ["2", "10", "-1", "100", "4", "-1", "-1", "4", "-1", "-1", "1", "1", "1", "-1", "-1", "-1", "-1", "-1"]
     fields[field - 1] = value
     path = tmp_path / "t.swf"
     path.write_text(SWF_OK + " ".join(fields) + "\n")
