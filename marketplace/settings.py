@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"  # runtime files (SQLite database, generated secret); not committed
@@ -50,6 +51,16 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
 SESSION_COOKIE_HTTPONLY = True
+# The app's own scripts and styles only (django-csp): no inline script, style element or
+# attribute, no other origin; plotly.js is served from static/ and sets styles through the
+# CSSOM, which the policy allows. The API docs pages (third-party Swagger UI and ReDoc) add
+# their inline styles on their own views (marketplace.api.urls).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF, "data:"], "font-src": [SELF],
+        "connect-src": [SELF], "object-src": [NONE], "base-uri": [SELF], "form-action": [SELF], "frame-ancestors": [NONE],
+    },
+}
 X_FRAME_OPTIONS = "DENY"
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 ROOT_URLCONF = "marketplace.urls"
@@ -68,6 +79,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "marketplace",
 ]
 
@@ -82,6 +94,8 @@ MIDDLEWARE = [
     "marketplace.web.middleware.FormWriteLimitMiddleware",  # forms share the API's write limit (429 page)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (below)
+    "marketplace.web.middleware.InertBidiMiddleware",  # right-to-left overrides in user text shown inert
 ]
 
 TEMPLATES = [

@@ -29,6 +29,7 @@ from marketplace.market import selectors
 from marketplace.market.models.jobs import Job
 from marketplace.web.charts import job_share_figure
 from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
+from marketplace.web.text import chart_text
 
 
 def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
@@ -43,7 +44,8 @@ def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
                 for k, t in enumerate(c.types)
             ]
             row["figure"] = charts_abacus.utility_fit_figure(
-                c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind, title=f"Class {c.job_class}: fit against measurement")
+                c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind,
+                title=f"Class {chart_text(c.job_class)}: fit against measurement")
         rows.append(row)
     return rows
 

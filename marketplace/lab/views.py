@@ -32,7 +32,7 @@ from marketplace.market import selectors
 from marketplace.market.roles import sees_all_tenants
 from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.middleware import allows_body
-from marketplace.web.shortcuts import render_page
+from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
@@ -175,8 +175,7 @@ def lab_run_table_csv(request: HttpRequest, pk: int, index: int) -> HttpResponse
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}-table{index}.csv"'
     writer = csv.writer(response)
-    writer.writerow(tables[index]["columns"])
-    writer.writerows(tables[index]["rows"])
+    writer.writerows(csv_safe([tables[index]["columns"], *tables[index]["rows"]]))
     return response
 
 
@@ -340,7 +339,7 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("The study has not finished.")
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{pk}-summary.csv"'
-    csv.writer(response).writerows(summary_rows(study.summary))
+    csv.writer(response).writerows(csv_safe(summary_rows(study.summary)))
     return response
 
 
@@ -365,5 +364,5 @@ def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
-    csv.writer(response).writerows(jobs_rows(run.result["jobs"]))
+    csv.writer(response).writerows(csv_safe(jobs_rows(run.result["jobs"])))
     return response

@@ -22,6 +22,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from marketplace.web.text import BIDI_CONTROLS, inert
+
 NULL_MESSAGE = "Null characters are not allowed."
 CHUNKED_MESSAGE = "Send the body with a Content-Length header; chunked transfer encoding is not supported."
 
@@ -114,3 +116,21 @@ class FormWriteLimitMiddleware:
                 response["Retry-After"] = str(wait)
                 return response
         return self.get_response(request)
+
+
+class InertBidiMiddleware:
+    """Right-to-left overrides and other bidirectional controls in a page's text (job names,
+    memos, titles) are shown as ``[U+202E]`` (``web.text.inert``), so a name cannot reverse how
+    the text around it reads. HTML answers only; the charts' JSON escapes its labels itself."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+            return response
+        text = response.content.decode(response.charset or "utf-8", errors="replace")
+        if BIDI_CONTROLS.search(text):
+            response.content = inert(text).encode(response.charset or "utf-8")
+        return response
