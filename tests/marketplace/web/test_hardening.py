@@ -13,7 +13,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
