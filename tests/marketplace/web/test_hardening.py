@@ -89,7 +89,7 @@ def test_csv_exports_do_not_start_cells_with_a_formula(market, alice, admin):
     jobs = list(csv.reader(io.StringIO(b"".join(client.get("/jobs.csv").streaming_content).decode())))
     assert jobs[1][1] == "'=HYPERLINK(\"http://e.vil\",\"x\")"
     ledger = list(csv.reader(io.StringIO(b"".join(client.get("/account/ledger.csv").streaming_content).decode())))
-    debit = [row for row in ledger[1:] if row[2] == "debit"][0]
+    debit = next(row for row in ledger[1:] if row[2] == "debit")
     assert Decimal(debit[4]) == Decimal("-2.5")  # a negative amount stays a number (available_delta)
     assert not [cell for row in ledger for cell in row if cell and cell[0] in "=+@"]
 
