@@ -86,7 +86,7 @@ RULES: dict[str, Rule] = {
     "logout": _rule("log-out is a POST", 405, 405, 405, 405, 405),
     "bid-new": PAGE_TENANT,
     "job-list": PAGE_TENANT,
-    "job-detail": PAGE_OWN,
+    "job-detail": _rule("alice's job: bob gets 404, staff and cluster managers read every job (issue 23)", 302, 200, 404, 200, 200),
     "job-cancel": _rule("alice's job: GET asks to confirm, POST cancels", 302, 200, 404, 403, 403).refusing(
         "post", anon=302, bob=404, staff=403, manager=403),
     "job-list-csv": PAGE_TENANT,
