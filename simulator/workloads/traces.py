@@ -44,6 +44,41 @@ class TraceJob:
     task_duration: tuple[float, ...]
 
 
+def _bucket(n: int, edges: tuple[int, ...], word: str) -> str:
+    """``n`` as a size bucket: ``"1 map"``, ``"2-10 maps"``, ..., ``"over 100 maps"``."""
+    if n == 1:
+        return f"1 {word}"
+    lo = 2
+    for hi in edges:
+        if n <= hi:
+            return f"{lo}-{hi} {word}s" if lo < hi else f"{hi} {word}s"
+        lo = hi + 1
+    return f"over {edges[-1]} {word}s"
+
+
+def job_class(job: TraceJob) -> str:
+    """A trace job's class: its shape and size (paper 000, Sec. 5 learns one utility per class
+    of repeated jobs; a trace names no job, so jobs alike in shape are taken as repeats).
+
+    SWIM (map, reduce): map-only or map+reduce, and the map count in buckets 1, 2-10,
+    11-100, over 100. SWF (processors): the processor count in powers of two (1, 2, 3-4,
+    ..., 513-1024, over 1024). E.g. ``"trace: map-only, 2-10 maps"``, ``"trace: 17-32 processors"``.
+    The buckets are our choice (a handful of classes with many jobs each), made before looking
+    at any fit.
+    """
+    if len(job.tasks) == 2:
+        shape = "map+reduce" if job.tasks[1] > 0 else "map-only"
+        return f"trace: {shape}, {_bucket(int(job.tasks[0]), (10, 100), 'map')}"
+    procs = int(job.tasks[0])
+    if procs == 1:
+        return "trace: 1 processor"
+    edges = tuple(2**k for k in range(1, 11))
+    for lo, hi in zip((2, *(e + 1 for e in edges)), edges, strict=False):
+        if procs <= hi:
+            return f"trace: {lo}-{hi} processors" if lo < hi else f"trace: {hi} processors"
+    return "trace: over 1024 processors"
+
+
 @dataclass(frozen=True)
 class SwimRule:
     """How SWIM byte counts become map and reduce tasks (SPEC section 4).
