@@ -69,7 +69,7 @@ class BidForm(forms.Form):
         required=False, label="SLO: minimum utility (optional)",
         widget=forms.NumberInput(attrs={"step": "any", "autocomplete": "off"}),
         help_text="If set, the budget is charged only when the utility of the job's average shares reaches it; "
-                  "the job may wait outside the prolific pool on idle units (paper 000, Sec. 6).",
+                  "the job may wait outside the prolific pool (the jobs the auction serves) on idle units (paper 000, Sec. 6).",
     )
 
     def __init__(self, *args: object, resource_types: Iterable[ResourceType], **kwargs: object) -> None:

@@ -13,6 +13,7 @@ labels escaped for plotly (issue 23, items 7 and 9).
 from __future__ import annotations
 
 import html
+import math
 import re
 
 BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
@@ -21,6 +22,13 @@ BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 def inert(text: str) -> str:
     """``text`` with every bidirectional control character shown as ``[U+XXXX]``."""
     return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+def seconds_text(seconds: float) -> str:
+    """Simulated seconds for a sentence: ``"412 s"``, or words for an infinite time (never ``"inf s"``)."""
+    if math.isfinite(seconds):
+        return f"{seconds:,.0f} s"
+    return "forever: some resource type it needs has no free slot"
 
 
 def chart_text(text: object) -> str:
