@@ -13,8 +13,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.auction import charts as charts_abacus
@@ -29,6 +30,7 @@ from marketplace.ledger.models import Tenant
 from marketplace.market import selectors, visibility
 from marketplace.market.models.jobs import Job
 from marketplace.web.charts import job_share_figure
+from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
 from marketplace.web.text import chart_text
 
@@ -165,21 +167,56 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return found
     job = found
     market = job.market
-    types = selectors.resource_types_of(market=market)
-    row = job_rows([job], market, types)[0]
     figure = job_share_figure(
         selectors.share_points(market=market, job_ids=[job.pk], max_points=MAX_POINTS),
         labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
         origin=job.sim_submit_time, title="Share history within the queue",
     )
-    return render_page(request, "auction/job_detail.html", {
-        "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
-        "own": job.tenant.user_id == request.user.pk,
-        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
-        "figure": figure, "ledger": selectors.job_ledger(job=job),
-        "active": job.status in Job.ACTIVE, "waiting": selectors_fairshare.job_waiting(job=job),
+    return render_page(request, "auction/job_detail.html", _job_context(request, job) | {
+        "figure": figure, "ledger": selectors.job_ledger(job=job), "waiting": selectors_fairshare.job_waiting(job=job),
         "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
+
+
+def _job_context(request: HttpRequest, job: Job) -> dict[str, Any]:
+    """What the job page's live parts (head, panels, work) show: the page and its poller share it."""
+    types = selectors.resource_types_of(market=job.market)
+    row = job_rows([job], job.market, types)[0]
+    return {
+        "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()), "own": job.tenant.user_id == request.user.pk,
+        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)], "active": job.status in Job.ACTIVE,
+    }
+
+
+JOB_FRAGMENTS = {"job-head": "auction/_job_head.html", "job-panels": "auction/_job_panels.html", "job-work": "auction/_job_work.html"}
+
+
+@login_required
+@require_GET
+@poller_revalidates
+def job_detail_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """``{"status", "fragments": {id: html}}``: the job page's live parts, polled by ``static/js/live.js``
+    (an ETag of the content: an unchanged job is a 304); the page reloads when the status changes."""
+    found = _viewable_job(request, pk)
+    if isinstance(found, HttpResponse):
+        return JsonResponse({"detail": "Not a tenant."}, status=403)
+    context = _job_context(request, found)
+    return JsonResponse({"status": found.status, "fragments": {
+        key: render_to_string(template, context, request=request) for key, template in JOB_FRAGMENTS.items()}})
+
+
+@tenant_required
+@require_GET
+@poller_revalidates
+def job_list_live(request: HttpRequest) -> HttpResponse:
+    """``{"fragments": {"job-rows": html}}``: the job list's rows for the same filters and page, polled
+    by ``static/js/live.js`` (an ETag of the content: unchanged rows are a 304)."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    _form, chosen = _filters(request)
+    page = paginate(request, selectors.tenant_job_list(tenant=tenant, **chosen))
+    types = selectors.resource_types_of(market=tenant.market)
+    html = render_to_string("auction/_job_rows.html", {"rows": job_rows(list(page.object_list), tenant.market, types)}, request=request)
+    return JsonResponse({"fragments": {"job-rows": html}})
 
 
 @tenant_required
