@@ -36,7 +36,7 @@ run: setup
 	@echo "  Request log: var/web.log (tail -f it); this terminal shows the replay's progress bar."
 	@echo ""
 	@mkdir -p var
-	@trap 'kill 0' EXIT INT TERM; \
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload >>var/web.log 2>&1 & \
 	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & $(MANAGE) run_clock --no-tick & fi; \
 	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \

@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"  # runtime files (SQLite database, generated secret); not committed
@@ -50,6 +51,16 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
 SESSION_COOKIE_HTTPONLY = True
+# The app's own scripts and styles only (django-csp): no inline script, style element or
+# attribute, no other origin; plotly.js is served from static/ and sets styles through the
+# CSSOM, which the policy allows. The API docs pages (third-party Swagger UI and ReDoc) add
+# their inline styles on their own views (marketplace.api.urls).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF, "data:"], "font-src": [SELF],
+        "connect-src": [SELF], "object-src": [NONE], "base-uri": [SELF], "form-action": [SELF], "frame-ancestors": [NONE],
+    },
+}
 X_FRAME_OPTIONS = "DENY"
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 ROOT_URLCONF = "marketplace.urls"
@@ -68,6 +79,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "marketplace",
 ]
 
@@ -79,8 +91,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "marketplace.web.middleware.FormWriteLimitMiddleware",  # forms share the API's write limit (429 page)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (below)
+    "marketplace.web.middleware.InertBidiMiddleware",  # right-to-left overrides in user text shown inert
 ]
 
 TEMPLATES = [
@@ -300,13 +315,22 @@ MARKET_CLEARING_MIN_INTERVAL_S = env.float("MARKET_CLEARING_MIN_INTERVAL_S", def
 SIMULATION_TIME_LIMIT_S = env.int("SIMULATION_TIME_LIMIT_S", default=4 * 3600)
 SIMULATION_MEMORY_LIMIT_MB = env.int("SIMULATION_MEMORY_LIMIT_MB", default=0) or None
 SIMULATION_UPLOAD_DIR = BASE_DIR / "var" / "simulation-uploads"
+# Uploaded traces (lab.services.uploads): the request only stores the file, at most
+# SIMULATION_UPLOAD_MAX_MB as sent (the form states it; a larger body is refused before it is
+# read, on the form's page) and SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB once a .gz is inflated;
+# a worker reads it, at most SIMULATION_UPLOAD_MAX_LINES lines in SIMULATION_UPLOAD_CHECK_S.
+SIMULATION_UPLOAD_MAX_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_MB", default=16) * 2**20)
+SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB", default=64) * 2**20)
+SIMULATION_UPLOAD_MAX_LINES = env.int("SIMULATION_UPLOAD_MAX_LINES", default=200_000)
+SIMULATION_UPLOAD_CHECK_S = env.int("SIMULATION_UPLOAD_CHECK_S", default=60)
 # Retries (services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
 # times (a raised attempt or a lost worker), waiting EXPERIMENT_RETRY_BACKOFF_S
 # doubled per attempt (at most EXPERIMENT_RETRY_MAX_BACKOFF_S) before the next.
 SIMULATION_MAX_ATTEMPTS = env.int("SIMULATION_MAX_ATTEMPTS", default=3)
 EXPERIMENT_RETRY_BACKOFF_S = env.float("EXPERIMENT_RETRY_BACKOFF_S", default=30.0)
 EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", default=600.0)
-CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"}}
+CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"},
+                      "marketplace.tasks.simulation_check_task": {"queue": "simulation"}}
 
 # Expected refusals (403 PermissionDenied, DRF 401/403, 404) are one line each, without a
 # traceback (marketplace.web.logs); errors keep theirs.

@@ -1,7 +1,8 @@
 """The site's routes: each part's pages, and under ``/api/`` each part's endpoints (Django glue only)."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from marketplace.api import urls as api_urls
 from marketplace.auction import urls as auction
@@ -12,6 +13,7 @@ from marketplace.lab import urls as lab
 from marketplace.pools import urls as pools
 from marketplace.reservations import urls as reservations
 from marketplace.web import urls as web
+from marketplace.web.views import not_found
 
 PARTS = (auction, dashboard, fairshare, deadlines, reservations, pools, lab)
 
@@ -20,6 +22,8 @@ urlpatterns = [
     *(pattern for part in PARTS for pattern in part.urlpatterns),
     path("admin/", admin.site.urls),
     path("api/", include([*(pattern for part in PARTS for pattern in part.api_urlpatterns), *api_urls.urlpatterns])),
+    # any other /api/ path: the JSON 404, in debug too (Django's debug 404 page is HTML)
+    re_path(r"^api/(?P<rest>.+)$", csrf_exempt(not_found), name="api-not-found"),
 ]
 
 handler404 = "marketplace.web.views.not_found"  # JSON under /api/

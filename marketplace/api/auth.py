@@ -1,8 +1,8 @@
 """The token endpoint (tokens expire: ``api.authentication.ExpiringTokenAuthentication``).
 
-* :class:`TokenView` -- ``POST /api/auth/token/`` (username, password) returns the
-  caller's token and its expiry, issuing a new one (rotation) when the old one has
-  expired; wrong passwords are limited per address and per username
+* :class:`TokenView` -- ``POST /api/auth/token/`` (username, password) returns a new
+  token and its expiry; the caller's previous token stops working (rotation, as the README
+  says); wrong passwords are limited per address and per username
   (``FAILURE_LIMITS["login"]``). ``DELETE`` revokes the caller's token.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
+from django.db import transaction
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.models import Token
@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
-from marketplace.web.throttling import client_address, login_failed, login_retry_after
+from marketplace.web.throttling import client_address, login_attempt, login_succeeded
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 
@@ -41,17 +41,16 @@ class TokenView(APIView):
     @extend_schema(request=AuthTokenSerializer, responses={200: _TokenOut})
     def post(self, request: Request) -> Response:
         address, username = client_address(request), str(request.data.get("username", ""))
-        wait = login_retry_after(address, username)
+        wait = login_attempt(address, username)  # counted before the password is hashed
         if wait is not None:
             raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
-            login_failed(address, username)
             raise exceptions.ValidationError(serializer.errors)
+        login_succeeded(address, username)
         user = serializer.validated_data["user"]
-        token, _ = Token.objects.get_or_create(user=user)
-        if token_expiry(token) <= timezone.now():  # rotate: the expired key stops working for good
-            token.delete()
+        with transaction.atomic():  # rotate: a new key each time; the old one stops working at once
+            Token.objects.filter(user=user).delete()
             token = Token.objects.create(user=user)
         return Response({"token": token.key, "expires_at": token_expiry(token)})
 

@@ -106,12 +106,9 @@ class ExpiringTokenAuthentication(TokenAuthentication):
             # FAILURE_LIMITS["token"] wrong tokens of a window are answered 401 (as the login's
             # limit answers its wrong passwords); after that, 429 instead of an answer
             # (guessing stops paying).
-            limiter = FailureLimiter.from_settings("token")
-            address = client_address(request)
-            wait = limiter.retry_after(address)
+            wait = FailureLimiter.from_settings("token").attempt(client_address(request))
             if wait is not None:
                 raise exceptions.Throttled(wait, detail="Too many invalid tokens from this address.") from None
-            limiter.record_failure(address)
             raise
         if token_expiry(token) <= timezone.now():
             raise exceptions.AuthenticationFailed("Token expired; obtain a new one from /api/auth/token/.")

@@ -7,6 +7,8 @@
   ``sim_time_min`` / ``sim_time_max`` (simulated seconds since the market opened, not wall
   time), ``latest=true`` (only the newest sample time) and ``ordering=-sim_time`` (newest
   first). An unknown value is a 400 naming the parameter, never an empty 200.
+* answers: a creation is ``201`` with ``Location`` (:func:`created`); a service's field errors
+  a ``400``, or a ``409`` when the object's state refuses the request (:func:`service_errors`).
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Max, QuerySet
 from django_filters import rest_framework as filters
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from marketplace.api.conditional import marked_market
 from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.market import Market
+from marketplace.market.validation import StateConflict
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -152,5 +156,21 @@ def default_market(request: Request) -> Market:
     return marked_market(request) or selectors.market_default()
 
 
-def service_errors(exc: DjangoValidationError) -> ValidationError:
-    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+class Conflict(APIException):
+    """409: the request conflicts with the current state of what it names (RFC 9110, Sec. 15.5.10)."""
+
+    status_code = 409
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
+
+
+def service_errors(exc: DjangoValidationError) -> APIException:
+    """A service's ValidationError as the API answers it: 409 for a :class:`StateConflict`, else 400;
+    the body is the field errors either way."""
+    body = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    return Conflict(body) if isinstance(exc, StateConflict) else ValidationError(body)
+
+
+def created(request: Request, body: Any, location: str) -> Response:
+    """``201 Created`` with ``Location``: the absolute URL of what was created (RFC 9110, Sec. 15.3.2)."""
+    return Response(body, status=201, headers={"Location": request.build_absolute_uri(location)})

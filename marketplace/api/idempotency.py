@@ -4,7 +4,8 @@
         @idempotent
         def create(self, request): ...
 
-Without the header the method runs as before. With it, the method runs at most
+Without the header the method runs as before. A replayed ``201`` carries ``Location`` again when
+the view names it from the answer's body (``location_of(body) -> path``). With it, the method runs at most
 once per (user, key) (``services.idempotency.idempotent_call``): a repeat of the
 same request gets the first 2xx answer again, with ``Idempotent-Replayed: true``,
 and moves nothing; a repeat with another body or path is a 422; a malformed key
@@ -50,8 +51,12 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         if not valid_key(key):
             return Response({HEADER: ["Use 1 to 255 printable ASCII characters without spaces."]}, status=400)
 
+        first: dict[str, str] = {}
+
         def call() -> Outcome:
             response = method(self, request, *args, **kwargs)
+            if response.has_header("Location"):
+                first["Location"] = response["Location"]
             body = json.loads(JSONRenderer().render(response.data)) if response.data is not None else None
             return Outcome(response.status_code, body)
 
@@ -60,7 +65,12 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
             outcome = idempotent_call(user=request.user, key=key, fingerprint=fingerprint, call=call)
         except KeyReused:
             return Response({HEADER: ["This key was already used with a different request."]}, status=422)
-        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
-        return Response(outcome.body, status=outcome.status_code, headers=headers)
+        headers = dict(first)
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+            location_of = getattr(self, "location_of", None)  # a replayed 201 names what the first one created
+            if outcome.status_code == 201 and location_of is not None and isinstance(outcome.body, dict):
+                headers["Location"] = request.build_absolute_uri(location_of(outcome.body))
+        return Response(outcome.body, status=outcome.status_code, headers=headers or None)
 
     return wrapper

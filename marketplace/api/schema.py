@@ -38,6 +38,10 @@ ERRORS = {
 }
 
 
+CONFLICT = ("The object's current state refuses the request (cancelling an ended job, accepting or declining a quote "
+            "that is no longer open); the body names the field.")
+
+
 def _resource_names() -> list[str]:
     from marketplace.market.models.market import Market
 
@@ -63,6 +67,11 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
             responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
             responses["401"].setdefault("headers", {"WWW-Authenticate": {
                 "schema": {"type": "string"}, "description": "The scheme to authenticate with: `Token` (Authorization: Token <key>)."}})
+            if method in ("post", "put", "patch", "delete"):
+                responses.setdefault("409", {"description": CONFLICT, "content": error_body})
+            if "201" in responses:
+                responses["201"].setdefault("headers", {"Location": {
+                    "schema": {"type": "string", "format": "uri"}, "description": "The URL of what was created."}})
             if path == "/api/jobs/" and method == "post":
                 responses["201"]["links"] = {
                     "ReadJob": {"operationId": "jobs_retrieve", "parameters": {"id": "$response.body#/id"}},

@@ -9,25 +9,27 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
-from marketplace.api.conventions import request_tenant, service_errors, tenant_market
+from marketplace.api.conventions import created, request_tenant, service_errors, tenant_market
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction import api as job_list
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
-from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer
-from marketplace.auction.services import adopted_work, bid_submit, job_cancel, utility_fit_adopt
+from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
+from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
@@ -57,6 +59,17 @@ class UtilityFitsView(APIView):
     @extend_schema(responses=None)
     def get(self, request: Request) -> Response:
         return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=request_tenant(request))])
+
+
+def _bid_errors(request: Request, tenant: Any, bid: BidSerializer) -> dict[str, Any]:
+    """The shape errors of a bid and, when its work is well formed, the work's errors against
+    the market (unknown resource types): every field error at once."""
+    errors = dict(bid.errors)
+    items = WorkItemSerializer(data=request.data.get("work"), many=True) if "work" not in errors else None
+    if items is not None and items.is_valid():
+        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in items.validated_data]
+        errors.update(bid_work_errors(tenant=tenant, work=work))
+    return errors
 
 
 class UtilityAdoptView(APIView):
@@ -100,7 +113,8 @@ class BidPreviewView(APIView):
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
         bid = BidSerializer(data=request.data)
-        bid.is_valid(raise_exception=True)
+        if not bid.is_valid():
+            raise ValidationError(_bid_errors(request, tenant, bid))
         d = bid.validated_data
         work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
         utility = d["utility"]
@@ -177,7 +191,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
         tenant = request_tenant(request)
         bid = BidSerializer(data=request.data)
-        bid.is_valid(raise_exception=True)
+        if not bid.is_valid():
+            raise ValidationError(_bid_errors(request, tenant, bid))
         d = bid.validated_data
         work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
         try:
@@ -186,7 +201,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                              use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(job_list.placed_job_dict(job, list(job.work.all()), job.market), status=status.HTTP_201_CREATED)
+        return created(request, job_list.placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
+
+    @staticmethod
+    def location_of(body: dict[str, Any]) -> str:
+        return reverse("api-job-detail", args=[body["id"]])
+
 
     @extend_schema(request=None, responses={200: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])

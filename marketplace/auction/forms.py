@@ -70,7 +70,7 @@ class BidForm(forms.Form):
         required=False, label="SLO: minimum utility (optional)",
         widget=forms.NumberInput(attrs={"step": "any", "autocomplete": "off"}),
         help_text="If set, the budget is charged only when the utility of the job's average shares reaches it; "
-                  "the job may wait outside the prolific pool on idle units (paper 000, Sec. 6).",
+                  "the job may wait outside the prolific pool (the jobs the auction serves) on idle units (paper 000, Sec. 6).",
     )
 
     def __init__(self, *args: object, resource_types: Iterable[ResourceType], **kwargs: object) -> None:
@@ -131,6 +131,14 @@ class BidForm(forms.Form):
 
 
 class JobFilterForm(forms.Form):
-    """The status filter of the job list."""
+    """The job list's filters: whose jobs (placed by the tenant, or replayed from a trace), status, a name search."""
 
+    scope = forms.ChoiceField(choices=[("all", "All jobs"), ("mine", "Mine (placed by me)"), ("replayed", "Replayed from a trace")],
+                              required=False, label="Show")
     status = forms.ChoiceField(choices=[("", "All statuses"), *Job.Status.choices], required=False, label="Status")
+    q = forms.CharField(max_length=120, required=False, label="Name contains", strip=True)
+
+    def filters(self) -> dict[str, str]:
+        """``{"status", "scope", "search"}`` for ``selectors.tenant_job_list`` ("" = no filter)."""
+        d = self.cleaned_data if self.is_valid() else {}
+        return {"status": d.get("status") or "", "scope": d.get("scope") or "all", "search": d.get("q") or ""}

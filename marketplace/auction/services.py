@@ -23,7 +23,7 @@ from marketplace.market import adapters, rows
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.services.market import engine_context, enqueue_clearing, market_lock_and_bump
-from marketplace.market.validation import parse_decimal_strict
+from marketplace.market.validation import StateConflict, parse_decimal_strict
 from scheduler.abacus.fit import fit_utility
 
 MAX_BUDGET = Decimal("1000000000")  # 1e9 money units: far above any account, far below the column's 18 digits
@@ -89,6 +89,38 @@ def _leaf_queue(tenant: Tenant, queue: Queue | None, leaf_ids: tuple[int, ...]) 
     return queue_id
 
 
+def bid_work_errors(*, tenant: Tenant, work: list[WorkItem]) -> dict[str, list[str]]:
+    """``{"work": [...]}`` when the work does not fit the tenant's market (unknown or repeated
+    resource types, bad counts), else ``{}``: for answering every field error of a bid at once."""
+    try:
+        _validate_work(adapters.resource_types(tenant.market_id), work)
+    except ValidationError as exc:
+        return dict(exc.message_dict)
+    return {}
+
+
+def _check_bid(tenant: Tenant, budget: object, utility: str, min_utility: float | None, work: list[WorkItem], adopted: bool) -> Decimal:
+    """The budget, once every field has been checked: all field errors at once (a bad budget
+    does not hide a bad resource type). The work is read against the market's types here only
+    when another field is wrong already (a query the good bid does not pay: it is checked under
+    the market's lock in any case)."""
+    errors: dict[str, list[str]] = {}
+    amount = Decimal(0)
+    try:
+        amount = parse_budget(budget)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if utility not in Job.Utility.values:
+        errors["utility"] = [f"Choose one of: {', '.join(Job.Utility.values)}."]
+    if min_utility is not None and not math.isfinite(float(min_utility)):
+        errors["min_utility"] = ["The SLO must be a finite number (or left empty)."]
+    if errors and not adopted:
+        errors.update(bid_work_errors(tenant=tenant, work=work))
+    if errors:
+        raise ValidationError(errors)
+    return amount
+
+
 @transaction.atomic
 def bid_submit(
     *,
@@ -109,11 +141,7 @@ def bid_submit(
     Raises:
         ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
     """
-    amount = parse_budget(budget)
-    if utility not in Job.Utility.values:
-        raise ValidationError({"utility": f"Choose one of: {', '.join(Job.Utility.values)}."})
-    if min_utility is not None and not math.isfinite(float(min_utility)):
-        raise ValidationError({"min_utility": "The SLO must be a finite number (or left empty)."})
+    amount = _check_bid(tenant, budget, utility, min_utility, work, use_adopted_utility)
     job_class = (job_class or name).strip()[:120]
     if use_adopted_utility:
         work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
@@ -159,7 +187,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     """Cancel an active job: release its hold; the cluster drops its tasks at the next tick.
 
     Raises:
-        ValidationError: {"status": ...} if the job has already finished or been cancelled.
+        StateConflict: {"status": ...} if the job has already finished or been cancelled (a ValidationError).
     """
     if job.status not in Job.ACTIVE:  # as the caller read it: an ended job never becomes active again
         raise _not_cancellable(job)  # so no lock is taken for it (a fifth of the cancellations under load)
@@ -178,8 +206,8 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     return job
 
 
-def _not_cancellable(job: Job) -> ValidationError:
-    return ValidationError({"status": f"A {job.status} job cannot be cancelled."})
+def _not_cancellable(job: Job) -> StateConflict:
+    return StateConflict({"status": f"A {job.status} job cannot be cancelled."})
 
 
 @transaction.atomic

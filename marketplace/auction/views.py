@@ -10,10 +10,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.auction import charts as charts_abacus
@@ -25,10 +27,12 @@ from marketplace.auction.services import bid_submit, job_cancel, utility_fit_ado
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import Tenant
-from marketplace.market import selectors
+from marketplace.market import selectors, visibility
 from marketplace.market.models.jobs import Job
 from marketplace.web.charts import job_share_figure
+from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
+from marketplace.web.text import chart_text
 
 
 def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
@@ -43,7 +47,8 @@ def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
                 for k, t in enumerate(c.types)
             ]
             row["figure"] = charts_abacus.utility_fit_figure(
-                c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind, title=f"Class {c.job_class}: fit against measurement")
+                c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind,
+                title=f"Class {chart_text(c.job_class)}: fit against measurement")
         rows.append(row)
     return rows
 
@@ -113,46 +118,105 @@ def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int
                             reused="This form was already submitted with other values; reload the page to place a new bid.")
 
 
-def _status_filter(request: HttpRequest) -> tuple[JobFilterForm, str]:
-    """The job-status filter of the job list and its CSV export ("" = all)."""
-    filters = JobFilterForm(request.GET or None)
-    return filters, (filters.cleaned_data["status"] if filters.is_valid() else "")
+def _filters(request: HttpRequest) -> tuple[JobFilterForm, dict[str, str]]:
+    """The job list's filters (and its CSV export's): scope, status, name search."""
+    form = JobFilterForm(request.GET or None)
+    return form, form.filters()
+
+
+def _query(chosen: dict[str, str]) -> str:
+    """The filters as a query string (for the CSV link and the pages), defaults left out."""
+    pairs = {"scope": chosen["scope"] if chosen["scope"] != "all" else "", "status": chosen["status"], "q": chosen["search"]}
+    return urlencode({k: v for k, v in pairs.items() if v})
 
 
 @tenant_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    filters, status = _status_filter(request)
-    page = paginate(request, selectors.tenant_job_list(tenant=tenant, status=status))
+    filters, chosen = _filters(request)
+    page = paginate(request, selectors.tenant_job_list(tenant=tenant, **chosen))
     types = selectors.resource_types_of(market=tenant.market)
     return render_page(request, "auction/job_list.html", {
-        "nav": "jobs", "filters": filters, "status": status, "page": page, "types": types,
-        "query": urlencode({"status": status}) if status else "",
-        "rows": job_rows(list(page.object_list), tenant.market, types),
+        "nav": "jobs", "filters": filters, "status": chosen["status"], "chosen": chosen, "page": page, "types": types,
+        "query": _query(chosen), "rows": job_rows(list(page.object_list), tenant.market, types),
     }, market=tenant.market)
 
 
-@tenant_required
+def _viewable_job(request: HttpRequest, pk: int) -> Job | HttpResponse:
+    """The job the page shows: the tenant's own (another's is a 404), any job for staff and
+    cluster managers (``visibility``: they read every job in full); others get the 403 page."""
+    tenant = selectors.tenant_of(user=request.user)
+    if tenant is not None:
+        return get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
+    viewer = visibility.viewer_of(user=request.user)
+    if not viewer.all_tenants:
+        return render_page(request, "web/not_tenant.html", {}, status=403)
+    market = selectors.market_or_none()
+    if market is None:
+        raise Http404("No market.")
+    return get_object_or_404(visibility.visible_jobs(market=market, viewer=viewer).select_related("queue", "tenant")
+                             .prefetch_related("work__resource_type"), pk=pk)
+
+
+@login_required
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    job = get_object_or_404(selectors.tenant_jobs(tenant=tenant), pk=pk)
-    market = tenant.market
-    types = selectors.resource_types_of(market=market)
-    row = job_rows([job], market, types)[0]
+    found = _viewable_job(request, pk)
+    if isinstance(found, HttpResponse):
+        return found
+    job = found
+    market = job.market
     figure = job_share_figure(
         selectors.share_points(market=market, job_ids=[job.pk], max_points=MAX_POINTS),
         labels={job.pk: f"#{job.pk}"}, until=selectors.job_share_until(market=market, job_ids=[job.pk]),
         origin=job.sim_submit_time, title="Share history within the queue",
     )
-    return render_page(request, "auction/job_detail.html", {
-        "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()),
-        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)],
-        "figure": figure, "ledger": selectors.job_ledger(job=job),
-        "active": job.status in Job.ACTIVE, "waiting": selectors_fairshare.job_waiting(job=job),
+    return render_page(request, "auction/job_detail.html", _job_context(request, job) | {
+        "figure": figure, "ledger": selectors.job_ledger(job=job), "waiting": selectors_fairshare.job_waiting(job=job),
         "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
+
+
+def _job_context(request: HttpRequest, job: Job) -> dict[str, Any]:
+    """What the job page's live parts (head, panels, work) show: the page and its poller share it."""
+    types = selectors.resource_types_of(market=job.market)
+    row = job_rows([job], job.market, types)[0]
+    return {
+        "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()), "own": job.tenant.user_id == request.user.pk,
+        "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)], "active": job.status in Job.ACTIVE,
+    }
+
+
+JOB_FRAGMENTS = {"job-head": "auction/_job_head.html", "job-panels": "auction/_job_panels.html", "job-work": "auction/_job_work.html"}
+
+
+@login_required
+@require_GET
+@poller_revalidates
+def job_detail_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """``{"status", "fragments": {id: html}}``: the job page's live parts, polled by ``static/js/live.js``
+    (an ETag of the content: an unchanged job is a 304); the page reloads when the status changes."""
+    found = _viewable_job(request, pk)
+    if isinstance(found, HttpResponse):
+        return JsonResponse({"detail": "Not a tenant."}, status=403)
+    context = _job_context(request, found)
+    return JsonResponse({"status": found.status, "fragments": {
+        key: render_to_string(template, context, request=request) for key, template in JOB_FRAGMENTS.items()}})
+
+
+@tenant_required
+@require_GET
+@poller_revalidates
+def job_list_live(request: HttpRequest) -> HttpResponse:
+    """``{"fragments": {"job-rows": html}}``: the job list's rows for the same filters and page, polled
+    by ``static/js/live.js`` (an ETag of the content: unchanged rows are a 304)."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    _form, chosen = _filters(request)
+    page = paginate(request, selectors.tenant_job_list(tenant=tenant, **chosen))
+    types = selectors.resource_types_of(market=tenant.market)
+    html = render_to_string("auction/_job_rows.html", {"rows": job_rows(list(page.object_list), tenant.market, types)}, request=request)
+    return JsonResponse({"fragments": {"job-rows": html}})
 
 
 @tenant_required
@@ -180,9 +244,9 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    _filters, status = _status_filter(request)
+    _form, chosen = _filters(request)
     types = selectors.resource_types_of(market=tenant.market)
-    jobs = selectors.tenant_job_list(tenant=tenant, status=status)
+    jobs = selectors.tenant_job_list(tenant=tenant, **chosen)
     header = ["id", "name", "queue", "status", "utility", "budget", "held", "charged"]
     for t in types:
         header += [f"{t.name}_share", f"{t.name}_done", f"{t.name}_tasks"]

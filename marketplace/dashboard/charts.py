@@ -24,6 +24,7 @@ from marketplace.web.charts import (
     time_unit,
     unit_for_rows,
 )
+from marketplace.web.text import chart_text
 
 
 def queue_allocation_figure(rows: Iterable[Row], *, resource: str, capacity: float | None = None,
@@ -42,9 +43,9 @@ def queue_allocation_figure(rows: Iterable[Row], *, resource: str, capacity: flo
     for queue, group in group_by(rows, "queue").items():
         held = {float(r["sim_time"]): float(r["running"]) for r in group}
         traces.append({
-            "type": "scatter", "mode": "lines", "name": queue, "stackgroup": "queues", "line": {"width": 0.5},
+            "type": "scatter", "mode": "lines", "name": chart_text(queue), "stackgroup": "queues", "line": {"width": 0.5},
             "x": [axis_value(t, unit) for t in times], "y": [held.get(t, 0.0) for t in times],
-            "hovertemplate": "%{y:.0f} units<extra>" + queue + "</extra>",
+            "hovertemplate": "%{y:.0f} units<extra>" + chart_text(queue) + "</extra>",
         })
     if traces and capacity is not None:
         traces.append({
@@ -65,8 +66,8 @@ def fairness_degree_figure(rows: Iterable[Row], *, resource: str, unit: tuple[st
     rows = list(rows)
     unit = unit_for_rows(rows, unit)
     traces = [
-        {"type": "scatter", "mode": "lines", "name": queue, "x": [axis_value(r["sim_time"], unit) for r in group],
-         "y": [finite_or_none(r["rho"]) for r in group], "hovertemplate": RHO + " = %{y:.3f}<extra>" + queue + "</extra>"}
+        {"type": "scatter", "mode": "lines", "name": chart_text(queue), "x": [axis_value(r["sim_time"], unit) for r in group],
+         "y": [finite_or_none(r["rho"]) for r in group], "hovertemplate": RHO + " = %{y:.3f}<extra>" + chart_text(queue) + "</extra>"}
         for queue, group in group_by(rows, "queue").items()
     ]
     layout = base_layout(f"Fairness degree {RHO} per leaf queue: {resource}", time_axis_title(unit), f"{RHO} = usage / entitlement",

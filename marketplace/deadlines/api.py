@@ -12,14 +12,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
-from marketplace.api.conventions import request_tenant, service_errors
+from marketplace.api.conventions import created, request_tenant, service_errors
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -121,4 +122,8 @@ class DeadlineBookView(APIView):
             raise service_errors(exc) from None
         data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}
         data.pop("curve")
-        return Response(data, status=status.HTTP_201_CREATED)
+        return created(request, data, self.location_of(data))
+
+    @staticmethod
+    def location_of(body: dict[str, Any]) -> str:
+        return reverse("api-job-detail", args=[body["job"]])

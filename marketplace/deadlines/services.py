@@ -51,6 +51,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
+from marketplace.web.text import seconds_text
 from scheduler.deadline.payment import check_error_range
 from scheduler.deadline.slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
@@ -375,7 +376,7 @@ def deadline_book(
     quote = deadline_quote(market=market, work=work, deadline=deadline, alpha_err=alpha_err, beta_err=beta_err, curve=False)
     if not quote.feasible:
         raise ValidationError({"deadline": (
-            f"No booking can meet this deadline: with every available slot the job takes {quote.fastest_time:.0f} s"
+            f"No booking can meet this deadline: with every available slot the job takes {seconds_text(quote.fastest_time)}"
             f" (planned with D' = {quote.alpha_err:g} x D); choose a later deadline."
         )})
     price = quote.price

@@ -31,6 +31,7 @@ from marketplace.market.models.queues import ResourceType
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.shortcuts import render_page, tenant_required
+from marketplace.web.text import seconds_text
 
 DEFAULT_HORIZON_S = 900.0  # the form's default deadline: 15 simulated minutes from now
 
@@ -115,6 +116,7 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
                                          alpha_err=quote.alpha_err)
     return render_page(request, "deadlines/quote.html", {
         "nav": "deadline", "form": form, "quote": quote, "rows": _quote_rows(quote) if quote else [], "figure": figure,
+        "fastest_text": seconds_text(quote.fastest_time) if quote is not None else "",
         "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
         "price": quote.price if quote is not None and quote.feasible else Decimal("0"),
     }, market=market)

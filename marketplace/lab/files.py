@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from simulator.whatif.run import JOB_COLUMNS
@@ -47,6 +48,14 @@ def study_document(study: Mapping[str, Any], summary: Any, runs: Iterable[Mappin
         out.append({"id": r["id"], "label": r["label"], "status": r["status"], "params": r["params"],
                     **{k: result.get(k) for k in ("metrics", "series", "prices") if result}})  # fmt: skip
     return {"study": dict(study), "summary": summary, "runs": out}
+
+
+def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as pages and downloads show them: a trace as its file name, never a server path."""
+    out = dict(params)
+    if out.get("trace"):
+        out["trace"] = Path(str(out["trace"])).name
+    return out
 
 
 def write_csv(path: Any, rows: Iterable[list[Any]]) -> None:

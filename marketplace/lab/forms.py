@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
+from marketplace.lab.services.uploads import limit_text
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
 from simulator.whatif.run import FB2009, PREDICTORS
 from simulator.workloads.synthetic import GENERATORS
@@ -20,7 +20,6 @@ GENERATOR_LABELS = {
 }
 
 SHARED_TRACES = Path("/work/shared/traces")
-MAX_UPLOAD_BYTES = 50 * 2**20
 
 
 def trace_choices() -> list[tuple[str, str]]:
@@ -43,7 +42,7 @@ OPTIONAL_DEFAULTS = {"rate_scale": 1.0, "deadline_factor": 3.0, "era_slack": 4.0
 class StudyForm(forms.Form):
     title = forms.CharField(max_length=200, initial="alpha on FB-2009")
     trace = forms.ChoiceField(choices=trace_choices)
-    upload = forms.FileField(required=False, help_text="SWIM TSV (6 tab-separated fields) or SWF (18 fields); at most 50 MB.")
+    upload = forms.FileField(required=False, help_text="SWIM TSV (6 tab-separated fields) or SWF (18 fields), plain or .gz")
     trace_format = forms.ChoiceField(choices=[("auto", "by file name"), ("swim", "SWIM TSV"), ("swf", "SWF")], initial="auto")
     start_hour = forms.FloatField(min_value=0, initial=0.0, help_text="hours into the trace")
     hours = forms.FloatField(min_value=0.01, initial=2.0, help_text="length of the slice (trace hours)")
@@ -81,6 +80,10 @@ class StudyForm(forms.Form):
     )  # fmt: skip
     values = forms.CharField(required=False, initial="0.2, 0.5, 0.8", help_text="comma-separated values of the swept parameter")
     seeds = forms.CharField(initial="0, 1, 2", help_text="comma-separated seeds (budgets, weights, dispatch)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["upload"].help_text += f"; {limit_text()}. A worker reads it after you start the study."
 
     def clean_capacity(self) -> list[int]:
         values = _floats(self.cleaned_data["capacity"], "capacity")
@@ -120,33 +123,37 @@ class StudyForm(forms.Form):
         if data.get("trace") == "upload" and not data.get("upload") and not data.get("generator"):
             self.add_error("upload", "Choose a file to upload, or pick a repository trace.")
         upload = data.get("upload")
-        if upload is not None and upload.size > MAX_UPLOAD_BYTES:
-            self.add_error("upload", "The file is larger than 50 MB.")
+        if upload is not None and upload.size > settings.SIMULATION_UPLOAD_MAX_BYTES:
+            self.add_error("upload", f"The file is larger than {limit_text()}.")
         return data
 
-    def trace_path(self) -> str:
-        """The trace file's path (an upload is saved under ``SIMULATION_UPLOAD_DIR``)."""
+    def upload_to_store(self) -> Any:
+        """The uploaded file when the study replays an upload (the view stores it), else None."""
+        d = self.cleaned_data
+        return d.get("upload") if d["trace"] == "upload" and not d.get("generator") else None
+
+    def trace_path(self, stored: str | None = None) -> str:
+        """The trace file's path: a repository trace, or ``stored`` (the upload, stored by ``services.uploads``)."""
         choice = self.cleaned_data["trace"]
-        if choice == "fb2009":
+        if self.cleaned_data.get("generator") or choice == "fb2009":
             return str(FB2009)
         if choice.startswith("shared:"):
             return str(SHARED_TRACES / Path(choice.removeprefix("shared:")).name)
-        upload = self.cleaned_data["upload"]
-        name = upload.name.lower()
-        suffix = ".swf.gz" if name.endswith(".swf.gz") else ".gz" if name.endswith(".gz") else Path(name).suffix[:8] or ".tsv"
-        folder = Path(settings.SIMULATION_UPLOAD_DIR)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{uuid.uuid4().hex}{suffix}"
-        with open(path, "wb") as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
-        return str(path)
+        assert stored is not None, "store the upload first (services.uploads.upload_store)"
+        return stored
 
-    def study_kwargs(self) -> dict[str, Any]:
+    def trace_name(self) -> str:
+        """How the pages name the trace: its file name (an upload: the name it was sent with), never a server path."""
+        upload = self.upload_to_store()
+        return f"upload {Path(str(upload.name)).name}" if upload is not None else Path(self.trace_path("-")).name
+
+    def study_kwargs(self, stored: str | None = None) -> dict[str, Any]:
         d = self.cleaned_data
         return {
             "title": d["title"],
-            "workload": {"trace": str(FB2009) if d.get("generator") else self.trace_path(), "trace_format": d["trace_format"],
+            "trace_name": self.trace_name(),
+            "uploaded": stored is not None,
+            "workload": {"trace": self.trace_path(stored), "trace_format": d["trace_format"],
                          "start_hour": d["start_hour"], "hours": d["hours"],
                          "time_scale": d["time_scale"], "tenants": d["tenants"], "groups": d["groups"], "max_jobs": d["max_jobs"],
                          "workload_seed": 0, "generator": d.get("generator") or "", "rate_scale": d["rate_scale"],

@@ -78,6 +78,12 @@ class SimulationStudy(models.Model):
         TRACE = "trace", "trace replay"
         LIVE = "live", "live market replay"
 
+    class Check(models.TextChoices):
+        NONE = "", "not needed"
+        CHECKING = "checking", "checking"
+        PASSED = "passed", "passed"
+        REFUSED = "refused", "refused"
+
     title = models.CharField(max_length=200)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TRACE)
     workload = models.JSONField(default=dict, help_text="Flat workload parameters of the simulation experiment.")
@@ -88,6 +94,11 @@ class SimulationStudy(models.Model):
     live = models.JSONField(null=True, blank=True, help_text="What the live market did over the replayed period.")
     summary = models.JSONField(null=True, blank=True, help_text="Gathered table (simulator.whatif.compare.summary_table).")
     gathered_at = models.DateTimeField(null=True, blank=True)
+    trace_name = models.CharField(max_length=200, blank=True, default="",
+                                  help_text="The trace as the pages show it (a file name, never a server path).")
+    check_status = models.CharField(max_length=10, blank=True, default="", choices=Check.choices,
+                                    help_text="An uploaded trace's check on a worker (services.uploads); its runs wait for it.")
+    check_message = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from marketplace.lab.services.experiments import experiment_execute, experiment_reap
-from marketplace.lab.services.simulations import simulation_execute
+from marketplace.lab.services.simulations import simulation_check, simulation_execute
 
 
 @shared_task(name="marketplace.tasks.experiment_run_task", ignore_result=True, soft_time_limit=3600, time_limit=3660)
@@ -34,3 +34,12 @@ def simulation_run_task(run_id: int) -> str:
     """Run one configuration of a simulation study (queue ``simulation``; acked on receipt, so
     never redelivered: a killed worker's run is reaped as failed, see ``services.simulations``)."""
     return simulation_execute(run_id=run_id)
+
+
+@shared_task(
+    name="marketplace.tasks.simulation_check_task", ignore_result=True, acks_late=False, reject_on_worker_lost=False,
+    soft_time_limit=settings.SIMULATION_UPLOAD_CHECK_S + 30, time_limit=settings.SIMULATION_UPLOAD_CHECK_S + 60,
+)
+def simulation_check_task(study_id: int) -> str:
+    """Read a study's uploaded trace (lines and seconds limited), then queue its runs or refuse it (queue ``simulation``)."""
+    return simulation_check(study_id=study_id)

@@ -12,6 +12,7 @@ import csv
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -20,16 +21,18 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.lab.charts import comparison_figures
-from marketplace.lab.files import jobs_rows, study_document, summary_rows
+from marketplace.lab.files import jobs_rows, public_params, study_document, summary_rows
 from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import experiment_latest_done, experiment_runs, runs_visible_to, studies_visible_to
 from marketplace.lab.services.experiments import experiment_cancel, experiment_start
 from marketplace.lab.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start
+from marketplace.lab.services.uploads import limit_text, upload_discard, upload_store
 from marketplace.market import selectors
 from marketplace.market.roles import sees_all_tenants
 from marketplace.web.http_cache import poller_revalidates
-from marketplace.web.shortcuts import render_page
+from marketplace.web.middleware import allows_body
+from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
@@ -120,6 +123,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "nav": "lab",
         "run": run,
+        "params": public_params(run.params),
         "experiment": experiment,
         "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
         "tables": (run.result or {}).get("tables", []),
@@ -171,40 +175,63 @@ def lab_run_table_csv(request: HttpRequest, pk: int, index: int) -> HttpResponse
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}-table{index}.csv"'
     writer = csv.writer(response)
-    writer.writerow(tables[index]["columns"])
-    writer.writerows(tables[index]["rows"])
+    writer.writerows(csv_safe([tables[index]["columns"], *tables[index]["rows"]]))
     return response
 
 
 ACTIVE = (ExperimentRun.Status.QUEUED, ExperimentRun.Status.RUNNING)
 
 
+FORM_FIELDS_BYTES = 64 * 1024  # the study form's other fields and the multipart framing, beside the file
+
+
+def _upload_too_big(request: HttpRequest, limit: int, size: int) -> HttpResponse:
+    """The study form again, saying the file is over the limit (its body was never read)."""
+    error = f"The upload ({size / 2**20:.1f} MB) is larger than {limit_text()}; nothing was stored."
+    return _index(request, StudyForm(), LiveForm(prefix="live"), 413, upload_error=error)
+
+
+@allows_body(lambda: int(settings.SIMULATION_UPLOAD_MAX_BYTES) + FORM_FIELDS_BYTES, too_big=_upload_too_big)
 @login_required
 @require_http_methods(["GET", "POST"])
 def sim_index(request: HttpRequest) -> HttpResponse:
-    """The study form and the recent studies."""
+    """The study form and the recent studies. An upload is only stored here; a worker reads it
+    (``services.simulations.simulation_check``) and the study's page shows the outcome."""
     form = StudyForm(request.POST or None, request.FILES or None)
     status = 200
     if request.method == "POST" and request.POST.get("live"):
         return _live(request)
     if request.method == "POST":
         if form.is_valid():
-            try:
-                study = simulation_start(**form.study_kwargs(), user=request.user)
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(None if field not in form.fields else field, errors)
-            else:
-                messages.success(request, f"Study #{study.pk}: {study.runs.count()} runs queued.")
+            study = _start_study(request, form)
+            if study is not None:
+                word = "checking the uploaded trace, then" if study.check_status else ""
+                messages.success(request, f"Study #{study.pk}: {word} {study.runs.count()} runs queued.".replace("  ", " "))
                 return redirect("sim-study", pk=study.pk)
         status = 400
     return _index(request, form, LiveForm(prefix="live"), status)
 
 
-def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int) -> HttpResponse:
+def _start_study(request: HttpRequest, form: StudyForm) -> SimulationStudy | None:
+    """Store the upload (if any) and start the study; None with the form's errors set (nothing left on disk)."""
+    stored = None
+    try:
+        upload = form.upload_to_store()
+        stored = str(upload_store(upload=upload)) if upload is not None else None
+        return simulation_start(**form.study_kwargs(stored), user=request.user)
+    except ValidationError as exc:
+        if stored is not None:
+            upload_discard(stored)
+        for field, errors in exc.message_dict.items():
+            form.add_error(None if field not in form.fields else field, errors)
+        return None
+
+
+def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int, upload_error: str = "") -> HttpResponse:
     studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
     live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
-    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market}
+    context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market,
+               "upload_error": upload_error}
     return render_page(request, "lab/simulations.html", context, status=status)
 
 
@@ -276,7 +303,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
         live_rows = live_comparison(study, by_label) if study.live else []
         figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
     context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
-               "live_rows": live_rows}
+               "live_rows": live_rows, "upload_limit": limit_text()}
     return render_page(request, "lab/study.html", context)
 
 
@@ -312,7 +339,7 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("The study has not finished.")
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{pk}-summary.csv"'
-    csv.writer(response).writerows(summary_rows(study.summary))
+    csv.writer(response).writerows(csv_safe(summary_rows(study.summary)))
     return response
 
 
@@ -322,9 +349,9 @@ def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
     study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
     runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
-    settings_ = {"id": study.pk, "title": study.title, "workload": study.workload, "capacity": study.capacity, "base": study.base,
-                 "vary": study.vary, "live": study.live}  # fmt: skip
-    body = study_document(settings_, study.summary, runs)
+    settings_ = {"id": study.pk, "title": study.title, "workload": public_params(study.workload), "trace_name": study.trace_name,
+                 "capacity": study.capacity, "base": study.base, "vary": study.vary, "live": study.live}  # fmt: skip
+    body = study_document(settings_, study.summary, ({**r, "params": public_params(r["params"])} for r in runs))
     response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="study-{pk}.json"'
     return response
@@ -337,5 +364,5 @@ def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
-    csv.writer(response).writerows(jobs_rows(run.result["jobs"]))
+    csv.writer(response).writerows(csv_safe(jobs_rows(run.result["jobs"])))
     return response

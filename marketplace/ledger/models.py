@@ -71,7 +71,7 @@ class LedgerEntry(models.Model):
     class Kind(models.TextChoices):
         DEPOSIT = "deposit", "Deposit"
         HOLD = "hold", "Hold for a bid"
-        CHARGE = "charge", "Charge on completion"
+        CHARGE = "charge", "Charge"  # on completion (bids) or up front (bookings, reservations): the memo says which
         RELEASE = "release", "Release of a hold"
         CREDIT = "credit", "Credit by staff"
         DEBIT = "debit", "Debit by staff"

@@ -205,10 +205,18 @@ def evenly_spaced(values: list, max_points: int) -> list:
     return [values[round(k * step)] for k in range(max_points)]
 
 
-def tenant_job_list(*, tenant: Tenant, status: str | None = None) -> QuerySet[Job]:
-    """A tenant's jobs, newest first, optionally of one status (unknown statuses give all jobs)."""
+def tenant_job_list(*, tenant: Tenant, status: str | None = None, scope: str = "all", search: str = "") -> QuerySet[Job]:
+    """A tenant's jobs, newest first, optionally of one status (unknown statuses give all jobs),
+    ``scope`` "mine" (placed through a page or the API) or "replayed" (from a trace: they carry
+    its job id in ``external_id``), and names containing ``search`` (case-insensitive)."""
     qs = tenant_jobs(tenant=tenant)
-    return qs.filter(status=status) if status in Job.Status.values else qs
+    if status in Job.Status.values:
+        qs = qs.filter(status=status)
+    if scope == "mine":
+        qs = qs.filter(external_id="")
+    elif scope == "replayed":
+        qs = qs.exclude(external_id="")
+    return qs.filter(name__icontains=search) if search else qs
 
 
 def queue_paths(*, market: Market) -> dict[int, str]:

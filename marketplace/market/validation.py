@@ -18,6 +18,13 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 
+
+class StateConflict(ValidationError):
+    """A request that the object's current state refuses (cancelling an ended job, accepting a
+    quote twice): a field error for the pages, a 409 Conflict for the API
+    (``api.conventions.service_errors``)."""
+
+
 _DECIMAL = re.compile(r"-?[0-9]{1,30}(?:\.[0-9]{1,30})?", re.ASCII)
 
 NOT_A_NUMBER = "Enter a plain decimal number using the digits 0-9 and an optional '.' (no spaces, separators or exponents)."

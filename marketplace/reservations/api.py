@@ -15,6 +15,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -24,8 +25,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.conventions import request_tenant, service_errors
-from marketplace.api.fields import MoneyField
+from marketplace.api.conventions import created, request_tenant, service_errors
+from marketplace.api.fields import MoneyField, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.services import job_cancel
@@ -55,15 +56,20 @@ class RequestSerializer(serializers.Serializer):
 
 class QuoteSerializer(serializers.ModelSerializer):
     resource_type = serializers.CharField(source="resource_type.name")
-    alternatives = serializers.SerializerMethodField(help_text="The next cheapest starts: [start s, price].")
+    offers = serializers.SerializerMethodField(
+        help_text="[start s, price] of every start, by start; the price a 4-place money string (null: no room).")
+    alternatives = serializers.SerializerMethodField(help_text="The next cheapest starts: [start s, price (4-place money string)].")
 
     class Meta:
         model = ReservationQuote
         fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "status",
                   "expires_at", "offers", "alternatives", "replaced_by")
 
-    def get_alternatives(self, quote: ReservationQuote) -> list[tuple[float, float]]:
-        return rsel.quote_alternatives(quote=quote)
+    def get_offers(self, quote: ReservationQuote) -> list[tuple[float, str | None]]:
+        return [(float(t), money_text(p)) for t, p in quote.offers]
+
+    def get_alternatives(self, quote: ReservationQuote) -> list[tuple[float, str | None]]:
+        return [(t, money_text(p)) for t, p in rsel.quote_alternatives(quote=quote)]
 
 
 class ReservationSerializer(serializers.Serializer):
@@ -113,7 +119,7 @@ class QuoteListView(generics.GenericAPIView):
             quote = reservation_quote(tenant=tenant, **_request_data(request))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(QuoteSerializer(quote).data, status=status.HTTP_201_CREATED)
+        return created(request, QuoteSerializer(quote).data, reverse("api-quote", args=[quote.pk]))
 
 
 class QuoteDetailView(APIView):
@@ -137,7 +143,11 @@ class QuoteAcceptView(APIView):
             return Response(body, status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(ReservationSerializer(r).data, status=status.HTTP_201_CREATED)
+        return created(request, ReservationSerializer(r).data, self.location_of({"id": r.pk}))
+
+    @staticmethod
+    def location_of(body: dict[str, Any]) -> str:
+        return reverse("api-reservation", args=[body["id"]])
 
 
 class QuoteDeclineView(APIView):
@@ -169,7 +179,13 @@ class RequestView(APIView):
             "accepted": result.accepted, "quote": QuoteSerializer(result.quote).data,
             "reservation": ReservationSerializer(result.reservation).data if result.reservation else None,
         }
-        return Response(body, status=status.HTTP_201_CREATED if result.accepted else status.HTTP_200_OK)
+        if result.reservation is not None:
+            return created(request, body, self.location_of(body))
+        return Response(body, status=status.HTTP_200_OK)
+
+    @staticmethod
+    def location_of(body: dict[str, Any]) -> str:
+        return reverse("api-reservation", args=[body["reservation"]["id"]])
 
 
 class ReservationListView(generics.GenericAPIView):
@@ -184,6 +200,15 @@ class ReservationListView(generics.GenericAPIView):
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(rsel.tenant_reservations(tenant=request_tenant(request))))
         return self.get_paginated_response(ReservationSerializer(page, many=True).data)
+
+
+class ReservationDetailView(APIView):
+    """One of the caller's reservations (another tenant's: 404)."""
+
+    @extend_schema(responses=ReservationSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        reservation = get_object_or_404(rsel.tenant_reservations(tenant=request_tenant(request)), pk=pk)
+        return Response(ReservationSerializer(reservation).data)
 
 
 class PriceCurveView(APIView):
@@ -206,7 +231,9 @@ class PriceCurveView(APIView):
         except ValueError:
             raise ValidationError({"slots": "Enter a whole number of slots."}) from None
         curve = rsel.price_curve(market=market, resource_type=rt, slots=max(1, min(slots, 100_000)))
-        return Response(curve.__dict__ | {"totals": rsel.reservation_totals(market=market)})
+        totals = rsel.reservation_totals(market=market)
+        totals |= {k: money_text(totals[k]) for k in ("revenue", "welfare", "requested_value")}  # money: 4-place strings
+        return Response(curve.__dict__ | {"totals": totals})
 
 
 # --- cluster-facing API (paper 001, Sec. 2.3.2) ------------------------------------------------

@@ -39,6 +39,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.services.market import market_changed
+from marketplace.market.validation import StateConflict
 from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 
@@ -194,7 +195,7 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
     :class:`QuoteMoved` carries the new one (nothing is booked).
 
     Raises:
-        ValidationError: {"quote": ...} for a quote that is not open;
+        StateConflict: {"quote": ...} for a quote that is not open (a ValidationError);
             QuoteMoved; {"budget": ...} when the tenant's funds do not cover the price.
     """
     moved: QuoteMoved | None = None
@@ -203,7 +204,7 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
         s = ReservationSettings.objects.select_for_update().get(pk=ra.era_settings(market).pk)
         quote = ReservationQuote.objects.select_for_update().select_related("resource_type", "tenant").get(pk=quote.pk)
         if quote.status != ReservationQuote.Status.OPEN:
-            raise ValidationError({"quote": f"This quote is {quote.get_status_display().lower()}; ask for a new one."})
+            raise StateConflict({"quote": f"This quote is {quote.get_status_display().lower()}; ask for a new one."})
         price, start = quote.price, quote.start
         if quote.expires_at <= timezone.now() or quote.book_version != s.book_version:
             fresh = _requote(quote, market, s)
@@ -230,11 +231,11 @@ def reservation_decline(*, quote: ReservationQuote) -> ReservationQuote:
     """Close an open quote (nothing was held, so nothing moves).
 
     Raises:
-        ValidationError: {"quote": ...} for a quote that is not open.
+        StateConflict: {"quote": ...} for a quote that is not open (a ValidationError).
     """
     quote = ReservationQuote.objects.select_for_update().get(pk=quote.pk)
     if quote.status != ReservationQuote.Status.OPEN:
-        raise ValidationError({"quote": f"This quote is already {quote.get_status_display().lower()}."})
+        raise StateConflict({"quote": f"This quote is already {quote.get_status_display().lower()}."})
     quote.status = ReservationQuote.Status.DECLINED
     quote.save(update_fields=["status"])
     return quote

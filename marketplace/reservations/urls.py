@@ -14,6 +14,7 @@ urlpatterns = [
 
 api_urlpatterns = [
     path("reservations/", api.ReservationListView.as_view(), name="api-reservations"),
+    path("reservations/<int:pk>/", api.ReservationDetailView.as_view(), name="api-reservation"),
     path("reservations/quotes/", api.QuoteListView.as_view(), name="api-quotes"),
     path("reservations/quotes/<int:pk>/", api.QuoteDetailView.as_view(), name="api-quote"),
     path("reservations/quotes/<int:pk>/accept/", api.QuoteAcceptView.as_view(), name="api-quote-accept"),

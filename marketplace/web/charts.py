@@ -20,6 +20,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from marketplace.web.text import chart_text
+
 Row = Mapping[str, Any]
 Figure = dict[str, Any]
 
@@ -164,8 +166,9 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
-        name = f"{labels.get(job_id, f'#{job_id}')} · {resource}"
-        legend = name if len(name) <= LEGEND_CHARS else f"{name[:LEGEND_CHARS - 1]}…"  # the hover keeps it whole
+        raw = f"{labels.get(job_id, f'#{job_id}')} · {resource}"  # job names are tenants' text: escaped for plotly
+        name = chart_text(raw)
+        legend = name if len(raw) <= LEGEND_CHARS else chart_text(f"{raw[:LEGEND_CHARS - 1]}…")  # the hover keeps it whole
         times = [float(r["sim_time"]) for r in group]
         shares = [finite_or_none(r["share"]) for r in group]
         end = until.get(job_id)

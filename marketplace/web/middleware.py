@@ -16,10 +16,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from marketplace.web.text import BIDI_CONTROLS, inert
 
 NULL_MESSAGE = "Null characters are not allowed."
 CHUNKED_MESSAGE = "Send the body with a Content-Length header; chunked transfer encoding is not supported."
@@ -29,6 +32,23 @@ def body_too_big(limit: int, size: int | None = None) -> JsonResponse:
     """The 413 answer for a body over ``limit`` bytes (``size`` when known)."""
     what = f"The request body ({size} bytes)" if size is not None else "The request body"
     return JsonResponse({"body": [f"{what} exceeds the limit of {limit} bytes."]}, status=413)
+
+
+BodyLimit = Callable[[], int]
+TooBig = Callable[[HttpRequest, int, int], HttpResponse]
+
+
+def allows_body(limit: BodyLimit, *, too_big: TooBig | None = None) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Let a view take bodies up to ``limit()`` bytes (an upload form) instead of
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE``; a larger one is answered by ``too_big(request, limit, size)``
+    (the form's page with the error), before anything reads it. The outermost decorator."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        view.body_limit = limit  # type: ignore[attr-defined]
+        view.body_too_big = too_big  # type: ignore[attr-defined]
+        return view
+
+    return decorate
 
 
 class RequestGuardMiddleware:
@@ -45,16 +65,72 @@ class RequestGuardMiddleware:
                                 status=400)
         if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get("CONTENT_LENGTH"):
             return JsonResponse({"body": [CHUNKED_MESSAGE]}, status=411)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
             size = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return JsonResponse({"body": ["Content-Length is not a number."]}, status=400)
-        if limit is not None and size > limit:
-            return body_too_big(limit, size)
+        largest = max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, int(settings.SIMULATION_UPLOAD_MAX_BYTES) + 2**20)  # the upload form's
+        if settings.DATA_UPLOAD_MAX_MEMORY_SIZE is not None and size > largest:  # over every view's limit: no need to route it
+            return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, size)
         return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view: Callable[..., HttpResponse], args: Any, kwargs: Any) -> HttpResponse | None:
+        """The body limit of the view that will read it (``allows_body``), before any middleware reads it (CSRF does)."""
+        size = int(request.META.get("CONTENT_LENGTH") or 0)
+        custom = getattr(view, "body_limit", None)
+        limit = custom() if custom is not None else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is None or size <= limit:
+            return None
+        too_big = getattr(view, "body_too_big", None)
+        return too_big(request, limit, size) if too_big is not None else body_too_big(limit, size)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, RequestDataTooBig):  # a body Django's own limit refused while reading it
             return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return None
+
+
+UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+
+
+class FormWriteLimitMiddleware:
+    """The pages' forms count against the API's write limit (``THROTTLE_WRITES`` per user):
+    one counter for a bid, cancel, quote, accept, booking or study, whether it came from a
+    form or from ``/api/`` (whose views DRF's ``WriteRateThrottle`` guards). Over it, a 429
+    page with ``Retry-After``. Anonymous posts (the login form) have their own limit."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in UNSAFE and not request.path.startswith("/api/") and request.user.is_authenticated:
+            from django.template.loader import render_to_string
+
+            from marketplace.web.throttling import WriteRateThrottle
+
+            throttle = WriteRateThrottle()
+            if not throttle.allow_request(request, None):  # type: ignore[arg-type]  # reads .user, .method and META only
+                wait = int(throttle.wait())
+                body = render_to_string("429.html", {"wait": wait}, request=request)
+                response = HttpResponse(body, status=429)
+                response["Retry-After"] = str(wait)
+                return response
+        return self.get_response(request)
+
+
+class InertBidiMiddleware:
+    """Right-to-left overrides and other bidirectional controls in a page's text (job names,
+    memos, titles) are shown as ``[U+202E]`` (``web.text.inert``), so a name cannot reverse how
+    the text around it reads. HTML answers only; the charts' JSON escapes its labels itself."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+            return response
+        text = response.content.decode(response.charset or "utf-8", errors="replace")
+        if BIDI_CONTROLS.search(text):
+            response.content = inert(text).encode(response.charset or "utf-8")
+        return response

@@ -62,12 +62,27 @@ class _Echo:
         return value
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet will not run: text starting like a formula (``=``, ``+``, ``-``, ``@``,
+    tab, carriage return) gets a leading ``'`` (OWASP's CSV injection advice); numbers are kept."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
+def csv_safe(rows: Iterable[Iterable[Any]]) -> Iterator[list[Any]]:
+    """``rows`` with every cell through :func:`csv_cell`."""
+    return ([csv_cell(v) for v in row] for row in rows)
+
+
 def csv_response(filename: str, header: list[str], rows: Iterable[list[Any]]) -> StreamingHttpResponse:
+    """A streamed CSV download; text cells guarded against spreadsheet formulas (:func:`csv_cell`)."""
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
         yield writer.writerow(header)
-        for row in rows:
+        for row in csv_safe(rows):
             yield writer.writerow(row)
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")

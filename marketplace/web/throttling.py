@@ -16,26 +16,34 @@
   limit cannot be probed), for tokens every wrong one (a valid token is never
   delayed by a cache lookup).
 
-All of it lives in the cache and fails open: a cache outage (Redis down) lets
-requests through rather than answering 500 (``marketplace.market.resilience``).
+Rates live in the cache and fail open: a cache outage (Redis down) lets requests through
+rather than answering 500 (``marketplace.market.resilience``). Credential limits do not
+switch off: while the cache is down they count in this process's memory
+(:data:`LOCAL_FALLBACK`, logged once).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 from rest_framework import throttling
 from rest_framework.request import Request
 
-from marketplace.market.resilience import CACHE, cache_get, cache_set
+from marketplace.market.resilience import CACHE
+
+log = logging.getLogger(__name__)
 
 
 def client_address(request: HttpRequest | Request) -> str:
@@ -43,9 +51,59 @@ def client_address(request: HttpRequest | Request) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
+def count_hit(key: str, window_s: int, delta: int = 1) -> int:
+    """Add ``delta`` to the counter ``key`` (created at 0 with a lifetime of ``window_s``) and return it.
+
+    On Redis one round trip (``SET NX EX`` and ``INCRBY`` in a pipeline); on other caches
+    ``add`` then ``incr``. Raises whatever the cache raises."""
+    cache = caches["default"]
+    if isinstance(cache, RedisCache):
+        full = cache.make_and_validate_key(key)
+        pipe = cache._cache.get_client(full, write=True).pipeline(transaction=False)
+        pipe.set(full, 0, ex=window_s, nx=True)
+        pipe.incrby(full, delta)
+        return int(pipe.execute()[1])
+    cache.add(key, 0, window_s)
+    return int(cache.incr(key, delta))
+
+
+LOCAL_FALLBACK = LocMemCache("credential-limits-fallback", {"MAX_ENTRIES": 100_000})
+"""Where failure counts go while the shared cache is down: this process's memory (each process
+then counts alone, so a limit of N allows up to N per process: weaker, never off)."""
+_fallback_logged = threading.Event()
+
+
+def _local_count(key: str, window_s: int, delta: int) -> int:
+    if not _fallback_logged.is_set():
+        _fallback_logged.set()
+        log.warning("cache down: credential limits count in a per-process limiter until it is back")
+    LOCAL_FALLBACK.add(key, 0, window_s)
+    return int(LOCAL_FALLBACK.incr(key, delta))
+
+
+def _count(key: str, window_s: int, delta: int = 1) -> int:
+    """Add ``delta`` to the counter ``key`` atomically and return it: in the shared cache, or,
+    while it is down, in :data:`LOCAL_FALLBACK` (credential limits never switch off)."""
+    if CACHE.allows():
+        try:
+            count = count_hit(key, window_s, delta)
+        except Exception as exc:  # Redis down: trip the breaker, count locally
+            CACHE.trip(exc)
+        else:
+            _fallback_logged.clear()
+            return count
+    return _local_count(key, window_s, delta)
+
+
 @dataclass(frozen=True)
 class FailureLimiter:
-    """At most ``limit`` failures per key in a fixed window of ``window_s`` seconds."""
+    """At most ``limit`` attempts per key in fixed windows of ``window_s`` seconds.
+
+    An attempt is counted *before* the work it guards (a password hash, a token lookup),
+    with the cache's atomic increment: of any number of parallel attempts, at most
+    ``limit`` get past :meth:`attempt` in a window. A right password gives its count back
+    (:meth:`forgive`), so only failures use the limit up.
+    """
 
     scope: str
     limit: int
@@ -56,41 +114,28 @@ class FailureLimiter:
         limit, window = settings.FAILURE_LIMITS[scope]
         return cls(scope, int(limit), int(window))
 
-    def _key(self, key: str) -> str:
+    def _key(self, key: str, start: int) -> str:
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # any username is a safe cache key
-        return f"fail:{self.scope}:{digest}"
+        return f"fail:{self.scope}:{digest}:{start}"
 
-    def retry_after(self, *keys: str) -> int | None:
-        """Seconds until the window of the first blocked key ends, or None if none is blocked."""
+    def _window(self) -> tuple[int, int]:
+        """(start of the current window, seconds until it ends, at least 1)."""
         now = time.time()
-        for key in keys:
-            entry = cache_get(self._key(key))
-            if entry and entry[0] >= self.limit:
-                return max(1, math.ceil(entry[1] + self.window_s - now))
-        return None
+        start = int(now // self.window_s) * self.window_s
+        return start, max(1, math.ceil(start + self.window_s - now))
 
-    def record_failure(self, *keys: str) -> None:
-        now = time.time()
-        for key in keys:
-            entry = cache_get(self._key(key))
-            count, start = (entry[0] + 1, entry[1]) if entry and now < entry[1] + self.window_s else (1, now)
-            cache_set(self._key(key), (count, start), self.window_s)
+    def attempt(self, *keys: str) -> int | None:
+        """Count one attempt against each key; seconds until the window ends if any key is
+        now over the limit (the attempt must be refused), else None."""
+        start, wait = self._window()
+        over = [_count(self._key(k, start), self.window_s) > self.limit for k in keys]
+        return wait if any(over) else None
 
-
-def count_hit(key: str, window_s: int) -> int:
-    """Add one to the counter ``key`` (created at 0 with a lifetime of ``window_s``) and return it.
-
-    On Redis one round trip (``SET NX EX`` and ``INCR`` in a pipeline); on other caches
-    ``add`` then ``incr``. Raises whatever the cache raises."""
-    cache = caches["default"]
-    if isinstance(cache, RedisCache):
-        full = cache.make_and_validate_key(key)
-        pipe = cache._cache.get_client(full, write=True).pipeline(transaction=False)
-        pipe.set(full, 0, ex=window_s, nx=True)
-        pipe.incr(full)
-        return int(pipe.execute()[1])
-    cache.add(key, 0, window_s)
-    return int(cache.incr(key))
+    def forgive(self, *keys: str) -> None:
+        """Give back the attempt :meth:`attempt` counted (it succeeded)."""
+        start, _ = self._window()
+        for k in keys:
+            _count(self._key(k, start), self.window_s, -1)
 
 
 class _FixedWindow:
@@ -147,14 +192,28 @@ class WriteRateThrottle(_FixedWindow, throttling.UserRateThrottle):
         return super().allow_request(request, view)
 
 
-def login_retry_after(address: str, username: str) -> int | None:
-    """Seconds a login (page or token endpoint) must wait: over ``FAILURE_LIMITS["login"]`` wrong
-    passwords for this username, or ``FAILURE_LIMITS["login_ip"]`` from this address (higher:
-    many people may share one address), else None."""
-    by_user = FailureLimiter.from_settings("login").retry_after(f"user:{username[:150].lower()}")
-    return by_user if by_user is not None else FailureLimiter.from_settings("login_ip").retry_after(f"ip:{address}")
+def login_username(raw: object) -> str:
+    """The username as the login form and the token endpoint read it (whitespace stripped,
+    NFKC-normalised: ``UsernameField``), lower-cased: the key its failures count under, so
+    ``" dave"`` and ``"dave\t"`` are ``dave``."""
+    return str(UsernameField().to_python(str(raw or "")))[:150].lower()
 
 
-def login_failed(address: str, username: str) -> None:
-    FailureLimiter.from_settings("login").record_failure(f"user:{username[:150].lower()}")
-    FailureLimiter.from_settings("login_ip").record_failure(f"ip:{address}")
+def _login_keys(address: str, username: str) -> tuple[tuple[FailureLimiter, str], ...]:
+    return ((FailureLimiter.from_settings("login"), f"user:{login_username(username)}"),
+            (FailureLimiter.from_settings("login_ip"), f"ip:{address}"))
+
+
+def login_attempt(address: str, username: str) -> int | None:
+    """Count a login attempt (page or token endpoint) before its password is checked; the
+    seconds it must wait if that puts it over ``FAILURE_LIMITS["login"]`` attempts for this
+    username or ``FAILURE_LIMITS["login_ip"]`` from this address (higher: many people may
+    share one address), else None. A successful login calls :func:`login_succeeded`."""
+    waits = [wait for limiter, key in _login_keys(address, username) if (wait := limiter.attempt(key)) is not None]
+    return max(waits) if waits else None
+
+
+def login_succeeded(address: str, username: str) -> None:
+    """The attempt :func:`login_attempt` counted had the right password: it does not count."""
+    for limiter, key in _login_keys(address, username):
+        limiter.forgive(key)

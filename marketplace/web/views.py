@@ -1,4 +1,4 @@
-"""The login page with a limit on wrong passwords (``throttling.login_retry_after``)."""
+"""The login page with a limit on wrong passwords (``throttling.login_attempt``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 
-from marketplace.web.throttling import client_address, login_failed, login_retry_after
+from marketplace.web.throttling import client_address, login_attempt, login_succeeded
 
 
 class ThrottledLoginView(auth_views.LoginView):
     """Django's login view; over ``FAILURE_LIMITS["login"]`` wrong passwords per username or
-    ``FAILURE_LIMITS["login_ip"]`` per address, a 429 page with ``Retry-After`` (right passwords included, until the window ends)."""
+    ``FAILURE_LIMITS["login_ip"]`` per address, a 429 page with ``Retry-After`` (right passwords included, until the window ends).
+    Each attempt is counted before its password is hashed (``throttling.login_attempt``)."""
 
     template_name = "registration/login.html"
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        wait = login_retry_after(client_address(request), request.POST.get("username", ""))
+        wait = login_attempt(client_address(request), request.POST.get("username", ""))
         if wait is not None:
             response = HttpResponse(
                 f"Too many failed logins. Try again in {wait} seconds.", status=429, content_type="text/plain; charset=utf-8"
@@ -27,12 +28,12 @@ class ThrottledLoginView(auth_views.LoginView):
             return response
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form: Any) -> HttpResponse:
-        login_failed(client_address(self.request), self.request.POST.get("username", ""))
-        return super().form_invalid(form)
+    def form_valid(self, form: Any) -> HttpResponse:
+        login_succeeded(client_address(self.request), self.request.POST.get("username", ""))
+        return super().form_valid(form)
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def not_found(request: HttpRequest, exception: Exception | None = None, rest: str = "") -> HttpResponse:
     """404 handler: JSON under /api/ (the API's documented error shape), the HTML page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)

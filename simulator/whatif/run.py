@@ -31,7 +31,7 @@ from scheduler.fairshare.fairness import QueueTree
 from simulator.outcomes import deadline_met, realised_utility, trace_terms, utility_total, welfare
 from simulator.runner import MarketParams, RunResult, draw_bid, run
 from simulator.workloads.synthetic import GeneratorSpec, JobTerms, generate
-from simulator.workloads.traces import SwimRule, TraceJob, load_swf, load_swim
+from simulator.workloads.traces import SwimRule, TraceJob, TraceLimits, load_swf, load_swim
 
 REPO_TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
 FB2009 = REPO_TRACES / "FB-2009_samples_24_times_1hr_0.tsv"
@@ -160,8 +160,9 @@ JOB_COLUMNS = ("job_id", "tenant", "submit_s", "start_s", "finish_s", "response_
                "deadline_s", "deadline_met", "value", "utility")
 
 
-def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
-    """The jobs of ``spec``: sliced, tenant-mapped and time-scaled.
+def load_workload(spec: WorkloadSpec, limits: TraceLimits | None = None) -> list[TraceJob]:
+    """The jobs of ``spec``: sliced, tenant-mapped and time-scaled; a SWIM or SWF file read
+    within ``limits`` (lines and seconds; an upload's) when given.
 
     Raises:
         ValueError: bad spec, a malformed trace line (with file and line
@@ -177,10 +178,10 @@ def load_workload(spec: WorkloadSpec) -> list[TraceJob]:
         jobs = _jobs_window(load_jobs_doc(path)[1], spec)
     elif spec.kind() == "swim":
         jobs = load_swim(path, rule=SwimRule(), start_hour=spec.start_hour, hours=spec.hours,
-                         users=spec.tenants, groups=spec.groups, seed=spec.seed)  # fmt: skip
+                         users=spec.tenants, groups=spec.groups, seed=spec.seed, limits=limits)  # fmt: skip
     else:
         jobs = []
-        for job in load_swf(path, start_hour=spec.start_hour, hours=spec.hours):
+        for job in load_swf(path, start_hour=spec.start_hour, hours=spec.hours, limits=limits):
             k = zlib.crc32(job.user.encode()) % spec.tenants
             jobs.append(TraceJob(job.job_id, job.submit_time, f"u{k}", f"g{k % spec.groups}", job.tasks, job.task_duration))
     if spec.max_jobs:
@@ -289,7 +290,8 @@ def estimate_bytes(jobs: Sequence[TraceJob], capacity: Sequence[int], sample_int
     work = sum(n * d for j in jobs for n, d in zip(j.tasks, j.task_duration, strict=True)) / max(1, sum(capacity))
     samples = (span + work) / max(sample_interval, 1.0)
     leaves = len({j.user for j in jobs})
-    return int(40e6 + 6_000 * len(jobs) + samples * 1_000 * leaves * len(capacity) + 2 * len(jobs) * 64 * len(capacity))
+    need = 40e6 + 6_000 * len(jobs) + samples * 1_000 * leaves * len(capacity) + 2 * len(jobs) * 64 * len(capacity)
+    return int(min(need, 2.0**62))  # huge (or infinite) work: a huge estimate, refused, never an OverflowError
 
 
 def simulate(

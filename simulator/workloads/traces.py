@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,41 @@ class TraceJob:
     group: str
     tasks: tuple[int, ...]
     task_duration: tuple[float, ...]
+
+
+def _bucket(n: int, edges: tuple[int, ...], word: str) -> str:
+    """``n`` as a size bucket: ``"1 map"``, ``"2-10 maps"``, ..., ``"over 100 maps"``."""
+    if n == 1:
+        return f"1 {word}"
+    lo = 2
+    for hi in edges:
+        if n <= hi:
+            return f"{lo}-{hi} {word}s" if lo < hi else f"{hi} {word}s"
+        lo = hi + 1
+    return f"over {edges[-1]} {word}s"
+
+
+def job_class(job: TraceJob) -> str:
+    """A trace job's class: its shape and size (paper 000, Sec. 5 learns one utility per class
+    of repeated jobs; a trace names no job, so jobs alike in shape are taken as repeats).
+
+    SWIM (map, reduce): map-only or map+reduce, and the map count in buckets 1, 2-10,
+    11-100, over 100. SWF (processors): the processor count in powers of two (1, 2, 3-4,
+    ..., 513-1024, over 1024). E.g. ``"trace: map-only, 2-10 maps"``, ``"trace: 17-32 processors"``.
+    The buckets are our choice (a handful of classes with many jobs each), made before looking
+    at any fit.
+    """
+    if len(job.tasks) == 2:
+        shape = "map+reduce" if job.tasks[1] > 0 else "map-only"
+        return f"trace: {shape}, {_bucket(int(job.tasks[0]), (10, 100), 'map')}"
+    procs = int(job.tasks[0])
+    if procs == 1:
+        return "trace: 1 processor"
+    edges = tuple(2**k for k in range(1, 11))
+    for lo, hi in zip((2, *(e + 1 for e in edges)), edges, strict=False):
+        if procs <= hi:
+            return f"trace: {lo}-{hi} processors" if lo < hi else f"trace: {hi} processors"
+    return "trace: over 1024 processors"
 
 
 @dataclass(frozen=True)
@@ -92,7 +128,13 @@ class SwimRule:
             raise ValueError("overhead and minimum duration must be >= 0")
 
     def tasks_for(self, input_b: float, shuffle_b: float, output_b: float) -> tuple[int, int]:
-        """``(map tasks, reduce tasks)`` for one job's byte counts."""
+        """``(map tasks, reduce tasks)`` for one job's byte counts.
+
+        Raises:
+            ValueError: a byte count that is negative or not finite (no task count follows from it).
+        """
+        if not all(0.0 <= b < math.inf for b in (input_b, shuffle_b, output_b)):
+            raise ValueError(f"byte counts must be finite and >= 0, got {input_b!r}, {shuffle_b!r}, {output_b!r}")
         map_b = input_b + (output_b if shuffle_b <= 0 else 0.0)
         maps = min(max(1, math.ceil(map_b / self.block_bytes)), self.max_map_tasks)
         if shuffle_b <= 0:
@@ -112,13 +154,46 @@ class SwimRule:
         return map_s, red_s
 
 
-def _open_text(path: Path) -> Iterator[str]:
-    """Lines of a plain or gzip-compressed text file."""
+@dataclass(frozen=True)
+class TraceLimits:
+    """Limits on reading a trace that did not come with the repository (an upload): at most
+    ``max_lines`` lines, read in at most ``max_seconds`` (checked every 1,000 lines)."""
+
+    max_lines: int
+    max_seconds: float
+
+
+MAX_SUBMIT_S = 1e10  # ~317 years of trace clock
+MAX_BYTES = 1e18  # an exabyte per job and phase
+MAX_SWF_VALUE = 1e12  # any SWF field (ids, seconds, counts; -1 = missing)
+MAX_PROCESSORS = 10_000_000
+
+
+def _open_text(path: Path, limits: TraceLimits | None = None) -> Iterator[str]:
+    """Lines of a plain or gzip-compressed text file, within ``limits`` (ValueError past them)."""
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
     opener = gzip.open if gz else open
+    deadline = None if limits is None else time.monotonic() + limits.max_seconds
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        yield from fh
+        for lineno, line in enumerate(fh, start=1):
+            if limits is not None:
+                if lineno > limits.max_lines:
+                    raise ValueError(f"{path.name}: more than {limits.max_lines:,} lines; take a shorter trace")
+                if lineno % 1000 == 0 and deadline is not None and time.monotonic() > deadline:
+                    raise ValueError(f"{path.name}: reading took longer than {limits.max_seconds:g} s (at line {lineno:,})")
+            yield line
+
+
+def _number(text: str, where: str, what: str, lo: float, hi: float) -> float:
+    """``float(text)`` if it is a finite number in ``[lo, hi]``, else ValueError naming the line."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: {what} is {text[:40]!r}, not a number") from None
+    if not lo <= value <= hi:  # also refuses nan, inf and -inf
+        raise ValueError(f"{where}: {what} is {text[:40]!r}, not a finite number from {lo:g} to {hi:g}")
+    return value
 
 
 def _window(origin: float, start_hour: float, hours: float | None) -> tuple[float, float]:
@@ -130,17 +205,25 @@ def _window(origin: float, start_hour: float, hours: float | None) -> tuple[floa
     return lo, hi
 
 
-def _swim_rows(path: Path) -> Iterator[tuple[int, float, float, float, float]]:
-    """``(id, submit s, input B, shuffle B, output B)`` per SWIM line."""
-    for lineno, line in enumerate(_open_text(path), start=1):
+SWIM_FIELDS = {1: ("submit time", MAX_SUBMIT_S), 3: ("input bytes", MAX_BYTES), 4: ("shuffle bytes", MAX_BYTES),
+               5: ("output bytes", MAX_BYTES)}
+
+
+def _swim_rows(path: Path, limits: TraceLimits | None = None) -> Iterator[tuple[int, float, float, float, float]]:
+    """``(id, submit s, input B, shuffle B, output B)`` per SWIM line; ValueError (with the file's
+    name and line number) on a malformed line or a value that is not finite and in range."""
+    for lineno, line in enumerate(_open_text(path, limits), start=1):
         fields = line.split()
         if not fields:
             continue
+        where = f"{path.name}:{lineno}"
         if len(fields) != 6:
-            raise ValueError(f"{path}:{lineno}: expected 6 fields, got {len(fields)}")
-        job_id = int(fields[0].removeprefix("job"))
-        submit, inp, shuf, out = (float(fields[k]) for k in (1, 3, 4, 5))
-        yield job_id, submit, inp, shuf, out
+            raise ValueError(f"{where}: expected 6 fields, got {len(fields)}")
+        job_id = _number(fields[0].removeprefix("job"), where, "the job id", 0, 2**53)
+        if job_id != int(job_id):
+            raise ValueError(f"{where}: the job id {fields[0][:40]!r} is not a whole number")
+        submit, inp, shuf, out = (_number(fields[k], where, SWIM_FIELDS[k][0], 0.0, SWIM_FIELDS[k][1]) for k in (1, 3, 4, 5))
+        yield int(job_id), submit, inp, shuf, out
 
 
 def load_swim(
@@ -152,6 +235,7 @@ def load_swim(
     users: int | None = None,
     groups: int = 1,
     seed: int = 0,
+    limits: TraceLimits | None = None,
 ) -> list[TraceJob]:
     """Load a SWIM workload (e.g. ``FB-2009_samples_24_times_1hr_0.tsv``).
 
@@ -173,6 +257,7 @@ def load_swim(
             file, so a job keeps its user whatever window is selected.
         groups: user ``u<k>`` belongs to group ``"g<k mod groups>"``.
         seed: seed of the user assignment.
+        limits: lines and seconds the reading may take (uploads); None: no limit.
 
     Returns:
         Jobs sorted by (submit time, id); times are shifted by the window's
@@ -180,11 +265,12 @@ def load_swim(
         FB-2009 job arrives at 49 s, the first of hour 5 at a few seconds).
 
     Raises:
-        ValueError: malformed line, bad window or ``users``/``groups`` < 1.
+        ValueError: malformed line or a value that is not a finite number in range (with the
+            file's name and line number), past ``limits``, bad window or ``users``/``groups`` < 1.
     """
     if (users is not None and users < 1) or groups < 1:
         raise ValueError("users and groups must be at least 1")
-    rows = list(_swim_rows(Path(path)))
+    rows = list(_swim_rows(Path(path), limits))
     owner = np.zeros(len(rows), dtype=np.int64)
     if users is not None:
         owner = np.random.default_rng(seed).integers(0, users, size=len(rows))
@@ -210,16 +296,22 @@ def load_swim(
 SWF_JOB, SWF_SUBMIT, SWF_RUN, SWF_ALLOC, SWF_REQ, SWF_USER, SWF_GROUP = 1, 2, 4, 5, 8, 12, 13
 
 
-def _swf_rows(path: Path) -> Iterator[list[float]]:
-    """The 18 numeric fields of each SWF job line (header ``;`` lines skipped)."""
-    for lineno, line in enumerate(_open_text(path), start=1):
+def _swf_rows(path: Path, limits: TraceLimits | None = None) -> Iterator[list[float]]:
+    """The 18 numeric fields of each SWF job line (header ``;`` lines skipped); ValueError (with
+    the file's name and line number) on a short line or a value that is not finite and in range."""
+    for lineno, line in enumerate(_open_text(path, limits), start=1):
         text = line.strip()
         if not text or text.startswith(";"):
             continue
         fields = text.split()
+        where = f"{path.name}:{lineno}"
         if len(fields) < 18:
-            raise ValueError(f"{path}:{lineno}: expected 18 fields, got {len(fields)}")
-        yield [float(x) for x in fields[:18]]
+            raise ValueError(f"{where}: expected 18 fields, got {len(fields)}")
+        row = [_number(x, where, f"field {k}", -1.0, MAX_SWF_VALUE) for k, x in enumerate(fields[:18], start=1)]
+        for k in (SWF_ALLOC, SWF_REQ):
+            if row[k - 1] > MAX_PROCESSORS:
+                raise ValueError(f"{where}: field {k} (processors) is {fields[k - 1][:40]!r}, more than {MAX_PROCESSORS:,}")
+        yield row
 
 
 def _swf_job(row: list[float]) -> tuple[int, float, int, float, str, str] | None:
@@ -247,6 +339,7 @@ def load_swf(
     start_hour: float = 0.0,
     hours: float | None = None,
     max_jobs: int | None = None,
+    limits: TraceLimits | None = None,
 ) -> list[TraceJob]:
     """Load a Standard Workload Format trace (Parallel Workloads Archive).
 
@@ -268,14 +361,17 @@ def load_swf(
             submit time (SWF clocks start at the log's UnixStartTime, often
             long before the first job), times shifted by the window start.
         max_jobs: keep at most this many jobs (the earliest).
+        limits: lines and seconds the reading may take (uploads); None: no limit.
 
     Returns:
         Jobs sorted by (submit time, id), times shifted by the window start.
 
     Raises:
-        ValueError: on a line with fewer than 18 fields or a bad window.
+        ValueError: a line with fewer than 18 fields, a field that is not a finite number from
+            -1 to 1e12 (processors: to 1e7), past ``limits`` (with the file's name and line
+            number), or a bad window.
     """
-    kept = [job for row in _swf_rows(Path(path)) if (job := _swf_job(row)) is not None]
+    kept = [job for row in _swf_rows(Path(path), limits) if (job := _swf_job(row)) is not None]
     lo, hi = _window(min((j[1] for j in kept), default=0.0), start_hour, hours)
     jobs = [
         TraceJob(jid, submit - lo, user, group, (procs,), (runtime,))

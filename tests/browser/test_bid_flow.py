@@ -73,7 +73,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
             page.get_by_label("map simulated seconds per task").fill("120")
             page.get_by_label("reduce tasks").fill("3")
             page.get_by_label("reduce simulated seconds per task").fill("60")
-            page.get_by_label("Logscale").check()
+            page.get_by_label("Log-scale").check()
             page.get_by_role("button", name="Place bid").click()
             expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
             expect(page.locator(".messages")).to_contain_text("Bid placed")

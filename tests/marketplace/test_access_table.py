@@ -87,7 +87,9 @@ RULES: dict[str, Rule] = {
     "logout": _rule("log-out is a POST", 405, 405, 405, 405, 405),
     "bid-new": PAGE_TENANT,
     "job-list": PAGE_TENANT,
-    "job-detail": PAGE_OWN,
+    "job-list-live": PAGE_TENANT,
+    "job-detail-live": _rule("the job page's poller: alice's job; bob 404, staff and cluster managers every job", 302, 200, 404, 200, 200),
+    "job-detail": _rule("alice's job: bob gets 404, staff and cluster managers read every job (issue 23)", 302, 200, 404, 200, 200),
     "job-cancel": _rule("alice's job: GET asks to confirm, POST cancels", 302, 200, 404, 403, 403).refusing(
         "post", anon=302, bob=404, staff=403, manager=403),
     "job-list-csv": PAGE_TENANT,
@@ -158,6 +160,8 @@ RULES: dict[str, Rule] = {
     "api-reservations": API_TENANT,
     "api-quotes": API_TENANT.refusing("post", **NON_TENANT_WRITE),
     "api-quote": API_OWN,
+    "api-reservation": API_OWN,
+    "api-not-found": _rule("no such endpoint: a JSON 404 for everyone, in debug too", 404, 404, 404, 404, 404),
     "api-quote-accept": API_POST_OWN,
     "api-quote-decline": API_POST_OWN,
     "api-reservation-request": API_POST_TENANT,
@@ -208,8 +212,8 @@ def world(market, alice, bob, django_capture_on_commit_callbacks):  # type: igno
     assert market_clear(market_id=market.pk).status == "cleared"  # the dashboard's share chart has a point per job
     quote = reservation_quote(tenant=alice, resource_type="map", units=1, duration=600, arrival=0, deadline=3600)
     # a booked reservation and a Cura job of alice's: the reservation market and the pools show aggregates of them
-    reservation_accept(quote=reservation_quote(tenant=alice, resource_type="reduce", units=1, duration=600, arrival=600,
-                                               deadline=7200, value="30"), user=alice.user)
+    reservation = reservation_accept(quote=reservation_quote(tenant=alice, resource_type="reduce", units=1, duration=600,
+                                                             arrival=600, deadline=7200, value="30"), user=alice.user)
     pools_setup_paper(market=market)
     account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's Cura costs are in the thousands")
     cura_job = cura_job_submit(tenant=alice, user=alice.user, job_type=4, deadline_in_s=270)
@@ -229,7 +233,7 @@ def world(market, alice, bob, django_capture_on_commit_callbacks):  # type: igno
     for name, user in (("alice", alice.user), ("bob", bob.user), ("staff", staff), ("manager", manager)):
         clients[name] = Client()
         clients[name].force_login(user)
-    return {"job": job, "cura_job": cura_job, "quote": quote,
+    return {"job": job, "cura_job": cura_job, "quote": quote, "reservation": reservation,
             "run": run, "sim_run": done_run, "study": study, "done": done, "clients": clients, "alice": alice}
 
 
@@ -248,6 +252,8 @@ def _kwargs(name: str, pattern: URLPattern, world: dict[str, Any]) -> dict[str, 
             kw["pk"] = world["cura_job"].pk
         elif "quote" in name:
             kw["pk"] = world["quote"].pk
+        elif name == "api-reservation":
+            kw["pk"] = world["reservation"].pk
         elif name == "sim-run-jobs-csv":
             kw["pk"] = world["sim_run"].pk
         elif name.startswith("lab-run"):
@@ -262,7 +268,9 @@ def _kwargs(name: str, pattern: URLPattern, world: dict[str, Any]) -> dict[str, 
         kw["index"] = 0
     if "action" in groups:
         kw["action"] = "accept"
-    if groups - {"format", "pk", "index", "action"}:
+    if "rest" in groups:
+        kw["rest"] = "no/such/endpoint/"
+    if groups - {"format", "pk", "index", "action", "rest"}:
         return None  # admin routes with app labels or object ids: the namespace rule is checked on the others
     return kw
 

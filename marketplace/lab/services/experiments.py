@@ -226,7 +226,7 @@ def experiment_requeue(*, grace_s: float = 5.0) -> list[int]:
     now = timezone.now()
     due = ExperimentRun.objects.filter(status=Status.QUEUED, enqueued_at__isnull=True, cancel_requested=False).filter(
         Q(retry_at__isnull=True, created_at__lte=now - timedelta(seconds=grace_s)) | Q(retry_at__lte=now)
-    )
+    ).exclude(study__check_status="checking")  # an upload's runs wait for its check (services.simulations.simulation_check)
     ids = list(due.order_by("pk").values_list("pk", flat=True))
     if not ids:
         return []

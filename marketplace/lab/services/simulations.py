@@ -32,6 +32,8 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -41,16 +43,19 @@ from django.utils import timezone
 
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
+from marketplace.lab.services.uploads import upload_discard, upload_limits
 from marketplace.market.roles import sees_all_tenants
 from scheduler.registry import UnknownName
 from simulator import experiments
 from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
 from simulator.whatif.compare import summary_table
 from simulator.whatif.run import check_capacity, estimate_bytes, load_workload
+from simulator.workloads.traces import TraceLimits
 
 log = logging.getLogger(__name__)
 
 EXPERIMENT = "simulation"
+CHECK_TASK = "marketplace.tasks.simulation_check_task"
 SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
 MAX_RUNS = 64
 _threads: list[threading.Thread] = []  # eager mode only
@@ -73,12 +78,13 @@ def _label(vary: str, value: Any) -> str:
 
 def simulation_plan(
     *, workload: dict[str, Any], capacity: Sequence[int], base: dict[str, Any], vary: str, values: Sequence[Any], seeds: Sequence[int],
-    vm_pools: str = "",
+    vm_pools: str = "", check_trace: bool = True,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The runs of a study: ``(label, params)`` per value of ``vary`` and seed, validated.
 
     ``vm_pools`` (``"c2:10, c8:4"``), when given, is the cluster instead of ``capacity``
-    (``simulator.cura.pools``).
+    (``simulator.cura.pools``). ``check_trace=False`` leaves reading the trace (and the
+    memory estimate) to :func:`simulation_check` on a worker: an upload's.
 
     Raises:
         ValidationError: field-keyed (``workload`` keys, ``capacity``, ``vm_pools``,
@@ -112,14 +118,15 @@ def simulation_plan(
             key, _, msg = str(exc).partition(": ")
             raise ValidationError({key if key in (*WORKLOAD_KEYS, *CONFIG_KEYS, *CLUSTER_KEYS) else "__all__": msg or key}) from None
         plan.append((_label(vary, value), values_))
-    _check_workload(plan[0][1])
+    if check_trace:
+        _check_workload(plan[0][1])
     return plan
 
 
-def _check_workload(params: dict[str, Any]) -> None:
+def _check_workload(params: dict[str, Any], limits: TraceLimits | None = None) -> None:
     workload, capacity, config = specs(params)
     try:
-        jobs = load_workload(workload)
+        jobs = load_workload(workload, limits)
         check_capacity(jobs, capacity)
     except FileNotFoundError:
         raise ValidationError({"trace": "No such trace file."}) from None
@@ -148,8 +155,14 @@ def simulation_start(
     user: Any,
     market: Any = None,
     live: dict[str, Any] | None = None,
+    trace_name: str = "",
+    uploaded: bool = False,
 ) -> SimulationStudy:
     """Create a study and queue its runs (one Celery task each, after commit).
+
+    ``uploaded``: the trace is an upload, read first by :func:`simulation_check` on a worker
+    (the study is "checking" and its runs wait); ``trace_name`` is how the pages name the trace
+    (default: the file's name; never a server path).
 
     Raises:
         PermissionDenied: ``user`` is neither staff nor a tenant.
@@ -157,7 +170,8 @@ def simulation_start(
     """
     if not (getattr(user, "is_staff", False) or hasattr(user, "tenant")):
         raise PermissionDenied("Only staff and tenants may start simulations.")
-    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds, vm_pools=vm_pools)
+    plan = simulation_plan(workload=workload, capacity=capacity, base=base, vary=vary, values=values, seeds=seeds, vm_pools=vm_pools,
+                           check_trace=not uploaded)
     capacity = specs(plan[0][1])[1]  # the pools' slots when pools were given
     if vm_pools:
         workload = {**workload, "vm_pools": vm_pools}  # kept with the study's settings
@@ -165,7 +179,8 @@ def simulation_start(
         study = SimulationStudy.objects.create(
             title=title[:200] or "what-if", kind=SimulationStudy.Kind.LIVE if market is not None else SimulationStudy.Kind.TRACE,
             workload=workload, capacity=list(capacity), base=base, vary=vary if vary != "seed" else "",
-            market=market, live=live, created_by=user,
+            market=market, live=live, created_by=user, trace_name=(trace_name or Path(str(workload.get("trace", ""))).name)[:200],
+            check_status=SimulationStudy.Check.CHECKING if uploaded else SimulationStudy.Check.NONE,
         )  # fmt: skip
         most = int(getattr(settings, "SIMULATION_MAX_ATTEMPTS", 3))
         runs = ExperimentRun.objects.bulk_create(
@@ -173,8 +188,81 @@ def simulation_start(
              for label, p in plan]
         )
         ids = [r.pk for r in runs]
-        transaction.on_commit(lambda: _enqueue(ids))
+        if uploaded:
+            transaction.on_commit(lambda: _enqueue_check(study.pk))
+        else:
+            transaction.on_commit(lambda: _enqueue(ids))
     return study
+
+
+def _enqueue_check(study_id: int) -> None:
+    if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
+        thread = threading.Thread(target=_check_in_thread, args=(study_id,), name=f"simulation-check-{study_id}", daemon=True)
+        _threads.append(thread)
+        thread.start()
+        return
+    from marketplace.celery import app
+
+    try:
+        app.signature(CHECK_TASK, args=(study_id,), queue=SIMULATION_QUEUE).apply_async()
+    except Exception:  # the broker is down: the sweeper's experiment_requeue publishes the check again
+        log.exception("could not enqueue the check of study %s", study_id)
+
+
+def simulation_check_requeue() -> list[int]:
+    """Publish again the checks of uploads still "checking" well after their time limit (their
+    task never reached a worker, or the worker died): the sweeper calls it now and then
+    (``lab.hooks``; a check twice is harmless). Returns the study ids."""
+    stale = timezone.now() - timedelta(seconds=float(settings.SIMULATION_UPLOAD_CHECK_S) + 120.0)
+    ids = list(SimulationStudy.objects.filter(check_status=SimulationStudy.Check.CHECKING, created_at__lt=stale)
+               .order_by("pk").values_list("pk", flat=True)[:20])
+    for pk in ids:
+        _enqueue_check(pk)
+    return ids
+
+
+def _check_in_thread(study_id: int) -> None:
+    try:
+        simulation_check(study_id=study_id)
+    finally:
+        connection.close()
+
+
+def simulation_check(*, study_id: int) -> str:
+    """Read a study's uploaded trace on a worker, within ``upload_limits()`` (lines, seconds),
+    check its capacity and memory as :func:`simulation_plan` does for other traces; then queue
+    its runs ("passed"), or refuse it ("refused": the message, with the line at fault, on the
+    study page; its runs failed, the file deleted). Idempotent: a study not "checking" is left alone.
+    """
+    study = SimulationStudy.objects.get(pk=study_id)
+    if study.check_status != SimulationStudy.Check.CHECKING:
+        return study.check_status
+    runs = list(ExperimentRun.objects.filter(study=study).order_by("pk"))
+    try:
+        _check_workload(runs[0].params, upload_limits())
+    except ValidationError as exc:
+        text = "; ".join(f"{k}: {' '.join(v)}" if k != "__all__" else " ".join(v) for k, v in exc.message_dict.items())
+        sent_as = study.trace_name.removeprefix("upload ") or "the file"
+        return _refuse(study, runs, text.replace(Path(str(study.workload.get("trace", ""))).name, sent_as))  # its name as sent
+    except Exception as exc:  # a time limit, memory: the file is refused, never retried
+        log.exception("the check of study %s failed", study_id)
+        return _refuse(study, runs, f"The file could not be read ({type(exc).__name__}).")
+    updated = SimulationStudy.objects.filter(pk=study.pk, check_status=SimulationStudy.Check.CHECKING).update(
+        check_status=SimulationStudy.Check.PASSED, check_message=f"{len(runs)} run(s) queued.")
+    if updated:
+        _enqueue([r.pk for r in runs])
+    return SimulationStudy.Check.PASSED
+
+
+def _refuse(study: SimulationStudy, runs: list[ExperimentRun], message: str) -> str:
+    with transaction.atomic():
+        SimulationStudy.objects.filter(pk=study.pk).update(check_status=SimulationStudy.Check.REFUSED, check_message=message[:2000])
+        ExperimentRun.objects.filter(pk__in=[r.pk for r in runs], status=ExperimentRun.Status.QUEUED).update(
+            status=ExperimentRun.Status.FAILED, message="not run: the uploaded trace was refused", error=message[:2000],
+            finished_at=timezone.now())
+    upload_discard(study.workload.get("trace", ""))
+    simulation_gather(study_id=study.pk)
+    return SimulationStudy.Check.REFUSED
 
 
 def _enqueue(run_ids: list[int]) -> None:
@@ -273,8 +361,6 @@ def simulation_from_market(
         ValidationError: ``window_h`` not > 0, no job in the window, or see
             :func:`simulation_plan`.
     """
-    from pathlib import Path
-
     from marketplace.market.adapters import live_workload
 
     if not sees_all_tenants(user):

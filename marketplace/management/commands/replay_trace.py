@@ -32,7 +32,7 @@ from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.config import market_configure
 from marketplace.market.services.market import clearings_deferred
 from marketplace.market.services.setup import tenant_create
-from simulator.workloads.traces import TraceJob, load_swf, load_swim
+from simulator.workloads.traces import TraceJob, job_class, load_swf, load_swim
 
 MAX_TICKS = 10_000_000
 
@@ -126,8 +126,10 @@ def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.r
             if job.tasks[j] > 0
         ]
         # Named "trace-N", not "trace job N": on the pages "#N" is always the market's job number.
+        # The class is the job's shape and size (traces.job_class), so a tenant's repeats gather and get utility fits.
         bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace-{job.job_id}",
-               "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear"}
+               "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear",
+               "job_class": job_class(job)}
         out.append((job, owner[job.user], bid))
     return out
 

@@ -91,6 +91,7 @@ class Command(BaseCommand):
             elif not user.check_password(passwords[name]):
                 user.set_password(passwords[name])
                 user.save(update_fields=["password"])
+        seed_pools(market)
         logins = ", ".join(f"{name} / {pw}" for name, pw in passwords.items())
         self.stdout.write(f"Demo market '{market.name}' ready. Logins (admin is staff; the others are tenants): {logins}")
 
@@ -101,3 +102,16 @@ def _queue_by_path(market: Market, path: str) -> Queue:
             return q
     # The market was created by hand: put the tenant in its first leaf.
     return next(q for q in Queue.objects.filter(market=market) if not q.children.exists())
+
+
+DEMO_POOL_SIZE = 10  # VMs of each of paper 004's three types: the Cura page has pools to serve jobs
+
+
+def seed_pools(market: Market) -> None:
+    """Paper 004's VM types with ``DEMO_POOL_SIZE`` VMs each (``pools_setup_paper``), once: a
+    market that has VM types already keeps them."""
+    from marketplace.pools.models import VMInstanceType
+    from marketplace.pools.services.pools import pools_setup_paper
+
+    if not VMInstanceType.objects.filter(market=market).exists():
+        pools_setup_paper(market=market, size=DEMO_POOL_SIZE)

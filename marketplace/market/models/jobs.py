@@ -27,8 +27,8 @@ class Job(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     class Utility(models.TextChoices):
-        LINEAR = "linear", "Linear: sum w_j s_j"
-        LOG = "log", "Logscale: sum w_j log s_j"
+        LINEAR = "linear", "Linear: value grows in proportion to the shares (sum w_j s_j)"
+        LOG = "log", "Log-scale: diminishing returns, the first share counts most (sum w_j log s_j)"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 

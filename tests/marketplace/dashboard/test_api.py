@@ -86,7 +86,7 @@ def test_cancel_via_api_releases_hold(alice_api, alice):
     job_id = _post(alice_api, GOOD).json()["id"]
     resp = alice_api.post(f"/api/jobs/{job_id}/cancel/")
     assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
-    assert alice_api.post(f"/api/jobs/{job_id}/cancel/").status_code == 400
+    assert alice_api.post(f"/api/jobs/{job_id}/cancel/").status_code == 409  # the job ended: a conflict with its state
     alice.account.refresh_from_db()
     assert alice.account.held == 0
 

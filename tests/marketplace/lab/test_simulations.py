@@ -102,7 +102,8 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(staff, s
     assert "MB" in err.value.message_dict["__all__"][0] and not ExperimentRun.objects.exists()
 
 
-def test_a_malformed_upload_shows_the_line_at_fault(staff) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_upload_shows_the_line_at_fault(staff, settings, tmp_path, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    settings.SIMULATION_UPLOAD_DIR = tmp_path
     client = Client()
     client.force_login(staff)
     bad = io.BytesIO(b"job0\t10\t0\t100\t0\t0\njob1\t20\toops\n")
@@ -110,10 +111,15 @@ def test_a_malformed_upload_shows_the_line_at_fault(staff) -> None:  # type: ign
     form = {"title": "u", "trace": "upload", "upload": bad, "trace_format": "auto", "start_hour": 0, "hours": 1, "time_scale": 1,
             "tenants": 2, "groups": 1, "max_jobs": 0, "capacity": "10, 5", "mechanism": "abacus", "fairshare": "hltrf",
             "dispatch": "stride", "alpha": 0.5, "t_wait": 30, "vary": "", "values": "", "seeds": "0"}  # fmt: skip
-    response = client.post(reverse("sim"), form)
-    assert response.status_code == 400
-    assert b":2: expected 6 fields, got 3" in response.content
-    assert not SimulationStudy.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("sim"), form)  # stored only; a worker (eager here) reads it
+    assert response.status_code == 302
+    study = SimulationStudy.objects.get()
+    assert study.check_status == "refused" and ":2: expected 6 fields, got 3" in study.check_message
+    page = client.get(response["Location"])
+    assert b":2: expected 6 fields, got 3" in page.content
+    assert set(ExperimentRun.objects.values_list("status", flat=True)) == {"failed"}
+    assert not list(tmp_path.iterdir())  # the refused file is gone
 
 
 def test_cancelling_a_queued_study_cancels_every_run_and_gathers(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]

@@ -78,7 +78,7 @@ def test_cancel_with_a_key_is_idempotent(alice_api, alice):
     again = alice_api.post(url, HTTP_IDEMPOTENCY_KEY="c-1")
     assert first.status_code == again.status_code == 200 and again.json() == first.json()
     assert LedgerEntry.objects.filter(job_id=job["id"], kind=LedgerEntry.Kind.RELEASE).count() == 1
-    assert alice_api.post(url, HTTP_IDEMPOTENCY_KEY="c-2").status_code == 400  # a new key: really cancelled already
+    assert alice_api.post(url, HTTP_IDEMPOTENCY_KEY="c-2").status_code == 409  # a new key: really cancelled already (a conflict)
 
 
 def test_a_key_expires_after_the_ttl(alice_api, alice, settings):

@@ -36,7 +36,7 @@ def test_quote_then_accept(alice_api):
     mine = alice_api.get("/api/reservations/")
     assert [r["id"] for r in mine.data["results"]] == [accepted.data["id"]]
     again = alice_api.post(f"/api/reservations/quotes/{q['id']}/accept/")
-    assert again.status_code == 400 and "quote" in again.data
+    assert again.status_code == 409 and "quote" in again.data  # a conflict with the quote's state
 
 
 def test_a_moved_quote_answers_409_with_the_new_quote(alice_api, bob_api):

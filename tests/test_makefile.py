@@ -1,0 +1,35 @@
+"""Issue 23, item 19: `make run` stops cleanly on Ctrl-C (its recipe's trap must not re-enter itself)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run_trap() -> str:
+    """The `trap '...' SIGNALS` of the `run` recipe, as the recipe's shell sees it (make's $$ is $)."""
+    recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    match = re.search(r"trap '([^']*)' ([A-Z ]+);", recipe)
+    assert match, "the run recipe has no trap"
+    return f"trap '{match.group(1).replace('$$', '$')}' {match.group(2)}"
+
+
+def test_ctrl_c_stops_the_run_recipe_without_a_crash():
+    script = f"{_run_trap()}; sleep 60 & sleep 61 & wait"
+    proc = subprocess.Popen(["bash", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != -signal.SIGSEGV and proc.returncode != 139, err
+    assert "Segmentation fault" not in err
+    assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout == b""  # the children are gone
