@@ -140,6 +140,10 @@ class LastClearingSerializer(serializers.Serializer):
     n_jobs = serializers.IntegerField()
     solve_ms = serializers.FloatField()
     total_ms = serializers.FloatField(allow_null=True)
+    params = serializers.DictField(help_text=(
+        "The parameters this clearing used (every settings change reaches the next clearing): mechanism, alpha, "
+        "auction_tolerance, auction_max_rounds, fairshare_policy, t_wait (simulated s; null = off), fairshare_history, "
+        "fairshare_history_length (simulated s), dispatch_mode, capacity (slots per resource type, in stage order)."))
 
 
 class AccountSerializer(serializers.Serializer):

@@ -129,7 +129,19 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
         text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
         text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
         text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
+        text["clearing-params"] = clearing_params_text(last.get("params") or {})
     return {"text": text, "meters": meters}
+
+
+def clearing_params_text(params: dict[str, Any]) -> str:
+    """The parameters a clearing used, in one line ("abacus, alpha 0.1, ...")."""
+    if not params:
+        return "—"
+    t_wait = "off" if params.get("t_wait") is None else f"{params['t_wait']:g} s"
+    capacity = " + ".join(str(c) for c in params.get("capacity", []))
+    return (f"{params.get('mechanism')} (alpha {params.get('alpha')}, tolerance {params.get('auction_tolerance'):g}, "
+            f"at most {params.get('auction_max_rounds')} rounds) · {params.get('fairshare_policy')} (T_wait {t_wait}, "
+            f"history {params.get('fairshare_history')}) · {params.get('dispatch_mode')} dispatch · slots {capacity}")
 
 
 @login_required

@@ -77,6 +77,22 @@ def market_config(market: Market) -> MarketConfig:
     )
 
 
+def clearing_params(config: MarketConfig, capacity: Iterable[int]) -> dict[str, Any]:
+    """The parameters a clearing used, as stored with its Plan (``AllocationSnapshot.params``)
+    and shown as the dashboard's "last clearing": the three stage names, the auction's knobs,
+    the fair-share knobs (null for an infinite T_wait or history length: JSON has no inf)
+    and the slots of each resource type."""
+    def finite(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {
+        "mechanism": config.mechanism, "alpha": config.alpha, "auction_tolerance": config.tol,
+        "auction_max_rounds": config.max_rounds, "fairshare_policy": config.fairshare, "t_wait": finite(config.t_wait),
+        "fairshare_history": config.history, "fairshare_history_length": finite(config.history_length),
+        "dispatch_mode": config.dispatch, "capacity": [int(c) for c in capacity],
+    }
+
+
 JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time", "min_utility")  # what a job's spec reads of a Job
 
 # job id -> (queue id, budget, utility, simulated submit time, {resource type id: (tasks, s per task, weight)}, SLO).

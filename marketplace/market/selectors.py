@@ -160,6 +160,7 @@ def market_overview(*, market: Market) -> dict[str, object]:
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,
             "converged": snap.converged, "n_jobs": snap.n_jobs, "solve_ms": snap.solve_ms, "total_ms": snap.total_ms,
+            "params": snap.params,
         },
     }
 

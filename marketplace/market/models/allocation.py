@@ -34,6 +34,11 @@ class AllocationSnapshot(models.Model):
     solve_ms = models.FloatField(help_text="Wall time of the auction solve, milliseconds.")
     total_ms = models.FloatField(help_text="Wall time of the whole clearing (load, solve, store), milliseconds.")
     created_at = models.DateTimeField(auto_now_add=True)
+    params = models.JSONField(
+        default=dict, blank=True,
+        help_text="The parameters the clearing used (market.adapters.clearing_params): stages, alpha, tolerance, rounds, "
+                  "fair-share knobs, capacities.",
+    )
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]

@@ -253,7 +253,8 @@ def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> 
     else:
         plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
     plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
-    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
+    params = adapters.clearing_params(engine.config, engine.cluster.capacity.tolist())
+    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0, params=params)
     market.cleared_version = market.state_version
     market.clearings += 1
     return engine.apply_plan(plan, plan_id=plan_id)
