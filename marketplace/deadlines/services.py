@@ -227,6 +227,11 @@ def booking_promises(market: Market, types: Sequence[ResourceType], start: float
             for b_start, b_end, slots in rows for j, units in enumerate(slots[:len(types)]) if units > 0]
 
 
+def booked_job_ids(job_ids: list[int]) -> set[int]:
+    """Which of these jobs hold a deadline booking (served at its fixed price, never in the auction)."""
+    return set(DeadlineBooking.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
+
+
 def busy_units(*, market: Market, types: Sequence[ResourceType]) -> NDArray[np.int64]:
     """Units of each type running tasks of active jobs without a deadline booking, as of the
     last clock tick. Running tasks are never pre-empted, so these units are not free now."""

@@ -157,6 +157,22 @@ def job_specs(job_ids: Iterable[int], types: list[ResourceType], tree_map: TreeM
     return out
 
 
+def bid_work(job_ids: Iterable[int], types: list[ResourceType]) -> dict[int, tuple[float, ...]]:
+    """job id -> the slot-seconds of its whole work per resource type (tasks x seconds per task, in
+    resource-type order), from the bids this process keeps (read when missing)."""
+    ids = sorted(job_ids)
+    with _BIDS_LOCK:
+        missing = [pk for pk in ids if pk not in _BIDS]
+    if missing:
+        _read_bids(missing)
+    out = {}
+    for pk in ids:
+        with _BIDS_LOCK:
+            by_type = _BIDS[pk][4]
+        out[pk] = tuple(by_type[t.pk][0] * by_type[t.pk][1] if t.pk in by_type else 0.0 for t in types)
+    return out
+
+
 def latest_plan(market_id: int) -> tuple[int, Plan] | None:
     """(snapshot id, Plan) of the market's newest stored clearing, or None."""
     row = AllocationSnapshot.objects.filter(market_id=market_id, plan__isnull=False).order_by("-id").values_list("id", "plan").first()

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 ClearingExclusion = Callable[[list[int]], set[int]]
 """Of these new jobs (ids), the ones the part serves itself: a clearing leaves them out of the auction."""
 
+FixedPrice = Callable[[list[int]], set[int]]
+"""Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation, a booking):
+a cancellation keeps that price paid (docs/economy.md, "Cancellations")."""
+
 EngineSync = Callable[["Market", "MarketEngine", "list[ResourceType]"], None]
 """At a tick's sync (the market row locked): tell the engine what the part holds (bookings, say)."""
 
@@ -51,6 +55,7 @@ class Hooks:
     tick_work: dict[str, TickWork] = field(default_factory=dict)
     sweep_work: dict[str, SweepWork] = field(default_factory=dict)
     promise_sources: dict[str, PromiseSource] = field(default_factory=dict)
+    fixed_prices: dict[str, FixedPrice] = field(default_factory=dict)
 
 
 HOOKS = Hooks()
@@ -58,12 +63,12 @@ HOOKS = Hooks()
 
 def register(*, part: str, clearing_exclusion: ClearingExclusion | None = None, engine_sync: EngineSync | None = None,
              tick_work: TickWork | None = None, sweep_work: SweepWork | None = None,
-             promise_source: PromiseSource | None = None) -> None:
+             promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None) -> None:
     """Register ``part``'s hooks (each optional). Idempotent: a second call for the same part
     replaces the first, so an app registry that runs ``ready()`` twice registers nothing twice."""
     for table, hook in ((HOOKS.clearing_exclusions, clearing_exclusion), (HOOKS.engine_syncs, engine_sync),
                         (HOOKS.tick_work, tick_work), (HOOKS.sweep_work, sweep_work),
-                        (HOOKS.promise_sources, promise_source)):
+                        (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price)):
         if hook is not None:
             table[part] = hook
 
@@ -74,6 +79,16 @@ def excluded_from_clearing(job_ids: Iterable[int]) -> set[int]:
     out: set[int] = set()
     if ids:
         for hook in HOOKS.clearing_exclusions.values():
+            out |= hook(ids)
+    return out
+
+
+def fixed_price_jobs(job_ids: Iterable[int]) -> set[int]:
+    """The jobs among ``job_ids`` that some part sold at a price fixed at acceptance."""
+    ids = list(job_ids)
+    out: set[int] = set()
+    if ids:
+        for hook in HOOKS.fixed_prices.values():
             out |= hook(ids)
     return out
 

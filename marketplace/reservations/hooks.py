@@ -22,4 +22,4 @@ def book_missing(market: Market, engine: MarketEngine, types: list[ResourceType]
 
 def register() -> None:
     hooks.register(part="reservations", clearing_exclusion=reserved_job_ids, engine_sync=book_missing,
-                   promise_source=reservation_promises)
+                   promise_source=reservation_promises, fixed_price=reserved_job_ids)

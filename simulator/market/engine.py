@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentRule, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.jobs import inf_to_none, none_to_inf
@@ -318,8 +318,10 @@ class MarketEngine:
         charges, settled = [], []
         achieved: dict[int, float] = {}
         averages: dict[int, NDArray[np.float64]] = {}
+        rules: dict[int, PaymentKind] = {}
         for done in report.finished:
             averages[done.job_id] = self.average_share(done.job_id, done.finish_time)
+            rules[done.job_id] = self._books[done.job_id].rule.kind
             amount = self._settle(done, achieved)
             settled.append(done.job_id)
             if amount > 0:
@@ -332,7 +334,7 @@ class MarketEngine:
                 self.cluster.expire_reservations()
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages, rules,
         )
 
     def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:
