@@ -4,7 +4,7 @@ job is served at its fixed price, never by the auction (a cancellation keeps tha
 
 from __future__ import annotations
 
-from marketplace.deadlines.services import booked_job_ids, booking_promises
+from marketplace.deadlines.selectors import booked_job_ids, booking_promises
 from marketplace.market import hooks
 
 

@@ -27,6 +27,7 @@ from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.outlook import cluster_now
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.shortcuts import render_page, tenant_required
@@ -78,8 +79,10 @@ class DeadlineForm(forms.Form):
 
 def _quote_rows(q: DeadlineQuote) -> list[dict[str, Any]]:
     return [
-        {"type": t, "tasks": n, "work": w, "price": b, "available": a, "slots": r, "continuous": c}
-        for t, n, w, b, a, r, c in zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots, q.continuous, strict=True)
+        {"type": t, "tasks": n, "work": w, "price": b, "available": a, "slots": r, "continuous": c, "busy": q.busy_now[k],
+         "capacity": q.capacity[k], "promised": q.promised[k]}
+        for k, (t, n, w, b, a, r, c) in enumerate(zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots,
+                                                      q.continuous, strict=True))
     ]
 
 
@@ -116,4 +119,5 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
         "nav": "deadline", "form": form, "quote": quote, "rows": _quote_rows(quote) if quote else [], "figure": figure,
         "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
         "price": quote.price if quote is not None and quote.feasible else Decimal("0"),
+        "cluster_now": cluster_now(market=market),
     }, market=market)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from marketplace.market.models.market import Market
     from marketplace.market.models.queues import ResourceType
     from simulator.market.engine import MarketEngine
@@ -24,6 +26,10 @@ log = logging.getLogger(__name__)
 
 ClearingExclusion = Callable[[list[int]], set[int]]
 """Of these new jobs (ids), the ones the part serves itself: a clearing leaves them out of the auction."""
+
+PriceCurve = Callable[["Market", "Sequence[ResourceType]", float, float], "tuple[np.ndarray, np.ndarray]"]
+"""The market's price curve over [start, end): (slot starts (k,) simulated s, (m, k) price of one more unit
+of each type in each slot, money per slot-second; inf where a slot has no unit left). ERA's (paper 001)."""
 
 FixedPrice = Callable[[list[int]], set[int]]
 """Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation, a booking):
@@ -56,6 +62,7 @@ class Hooks:
     sweep_work: dict[str, SweepWork] = field(default_factory=dict)
     promise_sources: dict[str, PromiseSource] = field(default_factory=dict)
     fixed_prices: dict[str, FixedPrice] = field(default_factory=dict)
+    price_curves: dict[str, PriceCurve] = field(default_factory=dict)
 
 
 HOOKS = Hooks()
@@ -63,12 +70,14 @@ HOOKS = Hooks()
 
 def register(*, part: str, clearing_exclusion: ClearingExclusion | None = None, engine_sync: EngineSync | None = None,
              tick_work: TickWork | None = None, sweep_work: SweepWork | None = None,
-             promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None) -> None:
+             promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None,
+             price_curve: PriceCurve | None = None) -> None:
     """Register ``part``'s hooks (each optional). Idempotent: a second call for the same part
     replaces the first, so an app registry that runs ``ready()`` twice registers nothing twice."""
     for table, hook in ((HOOKS.clearing_exclusions, clearing_exclusion), (HOOKS.engine_syncs, engine_sync),
                         (HOOKS.tick_work, tick_work), (HOOKS.sweep_work, sweep_work),
-                        (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price)):
+                        (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price),
+                        (HOOKS.price_curves, price_curve)):
         if hook is not None:
             table[part] = hook
 
@@ -124,3 +133,11 @@ def promised_windows(market: Market, types: Sequence[ResourceType], start: float
     for source in HOOKS.promise_sources.values():
         out += source(market, types, start, end)
     return out
+
+
+def price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The market's price curve over [start, end) (:data:`PriceCurve`): the first registered source's
+    (ERA's), or None when no part prices time slots. One curve for every quote (docs/economy.md)."""
+    for source in HOOKS.price_curves.values():
+        return source(market, types, start, end)
+    return None
