@@ -30,6 +30,7 @@ from marketplace.ledger.services import account_adjust
 from marketplace.market import roles, selectors
 from marketplace.market import visibility as selectors_visibility
 from marketplace.market.models.market import Market
+from marketplace.market.prices import one_unit_prices
 from marketplace.market.resilience import cache_get, cache_set
 from marketplace.market.services.config import market_configure
 from marketplace.web import charts
@@ -206,6 +207,7 @@ def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only
         prices=selectors.price_points(market=market, max_points=MAX_POINTS),
         shares=selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS),
         job_labels=labels, job_until=selectors.job_share_until(market=market, job_ids=list(labels)), now=market.sim_time,
+        unit_prices=one_unit_prices(market=market, types=selectors.resource_types_of(market=market)),
     )
 
 

@@ -4,9 +4,10 @@ job is served at its fixed price, never by the auction (a cancellation keeps tha
 
 from __future__ import annotations
 
-from marketplace.deadlines.selectors import booked_job_ids, booking_promises
+from marketplace.deadlines.selectors import booked_job_ids, booking_price_points, booking_promises
 from marketplace.market import hooks
 
 
 def register() -> None:
-    hooks.register(part="deadlines", promise_source=booking_promises, fixed_price=booked_job_ids)
+    hooks.register(part="deadlines", promise_source=booking_promises, fixed_price=booked_job_ids,
+                   price_points=booking_price_points)

@@ -128,3 +128,12 @@ def promised_reason(types: Sequence[ResourceType], tasks: Sequence[int], capacit
         return ""
     return (f"Every {' and '.join(full)} slot is promised to reservations and deadline bookings until the deadline; "
             "choose a later deadline or fewer slots.")
+
+
+def booking_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
+    """Paper 003's prices offered (``market.hooks.PricePoints``): each booking's unit price per
+    slot-second of every type it booked, at the simulated time it was booked (newest 500 since ``since``)."""
+    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since).order_by("-id")
+            .values_list("sim_start", "unit_prices", "slots")[:500])
+    return [("deadline booking", j, float(at), float(prices[j]))
+            for at, prices, slots in rows for j in range(min(len(types), len(prices), len(slots))) if slots[j] > 0]

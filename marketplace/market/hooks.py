@@ -31,6 +31,12 @@ PriceCurve = Callable[["Market", "Sequence[ResourceType]", float, float], "tuple
 """The market's price curve over [start, end): (slot starts (k,) simulated s, (m, k) price of one more unit
 of each type in each slot, money per slot-second; inf where a slot has no unit left). ERA's (paper 001)."""
 
+PricePoint = tuple[str, int, float, float]
+"""(what was priced, resource column j, simulated time, money per slot-second): one price a part offered."""
+
+PricePoints = Callable[["Market", "Sequence[ResourceType]", float], list[PricePoint]]
+"""A part's prices offered since a simulated time (reservation quotes, deadline bookings), per slot-second."""
+
 FixedPrice = Callable[[list[int]], set[int]]
 """Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation, a booking):
 a cancellation keeps that price paid (docs/economy.md, "Cancellations")."""
@@ -63,6 +69,7 @@ class Hooks:
     promise_sources: dict[str, PromiseSource] = field(default_factory=dict)
     fixed_prices: dict[str, FixedPrice] = field(default_factory=dict)
     price_curves: dict[str, PriceCurve] = field(default_factory=dict)
+    price_points: dict[str, PricePoints] = field(default_factory=dict)
 
 
 HOOKS = Hooks()
@@ -71,13 +78,13 @@ HOOKS = Hooks()
 def register(*, part: str, clearing_exclusion: ClearingExclusion | None = None, engine_sync: EngineSync | None = None,
              tick_work: TickWork | None = None, sweep_work: SweepWork | None = None,
              promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None,
-             price_curve: PriceCurve | None = None) -> None:
+             price_curve: PriceCurve | None = None, price_points: PricePoints | None = None) -> None:
     """Register ``part``'s hooks (each optional). Idempotent: a second call for the same part
     replaces the first, so an app registry that runs ``ready()`` twice registers nothing twice."""
     for table, hook in ((HOOKS.clearing_exclusions, clearing_exclusion), (HOOKS.engine_syncs, engine_sync),
                         (HOOKS.tick_work, tick_work), (HOOKS.sweep_work, sweep_work),
                         (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price),
-                        (HOOKS.price_curves, price_curve)):
+                        (HOOKS.price_curves, price_curve), (HOOKS.price_points, price_points)):
         if hook is not None:
             table[part] = hook
 
@@ -141,3 +148,11 @@ def price_curve(market: Market, types: Sequence[ResourceType], start: float, end
     for source in HOOKS.price_curves.values():
         return source(market, types, start, end)
     return None
+
+
+def offered_prices(market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+    """Every part's prices offered since ``since`` (simulated s), per slot-second (:data:`PricePoints`)."""
+    out: list[PricePoint] = []
+    for source in HOOKS.price_points.values():
+        out += source(market, types, since)
+    return out

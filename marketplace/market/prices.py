@@ -102,3 +102,44 @@ def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, 
         if j < spent.shape[0] and remaining[j] > 0 and spent[j] > 0:
             out[t.name] = float(spent[j] / remaining[j])
     return out
+
+
+def rate_points(*, market: Market, span_s: float = 900.0, max_points: int = 500) -> list[dict[str, object]]:
+    """The spot market's realised rate over time, per type: at each sample, charged / slot-seconds of
+    the samples in the ``span_s`` simulated seconds up to it (a moving window smooths single jobs);
+    at most ``max_points`` per type, evenly spaced. Rows: sim_time, resource, rate."""
+    rows = list(RateSample.objects.filter(market=market).order_by("resource_type__stage", "resource_type_id", "sim_time", "id")
+                .values_list("resource_type__name", "sim_time", "charged", "slot_seconds"))
+    out: list[dict[str, object]] = []
+    by_type: dict[str, list[tuple[float, float, float]]] = {}
+    for name, t, c, w in rows:
+        by_type.setdefault(name, []).append((float(t), float(c), float(w)))
+    for name, samples in by_type.items():
+        t, c, w = (np.array(col) for col in zip(*samples, strict=True))
+        cc, ww = np.concatenate([[0.0], np.cumsum(c)]), np.concatenate([[0.0], np.cumsum(w)])
+        first = np.searchsorted(t, t - span_s, side="right")
+        paid, used = cc[1:] - cc[first], ww[1:] - ww[first]
+        keep = np.unique(np.round(np.linspace(0, t.size - 1, min(max_points, t.size))).astype(np.int64))
+        out += [{"sim_time": float(t[k]), "resource": name, "rate": float(paid[k] / used[k])} for k in keep.tolist() if used[k] > 0]
+    return out
+
+
+def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: float = 7200.0,
+                    since_s: float = 86400.0) -> dict[str, list[dict[str, object]]]:
+    """Every price of the market in money per slot-second, for one chart (issue 22): the spot
+    market's realised rate over time (:func:`rate_points`), the price curve quotes price from over
+    the next ``ahead_s`` seconds (``hooks.price_curve``: one more unit of each type, per slot), and
+    the prices the parts offered in the last ``since_s`` seconds (``hooks.offered_prices``:
+    reservation quotes, deadline bookings)."""
+    from marketplace.market import hooks
+
+    now = market.sim_time
+    curve: list[dict[str, object]] = []
+    answer = hooks.price_curve(market, types, now, now + ahead_s)
+    if answer is not None:
+        times, prices = answer
+        curve = [{"sim_time": float(t), "resource": types[j].name, "price": float(prices[j, k])}
+                 for j in range(len(types)) for k, t in enumerate(np.asarray(times).tolist()) if np.isfinite(prices[j, k])]
+    offered = [{"sim_time": at, "resource": types[j].name, "price": price, "source": label}
+               for label, j, at, price in hooks.offered_prices(market, types, now - since_s) if j < len(types)]
+    return {"spot": rate_points(market=market), "curve": curve, "offered": offered}

@@ -228,3 +228,16 @@ def reservation_promises(market: Market, types: Sequence[ResourceType], start: f
         market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
     ).values_list("resource_type_id", "units", "start", "end")
     return [(column[rt], int(units), float(r_start), float(r_end)) for rt, units, r_start, r_end in rows if rt in column]
+
+
+POINTS_LIMIT = 500  # newest quotes a chart shows
+
+
+def quote_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
+    """ERA's prices offered (``market.hooks.PricePoints``): each quote's price per slot-second at the
+    simulated time it was priced, newest ``POINTS_LIMIT`` since ``since``."""
+    column = {t.pk: j for j, t in enumerate(types)}
+    rows = (ReservationQuote.objects.filter(market=market, quoted_at__gte=since).order_by("-id")
+            .values_list("resource_type_id", "quoted_at", "price", "units", "duration")[:POINTS_LIMIT])
+    return [("reservation quote", column[rt], float(at), float(price) / (units * duration))
+            for rt, at, price, units, duration in rows if rt in column and units and duration]

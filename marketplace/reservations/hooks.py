@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from marketplace.market import hooks
-from marketplace.reservations.adapters import engine_bookings_missing, reservation_promises, reserved_job_ids, unit_price_curve
+from marketplace.reservations.adapters import (
+    engine_bookings_missing,
+    quote_price_points,
+    reservation_promises,
+    reserved_job_ids,
+    unit_price_curve,
+)
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
@@ -23,4 +29,5 @@ def book_missing(market: Market, engine: MarketEngine, types: list[ResourceType]
 
 def register() -> None:
     hooks.register(part="reservations", clearing_exclusion=reserved_job_ids, engine_sync=book_missing,
-                   promise_source=reservation_promises, fixed_price=reserved_job_ids, price_curve=unit_price_curve)
+                   promise_source=reservation_promises, fixed_price=reserved_job_ids, price_curve=unit_price_curve,
+                   price_points=quote_price_points)

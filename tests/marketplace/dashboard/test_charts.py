@@ -213,7 +213,7 @@ def test_dashboard_figures_keys_split_by_resource_and_share_one_time_unit():
         resources=[("map", 10), ("reduce", 5)], fairness=fairness, samples=samples, prices=[], shares=[],
         job_labels={}, now=2 * 86400,
     )
-    assert set(figs) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices"}
+    assert set(figs) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices", "unit-prices"}
     assert list(_trace(figs["alloc-0"], "root.a")["y"]) == [3]
     assert list(_trace(figs["alloc-1"], "root.a")["y"]) == [1]
     assert list(_trace(figs["rho-1"], "root.a")["y"]) == [0.5]
