@@ -83,6 +83,13 @@ class PreviewRowOut(serializers.Serializer):
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
 
 
+class SuggestedBudgetOut(serializers.Serializer):
+    budget = _money("The budget that pays the market's price level for the bid's work.")
+    finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now at that budget, {SIM_S} (null: never).")
+    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second (its realised spot rate).")
+    work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
+
+
 class PreviewOut(serializers.Serializer):
     """A dry run of a bid: an estimate, nothing placed or held."""
 
@@ -93,4 +100,5 @@ class PreviewOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
-    curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget.")
+    curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget and at the suggested one.")
+    suggested = SuggestedBudgetOut(allow_null=True, help_text="A suggested budget: about this much finishes in about this long.")

@@ -16,6 +16,7 @@ when auction jobs leave the market) is the market's reference price:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 import numpy as np
 from django.conf import settings
@@ -143,3 +144,17 @@ def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: f
     offered = [{"sim_time": at, "resource": types[j].name, "price": price, "source": label}
                for label, j, at, price in hooks.offered_prices(market, types, now - since_s) if j < len(types)]
     return {"spot": rate_points(market=market), "curve": curve, "offered": offered}
+
+
+DAY_S = 86400.0
+
+
+def fair_share_deposit(*, market: Market, queue_id: int, seconds: float = DAY_S) -> Decimal:
+    """What ``seconds`` (a day) of a leaf queue's fair share costs at the market's price level:
+    level (money per slot-second) x the leaf's fair fraction of the cluster (paper 002, the
+    weights down the tree) x every type's slots x seconds, in whole money units. A tenant's
+    deposit of this much buys about a day of its share (docs/economy.md)."""
+    tree_map = adapters.queue_tree(market)
+    fraction = float(tree_map.tree.leaf_fraction()[tree_map.leaf_position(queue_id)])
+    slots = sum(t.capacity for t in adapters.resource_types(market))
+    return Decimal(round(price_level(market=market) * fraction * slots * seconds))

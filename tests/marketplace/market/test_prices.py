@@ -96,3 +96,21 @@ def test_after_a_replayed_slice_the_three_prices_sit_within_a_small_factor(db, s
     assert spot is not None and max(prices.values()) / min(prices.values()) < 3.0, prices
     chart = one_unit_prices(market=market, types=types)
     assert chart["spot"] and chart["curve"] and any(r["source"] == "reservation quote" for r in chart["offered"])
+
+
+def test_the_demo_economy_is_sized_from_the_price_level(db, settings, tmp_path):
+    # seed_demo: each tenant's deposit buys a day of its fair share at the price level (the reference rate before any sale)
+    settings.VAR_DIR = tmp_path
+    settings.MARKET_REFERENCE_RATE = 0.5
+    call_command("seed_demo", stdout=io.StringIO())
+    market = Market.objects.get()
+    tree_map = adapters.queue_tree(market)
+    fractions = dict(zip(tree_map.leaf_queue_ids, tree_map.tree.leaf_fraction().tolist(), strict=True))
+    for tenant in Tenant.objects.select_related("account"):
+        day = 0.5 * fractions[tenant.default_queue_id] * (40 + 20) * 86400
+        assert tenant.account.available == Decimal(round(day)), tenant.name  # alice: 0.5 x 1/3 x 60 x 86400 = 864,000
+    # replay_trace: a bid's budget pays the price level for its work, with paper 000's U[50, 200] / 125 spread around it
+    call_command("replay_trace", TRACE, "--hours", "0.25", "--seed", "1", "--drain", stdout=io.StringIO())
+    jobs = list(Job.objects.filter(market=market).prefetch_related("work"))
+    ratios = [float(j.budget) / (0.5 * sum(w.tasks * w.task_duration for w in j.work.all())) for j in jobs]
+    assert jobs and all(0.4 - 0.01 <= r <= 1.6 + 0.01 for r in ratios), ratios
