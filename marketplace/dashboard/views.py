@@ -128,8 +128,8 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     last = overview["last_clearing"]
     if last:
         text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
-        text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
-        text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
+        text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total (computer time)"
+        text["clearing-jobs"] = f"{last['n_jobs']} jobs at {charts.format_hms(last['sim_time'])} on the market clock"
         text["clearing-params"] = clearing_params_text(last.get("params") or {})
     return {"text": text, "meters": meters}
 

@@ -40,7 +40,7 @@ class DeadlineForm(forms.Form):
 
     name = forms.CharField(max_length=120, required=False, label="Job name")
     deadline = forms.FloatField(
-        label="Finish by (simulated seconds on the market clock)",
+        label="Finish by (s, market clock)",
         help_text="Must lie after the market clock shown at the top of the page.",
     )
     alpha_err = forms.FloatField(

@@ -106,7 +106,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
             if job.vm_type is None:
                 messages.success(request, f"Job {job.pk} waits for room in a pool; {format_money(job.held)} is held.")
             else:
-                times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s (simulated)"
+                times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s (market clock)"
                 messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, "
                                           f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")

@@ -63,7 +63,7 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
         })
     slot = curve["slot_seconds"]
     anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
-    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s; "
+    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} s; "
                                            f"{anchor})", time_axis_title(unit), price_unit(DEADLINE_PRICE_UNIT)))
 
 

@@ -204,7 +204,7 @@ def _no_room(market: Market, rt: ResourceType, s: ReservationSettings, win: Wind
     k = lo + int(np.argmin(state.mech.promised[lo:hi]))
     when = (state.origin + k) * s.slot_seconds
     return (f"No start in the window has {win.units} {rt.name} units free for {win.duration} slots: at its freest slot "
-            f"(simulated {when:g} s) {int(state.promised[k])} of {rt.capacity} units are promised to reservations and bookings "
+            f"({when:g} s on the market clock) {int(state.promised[k])} of {rt.capacity} units are promised to reservations and bookings "
             f"and {int(state.busy[k])} are held by running tasks. Ask for fewer units or a later window.")
 
 
@@ -251,8 +251,8 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
             quote.status, quote.replaced_by = ReservationQuote.Status.EXPIRED, fresh
             quote.save(update_fields=["status", "replaced_by"])
             if fresh is not None and fresh.price > price:
-                moved = QuoteMoved(f"The market moved since this quote: the next feasible start (simulated {fresh.start:g} s) now "
-                                   f"costs {fresh.price}, more than the {price} you accepted. Review the new quote.", fresh)
+                moved = QuoteMoved(f"The market moved since this quote: the next feasible start ({fresh.start:g} s on the market "
+                                   f"clock) now costs {fresh.price}, more than the {price} you accepted. Review the new quote.", fresh)
             elif fresh is not None:
                 quote, price = fresh, fresh.price  # the next feasible start, at no more than the accepted price
         if moved is None:

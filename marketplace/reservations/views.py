@@ -31,9 +31,9 @@ class ReservationRequestForm(forms.Form):
 
     resource_type = forms.ChoiceField(label="Resource type")
     units = forms.IntegerField(label="Units (W)", help_text="Units held at once.")
-    duration = forms.FloatField(label="Duration T (simulated s)")
-    arrival = forms.FloatField(label="Window start A (simulated s)", help_text="On the market clock.")
-    deadline = forms.FloatField(label="Window end D (simulated s)", help_text="The reservation ends by then.")
+    duration = forms.FloatField(label="Duration T (s, market clock)")
+    arrival = forms.FloatField(label="Window start A (s, market clock)")
+    deadline = forms.FloatField(label="Window end D (s, market clock)", help_text="The reservation ends by then.")
     value = forms.CharField(label="Worth at most V (money, optional)", required=False,
                             help_text="Never used to set the price; it helps the market predict demand.")
 
@@ -98,7 +98,7 @@ def reservation_quote_action(request: HttpRequest, pk: int, action: str) -> Http
             messages.error(request, " ".join(exc.messages))  # exactly why no start of the window can be booked
             return redirect("reservation-new")
         messages.warning(request, f"{' '.join(exc.messages)} The new price is {format_money(exc.quote.price)} "
-                                  f"from simulated {exc.quote.start:g} s.")
+                                  f"from {exc.quote.start:g} s on the market clock.")
         return redirect("reservation-quote", pk=exc.quote.pk)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
