@@ -5,7 +5,14 @@ from marketplace.auction.models import AdoptedUtility
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.ledger.models import Account, IdempotencyKey, LedgerEntry, Tenant
-from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
+from marketplace.market.models.allocation import (
+    AllocationSnapshot,
+    FairnessSample,
+    MarketSample,
+    PriceSample,
+    RateSample,
+    ShareSample,
+)
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
@@ -31,6 +38,7 @@ __all__ = [
     "PoolSettings",
     "PriceSample",
     "Queue",
+    "RateSample",
     "Reservation",
     "ReservationQuote",
     "ReservationSettings",

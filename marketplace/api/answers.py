@@ -24,7 +24,10 @@ class DeadlineResourceOut(serializers.Serializer):
     tasks = serializers.IntegerField(help_text="Tasks of this type, a count.")
     work = serializers.FloatField(help_text="Work: tasks x seconds per task, slot-seconds.")
     unit_price = serializers.FloatField(help_text="Price b_k per slot-second (money per slot-second), a rate (paper 003, Sec. 3).")
-    available = serializers.IntegerField(help_text="Slots available to the booking, a count.")
+    available = serializers.IntegerField(help_text="Slots available to the booking at its start (after start_delay), a count.")
+    capacity = serializers.IntegerField(help_text="Slots of the type, a count.")
+    busy_now = serializers.IntegerField(help_text="Slots running a task now (the cluster's load as of the last tick), a count.")
+    promised = serializers.IntegerField(help_text="Slots promised to reservations and bookings in the window, a count.")
     slots = serializers.IntegerField(help_text="Whole slots booked, a count.")
     continuous = serializers.FloatField(help_text="Slots of the continuous (fractional) optimum.")
 
@@ -60,7 +63,10 @@ class DeadlineQuoteOut(serializers.Serializer):
                                       help_text=f"Guaranteed finish range [lo, hi], {SIM_S} (null: infinite).")
     paper_guarantee = serializers.ListField(child=serializers.FloatField(allow_null=True),
                                             help_text=f"The paper's bound [lo, hi], {SIM_S} (null: infinite).")
-    fastest_time = _seconds("Fastest possible execution", null=True)
+    fastest_time = _seconds("Fastest possible finish from now (waiting for slots to free included)", null=True)
+    start_delay = _seconds("Wait until the booked slots are free (running tasks end first; freed slots go to bookings "
+                           "before the auction)")
+    reason = serializers.CharField(help_text="Why no booking meets the deadline (empty when one does).")
     curve = DeadlineCurveOut(many=True, help_text="Payment against relative deadline.")
 
 
@@ -77,6 +83,13 @@ class PreviewRowOut(serializers.Serializer):
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
 
 
+class SuggestedBudgetOut(serializers.Serializer):
+    budget = _money("The budget that pays the market's price level for the bid's work.")
+    finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now at that budget, {SIM_S} (null: never).")
+    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second (its realised spot rate).")
+    work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
+
+
 class PreviewOut(serializers.Serializer):
     """A dry run of a bid: an estimate, nothing placed or held."""
 
@@ -87,4 +100,5 @@ class PreviewOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
-    curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget.")
+    curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget and at the suggested one.")
+    suggested = SuggestedBudgetOut(allow_null=True, help_text="A suggested budget: about this much finishes in about this long.")

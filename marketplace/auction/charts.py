@@ -60,7 +60,8 @@ def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str]
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": "estimated finish (min)", "x": budgets,
             "y": [None if r["finish_s"] is None else finite_or_none(r["finish_s"] / 60.0) for r in rows], "yaxis": "y2",
-            "line": {"dash": "dash"}, "hovertemplate": f"budget %{{x:.4g}} {currency()}: finish in %{{y:.1f}} simulated min<extra></extra>",
+            "line": {"dash": "dash"},
+            "hovertemplate": f"budget %{{x:.4g}} {currency()}: finish in %{{y:.1f}} min (market clock)<extra></extra>",
         })
     shapes = [] if entered is None or not rows else [{
         "type": "line", "xref": "x", "yref": "paper", "x0": entered, "x1": entered, "y0": 0, "y1": 1,
@@ -69,7 +70,7 @@ def price_preview_figure(rows: Sequence[dict[str, Any]], *, types: Sequence[str]
     layout = base_layout(
         "Estimate: what a budget would buy now", f"Budget ({currency()}, log scale)", "Share within your queue (0-1)",
         xaxis={"type": "log"}, yaxis={"range": [0, 1.05]}, hovermode="closest", height=320, shapes=shapes,
-        yaxis2={"title": {"text": "Estimated finish (simulated min)"}, "overlaying": "y", "side": "right",
+        yaxis2={"title": {"text": "Estimated finish (min, market clock)"}, "overlaying": "y", "side": "right",
                 "rangemode": "tozero", "automargin": True},
         margin={"l": 60, "r": 60, "t": 48, "b": 50},
         legend={"orientation": "h", "x": 0, "y": -0.25, "font": {"size": 11}},

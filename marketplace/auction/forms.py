@@ -88,7 +88,7 @@ class BidForm(forms.Form):
                 widget=forms.NumberInput(attrs={"min": 0, "step": 1}),
             )
             self.fields[f"{key}_duration"] = forms.FloatField(
-                label=f"{rt.name} simulated seconds per task", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[positive],
+                label=f"{rt.name} seconds per task (market clock)", initial=30.0, max_value=MAX_TASK_DURATION_S, validators=[positive],
                 widget=forms.NumberInput(attrs={"min": 0, "step": "any"}),
             )
             self.fields[f"{key}_weight"] = forms.FloatField(

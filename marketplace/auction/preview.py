@@ -34,5 +34,6 @@ def preview_for_form(form: BidForm, tenant: Tenant) -> dict[str, Any] | None:
     rows = preview.rows()
     return {
         "preview": preview, "rows": rows, "at": next(r for r in rows if r["budget"] == preview.entered),
+        "suggested": next((r for r in rows if r["budget"] == preview.suggested), None),
         "figure": charts_abacus.price_preview_figure(rows, types=preview.types, entered=preview.entered),
     }

@@ -21,6 +21,7 @@ from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.prices import price_level
 from marketplace.market.services.market import engine_context
 from marketplace.web import charts
 from scheduler.abacus.fit import UtilityFit, fit_utility
@@ -194,10 +195,17 @@ class Preview:
     entered: float
     points: list[PreviewPoint]
     note: str = PREVIEW_NOTE
+    suggested: float | None = None  # the budget that pays the market's price level for the work (money)
+    price_level: float | None = None  # money per slot-second (market.prices.price_level)
+    work: float = 0.0  # the bid's work, slot-seconds
 
     @property
     def at_entered(self) -> PreviewPoint:
         return next(p for p in self.points if p.budget == self.entered)
+
+    @property
+    def at_suggested(self) -> PreviewPoint | None:
+        return next((p for p in self.points if p.budget == self.suggested), None)
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
@@ -208,7 +216,9 @@ class Preview:
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
                 min_utility: float | None = None, queue_id: int | None = None) -> Preview:
     """Share per resource type and estimated finish time the bid would get now, at its
-    budget and at 1/8 .. 8 times it (``simulator.market.preview.price_preview``); writes nothing.
+    budget, at 1/8 .. 8 times it and at the suggested budget (:func:`suggested_budget`: the
+    market's price level times the bid's work) (``simulator.market.preview.price_preview``);
+    writes nothing.
 
     Raises:
         ValidationError: field errors of the work (as ``bid_submit``) or the budget.
@@ -232,11 +242,21 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     bid = Bid(float(budget), tuple(items[t.name].weight if t.name in items else 0.0 for t in context.types), utility,
               min_utility)
     entered = float(budget)
+    work_s = float(sum(n * d for n, d in zip(spec.tasks, spec.task_duration, strict=True)))
+    level = price_level(market=market)
+    suggested = suggested_budget(level=level, work=work_s)
     try:
-        points = price_preview(engine, spec, bid, preview_budgets(entered))
+        points = price_preview(engine, spec, bid, sorted({*preview_budgets(entered), suggested}))
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None
-    return Preview([t.name for t in context.types], entered, points)
+    return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s)
+
+
+def suggested_budget(*, level: float, work: float) -> float:
+    """A budget that pays the market's price level (money per slot-second) for ``work`` slot-seconds,
+    rounded to whole cents, at least one cent: what auction jobs have been paying for that much work
+    (docs/economy.md, "A demo economy that means something")."""
+    return max(round(level * work, 2), 0.01)
 
 
 def job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> list[dict[str, Any]]:

@@ -65,13 +65,18 @@ class JobSerializer(serializers.ModelSerializer):
     slo = serializers.SerializerMethodField(
         help_text="SLO jobs: in_pool (prolific pool at the latest clearing), predicted utility, achieved utility, met.",
     )
+    slot_seconds = serializers.FloatField(
+        read_only=True, allow_null=True,
+        help_text="Slot-seconds of work the job was served (its completed tasks), set when it finished or was cancelled "
+                  "(null before). charged / slot_seconds is the rate it paid, money per slot-second.",
+    )
 
     class Meta:
         model = Job
         fields = (
             "id", "name", "queue", "budget", "charged", "held", "utility", "status", "sim_submit_time",
             "sim_start_time", "sim_finish_time", "submitted_at", "finished_at", "work", "shares",
-            "job_class", "min_utility", "achieved_utility", "slo",
+            "job_class", "min_utility", "achieved_utility", "slo", "slot_seconds",
         )
 
     @extend_schema_field(SloStatusSerializer(allow_null=True))

@@ -8,21 +8,23 @@ its work and place the budget hold; after commit, the clearing is enqueued.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from decimal import Decimal
+from dataclasses import dataclass, replace
+from decimal import ROUND_DOWN, Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Sum
 
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
-from marketplace.ledger.services import job_held_amount, job_hold, job_release
-from marketplace.market import adapters, rows
+from marketplace.ledger.services import job_held_amount, job_hold, job_settle
+from marketplace.market import adapters, hooks, rows
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.services.market import engine_context, enqueue_clearing, market_lock_and_bump
+from marketplace.market.services.rates import Served, rates_record
 from marketplace.market.validation import StateConflict, parse_decimal_strict
 from scheduler.abacus.fit import fit_utility
 
@@ -182,9 +184,51 @@ def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tup
     return [replace(it, weight=weights.get(it.resource_type, 0.0)) for it in work], adopted.utility
 
 
+@dataclass(frozen=True)
+class CancellationCharge:
+    """What a cancelled auction job pays (docs/economy.md, "Cancellations").
+
+    Attributes:
+        amount: money charged from the hold: ``budget x done / total`` rounded down to the
+            money's places, at most the hold.
+        done: (m,) slot-seconds of completed tasks per resource type (the service received).
+        total: slot-seconds of the job's whole work.
+    """
+
+    amount: Decimal
+    done: tuple[float, ...]
+    total: float
+
+    @property
+    def fraction(self) -> float:
+        return sum(self.done) / self.total if self.total > 0 else 0.0
+
+
+def cancellation_charge(*, budget: Decimal, held: Decimal, work: list[tuple[int, float, int]]) -> CancellationCharge:
+    """The charge of an auction job cancelled with ``work`` = [(tasks, seconds per task, tasks done)]
+    per resource type (paper 000, Sec. 3, pays its budget at completion; a cancelled job pays the
+    budget times the fraction of its work done, the completed tasks' slot-seconds over the whole
+    work's; a killed task delivered nothing and is not counted). Bounded by ``held``."""
+    done = tuple(float(n_done) * float(duration) for _, duration, n_done in work)
+    total = float(sum(float(tasks) * float(duration) for tasks, duration, _ in work))
+    if total <= 0 or sum(done) <= 0:
+        return CancellationCharge(Decimal(0).quantize(MONEY_QUANTUM), done, total)
+    # exact decimal arithmetic on each type's slot-seconds, so the rule gives the same cents everywhere
+    fraction = sum(Decimal(repr(d)) for d in done) / sum(Decimal(repr(float(t) * float(w))) for t, w, _ in work)
+    amount = min((budget * min(fraction, Decimal(1))).quantize(MONEY_QUANTUM, rounding=ROUND_DOWN), held)
+    return CancellationCharge(amount, done, total)
+
+
 @transaction.atomic
 def job_cancel(*, job: Job, user: object = None) -> Job:
-    """Cancel an active job: release its hold; the cluster drops its tasks at the next tick.
+    """Cancel an active job; the cluster drops its tasks at the next tick (its running tasks are killed).
+
+    Money (docs/economy.md, "Cancellations"): a job at a price fixed at acceptance (an ERA
+    reservation, a deadline booking: ``hooks.fixed_price_jobs``) keeps that
+    price paid and gets the rest of its hold back; an auction job pays for the service it received,
+    :func:`cancellation_charge` (its budget times the fraction of its work done, at most its hold),
+    and gets the rest back. The ledger memo names what was paid for; the payment adds to the spot
+    market's realised rate.
 
     Raises:
         StateConflict: {"status": ...} if the job has already finished or been cancelled (a ValidationError).
@@ -197,13 +241,50 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     if job.status not in Job.ACTIVE:  # ended meanwhile: the bump rolls back with the error
         raise _not_cancellable(job)
     held = job_held_amount(job=job)
+    types = engine_context(market).types
+    charge, fixed = _cancellation(job, held, types)
+    amount = Decimal(0) if fixed else charge.amount
     if held > 0:
-        job_release(job=job, amount=held, memo=f"job {job.pk} cancelled", user=user)
+        job_settle(job=job, amount=amount, held=held, memo=_cancel_memo(job, charge, amount))
+    if not fixed:
+        rates_record(market_id=market.pk, sim_time=market.sim_time, types=types,
+                     served=[Served(job.pk, amount, charge.done)], utilisation=_utilisation(market, types))
     job.status = Job.Status.CANCELLED
     job.sim_finish_time = market.sim_time
-    rows.update_rows(Job, ("status", "sim_finish_time"), ("id",), [(job.status, job.sim_finish_time, job.pk)])
+    job.slot_seconds = float(sum(charge.done))
+    rows.update_rows(Job, ("status", "sim_finish_time", "charged", "slot_seconds"), ("id",),
+                     [(job.status, job.sim_finish_time, job.charged, job.slot_seconds, job.pk)])
     enqueue_clearing(market_id=market.pk)
     return job
+
+
+def _cancellation(job: Job, held: Decimal, types: list[ResourceType]) -> tuple[CancellationCharge, bool]:
+    """The rule's charge for ``job`` now, and whether it holds a fixed price instead."""
+    works = {w.resource_type_id: w for w in JobWork.objects.filter(job_id=job.pk).only("resource_type_id", "tasks", "task_duration",
+                                                                                       "done")}
+    work = [(w.tasks, w.task_duration, w.done) if (w := works.get(t.pk)) else (0, 1.0, 0) for t in types]
+    return cancellation_charge(budget=job.budget, held=held, work=work), bool(hooks.fixed_price_jobs([job.pk]))
+
+
+def cancellation_preview(*, job: Job) -> tuple[Decimal, CancellationCharge, bool]:
+    """What cancelling ``job`` now would cost (no write): (amount charged, the rule's figures,
+    True if it holds a price fixed at acceptance, which stays paid and nothing more is charged)."""
+    charge, fixed = _cancellation(job, job_held_amount(job=job), adapters.resource_types(job.market_id))
+    return (Decimal(0) if fixed else charge.amount), charge, fixed
+
+
+def _cancel_memo(job: Job, charge: CancellationCharge, amount: Decimal) -> str:
+    if amount <= 0:
+        return ""
+    return (f"job {job.pk} cancelled: {charge.fraction:.1%} of its work done ({sum(charge.done):,.0f} of {charge.total:,.0f} "
+            f"slot-seconds), paid that share of its budget {job.budget}")
+
+
+def _utilisation(market: object, types: list[ResourceType]) -> list[float]:
+    """(m,) busy slots / capacity of each type as of the last tick (the level of demand now)."""
+    running = dict(JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE).values("resource_type_id")
+                   .annotate(r=Sum("running")).values_list("resource_type_id", "r"))
+    return [float(running.get(t.pk) or 0) / t.capacity if t.capacity else 0.0 for t in types]
 
 
 def _not_cancellable(job: Job) -> StateConflict:

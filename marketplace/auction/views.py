@@ -23,10 +23,11 @@ from marketplace.auction import preview as bid_preview
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.forms import BidForm, JobFilterForm
 from marketplace.auction.selectors import job_rows
-from marketplace.auction.services import bid_submit, job_cancel, utility_fit_adopt
+from marketplace.auction.services import bid_submit, cancellation_preview, job_cancel, utility_fit_adopt
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import Tenant
+from marketplace.ledger.money import format_money
 from marketplace.market import selectors, visibility
 from marketplace.market.models.jobs import Job
 from marketplace.web.charts import job_share_figure
@@ -230,13 +231,19 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
             messages.info(request, f"Job #{job.pk} is {job.get_status_display().lower()}; there is nothing to cancel.")
             return redirect("job-detail", pk=job.pk)
         row = job_rows([job], tenant.market, selectors.resource_types_of(market=tenant.market))[0]
-        return render_page(request, "auction/job_cancel.html", {"nav": "jobs", "job": job, "row": row}, market=tenant.market)
+        amount, charge, fixed = cancellation_preview(job=job)
+        return render_page(request, "auction/job_cancel.html", {"nav": "jobs", "job": job, "row": row,
+                                                                "cancel": {"amount": amount, "fixed": fixed,
+                                                                           "percent": 100.0 * charge.fraction,
+                                                                           "done": sum(charge.done), "total": charge.total}},
+                           market=tenant.market)
     try:
-        job_cancel(job=job, user=request.user)
+        done = job_cancel(job=job, user=request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Job #{job.pk} cancelled; its hold was released.")
+        messages.success(request, f"Job #{job.pk} cancelled: it paid {format_money(done.charged)} for the service it received; "
+                                  "the rest of its hold was released.")
     return redirect("job-detail", pk=job.pk)
 
 

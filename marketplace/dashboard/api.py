@@ -35,13 +35,15 @@ from marketplace.dashboard.serializers import (
     MarketSampleSerializer,
     MarketStateSerializer,
     PriceSampleSerializer,
+    RateSampleSerializer,
 )
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
 from marketplace.market import roles, selectors
 from marketplace.market import visibility as selectors_visibility
-from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample
+from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.models.jobs import Job
+from marketplace.market.prices import rate_series
 from marketplace.market.services.config import market_configure
 
 
@@ -263,6 +265,24 @@ class PriceSeriesView(_SeriesView):
         if getattr(self, "swagger_fake_view", False):
             return PriceSample.objects.none()
         return selectors.price_series(market=default_market(self.request))
+
+
+class RateSeriesView(_SeriesView):
+    """The spot market's realised rate per resource type over simulated time: what auction jobs that
+    finished or were cancelled paid for the slot-seconds they used (money per slot-second; filters
+    as the other series). The market's reference price: reservation and deadline quotes are
+    anchored to it (docs/economy.md)."""
+
+    serializer_class = RateSampleSerializer
+
+    @conditional(scope="market", depends="all")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return RateSample.objects.none()
+        return rate_series(market=default_market(self.request))
 
 
 class AccountView(APIView):

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from marketplace.ledger.money import ABACUS_PRICE_UNIT, price_unit
+from marketplace.ledger.money import ABACUS_PRICE_UNIT, DEADLINE_PRICE_UNIT, price_unit
 from marketplace.web.charts import (
     COLORWAY,
     RHO,
@@ -134,14 +134,63 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
                                            f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})", yaxis={"rangemode": "tozero"}))
 
 
+SOURCE_SYMBOLS = {"reservation quote": "diamond", "deadline booking": "triangle-up"}
+
+
+def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[str, float] | None = None,
+                      deadline_window_s: float = 3600.0) -> Figure:
+    """Every price of the market in one unit, money per slot-second (issue 22), per resource type:
+    the spot auction's realised rate so far (solid), the price curve reservation and deadline
+    quotes price from over the coming hours (dotted; ERA's, anchored to the spot rate), the
+    deadline quote's unit price for the next ``deadline_window_s`` (the curve's mean over it,
+    a star at now) and the prices quoted or booked (markers). Log scale: the prices of one market
+    sit within a small factor of each other.
+
+    Args:
+        data: ``market.prices.one_unit_prices``: "spot" rows (sim_time, resource, rate), "curve" and
+            "offered" rows (sim_time, resource, price[, source]).
+    """
+    spot, curve, offered = list(data.get("spot", [])), list(data.get("curve", [])), list(data.get("offered", []))
+    unit = unit or unit_for_rows([*spot, *curve, *offered, {"sim_time": now}], None)
+    names = list(dict.fromkeys([str(r["resource"]) for r in (*spot, *curve, *offered)]))
+    traces: list[dict[str, Any]] = []
+    for k, name in enumerate(names):
+        color = COLORWAY[k % len(COLORWAY)]
+        rows = [r for r in spot if r["resource"] == name]
+        if rows:
+            traces.append({"type": "scatter", "mode": "lines", "name": f"spot, realised ({name})", "legendgroup": name,
+                           "line": {"color": color}, "x": [axis_value(r["sim_time"], unit) for r in rows],
+                           "y": [finite_or_none(r["rate"]) for r in rows]})
+        ahead = [r for r in curve if r["resource"] == name]
+        if ahead:
+            traces.append({"type": "scatter", "mode": "lines", "name": f"quote curve, next unit ({name})", "legendgroup": name,
+                           "line": {"color": color, "dash": "dot", "shape": "hv"},
+                           "x": [axis_value(r["sim_time"], unit) for r in ahead], "y": [finite_or_none(r["price"]) for r in ahead]})
+            window = [float(r["price"]) for r in ahead if float(r["sim_time"]) < now + deadline_window_s]
+            if window:
+                traces.append({"type": "scatter", "mode": "markers", "name": f"deadline quote, next hour ({name})",
+                               "legendgroup": name, "marker": {"symbol": "star", "size": 13, "color": color},
+                               "x": [axis_value(now, unit)], "y": [sum(window) / len(window)]})
+        for source, symbol in SOURCE_SYMBOLS.items():
+            points = [r for r in offered if r["resource"] == name and r.get("source") == source]
+            if points:
+                traces.append({"type": "scatter", "mode": "markers", "name": f"{source}s ({name})", "legendgroup": name,
+                               "marker": {"symbol": symbol, "size": 8, "color": color, "opacity": 0.7},
+                               "x": [axis_value(r["sim_time"], unit) for r in points],
+                               "y": [finite_or_none(r["price"]) for r in points]})
+    return make_figure(traces, base_layout("Prices in one unit: spot, reservation and deadline", time_axis_title(unit),
+                                           price_unit(DEADLINE_PRICE_UNIT), yaxis={"type": "log"}))
+
+
 def dashboard_figures(
     *, resources: list[tuple[str, float]], fairness: list[Row], samples: list[Row], prices: list[Row], shares: list[Row],
     job_labels: Mapping[int, str], now: float, job_until: Mapping[int, float] | None = None,
+    unit_prices: Mapping[str, list[Row]] | None = None,
 ) -> dict[str, Figure]:
     """All dashboard figures by element key, on one time unit chosen from the clock ``now``.
 
     Keys: ``alloc-<k>`` and ``rho-<k>`` for the k-th resource type, then ``jobs``,
-    ``util``, ``sharing`` and ``prices``.
+    ``util``, ``sharing``, ``prices`` and ``unit-prices`` (:func:`unit_price_figure`).
 
     Args:
         resources: (name, capacity) in stage order.
@@ -161,4 +210,5 @@ def dashboard_figures(
     figures["util"] = utilisation_figure(samples, unit=unit)
     figures["sharing"] = sharing_figure(samples, unit=unit)
     figures["prices"] = price_figure(prices, unit=unit)
+    figures["unit-prices"] = unit_price_figure(unit_prices or {}, now=now, unit=unit)
     return figures

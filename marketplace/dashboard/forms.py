@@ -57,7 +57,7 @@ class MarketSettingsForm(forms.Form):
     # A text box, not <input type=number>: browsers blank out what they cannot parse
     # (1e309), which then read as "This field is required"; the server explains instead.
     t_wait = forms.CharField(
-        label="T_wait (simulated s)", max_length=40, error_messages={"required": T_WAIT_REQUIRED},
+        label="T_wait (s, market clock)", max_length=40, error_messages={"required": T_WAIT_REQUIRED},
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
         help_text="Starvation timeout of H-LTRF in seconds: 0 = LTRF; 'off' = no timeout, the naive hierarchy (paper 002, Sec. 5.2).",
     )
@@ -66,7 +66,7 @@ class MarketSettingsForm(forms.Form):
     dispatch_mode = forms.ChoiceField(label="Dispatch inside a queue", choices=DISPATCH.choices)
     fairshare_history = forms.ChoiceField(label="Fair-share history", choices=history_choices, required=False)
     fairshare_history_length = forms.FloatField(
-        label="Round length L / half-life (simulated s)", validators=[positive], required=False,
+        label="Round length L / half-life (s, market clock)", validators=[positive], required=False,
         error_messages={"invalid": "Enter a finite number of seconds."},
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
         help_text="Rounds: usage restarts from zero every L seconds. Decay: usage halves every half-life (paper 002, Sec. 6.2.2).",

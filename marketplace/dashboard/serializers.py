@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from marketplace.api.fields import MoneyField, currency
 from marketplace.ledger.models import LedgerEntry
-from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample
+from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.services.config import parse_t_wait
 from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
 
@@ -89,6 +89,37 @@ class PriceSampleSerializer(serializers.ModelSerializer):
         fields = ("sim_time", "resource_type", "price", "snapshot")
 
 
+class RateSampleSerializer(serializers.ModelSerializer):
+    """What auction jobs that left the market at a simulated time paid for what they used on one type."""
+
+    sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
+    resource_type = serializers.CharField(source="resource_type.name")
+    charged = serializers.FloatField(help_text="Their charges attributed to this type (split by slot-seconds used), money.")
+    slot_seconds = serializers.FloatField(help_text="Slot-seconds of this type they used (completed tasks).")
+    jobs = serializers.IntegerField(help_text="Jobs that finished or were cancelled, a count.")
+    utilisation = serializers.FloatField(help_text="Busy slots / capacity of the type then, 0 to 1 (the level of demand).")
+    rate = serializers.SerializerMethodField(help_text="charged / slot_seconds: the realised rate, money per slot-second.")
+
+    class Meta:
+        model = RateSample
+        fields = ("sim_time", "resource_type", "charged", "slot_seconds", "jobs", "utilisation", "rate")
+
+    def get_rate(self, sample: RateSample) -> float:
+        return sample.charged / sample.slot_seconds if sample.slot_seconds > 0 else 0.0
+
+
+class SpotSerializer(serializers.Serializer):
+    """The spot auction's prices, money per slot-second (docs/economy.md, "One unit of price")."""
+
+    unit = serializers.CharField(help_text='The unit of every price here, e.g. "credits per slot-second".')
+    realised_rate = serializers.DictField(child=serializers.FloatField(allow_null=True), help_text=(
+        "Per resource type: what auction jobs paid per slot-second they used over the last day of simulated time "
+        "(null: nothing sold yet)."))
+    price_level = serializers.FloatField(help_text=(
+        "The realised rate over every type, or MARKET_REFERENCE_RATE before the first sale: what a tenant's money is "
+        "sized by."))
+
+
 class AllocationEntrySerializer(serializers.Serializer):
     job_id = serializers.IntegerField()
     tenant = serializers.CharField()
@@ -140,6 +171,10 @@ class LastClearingSerializer(serializers.Serializer):
     n_jobs = serializers.IntegerField()
     solve_ms = serializers.FloatField()
     total_ms = serializers.FloatField(allow_null=True)
+    params = serializers.DictField(help_text=(
+        "The parameters this clearing used (every settings change reaches the next clearing): mechanism, alpha, "
+        "auction_tolerance, auction_max_rounds, fairshare_policy, t_wait (simulated s; null = off), fairshare_history, "
+        "fairshare_history_length (simulated s), dispatch_mode, capacity (slots per resource type, in stage order)."))
 
 
 class AccountSerializer(serializers.Serializer):
@@ -187,7 +222,10 @@ class MarketStateSerializer(serializers.Serializer):
     clock_speed = serializers.FloatField()
     jobs = serializers.DictField(child=serializers.IntegerField())
     resources = ResourceStateSerializer(many=True)
-    prices = serializers.DictField(child=serializers.FloatField())
+    prices = serializers.DictField(child=serializers.FloatField(), help_text=(
+        "Abacus' implied price per resource type at the last clearing (sub-budgets / capacity, money per slot): the "
+        "auction's internal quantity; spot gives the market's prices per slot-second."))
+    spot = SpotSerializer(help_text="The spot market's prices in the market's one unit, money per slot-second.")
     last_clearing = LastClearingSerializer(allow_null=True)
 
 

@@ -20,6 +20,7 @@ api_urlpatterns = [
     path("market/fairness/", api.FairnessSeriesView.as_view(), name="api-fairness"),
     path("market/series/", api.MarketSeriesView.as_view(), name="api-market-series"),
     path("market/prices/", api.PriceSeriesView.as_view(), name="api-prices"),
+    path("market/rates/", api.RateSeriesView.as_view(), name="api-rates"),
     path("account/", api.AccountView.as_view(), name="api-account"),
     path("account/ledger/", api.LedgerView.as_view(), name="api-ledger"),
     path("staff/jobs/", api.StaffJobsView.as_view(), name="api-staff-jobs"),

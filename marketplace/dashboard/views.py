@@ -30,6 +30,7 @@ from marketplace.ledger.services import account_adjust
 from marketplace.market import roles, selectors
 from marketplace.market import visibility as selectors_visibility
 from marketplace.market.models.market import Market
+from marketplace.market.prices import one_unit_prices
 from marketplace.market.resilience import cache_get, cache_set
 from marketplace.market.services.config import market_configure
 from marketplace.web import charts
@@ -127,9 +128,21 @@ def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     last = overview["last_clearing"]
     if last:
         text["clearing-rounds"] = f"{last['rounds']}{'' if last['converged'] else ' (not converged)'}"
-        text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total"
-        text["clearing-jobs"] = f"{last['n_jobs']} jobs at simulated {charts.format_hms(last['sim_time'])}"
+        text["clearing-time"] = f"{last['solve_ms']:.1f} ms solve, {last['total_ms']:.1f} ms total (computer time)"
+        text["clearing-jobs"] = f"{last['n_jobs']} jobs at {charts.format_hms(last['sim_time'])} on the market clock"
+        text["clearing-params"] = clearing_params_text(last.get("params") or {})
     return {"text": text, "meters": meters}
+
+
+def clearing_params_text(params: dict[str, Any]) -> str:
+    """The parameters a clearing used, in one line ("abacus, alpha 0.1, ...")."""
+    if not params:
+        return "—"
+    t_wait = "off" if params.get("t_wait") is None else f"{params['t_wait']:g} s"
+    capacity = " + ".join(str(c) for c in params.get("capacity", []))
+    return (f"{params.get('mechanism')} (alpha {params.get('alpha')}, tolerance {params.get('auction_tolerance'):g}, "
+            f"at most {params.get('auction_max_rounds')} rounds) · {params.get('fairshare_policy')} (T_wait {t_wait}, "
+            f"history {params.get('fairshare_history')}) · {params.get('dispatch_mode')} dispatch · slots {capacity}")
 
 
 @login_required
@@ -194,6 +207,7 @@ def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only
         prices=selectors.price_points(market=market, max_points=MAX_POINTS),
         shares=selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS),
         job_labels=labels, job_until=selectors.job_share_until(market=market, job_ids=list(labels)), now=market.sim_time,
+        unit_prices=one_unit_prices(market=market, types=selectors.resource_types_of(market=market)),
     )
 
 

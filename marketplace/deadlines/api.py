@@ -64,9 +64,12 @@ def quote_data(q: DeadlineQuote) -> dict[str, Any]:
         "planned_deadline": q.planned_deadline, "alpha_err": q.alpha_err, "beta_err": q.beta_err,
         "node": q.node, "price_source": q.price_source,
         "resources": [
-            {"resource_type": t, "tasks": n, "work": w, "unit_price": b, "available": a, "slots": r, "continuous": c}
-            for t, n, w, b, a, r, c in zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots, q.continuous, strict=True)
+            {"resource_type": t, "tasks": n, "work": w, "unit_price": b, "available": a, "slots": r, "continuous": c,
+             "capacity": q.capacity[k], "busy_now": q.busy_now[k], "promised": q.promised[k]}
+            for k, (t, n, w, b, a, r, c) in enumerate(zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots,
+                                                          q.continuous, strict=True))
         ],
+        "start_delay": q.start_delay, "reason": q.reason,
         "exec_time": _finite(q.exec_time), "payment": money_text(q.price) if q.feasible else None,
         "continuous_exec_time": _finite(q.continuous_exec_time), "continuous_payment": _money(q.continuous_payment),
         "rounding_cost": _money(q.rounding_cost), "rounded_up_payment": _money(q.rounded_up_payment),

@@ -9,9 +9,12 @@ Algorithm 1 on the market's data:
   ``theta = 1`` because the staged cluster runs the map phase, then the reduce
   phase; the whole-slot vector is searched with the tasks' waves
   (``scheduler.deadline.slots``), which is the time the cluster really takes;
-* **prices** ``b_k`` (money per slot-second) from :func:`unit_prices`;
-* **candidate nodes**: :func:`candidate_nodes` (one node, the market's
-  cluster, until VM pools exist; each pool becomes a node then);
+* **prices** ``b_k`` (money per slot-second) from ``selectors.unit_prices``: the market's one
+  price curve (ERA's, anchored to the spot rate) over the quote's window;
+* **candidate nodes**: the cluster now and after each time its running tasks end
+  (``selectors.start_candidates``): a booking's slots are free when no promise and no running
+  task holds them, and freed slots go to bookings before the auction; the quote is the cheapest
+  candidate whose wait plus execution time meets the deadline (paper 003's cheapest of P nodes);
 * **error tolerance**: the vector is planned for ``D' = alpha_err * D``
   (Eq. 22), so the real time stays in ``[T'/beta_err, T'/alpha_err]`` (``T'``
   the planned time, ``<= D'``; Theorems 3-4), hence within D.
@@ -21,11 +24,9 @@ job, charges the fixed price through the ledger (hold, then charge: the price
 is due at acceptance) and books one reservation per resource type,
 ``(job, type, slots, [now, D))``, into the market engine with
 ``MarketEngine.book`` (``PaymentRule.fixed``): the reservation joins every Plan
-the engine applies. **Merge seam:** the ERA reservation market (issue 9) has
-its own booking service in ``services/reservations.py``; route
-:func:`deadline_book`'s ``_book_reservations`` through it and
-:func:`unit_prices` / :func:`reserved_units` through its price curve and
-promised capacity, and nothing else here changes.
+the engine applies. Its slots hold from now, so every slot a running task frees
+goes to it first, up to its slots (the engine's reservation stage), and it finishes
+by ``start + start_delay + exec_time`` at the latest.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import numpy as np
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from numpy.typing import NDArray
@@ -44,14 +44,27 @@ from numpy.typing import NDArray
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.deadlines.models import DeadlineBooking
+from marketplace.deadlines.selectors import (
+    MAX_STARTS,
+    PRICE_SOURCE_CURVE,
+    PRICE_SOURCE_FLOOR,
+    Start,
+    booked_job_ids,
+    booking_promises,
+    floor_unit_price,
+    promised_reason,
+    reserved_units,
+    start_candidates,
+    unit_prices,
+)
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money
-from marketplace.market import adapters, hooks
+from marketplace.market import adapters
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.outlook import market_outlook
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
-from marketplace.web.text import seconds_text
 from scheduler.deadline.payment import check_error_range
 from scheduler.deadline.slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
@@ -60,24 +73,8 @@ from simulator.market.records import Bid
 from simulator.records import JobSpec
 
 THETA = 1.0  # map, then reduce: the phases never overlap (paper 003, Eq. 1)
-PRICE_SOURCE_IMPLIED = "implied auction prices"
-PRICE_SOURCE_FLOOR = "floor price"
 CURVE_POINTS = 40
-
-
-def floor_unit_price() -> float:
-    """The least unit price (money per slot-second) a quote uses: the price of a type nobody
-    bids on (settings ``DEADLINE_FLOOR_UNIT_PRICE``, default 0.01)."""
-    return float(getattr(settings, "DEADLINE_FLOOR_UNIT_PRICE", 0.01))
-
-
-@dataclass(frozen=True)
-class Node:
-    """A candidate node of paper 003's Algorithm 1: unit prices and available units per type."""
-
-    name: str
-    prices: NDArray[np.float64]
-    available: NDArray[np.float64]
+CURVE_STARTS = 8  # candidate starts each point of the payment-against-deadline curve compares
 
 
 @dataclass(frozen=True)
@@ -120,6 +117,11 @@ class DeadlineQuote:
     paper_guarantee: tuple[float, float]
     fastest_time: float
     curve: list[tuple[float, float, float]] = field(default_factory=list)  # (relative D, whole-slot P, continuous P)
+    start_delay: float = 0.0  # seconds until the booked slots are all free (running tasks end first)
+    busy_now: list[int] = field(default_factory=list)  # slots of each type running a task now
+    promised: list[int] = field(default_factory=list)  # slots of each type promised in the window
+    capacity: list[int] = field(default_factory=list)
+    reason: str = ""  # why no booking can meet the deadline, when none can
 
     @property
     def price(self) -> Decimal:
@@ -169,101 +171,7 @@ def workload_of(types: Sequence[ResourceType], work: Sequence[WorkItem]) -> tupl
     return tasks, durations
 
 
-def unit_prices(*, market: Market, types: Sequence[ResourceType]) -> tuple[NDArray[np.float64], str]:
-    """Unit prices ``b_j`` in money per slot-second, and where they come from.
-
-    The implied auction prices of the newest Plan (``Diagnostics.prices``: the
-    sub-budgets bid on type j per slot, money per slot) spread over the time the
-    bidders' remaining work holds the capacity, ``W_j / C_j`` seconds: so
-    ``b_j = sum_i b_ij / W_j``, what the current bidders pay per slot-second of
-    work. A type without bids or without remaining work gets the floor price
-    (:func:`floor_unit_price`), as does every type below it.
-
-    Why these and not ERA's: the reservation market (issue 9, paper 001) is
-    being built beside this one; its price curve over the window [now, D) is the
-    better source once it exists (it prices the promised capacity). Switch here.
-    """
-    floor = floor_unit_price()
-    latest = adapters.latest_plan(market.pk)
-    if latest is None or latest[1].n == 0:
-        return np.full(len(types), floor), PRICE_SOURCE_FLOOR
-    plan = latest[1]
-    spent = plan.sub_budgets.sum(axis=0)
-    remaining = np.zeros(len(types))
-    column = {t.pk: j for j, t in enumerate(types)}
-    rows = JobWork.objects.filter(job_id__in=plan.job_ids.tolist(), job__status__in=Job.ACTIVE).values_list(
-        "resource_type_id", "pending", "running", "task_duration",
-    )
-    for type_id, pending, running, duration in rows:
-        if type_id in column:
-            remaining[column[type_id]] += (pending + running) * duration
-    with np.errstate(divide="ignore", invalid="ignore"):
-        implied = np.where(remaining > 0, spent / np.where(remaining > 0, remaining, 1.0), 0.0)
-    prices = np.maximum(implied, floor)
-    return prices, PRICE_SOURCE_IMPLIED if np.any(implied > floor) else PRICE_SOURCE_FLOOR
-
-
-def reserved_units(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> NDArray[np.int64]:
-    """Most units of each type promised to deadline bookings and ERA reservations of active
-    jobs at any time in [start, end) (a sweep over the bookings' windows)."""
-    m = len(types)
-    events: list[tuple[float, int, int, int]] = []
-    # every part's promises (market.hooks): these bookings, and ERA's reservations (paper 001)
-    for j, units, p_start, p_end in hooks.promised_windows(market, types, start, end):
-        events.append((max(p_start, start), 1, j, units))
-        events.append((p_end, -1, j, units))
-    level, peak = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    for _, sign, j, units in sorted(events, key=lambda e: (e[0], e[1])):  # ends before starts at one instant
-        level[j] += sign * units
-        peak[j] = max(peak[j], level[j])
-    return peak
-
-
-def booking_promises(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[hooks.Promise]:
-    """Paper 003's promises (``market.hooks.PromiseSource``): the slots of active jobs' deadline
-    bookings whose window overlaps [start, end), one promise per resource type booked."""
-    rows = DeadlineBooking.objects.filter(
-        market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
-    ).values_list("sim_start", "sim_end", "slots")
-    return [(j, int(units), float(b_start), float(b_end))
-            for b_start, b_end, slots in rows for j, units in enumerate(slots[:len(types)]) if units > 0]
-
-
-def busy_units(*, market: Market, types: Sequence[ResourceType]) -> NDArray[np.int64]:
-    """Units of each type running tasks of active jobs without a deadline booking, as of the
-    last clock tick. Running tasks are never pre-empted, so these units are not free now."""
-    column = {t.pk: j for j, t in enumerate(types)}
-    busy = np.zeros(len(types), dtype=np.int64)
-    rows = JobWork.objects.filter(
-        job__market=market, job__status__in=Job.ACTIVE, job__deadline_booking__isnull=True, running__gt=0,
-    ).values_list("resource_type_id", "running")
-    for type_id, running in rows:
-        if type_id in column:
-            busy[column[type_id]] += running
-    return busy
-
-
-def candidate_nodes(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[list[Node], str]:
-    """Paper 003's candidate nodes (one per resource pool) and the prices' source. Until VM
-    pools (Cura, paper 004) exist the market is one pool: its capacity minus the units
-    promised to bookings in [start, end) and minus the units shared tasks run on now (so a
-    booking starts at once and its execution time holds; the slots those tasks free later
-    go to the shared stage)."""
-    prices, source = unit_prices(market=market, types=types)
-    capacity = np.array([t.capacity for t in types], dtype=np.int64)
-    taken = reserved_units(market=market, types=types, start=start, end=end) + busy_units(market=market, types=types)
-    free = np.maximum(capacity - taken, 0)
-    return [Node(market.name, prices, free.astype(np.float64))], source
-
-
 # --- the quote ----------------------------------------------------------------------------------
-
-
-def _solve(tasks: list[int], durations: list[float], D: float, nodes: list[Node]) -> SlotAllocation:
-    l_ = np.array([n * d for n, d in zip(tasks, durations, strict=True)])
-    return min_payment_slots(
-        l_, D, np.array([n.prices for n in nodes]), np.array([n.available for n in nodes]), theta=THETA, tasks=tasks,
-    )
 
 
 MAX_DEADLINE_AHEAD_S = 365 * 86400.0  # a year of simulated time: far beyond any job, far below float overflow
@@ -314,38 +222,89 @@ def deadline_quote(
     start = market.sim_time
     D = D_abs - start
     planned = a_err * D
-    nodes, source = candidate_nodes(market=market, types=types, start=start, end=D_abs)
-    booked = _solve(tasks, durations, planned, nodes)
-    nominal = _solve(tasks, durations, D, nodes)
-    fastest = _solve(tasks, durations, 1e-9, nodes)  # infeasible on purpose: the whole availability's time
-    node = nodes[booked.node]
+    prices, source = unit_prices(market=market, types=types, start=start, end=D_abs)
+    capacity = np.array([t.capacity for t in types], dtype=np.int64)
+    promised = reserved_units(market=market, types=types, start=start, end=D_abs)
+    outlook = market_outlook(market=market)
+
+    def starts(before: float, limit: int = MAX_STARTS) -> list[Start]:
+        return start_candidates(capacity=capacity, promised=promised, outlook=outlook, now=start, before=before, limit=limit)
+
+    every = starts(math.inf)
+    booked, wait = _best(tasks, durations, planned, prices, starts(start + planned))
+    nominal, _ = _best(tasks, durations, D, prices, starts(D_abs))
+    fastest = min((c.delay + _solve(tasks, durations, 1e-9, prices, c.available).exec_time for c in every), default=math.inf)
     quote = DeadlineQuote(
         start=start, deadline=D_abs, relative_deadline=D, planned_deadline=planned, alpha_err=a_err, beta_err=b_err,
         types=[t.name for t in types], tasks=tasks, workload=[n * d for n, d in zip(tasks, durations, strict=True)],
-        node=node.name, unit_prices=node.prices.tolist(), price_source=source,
-        available=[int(x) for x in node.available], feasible=booked.feasible, slots=[int(x) for x in booked.slots],
-        exec_time=booked.exec_time, payment=booked.payment, continuous=booked.continuous.resources.tolist(),
-        continuous_exec_time=booked.continuous.exec_time, continuous_payment=booked.continuous.payment,
-        rounded_up_payment=booked.rounded_up_payment, nominal_payment=nominal.payment,
-        extra_cost=booked.payment - nominal.payment,
-        guarantee=(booked.exec_time / b_err, booked.exec_time / a_err), paper_guarantee=(planned / b_err, planned / a_err),
-        fastest_time=fastest.exec_time,
+        node=market.name if wait.delay <= 0 else f"{market.name} in {wait.delay:.0f} s", unit_prices=prices.tolist(),
+        price_source=source, available=[int(x) for x in wait.available], feasible=booked.feasible,
+        slots=[int(x) for x in booked.slots], exec_time=booked.exec_time, payment=booked.payment,
+        continuous=booked.continuous.resources.tolist(), continuous_exec_time=booked.continuous.exec_time,
+        continuous_payment=booked.continuous.payment, rounded_up_payment=booked.rounded_up_payment,
+        nominal_payment=nominal.payment, extra_cost=booked.payment - nominal.payment,
+        guarantee=(wait.delay + booked.exec_time / b_err, wait.delay + booked.exec_time / a_err),
+        paper_guarantee=(planned / b_err, planned / a_err), fastest_time=fastest, start_delay=wait.delay,
+        busy_now=[int(x) for x in outlook.busy], promised=[int(x) for x in promised], capacity=[int(x) for x in capacity],
+        reason=_reason(types, tasks, capacity, promised, fastest, a_err, D),
     )
     if curve:
-        quote = _with_curve(quote, tasks, durations, nodes)
+        quote = _with_curve(quote, tasks, durations, prices, starts(math.inf, CURVE_STARTS))
     return quote
 
 
-def _with_curve(quote: DeadlineQuote, tasks: list[int], durations: list[float], nodes: list[Node]) -> DeadlineQuote:
+def _solve(tasks: list[int], durations: list[float], D: float, prices: NDArray[np.float64],
+           available: NDArray[np.float64]) -> SlotAllocation:
+    """Paper 003's cheapest whole-slot vector for the work on one node (``scheduler.deadline.slots``)."""
+    l_ = np.array([n * d for n, d in zip(tasks, durations, strict=True)])
+    return min_payment_slots(l_, D, prices[None, :], available[None, :], theta=THETA, tasks=tasks)
+
+
+def _best(tasks: list[int], durations: list[float], D: float, prices: NDArray[np.float64],
+          starts: list[Start]) -> tuple[SlotAllocation, Start]:
+    """The cheapest feasible booking over the candidate starts (a start after ``s`` seconds has
+    ``D - s`` left; ties go to the earlier start), or, when none meets ``D``, the one that would
+    finish first (for the quote to show)."""
+    best: tuple[SlotAllocation, Start] | None = None
+    fallback: tuple[float, SlotAllocation, Start] | None = None
+    for c in starts:
+        if c.delay >= D:
+            break
+        x = _solve(tasks, durations, D - c.delay, prices, c.available)
+        if x.feasible and (best is None or x.payment < best[0].payment * (1 - 1e-12)):
+            best = (x, c)
+        elif not x.feasible and (fallback is None or c.delay + x.exec_time < fallback[0]):
+            fallback = (c.delay + x.exec_time, x, c)
+    if best is not None:
+        return best
+    if fallback is not None:
+        return fallback[1], fallback[2]
+    return _solve(tasks, durations, D, prices, starts[0].available), starts[0]
+
+
+def _reason(types: Sequence[ResourceType], tasks: list[int], capacity: NDArray[np.int64], promised: NDArray[np.int64],
+            fastest: float, alpha_err: float, D: float) -> str:
+    """Why no booking meets the deadline (empty when one does)."""
+    full = promised_reason(types, tasks, capacity, promised)
+    if full or fastest / alpha_err <= D * (1 + 1e-12):
+        return full
+    return (f"Even with every slot as it frees the job takes {fastest:.0f} s from now"
+            f"{f' (planned with D = {alpha_err:g} x the deadline)' if alpha_err < 1 else ''}; choose a deadline at least "
+            f"{math.ceil(fastest / alpha_err)} s from now.")
+
+
+def _with_curve(quote: DeadlineQuote, tasks: list[int], durations: list[float], prices: NDArray[np.float64],
+                starts: list[Start]) -> DeadlineQuote:
     """Payment against deadline (the cost of urgency): from the tightest deadline the
-    tolerance can still meet (``fastest / alpha_err``) to three times the asked one."""
+    tolerance can still meet (``fastest / alpha_err``) to three times the asked one (the unit
+    prices of the asked window throughout)."""
     lo = quote.fastest_time / quote.alpha_err
     if not math.isfinite(lo):
         return quote  # a type has no free unit: no deadline can be met
     hi = max(3.0 * quote.relative_deadline, 2.0 * lo)
     points = []
     for D in np.geomspace(max(lo, 1e-6), hi, CURVE_POINTS).tolist():
-        x = _solve(tasks, durations, quote.alpha_err * D, nodes)
+        x, _ = _best(tasks, durations, quote.alpha_err * D, prices, starts)
         if x.feasible:
             points.append((D, x.payment, x.continuous.payment))
     return DeadlineQuote(**{**quote.__dict__, "curve": points})
@@ -375,10 +334,7 @@ def deadline_book(
     market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
     quote = deadline_quote(market=market, work=work, deadline=deadline, alpha_err=alpha_err, beta_err=beta_err, curve=False)
     if not quote.feasible:
-        raise ValidationError({"deadline": (
-            f"No booking can meet this deadline: with every available slot the job takes {seconds_text(quote.fastest_time)}"
-            f" (planned with D' = {quote.alpha_err:g} x D); choose a later deadline."
-        )})
+        raise ValidationError({"deadline": f"No booking can meet this deadline. {quote.reason}".strip()})
     price = quote.price
     if max_payment is not None and price > max_payment:
         raise ValidationError({"max_payment": f"The price is now {price} (you accepted up to {max_payment}); quote again."})
@@ -442,3 +398,8 @@ def _book_reservations(market: Market, job: Job, quote: DeadlineQuote, reservati
         engine.apply_plan(empty_plan(engine.m))
     engine_store(market=market, context=context, engine=engine)
     market.save(update_fields=ENGINE_FIELDS)
+
+
+# what this module offered before the quote's market data moved to ``selectors`` (hooks, tests, other parts)
+__all__ = ["PRICE_SOURCE_CURVE", "PRICE_SOURCE_FLOOR", "DeadlineQuote", "booked_job_ids", "booking_promises", "deadline_book",
+           "deadline_quote", "floor_unit_price", "reserved_units", "unit_prices", "workload_of"]

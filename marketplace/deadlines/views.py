@@ -28,6 +28,7 @@ from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.outlook import cluster_now
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.shortcuts import render_page, tenant_required
@@ -41,7 +42,7 @@ class DeadlineForm(forms.Form):
 
     name = forms.CharField(max_length=120, required=False, label="Job name")
     deadline = forms.FloatField(
-        label="Finish by (simulated seconds on the market clock)",
+        label="Finish by (s, market clock)",
         help_text="Must lie after the market clock shown at the top of the page.",
     )
     alpha_err = forms.FloatField(
@@ -80,8 +81,10 @@ class DeadlineForm(forms.Form):
 
 def _quote_rows(q: DeadlineQuote) -> list[dict[str, Any]]:
     return [
-        {"type": t, "tasks": n, "work": w, "price": b, "available": a, "slots": r, "continuous": c}
-        for t, n, w, b, a, r, c in zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots, q.continuous, strict=True)
+        {"type": t, "tasks": n, "work": w, "price": b, "available": a, "slots": r, "continuous": c, "busy": q.busy_now[k],
+         "capacity": q.capacity[k], "promised": q.promised[k]}
+        for k, (t, n, w, b, a, r, c) in enumerate(zip(q.types, q.tasks, q.workload, q.unit_prices, q.available, q.slots,
+                                                      q.continuous, strict=True))
     ]
 
 
@@ -119,4 +122,5 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
         "fastest_text": seconds_text(quote.fastest_time) if quote is not None else "",
         "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
         "price": quote.price if quote is not None and quote.feasible else Decimal("0"),
+        "cluster_now": cluster_now(market=market),
     }, market=market)

@@ -77,6 +77,22 @@ def market_config(market: Market) -> MarketConfig:
     )
 
 
+def clearing_params(config: MarketConfig, capacity: Iterable[int]) -> dict[str, Any]:
+    """The parameters a clearing used, as stored with its Plan (``AllocationSnapshot.params``)
+    and shown as the dashboard's "last clearing": the three stage names, the auction's knobs,
+    the fair-share knobs (null for an infinite T_wait or history length: JSON has no inf)
+    and the slots of each resource type."""
+    def finite(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {
+        "mechanism": config.mechanism, "alpha": config.alpha, "auction_tolerance": config.tol,
+        "auction_max_rounds": config.max_rounds, "fairshare_policy": config.fairshare, "t_wait": finite(config.t_wait),
+        "fairshare_history": config.history, "fairshare_history_length": finite(config.history_length),
+        "dispatch_mode": config.dispatch, "capacity": [int(c) for c in capacity],
+    }
+
+
 JOB_FIELDS = ("id", "queue_id", "budget", "utility", "sim_submit_time", "min_utility")  # what a job's spec reads of a Job
 
 # job id -> (queue id, budget, utility, simulated submit time, {resource type id: (tasks, s per task, weight)}, SLO).
@@ -138,6 +154,22 @@ def job_specs(job_ids: Iterable[int], types: list[ResourceType], tree_map: TreeM
             submit_time=max(submitted, now),
         )
         out.append((spec, Bid(budget, tuple(by_type[t.pk][2] if t.pk in by_type else 0.0 for t in types), utility, slo)))
+    return out
+
+
+def bid_work(job_ids: Iterable[int], types: list[ResourceType]) -> dict[int, tuple[float, ...]]:
+    """job id -> the slot-seconds of its whole work per resource type (tasks x seconds per task, in
+    resource-type order), from the bids this process keeps (read when missing)."""
+    ids = sorted(job_ids)
+    with _BIDS_LOCK:
+        missing = [pk for pk in ids if pk not in _BIDS]
+    if missing:
+        _read_bids(missing)
+    out = {}
+    for pk in ids:
+        with _BIDS_LOCK:
+            by_type = _BIDS[pk][4]
+        out[pk] = tuple(by_type[t.pk][0] * by_type[t.pk][1] if t.pk in by_type else 0.0 for t in types)
     return out
 
 

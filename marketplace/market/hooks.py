@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from marketplace.market.models.market import Market
     from marketplace.market.models.queues import ResourceType
     from simulator.market.engine import MarketEngine
@@ -24,6 +26,20 @@ log = logging.getLogger(__name__)
 
 ClearingExclusion = Callable[[list[int]], set[int]]
 """Of these new jobs (ids), the ones the part serves itself: a clearing leaves them out of the auction."""
+
+PriceCurve = Callable[["Market", "Sequence[ResourceType]", float, float], "tuple[np.ndarray, np.ndarray]"]
+"""The market's price curve over [start, end): (slot starts (k,) simulated s, (m, k) price of one more unit
+of each type in each slot, money per slot-second; inf where a slot has no unit left). ERA's (paper 001)."""
+
+PricePoint = tuple[str, int, float, float]
+"""(what was priced, resource column j, simulated time, money per slot-second): one price a part offered."""
+
+PricePoints = Callable[["Market", "Sequence[ResourceType]", float], list[PricePoint]]
+"""A part's prices offered since a simulated time (reservation quotes, deadline bookings), per slot-second."""
+
+FixedPrice = Callable[[list[int]], set[int]]
+"""Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation, a booking):
+a cancellation keeps that price paid (docs/economy.md, "Cancellations")."""
 
 EngineSync = Callable[["Market", "MarketEngine", "list[ResourceType]"], None]
 """At a tick's sync (the market row locked): tell the engine what the part holds (bookings, say)."""
@@ -51,6 +67,9 @@ class Hooks:
     tick_work: dict[str, TickWork] = field(default_factory=dict)
     sweep_work: dict[str, SweepWork] = field(default_factory=dict)
     promise_sources: dict[str, PromiseSource] = field(default_factory=dict)
+    fixed_prices: dict[str, FixedPrice] = field(default_factory=dict)
+    price_curves: dict[str, PriceCurve] = field(default_factory=dict)
+    price_points: dict[str, PricePoints] = field(default_factory=dict)
 
 
 HOOKS = Hooks()
@@ -58,12 +77,14 @@ HOOKS = Hooks()
 
 def register(*, part: str, clearing_exclusion: ClearingExclusion | None = None, engine_sync: EngineSync | None = None,
              tick_work: TickWork | None = None, sweep_work: SweepWork | None = None,
-             promise_source: PromiseSource | None = None) -> None:
+             promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None,
+             price_curve: PriceCurve | None = None, price_points: PricePoints | None = None) -> None:
     """Register ``part``'s hooks (each optional). Idempotent: a second call for the same part
     replaces the first, so an app registry that runs ``ready()`` twice registers nothing twice."""
     for table, hook in ((HOOKS.clearing_exclusions, clearing_exclusion), (HOOKS.engine_syncs, engine_sync),
                         (HOOKS.tick_work, tick_work), (HOOKS.sweep_work, sweep_work),
-                        (HOOKS.promise_sources, promise_source)):
+                        (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price),
+                        (HOOKS.price_curves, price_curve), (HOOKS.price_points, price_points)):
         if hook is not None:
             table[part] = hook
 
@@ -74,6 +95,16 @@ def excluded_from_clearing(job_ids: Iterable[int]) -> set[int]:
     out: set[int] = set()
     if ids:
         for hook in HOOKS.clearing_exclusions.values():
+            out |= hook(ids)
+    return out
+
+
+def fixed_price_jobs(job_ids: Iterable[int]) -> set[int]:
+    """The jobs among ``job_ids`` that some part sold at a price fixed at acceptance."""
+    ids = list(job_ids)
+    out: set[int] = set()
+    if ids:
+        for hook in HOOKS.fixed_prices.values():
             out |= hook(ids)
     return out
 
@@ -108,4 +139,20 @@ def promised_windows(market: Market, types: Sequence[ResourceType], start: float
     out: list[Promise] = []
     for source in HOOKS.promise_sources.values():
         out += source(market, types, start, end)
+    return out
+
+
+def price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The market's price curve over [start, end) (:data:`PriceCurve`): the first registered source's
+    (ERA's), or None when no part prices time slots. One curve for every quote (docs/economy.md)."""
+    for source in HOOKS.price_curves.values():
+        return source(market, types, start, end)
+    return None
+
+
+def offered_prices(market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+    """Every part's prices offered since ``since`` (simulated s), per slot-second (:data:`PricePoints`)."""
+    out: list[PricePoint] = []
+    for source in HOOKS.price_points.values():
+        out += source(market, types, since)
     return out

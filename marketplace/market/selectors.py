@@ -11,11 +11,13 @@ from typing import Any
 from django.db.models import Count, QuerySet, Sum
 
 from marketplace.ledger.models import Account, LedgerEntry, Tenant
+from marketplace.ledger.money import DEADLINE_PRICE_UNIT, price_unit
 from marketplace.market import adapters, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.prices import price_level, realised_rates
 
 
 def market_default() -> Market:
@@ -157,9 +159,12 @@ def market_overview(*, market: Market) -> dict[str, object]:
             for t in types
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
+        "spot": {"unit": price_unit(DEADLINE_PRICE_UNIT), "realised_rate": realised_rates(market=market, types=types),
+                 "price_level": price_level(market=market)},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,
             "converged": snap.converged, "n_jobs": snap.n_jobs, "solve_ms": snap.solve_ms, "total_ms": snap.total_ms,
+            "params": snap.params,
         },
     }
 

@@ -63,7 +63,7 @@ def _pools_state() -> dict[str, Any]:
         "settings": {f: getattr(ps, f) for f in SETTINGS_FIELDS},
         "pools": [
             {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": str(r["type"].price),
-             "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
+             "price_per_slot_second": r["slot_rate"], "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
             for r in selectors_pools.pool_rows(market=market)
         ],
     }
@@ -121,7 +121,8 @@ class CuraJobsView(generics.GenericAPIView):
 
 
 class CuraJobCancelView(APIView):
-    """``POST``: withdraw one of your waiting, reserved or running Cura jobs; its hold is released."""
+    """``POST``: withdraw one of your waiting, reserved or running Cura jobs: a running one pays for the VM-seconds it ran
+    (at most its configuration's cost), the rest of its hold is released (docs/economy.md)."""
 
     @extend_schema(request=None, responses=CuraJobSerializer)
     def post(self, request: Request, pk: int) -> Response:

@@ -43,7 +43,7 @@ class VMTypeForm(forms.Form):
 
 class CuraJobForm(forms.Form):
     job_type = forms.TypedChoiceField(choices=JOB_TYPES, coerce=int, label="Job (profiled)")
-    deadline_in_s = forms.FloatField(min_value=0.001, label="Deadline (simulated s from now)")
+    deadline_in_s = forms.FloatField(min_value=0.001, label="Deadline (s from now, market clock)")
     job_class = forms.CharField(required=False, max_length=60, label="Job class (optional)",
                                 help_text="Your name for repeats of this job: its completed runs refine its profile.")
     runtime_scale = forms.FloatField(required=False, min_value=0.01, max_value=100, label="Real run / profile (simulation)",

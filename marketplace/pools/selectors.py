@@ -36,14 +36,21 @@ def _held(market: Market) -> list[tuple[int, int, float, float]]:
     return [(t, k, s, f if f is not None else e) for t, k, s, e, f in rows.values_list(*fields)]
 
 
+def slot_rate(vm_type: VMInstanceType) -> float:
+    """A VM type's price in the market's one unit, money per slot-second: its price per VM-second
+    over its slots (a map slot per vCPU, as the simulator's pools give them, ``simulator.cura.pools``;
+    docs/economy.md)."""
+    return float(vm_type.price) / vm_type.vcpus
+
+
 def pool_rows(*, market: Market) -> list[dict[str, Any]]:
-    """One row per pool: type, size, cores, VMs busy now and utilisation now."""
+    """One row per pool: type, size, cores, VMs busy now, utilisation now and the price per slot-second."""
     busy = busy_at(market=market, t=market.sim_time)
     rows = []
     for t in vm_types_of(market=market):
         used = busy.get(t.pk, 0)
         rows.append({"type": t, "pool": t.pool, "cores": t.vcpus * t.pool.size, "busy": used,
-                     "utilisation": used / t.pool.size if t.pool.size else 0.0})
+                     "utilisation": used / t.pool.size if t.pool.size else 0.0, "slot_rate": slot_rate(t)})
     return rows
 
 

@@ -106,7 +106,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
             if job.vm_type is None:
                 messages.success(request, f"Job {job.pk} waits for room in a pool; {format_money(job.held)} is held.")
             else:
-                times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s (simulated)"
+                times = f"from {job.start_s:.0f} s to {job.end_s:.0f} s (market clock)"
                 messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, "
                                           f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")
@@ -119,13 +119,17 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
 @tenant_required
 @require_http_methods(["POST"])
 def cura_job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Tenants: withdraw a Cura job that has not ended; its hold is released."""
+    """Tenants: withdraw a Cura job that has not ended; it pays for the VM-seconds it ran, the rest is released."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     job = get_object_or_404(selectors_pools.cura_jobs_of(tenant=tenant), pk=pk)
     try:
-        cura_job_cancel(job=job, user=request.user)
+        done = cura_job_cancel(job=job, user=request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Job {job.pk} cancelled; its hold was released.")
+        if done.charged > 0:
+            messages.success(request, f"Job {job.pk} cancelled; it paid {format_money(done.charged)} for the VM-seconds it ran "
+                                      "and the rest of its hold was released.")
+        else:
+            messages.success(request, f"Job {job.pk} cancelled; its hold was released (it had not run).")
     return redirect("cura-jobs")

@@ -17,14 +17,18 @@ from typing import Any
 import numpy as np
 
 from marketplace.market import hooks
+from marketplace.market.adapters import resource_types
 from marketplace.market.hooks import Promise
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.outlook import Outlook, market_outlook
+from marketplace.market.prices import spot_curve
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
 from scheduler.era.predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
+from scheduler.era.spot import SpotAnchored, SpotCurve, backlog_fill, occupancy
 
 HISTORY_LIMIT = 5000  # newest past requests a predictor learns from
 
@@ -111,16 +115,74 @@ def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSe
     return promised
 
 
-def era_mechanism(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None) -> tuple[BasicEcon, int]:
-    """(Basic-Econ on the market's state now, its origin slot) for one resource type."""
+@dataclass(frozen=True)
+class EraState:
+    """Basic-Econ on the market's state now for one resource type, and what it was fed.
+
+    Attributes:
+        mech: the mechanism; its ``promised`` is ``promised + busy``.
+        origin: its slot 0 (the first whole slot not begun).
+        promised: (horizon,) units promised to reservations and bookings per slot.
+        busy: (horizon,) units the auction's running tasks still hold per slot (never pre-empted).
+        fill: (horizon,) units the auction's queued work would use per slot (its demand).
+        curve: the spot market's rate by level of demand (None: nothing sold yet; then the
+            configured predictor prices alone, as in paper 001).
+    """
+
+    mech: BasicEcon
+    origin: int
+    promised: np.ndarray
+    busy: np.ndarray
+    fill: np.ndarray
+    curve: SpotCurve | None
+
+
+def era_state(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None,
+              outlook: Outlook | None = None) -> EraState:
+    """Basic-Econ for one resource type on the whole live market (docs/economy.md, "Quotes"):
+
+    * capacity is promised from the times slots actually free: the units the auction's running
+      tasks hold until they end count as promised (``market.outlook``);
+    * the demand it prices with sees the auction too: the configured predictor (past requests,
+      paper 001 Sec. 3.2), anchored to the spot market's realised rate at the level of demand the
+      slot would reach, the auction's queued work included (``scheduler.era.spot.SpotAnchored``).
+    """
     s = s or era_settings(market)
-    origin = origin_slot(market.sim_time, s.slot_seconds)
-    mech = BasicEcon(
-        int(resource_type.capacity), int(s.horizon_slots), predictor_of(market, resource_type, s, origin),
-        list_price=s.list_price, max_discount=s.max_discount, late_penalty=s.late_penalty,
-        promised=promised_slots(market, resource_type, s, origin),
-    )
-    return mech, origin
+    slot, horizon, capacity = s.slot_seconds, int(s.horizon_slots), int(resource_type.capacity)
+    origin = origin_slot(market.sim_time, slot)
+    outlook = outlook or market_outlook(market=market)
+    j = [t.pk for t in resource_types(market)].index(resource_type.pk)
+    promised = promised_slots(market, resource_type, s, origin)
+    busy = occupancy(*outlook.finishes[j], origin=origin * slot, slot=slot, horizon=horizon)
+    taken = promised + busy
+    fill = backlog_fill(capacity - taken, float(outlook.backlog[j]), slot=slot)
+    base = predictor_of(market, resource_type, s, origin)
+    curve = spot_curve(market=market, resource_type=resource_type)
+    predictor = base if curve is None else SpotAnchored(base, curve, capacity, slot, fill)
+    mech = BasicEcon(capacity, horizon, predictor, list_price=s.list_price, max_discount=s.max_discount,
+                     late_penalty=s.late_penalty, promised=taken)
+    return EraState(mech, origin, promised, busy, fill, curve)
+
+
+def era_mechanism(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None) -> tuple[BasicEcon, int]:
+    """(Basic-Econ on the market's state now, its origin slot) for one resource type (:func:`era_state`)."""
+    state = era_state(market, resource_type, s)
+    return state.mech, state.origin
+
+
+def unit_price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """ERA's price curve as the market's (``market.hooks.PriceCurve``): the slot starts in [start, end)
+    within the horizon, and the price of one more unit of each type in each, money per slot-second
+    (paper 001, Alg. 1 line 7 with i = 1, over the slot's seconds; inf where the slot is full)."""
+    s = era_settings(market)
+    slot = s.slot_seconds
+    outlook = market_outlook(market=market)
+    origin = origin_slot(market.sim_time, slot)
+    a = max(slot_floor(start, slot) - origin, 0)
+    d = min(max(slot_ceil(end, slot) - origin, a + 1), int(s.horizon_slots))
+    a = min(a, d - 1)
+    prices = np.vstack([era_state(market, t, s, outlook).mech.unit_prices(1, a, d)[:, 0] / slot for t in types])
+    return (origin + np.arange(a, d)) * slot, prices
 
 
 def engine_bookings(job_ids: Iterable[int], types: list[ResourceType]) -> list[tuple[plan.Reservation, float]]:
@@ -166,3 +228,16 @@ def reservation_promises(market: Market, types: Sequence[ResourceType], start: f
         market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
     ).values_list("resource_type_id", "units", "start", "end")
     return [(column[rt], int(units), float(r_start), float(r_end)) for rt, units, r_start, r_end in rows if rt in column]
+
+
+POINTS_LIMIT = 500  # newest quotes a chart shows
+
+
+def quote_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
+    """ERA's prices offered (``market.hooks.PricePoints``): each quote's price per slot-second at the
+    simulated time it was priced, newest ``POINTS_LIMIT`` since ``since``."""
+    column = {t.pk: j for j, t in enumerate(types)}
+    rows = (ReservationQuote.objects.filter(market=market, quoted_at__gte=since).order_by("-id")
+            .values_list("resource_type_id", "quoted_at", "price", "units", "duration")[:POINTS_LIMIT])
+    return [("reservation quote", column[rt], float(at), float(price) / (units * duration))
+            for rt, at, price, units, duration in rows if rt in column and units and duration]

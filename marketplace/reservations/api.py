@@ -59,11 +59,14 @@ class QuoteSerializer(serializers.ModelSerializer):
     offers = serializers.SerializerMethodField(
         help_text="[start s, price] of every start, by start; the price a 4-place money string (null: no room).")
     alternatives = serializers.SerializerMethodField(help_text="The next cheapest starts: [start s, price (4-place money string)].")
+    unit_rate = serializers.FloatField(read_only=True, help_text=(
+        "The price per slot-second: price / (units x duration), money per slot-second, the unit every price of the "
+        "market is compared in (the spot market's realised rate, deadline unit prices)."))
 
     class Meta:
         model = ReservationQuote
-        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "status",
-                  "expires_at", "offers", "alternatives", "replaced_by")
+        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "unit_rate",
+                  "status", "quoted_at", "expires_at", "offers", "alternatives", "replaced_by")
 
     def get_offers(self, quote: ReservationQuote) -> list[tuple[float, str | None]]:
         return [(float(t), money_text(p)) for t, p in quote.offers]
@@ -83,6 +86,7 @@ class ReservationSerializer(serializers.Serializer):
     arrival = serializers.FloatField()
     deadline = serializers.FloatField()
     price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
+    unit_rate = serializers.FloatField(help_text="price / (units x (end - start)), money per slot-second.")
     value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
     quote = serializers.IntegerField(source="quote_id", allow_null=True)
 

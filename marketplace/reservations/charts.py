@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from marketplace.ledger.money import ERA_PRICE_UNIT, currency, money_title, price_unit
+from marketplace.ledger.money import DEADLINE_PRICE_UNIT, currency, money_title, price_unit
 from marketplace.web.charts import Figure, axis_value, base_layout, finite_or_none, make_figure, time_axis_title, time_unit
 
 
@@ -50,36 +50,42 @@ def quote_figure(offers: Sequence[Sequence[float]], *, start: float, alternative
 
 
 def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
-    """The next unit's price per coming slot (money per unit-slot), from the predictor and
-    the promised capacity (paper 001, Alg. 1 line 7 with i = 1)."""
+    """The next unit's price per coming slot, per slot-second (the market's one unit of price), from
+    the predictor, the promised and busy capacity and the auction's queued work (paper 001, Alg. 1
+    line 7 with i = 1; anchored to the spot market's realised rate once it has sold)."""
     times = list(curve["times"])
     unit = time_unit(max(times, default=0.0))
     traces = []
     if times:
         traces.append({
             "type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{curve['resource']}: next unit",
-            "x": [axis_value(t, unit) for t in times], "y": [finite_or_none(p) for p in curve["unit_price"]],
+            "x": [axis_value(t, unit) for t in times], "y": [finite_or_none(p) for p in curve["slot_second_price"]],
         })
     slot = curve["slot_seconds"]
-    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} simulated s)",
-                                   time_axis_title(unit), price_unit(ERA_PRICE_UNIT)))
+    anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
+    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} s; "
+                                           f"{anchor})", time_axis_title(unit), price_unit(DEADLINE_PRICE_UNIT)))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
-    """Units promised to reservations against the units still available, per coming slot."""
+    """Per coming slot: units promised to reservations and bookings, units the auction's running
+    tasks still hold (never pre-empted), and the units still available."""
     times = list(curve["times"])
     unit = time_unit(max(times, default=0.0))
     traces = []
     if times:
         x = [axis_value(t, unit) for t in times]
         cap = int(curve["capacity"])
+        busy = list(curve.get("busy") or [0] * len(times))
         traces = [
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Promised",
              "x": x, "y": list(curve["promised"])},
+            {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Running tasks",
+             "x": x, "y": busy},
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Available",
-             "x": x, "y": [cap - p for p in curve["promised"]]},
+             "x": x, "y": [max(cap - p - b, 0) for p, b in zip(curve["promised"], busy, strict=True)]},
         ]
-    return make_figure(traces, base_layout(f"Promised and available {curve['resource']} units", time_axis_title(unit), "Units"))
+    return make_figure(traces, base_layout(f"Promised, busy and available {curve['resource']} units", time_axis_title(unit), "Units"))
 
 
 def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:

@@ -77,6 +77,7 @@ class ReservationQuote(models.Model):
     price = models.DecimalField(help_text="Price of the whole reservation at that start.", **MONEY)
     offers = models.JSONField(default=list, help_text="[start s, price] of every start, by start (price null: no room).")
     book_version = models.BigIntegerField()
+    quoted_at = models.FloatField(null=True, blank=True, help_text="Simulated seconds on the market clock when it was priced.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -92,6 +93,12 @@ class ReservationQuote(models.Model):
 
     def __str__(self) -> str:
         return f"quote {self.pk}: {self.units} x {self.duration:g}s at {self.start:g} for {self.price}"
+
+    @property
+    def unit_rate(self) -> float:
+        """The price per slot-second (money): the whole price over units x duration, the unit every
+        price of the market is compared in (docs/economy.md)."""
+        return float(self.price) / (self.units * self.duration) if self.units and self.duration else 0.0
 
     @property
     def shown_status(self) -> str:
@@ -133,3 +140,9 @@ class Reservation(models.Model):
 
     def __str__(self) -> str:
         return f"reservation {self.pk}: {self.units} {self.resource_type.name} in [{self.start:g}, {self.end:g})"
+
+    @property
+    def unit_rate(self) -> float:
+        """The price per slot-second (money): price over units x (end - start)."""
+        span = self.units * (self.end - self.start)
+        return float(self.price) / span if span > 0 else 0.0

@@ -52,31 +52,43 @@ class PriceCurve:
     Attributes:
         times: (H,) slot starts, simulated seconds.
         unit_price: (H,) price of the next unit of each slot (money per unit-slot;
-            nan where the slot is fully promised).
-        promised: (H,) units promised to reservations.
+            None where the slot has no unit left).
+        slot_second_price: (H,) the same per slot-second (``unit_price / slot_seconds``), the
+            market's one unit of price.
+        promised: (H,) units promised to reservations and bookings.
+        busy: (H,) units the auction's running tasks still hold (they free when the tasks end).
+        queued: (H,) units the auction's queued work would use (its demand, which ERA prices see).
         capacity: units of the type.
+        anchored: whether the prices are anchored to the spot market's realised rate (it has sold).
     """
 
     resource: str
     slot_seconds: float
     times: list[float]
     unit_price: list[float | None]
+    slot_second_price: list[float | None]
     promised: list[int]
+    busy: list[int]
+    queued: list[float]
     capacity: int
+    anchored: bool
 
 
 def price_curve(*, market: Market, resource_type: ResourceType, slots: int | None = None) -> PriceCurve:
     """The next unit's price and the promised units per slot over the coming horizon
     (paper 001, Alg. 1 line 7 with i = 1), from the configured predictor."""
     s = ra.era_settings(market)
-    mech, origin = ra.era_mechanism(market, resource_type, s)
+    state = ra.era_state(market, resource_type, s)
+    mech, origin = state.mech, state.origin
     h = min(int(slots or s.horizon_slots), mech.horizon)
     prices = mech.unit_prices(1, 0, h)[:, 0]
+    unit = [float(p) if np.isfinite(p) else None for p in prices.tolist()]
     return PriceCurve(
         resource=resource_type.name, slot_seconds=s.slot_seconds,
-        times=[(origin + k) * s.slot_seconds for k in range(h)],
-        unit_price=[float(p) if np.isfinite(p) else None for p in prices.tolist()],
-        promised=mech.promised[:h].tolist(), capacity=int(resource_type.capacity),
+        times=[(origin + k) * s.slot_seconds for k in range(h)], unit_price=unit,
+        slot_second_price=[None if p is None else p / s.slot_seconds for p in unit],
+        promised=state.promised[:h].tolist(), busy=state.busy[:h].tolist(), queued=state.fill[:h].tolist(),
+        capacity=int(resource_type.capacity), anchored=state.curve is not None,
     )
 
 

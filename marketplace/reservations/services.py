@@ -147,7 +147,7 @@ def _price_quote(*, market: Market, tenant: Tenant, rt: ResourceType, s: Reserva
         market=market, tenant=tenant, resource_type=rt, units=win.units, duration=win.duration * slot,
         arrival=(origin + win.arrival) * slot, deadline=(origin + win.deadline) * slot, value=value,
         start=(origin + offer.start) * slot, price=money(offer.price), offers=offers, book_version=s.book_version,
-        expires_at=timezone.now() + timedelta(seconds=s.quote_ttl_seconds),
+        quoted_at=market.sim_time, expires_at=timezone.now() + timedelta(seconds=s.quote_ttl_seconds),
     )
 
 
@@ -180,19 +180,57 @@ def reservation_quote(*, tenant: Tenant, resource_type: object, units: object, d
 
 
 def _requote(quote: ReservationQuote, market: Market, s: ReservationSettings) -> ReservationQuote | None:
+    """The same request priced on the market now (its window clipped to the slots not begun).
+
+    Raises:
+        QuoteMoved: (with no quote) the window no longer holds the duration, or no start has room;
+            the message says which and why.
+    """
     rt = quote.resource_type
-    win = _window(market=market, rt=rt, s=s, units=quote.units, duration=quote.duration, arrival=quote.arrival, deadline=quote.deadline)
-    return _price_quote(market=market, tenant=quote.tenant, rt=rt, s=s, win=win, value=quote.value)
+    try:
+        win = _window(market=market, rt=rt, s=s, units=quote.units, duration=quote.duration, arrival=quote.arrival,
+                      deadline=quote.deadline)
+    except ValidationError as exc:
+        raise QuoteMoved(f"This request cannot be booked any more: {' '.join(exc.messages)} Ask for a new window.", None) from None
+    fresh = _price_quote(market=market, tenant=quote.tenant, rt=rt, s=s, win=win, value=quote.value)
+    if fresh is None:
+        raise QuoteMoved(_no_room(market, rt, s, win), None)
+    return fresh
+
+
+def _no_room(market: Market, rt: ResourceType, s: ReservationSettings, win: Window) -> str:
+    """Exactly why no start of the window has room: the freest slot's promised and busy units."""
+    state = ra.era_state(market, rt, s)
+    lo, hi = win.arrival, win.deadline
+    k = lo + int(np.argmin(state.mech.promised[lo:hi]))
+    when = (state.origin + k) * s.slot_seconds
+    return (f"No start in the window has {win.units} {rt.name} units free for {win.duration} slots: at its freest slot "
+            f"({when:g} s on the market clock) {int(state.promised[k])} of {rt.capacity} units are promised to reservations and bookings "
+            f"and {int(state.busy[k])} are held by running tasks. Ask for fewer units or a later window.")
+
+
+def _books_as_quoted(quote: ReservationQuote, market: Market, s: ReservationSettings) -> bool:
+    """True when the quote can be booked as it stands: open, not expired, no booking since it was
+    priced, its start not begun, and its units still free in its slots (the running tasks of the
+    auction move between ticks: a unit free when quoted may be held now)."""
+    if quote.expires_at <= timezone.now() or quote.book_version != s.book_version or quote.start < market.sim_time:
+        return False
+    mech, origin = ra.era_mechanism(market, quote.resource_type, s)
+    lo = ra.slot_floor(quote.start, s.slot_seconds) - origin
+    hi = ra.slot_ceil(quote.start + quote.duration, s.slot_seconds) - origin
+    return 0 <= lo < hi <= mech.horizon and not np.any(mech.promised[lo:hi] + quote.units > mech.capacity)
 
 
 def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reservation:
     """Accept an open quote: book it at its price, paid now through the ledger.
 
-    A quote that expired, or whose book version is older than the market's
-    (another booking or release moved the promised capacity), is re-priced
-    first; if the new offer has the same start and a price no higher, it is
-    booked at the new price; otherwise the old quote is closed and
-    :class:`QuoteMoved` carries the new one (nothing is booked).
+    A quote that cannot be booked as it stands (:func:`_books_as_quoted`: it expired, another
+    booking moved the promised capacity, its start has begun, or running tasks now hold its
+    units) is re-priced first on the market now, the same request over the slots of its window
+    not yet begun (docs/economy.md, "Accepting a quote"): the next feasible start at no more than
+    the accepted price is booked at the new price; a dearer one is not (:class:`QuoteMoved`
+    carries it, and the old quote is closed); no feasible start, or a window that has passed,
+    is a :class:`QuoteMoved` without a quote whose message says exactly why.
 
     Raises:
         StateConflict: {"quote": ...} for a quote that is not open (a ValidationError);
@@ -205,15 +243,19 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
         quote = ReservationQuote.objects.select_for_update().select_related("resource_type", "tenant").get(pk=quote.pk)
         if quote.status != ReservationQuote.Status.OPEN:
             raise StateConflict({"quote": f"This quote is {quote.get_status_display().lower()}; ask for a new one."})
-        price, start = quote.price, quote.start
-        if quote.expires_at <= timezone.now() or quote.book_version != s.book_version:
-            fresh = _requote(quote, market, s)
+        price = quote.price
+        if not _books_as_quoted(quote, market, s):
+            try:
+                fresh = _requote(quote, market, s)
+            except QuoteMoved as exc:
+                fresh, moved = None, exc
             quote.status, quote.replaced_by = ReservationQuote.Status.EXPIRED, fresh
             quote.save(update_fields=["status", "replaced_by"])
-            if fresh is None or fresh.start != start or fresh.price > price:
-                moved = QuoteMoved("The quote expired or the market moved; here is the new price.", fresh)
-            else:
-                quote, price = fresh, fresh.price
+            if fresh is not None and fresh.price > price:
+                moved = QuoteMoved(f"The market moved since this quote: the next feasible start ({fresh.start:g} s on the market "
+                                   f"clock) now costs {fresh.price}, more than the {price} you accepted. Review the new quote.", fresh)
+            elif fresh is not None:
+                quote, price = fresh, fresh.price  # the next feasible start, at no more than the accepted price
         if moved is None:
             reservation = reservation_book(
                 tenant=quote.tenant, resource_type=quote.resource_type, units=quote.units, start=quote.start,
@@ -223,7 +265,7 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
             quote.status = ReservationQuote.Status.ACCEPTED
             quote.save(update_fields=["status"])
             return reservation
-    raise moved  # after commit: the new quote is kept
+    raise moved  # after commit: the new quote is kept, the old one closed
 
 
 @transaction.atomic

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
+from marketplace.market.outlook import cluster_now
 from marketplace.reservations import adapters as ra
 from marketplace.reservations import charts as rc
 from marketplace.reservations import selectors as rsel
@@ -30,9 +31,9 @@ class ReservationRequestForm(forms.Form):
 
     resource_type = forms.ChoiceField(label="Resource type")
     units = forms.IntegerField(label="Units (W)", help_text="Units held at once.")
-    duration = forms.FloatField(label="Duration T (simulated s)")
-    arrival = forms.FloatField(label="Window start A (simulated s)", help_text="On the market clock.")
-    deadline = forms.FloatField(label="Window end D (simulated s)", help_text="The reservation ends by then.")
+    duration = forms.FloatField(label="Duration T (s, market clock)")
+    arrival = forms.FloatField(label="Window start A (s, market clock)")
+    deadline = forms.FloatField(label="Window end D (s, market clock)", help_text="The reservation ends by then.")
     value = forms.CharField(label="Worth at most V (money, optional)", required=False,
                             help_text="Never used to set the price; it helps the market predict demand.")
 
@@ -59,6 +60,7 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
             return redirect("reservation-quote", pk=quote.pk)
     return render_page(request, "reservations/new.html", {
         "nav": "reserve", "form": form, "settings": s, "account": selectors.account_of(tenant=tenant),
+        "cluster_now": cluster_now(market=market),
     }, market=market)
 
 
@@ -70,7 +72,7 @@ def reservation_quote_view(request: HttpRequest, pk: int) -> HttpResponse:
     figure = rc.quote_figure(quote.offers, start=quote.start, alternatives=alternatives, units=quote.units, duration=quote.duration)
     return render_page(request, "reservations/quote.html", {
         "nav": "reserve", "quote": quote, "alternatives": alternatives, "figure": figure,
-        "reservation": getattr(quote, "reservation", None),
+        "reservation": getattr(quote, "reservation", None), "cluster_now": cluster_now(market=tenant.market),
     }, market=tenant.market)
 
 
@@ -84,18 +86,19 @@ def reservation_quote_action(request: HttpRequest, pk: int, action: str) -> Http
     try:
         if action == "accept":
             r = reservation_accept(quote=quote, user=request.user)
+            moved = "" if r.start == quote.start else " (the quoted start had begun: re-priced to the next feasible start)"
             messages.success(request, f"Reserved: {r.units} {quote.resource_type.name} units from {r.start:g} s to {r.end:g} s, "
-                                      f"paid {r.price}.")
+                                      f"paid {format_money(r.price)}{moved}.")
             return redirect("reservation-list")
         reservation_decline(quote=quote)
         messages.info(request, "Quote declined; nothing was charged.")
         return redirect("reservation-list")
     except QuoteMoved as exc:
         if exc.quote is None:
-            messages.error(request, "The quote expired and no start in the window has room any more.")
+            messages.error(request, " ".join(exc.messages))  # exactly why no start of the window can be booked
             return redirect("reservation-new")
-        messages.warning(request, f"The quote expired or the market moved: the new price is {format_money(exc.quote.price)} "
-                                  f"from simulated {exc.quote.start:g} s. Review it and accept again.")
+        messages.warning(request, f"{' '.join(exc.messages)} The new price is {format_money(exc.quote.price)} "
+                                  f"from {exc.quote.start:g} s on the market clock.")
         return redirect("reservation-quote", pk=exc.quote.pk)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))

@@ -124,7 +124,7 @@ def validated(figure: Figure) -> Figure:
 
 
 def time_axis_title(unit: tuple[str, float]) -> str:
-    return f"Simulated time ({unit[0]})"
+    return f"Market clock ({unit[0]})"
 
 
 def group_by(rows: Iterable[Row], key: str) -> dict[str, list[Row]]:
@@ -157,7 +157,7 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
     if origin is not None:
         span = max([float(r["sim_time"]) for r in rows] + [float(t) for t in until.values()], default=origin) - origin
         unit = unit or time_unit(span)
-        x_title = f"Simulated time since submission ({unit[0]})"
+        x_title = f"Market clock since submission ({unit[0]})"
         rows = [{**r, "sim_time": float(r["sim_time"]) - origin} for r in rows]
         until = {k: float(v) - origin for k, v in until.items()}
     unit = unit_for_rows(rows, unit)

@@ -143,6 +143,10 @@ class ClusterCore:
         """True when no job is known: none active, none waiting to arrive."""
         return not self._jobs
 
+    def busy(self) -> list[int]:
+        """(m,) slots of each type running a task now (reserved or shared)."""
+        return list(self._busy)
+
     def job_state(self, job_id: int) -> tuple[Counts, Counts, Counts]:
         """``(pending, running, done)`` per type of a known job.
 

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentRule, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.jobs import inf_to_none, none_to_inf
@@ -195,7 +195,8 @@ class MarketEngine:
     # ---------------------------------------------------------------- clearing
 
     def snapshot(
-        self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = (), warm: Plan | None = None,
+        self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = (), warm: Plan | None = None, *,
+        config: MarketConfig | None = None, capacity: Sequence[int] | None = None,
     ) -> MarketSnapshot:
         """The clearing's input: the active jobs in arrival order, then ``extra``.
 
@@ -205,8 +206,11 @@ class MarketEngine:
         cancellations since the last tick); reserved jobs are left out too
         (their Plan entry is fixed). ``warm`` is a newer Plan than the one
         applied (the live market clears twice between two ticks): the
-        auction starts from its sub-budgets, as the offline loop does. Shapes
-        and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
+        auction starts from its sub-budgets, as the offline loop does.
+        ``config`` and ``capacity`` are the market's parameters and slot counts
+        when they are newer than the engine's (the live market's settings
+        changed since the last tick; a clearing must use them, the tick applies
+        them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
         rows: list[_Row] = []
@@ -222,10 +226,10 @@ class MarketEngine:
         if warm is not None:
             newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
             rows = [(job, leaf, bid, demand, newer.get(job)) for job, leaf, bid, demand, _ in rows]
-        return self._snapshot(rows)
+        return self._snapshot(rows, config or self.config, capacity)
 
-    def _snapshot(self, rows: Sequence[_Row]) -> MarketSnapshot:
-        m, c = self.m, self.config
+    def _snapshot(self, rows: Sequence[_Row], c: MarketConfig, capacity: Sequence[int] | None) -> MarketSnapshot:
+        m = self.m
         nan = np.full(m, np.nan)
         slo = [np.nan if r[2].min_utility is None else r[2].min_utility for r in rows]
         return MarketSnapshot(
@@ -235,17 +239,17 @@ class MarketEngine:
             weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
             utility=tuple(r[2].utility for r in rows),
             demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
-            capacity=self._auction_capacity(),
+            capacity=self._auction_capacity(capacity),
             alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
             warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
             min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
         )
 
-    def _auction_capacity(self) -> NDArray[np.float64]:
-        """(m,) units the auction sells now: the capacity less the units of bookings in
-        force (paper 001: reserved units are taken out for their window), at least 1 per
-        type (the implied price divides by it)."""
-        capacity = self.cluster.capacity.astype(np.float64)
+    def _auction_capacity(self, slots: Sequence[int] | None = None) -> NDArray[np.float64]:
+        """(m,) units the auction sells now: the capacity (``slots``, default the cluster's)
+        less the units of bookings in force (paper 001: reserved units are taken out for
+        their window), at least 1 per type (the implied price divides by it)."""
+        capacity = (self.cluster.capacity if slots is None else np.asarray(slots)).astype(np.float64)
         now = self.now
         for r in self._booked:
             if r.start <= now < r.end and r.resource < capacity.shape[0]:
@@ -314,8 +318,10 @@ class MarketEngine:
         charges, settled = [], []
         achieved: dict[int, float] = {}
         averages: dict[int, NDArray[np.float64]] = {}
+        rules: dict[int, PaymentKind] = {}
         for done in report.finished:
             averages[done.job_id] = self.average_share(done.job_id, done.finish_time)
+            rules[done.job_id] = self._books[done.job_id].rule.kind
             amount = self._settle(done, achieved)
             settled.append(done.job_id)
             if amount > 0:
@@ -328,7 +334,7 @@ class MarketEngine:
                 self.cluster.expire_reservations()
         return StepReport(
             report.now, report.finished, charges, settled, report.samples, report.progress,
-            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages,
+            report.started_tasks, report.finished_tasks, report.first_starts, achieved, averages, rules,
         )
 
     def _settle(self, done: JobFinished, achieved: dict[int, float]) -> float:

@@ -115,6 +115,9 @@ class StepReport:
             with the SLO).
         average_shares: job id -> (m,) its average job resource at departure
             (paper 000, Sec. 5, Def. 1), for every departed job.
+        settled_rules: job id -> the kind of the payment rule it was settled by
+            (``scheduler.plan.PaymentRule.kind``), for every departed job: whether
+            it paid the auction's way or a price fixed at acceptance.
     """
 
     now: float
@@ -128,6 +131,7 @@ class StepReport:
     first_starts: dict[int, float] = field(default_factory=dict)
     achieved_utility: dict[int, float] = field(default_factory=dict)
     average_shares: dict[int, NDArray[np.float64]] = field(default_factory=dict)
+    settled_rules: dict[int, PaymentKind] = field(default_factory=dict)
 
     @classmethod
     def idle(cls, now: float) -> StepReport:

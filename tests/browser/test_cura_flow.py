@@ -60,7 +60,7 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             tenant.get_by_label("Deadline (simulated s from now)").fill("270")
             tenant.get_by_role("button", name="Submit").click()
             expect(tenant.locator(".messages")).to_contain_text(
-                "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (simulated), cost 416.6667 credits"
+                "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (market clock), cost 416.6667 credits"
             )
             expect(tenant.locator(".messages")).to_contain_text("held until it ends")  # the hold on the account
             expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")

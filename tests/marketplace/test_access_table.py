@@ -139,6 +139,7 @@ RULES: dict[str, Rule] = {
     "api-fairness": API_PUBLIC,
     "api-market-series": API_PUBLIC,
     "api-prices": API_PUBLIC,
+    "api-rates": API_PUBLIC,
     "api-account": API_TENANT,
     "api-job-waiting": API_OWN,
     "api-fairshare": API_PUBLIC,

@@ -27,6 +27,7 @@ from marketplace.market import adapters
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.prices import fair_share_deposit, price_level
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.config import market_configure
@@ -55,6 +56,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tick", type=float, default=0.5, help="Wall seconds between live clock ticks.")
         parser.add_argument("--max-jobs", type=int, default=None)
+        parser.add_argument(
+            "--budgets", choices=["priced", "paper"], default="priced",
+            help="priced (default): a budget pays the market's price level for the job's work, times U[50, 200] / 125 "
+                 "(the paper's spread around it); paper: U[50, 200] whatever the work (paper 000's set-up).",
+        )
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         market = Market.objects.order_by("id").first()
@@ -67,7 +73,8 @@ class Command(BaseCommand):
             market_configure(market=market, reason="replay_trace --speedup", clock_speed=opts["speedup"])
             market.refresh_from_db()
         tenants = _tenants(market, opts["tenants"])
-        bids = _bids(jobs, tenants, market, np.random.default_rng(opts["seed"]))
+        level = price_level(market=market) if opts["budgets"] == "priced" else None
+        bids = _bids(jobs, tenants, market, np.random.default_rng(opts["seed"]), level)
         offset = market.sim_time
         self.stdout.write(f"Replaying {len(bids)} jobs from {opts['path']} for {len(tenants)} tenants, from simulated t={offset:.0f}s")
         t0, clearings0 = time.perf_counter(), market.clearings
@@ -103,14 +110,24 @@ def _tenants(market: Market, k: int) -> list[Tenant]:
     n = len(tenants)
     while len(tenants) < k:
         n += 1
-        tenants.append(tenant_create(
-            market=market, username=f"tenant{n}", password=None, queue=leaves[len(tenants) % len(leaves)], deposit=Decimal("1000000"),
+        queue = leaves[len(tenants) % len(leaves)]
+        tenants.append(tenant_create(  # a day of its fair share at the price level (market.prices.fair_share_deposit)
+            market=market, username=f"tenant{n}", password=None, queue=queue, deposit=fair_share_deposit(market=market, queue_id=queue.pk),
         ))
     return tenants[:k]
 
 
-def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.random.Generator) -> list[tuple[TraceJob, Tenant, dict]]:
-    """Give each trace job a tenant, a budget U[50, 200] and weights U[0.5, 2] (paper 000's set-up)."""
+PAPER_MEAN_BUDGET = 125.0  # the mean of U[50, 200]
+
+
+def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.random.Generator,
+          level: float | None = None) -> list[tuple[TraceJob, Tenant, dict]]:
+    """Give each trace job a tenant, a budget and weights U[0.5, 2] (paper 000's set-up).
+
+    The budget is paper 000's draw u ~ U[50, 200]; with a price ``level`` (money per slot-second;
+    docs/economy.md) it is scaled to the job's work: ``level x work x u / 125``, so a bid pays
+    about the market's price for what it asks for, with the paper's four-fold spread around it
+    (the same draws either way, so a seed gives the same jobs)."""
     types = adapters.resource_types(market)
     users = sorted({j.user for j in jobs})
     owner = {u: tenants[i % len(tenants)] for i, u in enumerate(users)}
@@ -127,7 +144,10 @@ def _bids(jobs: list[TraceJob], tenants: list[Tenant], market: Market, rng: np.r
         ]
         # Named "trace-N", not "trace job N": on the pages "#N" is always the market's job number.
         # The class is the job's shape and size (traces.job_class), so a tenant's repeats gather and get utility fits.
-        bid = {"budget": Decimal(str(round(float(rng.uniform(50, 200)), 2))), "work": work, "name": f"trace-{job.job_id}",
+        u = float(rng.uniform(50, 200))
+        slot_seconds = float(sum(it.tasks * it.task_duration for it in work))
+        budget = u if level is None else max(level * slot_seconds * u / PAPER_MEAN_BUDGET, 0.01)
+        bid = {"budget": Decimal(str(round(budget, 2))), "work": work, "name": f"trace-{job.job_id}",
                "external_id": str(job.job_id), "utility": "log" if owner[job.user].pk % 2 == 0 else "linear",
                "job_class": job_class(job)}
         out.append((job, owner[job.user], bid))

@@ -9,7 +9,6 @@ every start.
 from __future__ import annotations
 
 import secrets
-from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.db import transaction
 
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.prices import fair_share_deposit
 from marketplace.market.services.setup import market_create, tenant_create
 
 # Two organisations contributed capacity 2:1; each has two teams (leaf queues).
@@ -32,7 +32,8 @@ DEMO_HIERARCHY = {
     "root.orgb.web": 1.0,
 }
 DEMO_TENANTS = {"alice": "root.orga.analytics", "bob": "root.orga.etl", "carol": "root.orgb.research", "dave": "root.orgb.web"}
-DEMO_DEPOSIT = Decimal("1000000")
+# A tenant's opening deposit buys about a day of its fair share at the market's price level
+# (market.prices.fair_share_deposit; docs/economy.md): 1,728,000 credits for alice's third of 60 slots at 1 per slot-second.
 
 
 def credentials_file() -> Path:
@@ -86,8 +87,9 @@ class Command(BaseCommand):
         for name, path in DEMO_TENANTS.items():
             user = User.objects.filter(username=name).first()
             if user is None:
-                tenant_create(market=market, username=name, password=passwords[name], queue=_queue_by_path(market, path),
-                              deposit=DEMO_DEPOSIT)
+                queue = _queue_by_path(market, path)
+                tenant_create(market=market, username=name, password=passwords[name], queue=queue,
+                              deposit=fair_share_deposit(market=market, queue_id=queue.pk))
             elif not user.check_password(passwords[name]):
                 user.set_password(passwords[name])
                 user.save(update_fields=["password"])

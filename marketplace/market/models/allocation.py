@@ -34,6 +34,11 @@ class AllocationSnapshot(models.Model):
     solve_ms = models.FloatField(help_text="Wall time of the auction solve, milliseconds.")
     total_ms = models.FloatField(help_text="Wall time of the whole clearing (load, solve, store), milliseconds.")
     created_at = models.DateTimeField(auto_now_add=True)
+    params = models.JSONField(
+        default=dict, blank=True,
+        help_text="The parameters the clearing used (market.adapters.clearing_params): stages, alpha, tolerance, rounds, "
+                  "fair-share knobs, capacities.",
+    )
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]
@@ -113,3 +118,30 @@ class MarketSample(models.Model):
 
     def __str__(self) -> str:
         return f"resource type {self.resource_type_id} at t={self.sim_time}s: benefit {self.benefit}, loss {self.loss}"
+
+
+class RateSample(models.Model):
+    """What auction jobs that left the market at a simulated time paid for what they used, on one
+    resource type: the realised rate of the spot market (docs/economy.md, "One unit of price").
+
+    A departed or cancelled job whose payment rule is the auction's (pay at completion, or if its
+    SLO was met: paper 000, Secs. 3 and 6) adds its charge, split over the resource types in
+    proportion to the slot-seconds it used of each, and those slot-seconds. ``utilisation`` is the
+    type's busy share of its capacity at that time: the level of demand the charge was made at.
+    One row per resource type and clock tick (or cancellation) that settled such jobs.
+    """
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="rate_samples")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    sim_time = models.FloatField(help_text="Simulated seconds on the market clock when the jobs settled.")
+    charged = models.FloatField(help_text="The jobs' charges attributed to this resource type, money.")
+    slot_seconds = models.FloatField(help_text="Slot-seconds of this resource type the jobs used.")
+    jobs = models.PositiveIntegerField(help_text="Jobs settled.")
+    utilisation = models.FloatField(help_text="Busy slots / capacity of the type when they settled, 0 to 1.")
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+        indexes = (models.Index(fields=["market", "resource_type", "sim_time"]),)
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: {self.charged} for {self.slot_seconds} slot-s"

@@ -54,6 +54,11 @@ class Job(models.Model):
     achieved_utility = models.FloatField(
         null=True, blank=True, help_text="Utility of the job's average shares at completion (SLO jobs; paper 000, Sec. 5-6).",
     )
+    slot_seconds = models.FloatField(
+        null=True, blank=True,
+        help_text="Slot-seconds of work the job was served (its completed tasks' work, summed over resource types), set when it "
+                  "departs or is cancelled; charged / slot_seconds is the rate it paid (docs/economy.md).",
+    )
     sim_submit_time = models.FloatField()
     sim_start_time = models.FloatField(null=True, blank=True)
     sim_finish_time = models.FloatField(null=True, blank=True)

@@ -102,8 +102,13 @@ def _fault_injection_delay() -> None:
         time.sleep(delay)
 
 
-def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[ResourceType]]:
-    """The market row and the snapshot to clear (None: this version is cleared already).
+def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[ResourceType], dict]:
+    """The market row, the snapshot to clear (None: this version is cleared already), the
+    resource types and the parameters the snapshot carries.
+
+    The parameters and capacities are the market row's, not the engine's: the engine
+    learns a change only at the next tick's sync, and a clearing on its stale settings
+    would mark the change's version cleared (docs/economy.md, "Settings").
 
     Read without a lock or a transaction: whatever commits meanwhile either is
     already in what was read or moved ``state_version`` since the row was read,
@@ -111,7 +116,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     """
     market = rows.get_row(Market, market_id, exclude=("engine_state",))
     if market.cleared_version >= market.state_version:
-        return market, None, []
+        return market, None, [], {}
     context = engine_context(market)
     engine = engine_load(market=market, context=context)
     marks = engine_marks(market=market)
@@ -126,19 +131,22 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     if market.clearings != marks.clearings:  # a clearing since the last tick: warm-start from it
         latest = adapters.latest_plan(market_id)
         newer = latest[1] if latest is not None and latest[0] != engine.plan_id else None
-    return market, engine.snapshot(extra, exclude=gone, warm=newer), context.types
+    config, capacity = adapters.market_config(market), [t.capacity for t in context.types]
+    snap = engine.snapshot(extra, exclude=gone, warm=newer, config=config, capacity=capacity)
+    return market, snap, context.types, adapters.clearing_params(config, capacity)
 
 
-def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float) -> int:
+def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float, params: dict) -> int:
     """Store ``plan`` as the clearing of ``market.state_version`` at ``market.sim_time``:
     one ``AllocationSnapshot`` row and its unit prices (``t0``: ``perf_counter`` when the
-    clearing began). The caller holds the market row and records ``cleared_version`` and
-    ``clearings``. Returns the snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
+    clearing began; ``params``: the parameters it used, ``adapters.clearing_params``). The
+    caller holds the market row and records ``cleared_version`` and ``clearings``. Returns the
+    snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
     d = plan.diagnostics
     total_ms = (time.perf_counter() - t0) * 1000.0  # load + solve + encode
     [snapshot_id] = rows.insert_rows(AllocationSnapshot, _SNAPSHOT_FIELDS, [(
         market.pk, market.state_version, market.sim_time, d.mechanism, plan.to_bytes(), d.max_kkt_residual, d.rounds,
-        d.converged, plan.n, solve_ms, total_ms, timezone.now(),
+        d.converged, plan.n, solve_ms, total_ms, timezone.now(), params,
     )], returning_pk=True)  # fmt: skip
     rows.insert_rows(PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
                      [(snapshot_id, t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
@@ -151,7 +159,7 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
 
 
 _SNAPSHOT_FIELDS = ("market", "state_version", "sim_time", "mechanism", "plan", "max_kkt_residual", "rounds",
-                    "converged", "n_jobs", "solve_ms", "total_ms", "created_at")
+                    "converged", "n_jobs", "solve_ms", "total_ms", "created_at", "params")
 
 
 def _prune(market_id: int) -> None:
@@ -187,7 +195,7 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 lease = _renew_lease(market_id, lease)
             _fault_injection_delay()
             t0 = time.perf_counter()
-            market, snap, types = _read_state(market_id)
+            market, snap, types, params = _read_state(market_id)
             if snap is None:  # a tick (or another clearing) has cleared this version: nothing to do
                 return ClearingResult("current", state_version=market.state_version)
             ts = time.perf_counter()
@@ -214,7 +222,7 @@ def market_clear(*, market_id: int) -> ClearingResult:
                     if _is_current(market_id):
                         return ClearingResult(status="current")
                     continue
-                snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0)
+                snapshot_id = plan_store(market=market, plan=plan, types=types, solve_ms=solve_ms, t0=t0, params=params)
             released = True  # the update above freed the lease
             moved = last and Market.objects.filter(pk=market_id, state_version__gt=market.state_version).exists()
             return ClearingResult("stale" if moved else "cleared", snapshot_id, market.state_version, snap.n, d.rounds, solve_ms)

@@ -39,6 +39,7 @@ from marketplace.market.services.market import (
     engine_marks,
     engine_store,
 )
+from marketplace.market.services.rates import Served, rates_record
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
@@ -98,8 +99,10 @@ def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
     ))  # fmt: skip
 
 
-def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
-    """Charges decided by the Plan's payment rules; departures settle and release the rest."""
+def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: int, types: list[ResourceType],
+                 utilisation: list[float]) -> int:
+    """Charges decided by the Plan's payment rules; departures settle and release the rest, and
+    those the auction's rules settled add to the realised rate (``services.rates``)."""
     owed = {c.job_id: c for c in report.charges}
     ids = {c.job_id for c in acceptance} | set(report.settled)
     if not ids:
@@ -113,9 +116,10 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
             charged.append((job.charged, job.pk))
     rows.update_rows(Job, ("charged",), ("id",), charged)
     finished = {f.job_id: f for f in report.departures}
-    now, done_rows = timezone.now(), []
+    now, done_rows, served = timezone.now(), [], []
     settling = [job_id for job_id in report.settled if job_id in jobs and jobs[job_id].status in Job.ACTIVE]
     held = jobs_held_amounts(job_ids=settling)  # after the fixed prices above: they reduced it
+    work = adapters.bid_work(settling, types)
     for job_id in settling:  # (a job cancelled meanwhile is left out: its hold was released then)
         job = jobs[job_id]
         c = owed.get(job_id)
@@ -128,9 +132,14 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge]) -> int:
         # The first start recorded (shown while the job ran) stays: an engine restarted by a
         # structure change re-dispatches requeued tasks and reports a later "first" start.
         start = done.start_time if job.sim_start_time is None else job.sim_start_time
-        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, job_id))
-    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility"), ("id",),
-                     done_rows)  # fmt: skip
+        used = work[job_id]
+        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, float(sum(used)), job_id))
+        if report.settled_rules.get(job_id, "fixed") != "fixed":  # the auction's rule: a spot price paid
+            served.append(Served(job_id, money(c.amount) if c else money(0.0), used))
+    rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility",
+                           "slot_seconds"), ("id",), done_rows)  # fmt: skip
+    if served:
+        rates_record(market_id=market_id, sim_time=report.now, types=types, served=served, utilisation=utilisation)
     return len(done_rows)
 
 
@@ -209,12 +218,13 @@ class _TickWrites:
         self.overall += overall
         self.shares += _share_rows(market, report, shares)
 
-    def write(self, types: list[ResourceType]) -> tuple[StepReport, int]:
+    def write(self, market: Market, types: list[ResourceType], utilisation: list[float]) -> tuple[StepReport, int]:
         """Write everything gathered; returns the tick's steps as one report, and the number
-        of jobs that departed (settled, not cancelled meanwhile)."""
+        of jobs that departed (settled, not cancelled meanwhile). ``utilisation``: (m,) busy
+        share of each type's slots when the tick ends (the level of demand of its departures)."""
         merged = _merged(self.reports)
         _apply_progress(merged, types)
-        departed = _apply_money(merged, self.acceptance)
+        departed = _apply_money(merged, self.acceptance, market.pk, types, utilisation)
         _store_average_shares(merged, types)
         rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair)
         rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall)
@@ -236,6 +246,7 @@ def _merged(reports: list[StepReport]) -> StepReport:
         started_tasks=sum(r.started_tasks for r in reports), finished_tasks=sum(r.finished_tasks for r in reports),
         first_starts=first_starts, achieved_utility={k: v for r in reports for k, v in r.achieved_utility.items()},
         average_shares={k: v for r in reports for k, v in r.average_shares.items()},
+        settled_rules={k: v for r in reports for k, v in r.settled_rules.items()},
     )
 
 
@@ -253,7 +264,8 @@ def _clear_now(engine: MarketEngine, market: Market, context: EngineContext) -> 
     else:
         plan, solve_ms = empty_plan(engine.m, engine.config.mechanism), 0.0
     plan = engine.with_bookings(plan)  # the stored Plan lists every admitted reservation (ERA)
-    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0)
+    params = adapters.clearing_params(engine.config, engine.cluster.capacity.tolist())
+    plan_id = plan_store(market=market, plan=plan, types=context.types, solve_ms=solve_ms, t0=t0, params=params)
     market.cleared_version = market.state_version
     market.clearings += 1
     return engine.apply_plan(plan, plan_id=plan_id)
@@ -305,7 +317,8 @@ def cluster_advance(
                 writes.acceptance += _clear_now(engine, market, context)  # fixed prices due when its Plan applies
                 if report.now >= target or (stop_when_idle and not active):
                     break
-            tick, departures = writes.write(context.types)
+            busy, capacity = engine.cluster.busy(), engine.cluster.capacity.tolist()
+            tick, departures = writes.write(market, context.types, [b / c if c else 0.0 for b, c in zip(busy, capacity, strict=True)])
             hooks.run_tick_work(market)  # the parts' work on the same clock (Cura: the VM pools' jobs, paper 004)
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]

@@ -48,20 +48,23 @@ def _named(registry: Registry[Any]) -> Any:
     """A validator accepting exactly the names of a stage registry."""
     return lambda v: v in registry or f"Unknown {registry.stage} '{v}'; choose one of: {', '.join(registry.names())}."
 
-# field -> (validator, changes the clearing's input?)
+# field -> (validator, a market parameter?). A parameter's change is a market change: the next clearing,
+# whichever path runs it (task, tick, sweeper), uses it and records it with its Plan, and the next tick
+# hands it to the engine (docs/economy.md, "Settings"). The clock's speed is not a parameter of the market's
+# allocation: it changes only how fast the clock runs.
 _RULES: dict[str, tuple[Any, bool]] = {
     "alpha": (lambda v: 0.0 <= v <= 1.0 or "alpha must lie in [0, 1] (0 = equal shares, 1 = proportional to money).", True),
-    "t_wait": (lambda v: v >= 0 or "T_wait must be zero or more seconds (0 = LTRF, large = naive hierarchy).", False),
+    "t_wait": (lambda v: v >= 0 or "T_wait must be zero or more seconds (0 = LTRF, large = naive hierarchy).", True),
     "auction_tolerance": (lambda v: 0 < v < 1 or "The tolerance must lie in (0, 1).", True),
     "auction_max_rounds": (lambda v: 1 <= v <= 100000 or "Between 1 and 100000 rounds.", True),
     "clock_speed": (lambda v: 0 < v <= 1e6 or "The clock speed must be positive (simulated seconds per wall second).", False),
     "mechanism": (_named(MECHANISMS), True),
-    "fairshare_policy": (_named(FAIRSHARE), False),
-    "dispatch_mode": (_named(DISPATCH), False),
+    "fairshare_policy": (_named(FAIRSHARE), True),
+    "dispatch_mode": (_named(DISPATCH), True),
     "fairshare_history": (
-        lambda v: v in HISTORY_MODES or f"Unknown history mode '{v}'; choose one of: {', '.join(HISTORY_MODES)}.", False
+        lambda v: v in HISTORY_MODES or f"Unknown history mode '{v}'; choose one of: {', '.join(HISTORY_MODES)}.", True
     ),
-    "fairshare_history_length": (lambda v: v > 0 or "The round length / half-life must be a positive number of seconds.", False),
+    "fairshare_history_length": (lambda v: v > 0 or "The round length / half-life must be a positive number of seconds.", True),
 }
 
 

@@ -29,7 +29,7 @@ configuration is this product's choice, and the hold bounds it.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 import numpy as np
@@ -203,11 +203,11 @@ def _place(job: CuraJob, types: list[VMInstanceType], p: Placement, status: str,
         job.finished_s = p.end
 
 
-def _settle(job: CuraJob, amount: Decimal) -> None:
+def _settle(job: CuraJob, amount: Decimal, memo: str = "") -> None:
     """Charge ``amount`` of the hold (never more than held) and release the rest."""
     amount = min(amount, job.held)
     cura_money(tenant_id=job.tenant_id, cura_job_id=job.pk, movements=[
-        (CHARGE, amount, f"Cura job {job.pk}: its configuration's cost"),
+        (CHARGE, amount, memo or f"Cura job {job.pk}: its configuration's cost"),
         (RELEASE, job.held - amount, f"rest of the hold of Cura job {job.pk}"),
     ])
     job.charged += amount
@@ -303,7 +303,12 @@ def _dearest(sched: VMAwareScheduler, job: SchedJob) -> float:
 
 @transaction.atomic
 def cura_job_cancel(*, job: CuraJob, user: object = None) -> CuraJob:
-    """Withdraw a waiting, reserved or running job: its VMs return to the pool now, its hold is released.
+    """Withdraw a waiting, reserved or running job: its VMs return to the pool now.
+
+    Money (docs/economy.md, "Cancellations"): a running job pays for the VM-seconds it held, its
+    configuration's price for the time it ran (VMs x unit price x seconds since its start, the rate
+    its cost is charged at, :func:`cancellation_cost`), at most its configuration's cost and its
+    hold; a waiting or reserved job received nothing and pays nothing. The rest is released.
 
     Raises:
         ValidationError: the job has already ended.
@@ -320,11 +325,28 @@ def cura_job_cancel(*, job: CuraJob, user: object = None) -> CuraJob:
     _apply(market, types, driver, ev)
     job.refresh_from_db()
     if job.status in CuraJob.LIVE:
-        job.status = CuraJob.Status.CANCELLED
-        _settle(job, Decimal(0))
-        job.save(update_fields=["status", "held", "charged"])
+        now = float(market.sim_time)
+        running = job.status == CuraJob.Status.RUNNING
+        used = cancellation_cost(job=job, now=now) if running else Decimal(0)
+        job.status, job.finished_s = CuraJob.Status.CANCELLED, (now if running else None)
+        memo = (f"Cura job {job.pk} cancelled: {job.vms} VMs of {job.vm_type.name if job.vm_type else '?'} for "
+                f"{max(now - float(job.start_s if job.start_s is not None else now), 0.0):.0f} s of its run") if used > 0 else ""
+        _settle(job, used, memo)
+        job.save(update_fields=["status", "held", "charged", "finished_s"])
     _store(ps, types, driver)
     return job
+
+
+def cancellation_cost(*, job: CuraJob, now: float) -> Decimal:
+    """What a running Cura job cancelled at ``now`` owes: VMs x its VM type's price per VM-second x
+    the seconds since its run started, rounded down to the money's places, at most its
+    configuration's cost (paper 004's cost is VMs x unit price x runtime; docs/economy.md)."""
+    if job.vm_type is None or job.start_s is None or now <= job.start_s:
+        return Decimal(0)
+    rate = Decimal(job.vms) * job.vm_type.price
+    used = (rate * Decimal(repr(now - float(job.start_s)))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
+    cost = money(float(job.cost)) if job.cost is not None else used
+    return min(used, cost)
 
 
 def _too_soon(earliest_in_s: float) -> str:

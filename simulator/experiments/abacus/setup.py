@@ -177,8 +177,9 @@ class _WholeJobBids(MarketEngine):
     job on map nodes and reduce nodes", recalculated at arrivals and departures)."""
 
     def snapshot(self, extra: Iterable[tuple[JobSpec, Bid]] = (), exclude: Iterable[int] = (),
-                 warm: Plan | None = None) -> MarketSnapshot:
-        snap = super().snapshot(extra, exclude, warm)
+                 warm: Plan | None = None, *, config: MarketConfig | None = None,
+                 capacity: Sequence[int] | None = None) -> MarketSnapshot:
+        snap = super().snapshot(extra, exclude, warm, config=config, capacity=capacity)
         specs = {spec.job_id: spec for spec, _ in extra}
         rows = []
         for k, job_id in enumerate(snap.job_ids.tolist()):

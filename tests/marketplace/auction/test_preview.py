@@ -47,7 +47,11 @@ def test_api_preview_is_a_dry_run_that_matches_placing_the_bid(busy: Market, ali
     body = resp.json()
     assert _stored(busy) == before  # nothing written
     assert body["estimate"] is True and "estimate" in body["note"]
-    assert [Decimal(r["budget"]) for r in body["curve"]] == [5, 10, 20, 40, 80, 160, 320]
+    # 1/8 .. 8 times the budget, and the suggested one: the price level (no sale yet: the reference rate,
+    # 1 per slot-second) times the work, 10 x 60 + 2 x 30 = 660 slot-seconds
+    assert body["suggested"]["budget"] == "660.0000" and body["suggested"]["work"] == 660.0
+    assert body["suggested"]["price_level"] == 1.0 and body["suggested"]["finish_s"] > 0
+    assert [Decimal(r["budget"]) for r in body["curve"]] == [5, 10, 20, 40, 80, 160, 320, 660]
     assert all(r["budget"].endswith(".0000") for r in body["curve"])  # the API's money format
     maps = [r["shares"]["map"] for r in body["curve"]]
     assert maps == sorted(maps) and 0 < body["shares"]["map"] < 1
@@ -79,6 +83,7 @@ def test_form_preview_shows_the_estimate_and_places_nothing(busy: Market, alice:
     assert resp.status_code == 200 and _stored(busy) == before
     assert "Price preview — an estimate" in body and 'id="preview-table"' in body and "preview-figure" in body
     assert resp.context["preview"]["at"]["budget"] == 40.0
+    assert "Suggested budget: about" in body and "660.00" in body  # price level x work: "about N finishes in about T s"
     # the same form without "action" places the bid
     resp = client.post(reverse("bid-new"), {k: v for k, v in form.items() if k != "action"})
     assert resp.status_code == 302 and Job.objects.filter(name="etl").exists()

@@ -93,7 +93,7 @@ def test_queue_allocation_stacks_queues_fills_gaps_with_zero_and_draws_capacity(
     assert a["stackgroup"] == b["stackgroup"] == "queues"
     cap = _trace(fig, "capacity")
     assert list(cap["y"]) == [10, 10] and "stackgroup" not in cap
-    assert _titles(fig) == ("Simulated time (s)", "map units held")
+    assert _titles(fig) == ("Market clock (s)", "map units held")
     assert "map" in fig["layout"]["title"]["text"]
 
 
@@ -101,13 +101,13 @@ def test_queue_allocation_converts_time_to_the_unit():
     rows = [{"sim_time": 7200, "queue": "q", "running": 1}]
     fig = queue_allocation_figure(rows, resource="map", unit=("h", 3600.0))
     assert list(fig["data"][0]["x"]) == [2.0]
-    assert _titles(fig)[0] == "Simulated time (h)"
+    assert _titles(fig)[0] == "Market clock (h)"
 
 
 def test_queue_allocation_empty_keeps_axis_titles():
     fig = queue_allocation_figure([], resource="reduce", capacity=5)
     assert _is_empty_figure(fig)
-    assert _titles(fig) == ("Simulated time (s)", "reduce units held")
+    assert _titles(fig) == ("Market clock (s)", "reduce units held")
 
 
 # --- fairness ---------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_fairness_degree_one_line_per_queue_with_gaps_for_undefined_rho_and_a_li
     assert list(_trace(fig, "root.b")["y"]) == [None, 0.5]
     assert list(_trace(fig, "root.b")["x"]) == [60, 120]
     assert fig["layout"]["shapes"][0]["y0"] == 1
-    assert _titles(fig) == ("Simulated time (s)", "\N{GREEK SMALL LETTER RHO} = usage / entitlement")
+    assert _titles(fig) == ("Market clock (s)", "\N{GREEK SMALL LETTER RHO} = usage / entitlement")
     json.dumps(fig, cls=PlotlyJSONEncoder)  # no NaN or inf reaches the browser
 
 
@@ -146,7 +146,7 @@ def test_sharing_figure_has_benefit_and_loss_per_resource():
     assert list(_trace(fig, "Ψ benefit (map)")["y"]) == [0.0, 0.3]
     assert _trace(fig, "Ω loss (map)")["line"]["dash"] == "dash"
     assert _trace(fig, "Ω loss (map)")["line"]["color"] == _trace(fig, "Ψ benefit (map)")["line"]["color"]
-    assert _titles(fig) == ("Simulated time (s)", "Ψ (≥ 0) and Ω (≤ 0)")
+    assert _titles(fig) == ("Market clock (s)", "Ψ (≥ 0) and Ω (≤ 0)")
     assert _is_empty_figure(sharing_figure([]))
 
 
@@ -163,7 +163,7 @@ def test_utilisation_per_resource_as_percent_axis():
     assert list(_trace(fig, "map")["y"]) == [0.0, 0.8] and list(_trace(fig, "map")["x"]) == [0.0, 1.0]
     assert list(_trace(fig, "reduce")["y"]) == [0.25]
     assert fig["layout"]["yaxis"]["tickformat"] == ".0%"
-    assert _titles(fig) == ("Simulated time (min)", "Utilisation")
+    assert _titles(fig) == ("Market clock (min)", "Utilisation")
     assert _is_empty_figure(utilisation_figure([]))
 
 
@@ -177,7 +177,7 @@ def test_price_figure_steps_per_resource():
     assert [t["name"] for t in fig["data"]] == ["map", "reduce"]
     assert list(_trace(fig, "map")["y"]) == [1.5, 3.0] and list(_trace(fig, "map")["x"]) == [10, 30]
     assert _trace(fig, "map")["line"]["shape"] == "hv"
-    assert _titles(fig) == ("Simulated time (s)", "Implied price (credits per slot)")
+    assert _titles(fig) == ("Market clock (s)", "Implied price (credits per slot)")
     assert _is_empty_figure(price_figure([]))
 
 
@@ -196,7 +196,7 @@ def test_job_share_figure_one_step_line_per_job_and_resource_with_labels():
     assert list(_trace(fig, "#7 etl · map")["y"]) == [1.0, 0.4]
     assert list(_trace(fig, "#9 · map")["x"]) == [60]
     assert _trace(fig, "#9 · map")["line"]["shape"] == "hv"
-    assert _titles(fig) == ("Simulated time (s)", "Share s_ij")
+    assert _titles(fig) == ("Market clock (s)", "Share s_ij")
     assert _is_empty_figure(job_share_figure([]))
 
 
@@ -213,12 +213,12 @@ def test_dashboard_figures_keys_split_by_resource_and_share_one_time_unit():
         resources=[("map", 10), ("reduce", 5)], fairness=fairness, samples=samples, prices=[], shares=[],
         job_labels={}, now=2 * 86400,
     )
-    assert set(figs) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices"}
+    assert set(figs) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices", "unit-prices"}
     assert list(_trace(figs["alloc-0"], "root.a")["y"]) == [3]
     assert list(_trace(figs["alloc-1"], "root.a")["y"]) == [1]
     assert list(_trace(figs["rho-1"], "root.a")["y"]) == [0.5]
     assert list(_trace(figs["util"], "map")["x"]) == [1.0]  # hours: the clock is at two days
-    assert all(_titles(f)[0] == "Simulated time (h)" for f in figs.values())
+    assert all(_titles(f)[0] == "Market clock (h)" for f in figs.values())
     assert _is_empty_figure(figs["prices"]) and _is_empty_figure(figs["jobs"])
     json.dumps(figs, cls=PlotlyJSONEncoder)
 
@@ -250,6 +250,6 @@ def test_job_share_relative_to_submission_uses_the_jobs_own_span():
             {"sim_time": 10_060, "job_id": 3, "resource": "map", "share": 1.0}]
     fig = job_share_figure(rows, until={3: 10_180}, origin=10_000)
     assert list(fig["data"][0]["x"]) == [0.0, 60.0, 180.0]
-    assert _titles(fig)[0] == "Simulated time since submission (s)"
+    assert _titles(fig)[0] == "Market clock since submission (s)"
     empty = job_share_figure([], origin=50.0)
-    assert _is_empty_figure(empty) and _titles(empty)[0] == "Simulated time since submission (s)"
+    assert _is_empty_figure(empty) and _titles(empty)[0] == "Market clock since submission (s)"

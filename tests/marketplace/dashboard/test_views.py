@@ -148,7 +148,7 @@ def test_dashboard_data_has_figures_with_the_market_series(alice_client, running
     data = resp.json()
     assert data["headline"]["text"]["sim-clock"] == "0:10:00"
     figures = data["figures"]
-    assert set(figures) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices"}
+    assert set(figures) == {"alloc-0", "alloc-1", "rho-0", "rho-1", "jobs", "util", "sharing", "prices", "unit-prices"}
     alloc_names = {t["name"] for t in figures["alloc-0"]["data"]}
     assert {"root.orga.analytics", "root.orgb.research", "capacity"} <= alloc_names
     held = sum(sum(t["y"]) for t in figures["alloc-0"]["data"] if t["name"] != "capacity")

@@ -4,33 +4,35 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.deadlines.models import DeadlineBooking
-from marketplace.deadlines.services import deadline_book, deadline_quote, floor_unit_price, unit_prices
+from marketplace.deadlines.selectors import PRICE_SOURCE_CURVE
+from marketplace.deadlines.services import deadline_book, deadline_quote, unit_prices
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
-from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_context, engine_load
+from marketplace.reservations.adapters import era_settings
+from marketplace.reservations.models import ReservationSettings
 from scheduler.deadline.slots import min_payment_slots
 
 # 20 map tasks of 30 s, then 4 reduce tasks of 60 s, on the test market's 10 map and 5 reduce slots.
 WORK = [WorkItem("map", 20, 30.0), WorkItem("reduce", 4, 60.0)]
 
 
-def test_quote_on_an_idle_market_is_paper_003_at_the_floor_price(market):
-    # given no bids: every type at the floor price, all slots free
+def test_quote_on_an_idle_market_is_paper_003_at_the_curve_s_reserve_price(market):
+    # given no sale yet: the market's price curve (ERA's) is its reserve price per unit-slot, per slot-second
     q = deadline_quote(market=market, work=WORK, deadline=400.0)
-    floor = floor_unit_price()
-    assert q.price_source == "floor price" and q.unit_prices == [floor, floor]
-    assert q.available == [10, 5] and q.feasible
+    s = era_settings(market)
+    floor = s.reserve_price / s.slot_seconds
+    assert q.price_source == PRICE_SOURCE_CURVE and q.unit_prices == pytest.approx([floor, floor])
+    assert q.available == [10, 5] and q.feasible and q.start_delay == 0.0 and q.busy_now == [0, 0]
     # then it is the whole-slot optimum with waves of whole tasks, theta = 1
     oracle = min_payment_slots([600.0, 240.0], 400.0, [floor, floor], [10, 5], tasks=[20, 4])
     assert q.slots == oracle.slots.tolist() and q.payment == pytest.approx(oracle.payment)
@@ -155,8 +157,8 @@ def test_a_price_above_the_accepted_one_is_refused(market, alice):
     assert job.pk
 
 
-def test_not_enough_funds_is_a_payment_error_and_writes_nothing(market, alice, settings):
-    settings.DEADLINE_FLOOR_UNIT_PRICE = 10.0  # 10 money per slot-second: far above alice's 1000
+def test_not_enough_funds_is_a_payment_error_and_writes_nothing(market, alice):
+    ReservationSettings.objects.filter(pk=era_settings(market).pk).update(reserve_price=600.0)  # 10 per slot-second
     with pytest.raises(ValidationError) as err:
         deadline_book(tenant=alice, work=WORK, deadline=400.0)
     assert "payment" in err.value.message_dict
@@ -164,21 +166,16 @@ def test_not_enough_funds_is_a_payment_error_and_writes_nothing(market, alice, s
     assert ledger_reconcile(account=alice.account) == []
 
 
-def test_implied_prices_are_the_bids_money_per_slot_second_of_their_work(market, alice, bob):
-    # given two bids and a clearing
-    bid_submit(tenant=alice, budget="90", work=[WorkItem("map", 30, 10.0), WorkItem("reduce", 2, 50.0)])
-    bid_submit(tenant=bob, budget="30", work=[WorkItem("map", 10, 20.0)])
-    market_clear(market_id=market.pk)
-    from marketplace.market.adapters import latest_plan, resource_types
+def test_prices_are_the_market_s_one_curve_averaged_over_the_window(market):
+    # the deadline quote's b_j is the mean, over the window's slots, of the curve ERA quotes from
+    from marketplace.market import hooks
+    from marketplace.market.adapters import resource_types
 
-    plan = latest_plan(market.pk)[1]
-    prices, source = unit_prices(market=market, types=resource_types(market))
-    # then b_j = (sub-budgets bid on j) / (slot-seconds of their remaining work on j)
-    spent = plan.sub_budgets.sum(axis=0)
-    expected = np.maximum(spent / np.array([30 * 10.0 + 10 * 20.0, 2 * 50.0]), floor_unit_price())
-    assert source == "implied auction prices"
-    assert prices == pytest.approx(expected)
-    assert plan.diagnostics.prices * np.array([10, 5]) == pytest.approx(spent)  # the Plan's prices, per slot
+    types = resource_types(market)
+    times, curve = hooks.price_curve(market, types, 0.0, 600.0)
+    prices, source = unit_prices(market=market, types=types, start=0.0, end=600.0)
+    assert len(times) == 10 and times[0] == 0.0  # ten 60 s slots
+    assert source == PRICE_SOURCE_CURVE and prices == pytest.approx(curve.mean(axis=1))
 
 
 # --- the REST API

@@ -89,10 +89,12 @@ def test_smallest_budget_is_shown_exactly_with_the_currency(market, alice, setti
 
 
 def test_times_are_labelled_simulated_or_wall_clock(market, alice):
+    # one clock on every page (issue 22, item 7): simulated time is "the market clock", labelled the same way
     bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 10.0)])
     client = _client(alice.user)
     jobs = re.sub(r"<[^>]+>", "", client.get(reverse("job-list")).content.decode())
-    assert "Submitted (sim)" in jobs and "simulated h:mm:ss" in jobs
+    assert "Submitted (market clock)" in jobs and "h:mm:ss on the market clock" in jobs and "Market clock" in jobs
+    assert "(sim)" not in jobs and "Sim clock" not in jobs
 
 
 # Variables that hold money or prices: a template that shows one through floatformat (or raw)
@@ -122,8 +124,9 @@ def test_price_axes_name_their_currency_and_unit(settings):
     settings.MARKET_CURRENCY = "tokens"
     price = price_figure([{"sim_time": 0.0, "resource": "map", "price": 1.5}])
     assert price["layout"]["yaxis"]["title"]["text"] == "Implied price (tokens per slot)"
-    curve = charts_reservations.price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0]})
-    assert "tokens per unit-slot" in curve["layout"]["yaxis"]["title"]["text"]
+    curve = charts_reservations.price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0],
+                                                    "slot_second_price": [1.0 / 60]})
+    assert "tokens per slot-second" in curve["layout"]["yaxis"]["title"]["text"]  # the market's one unit of price
     quote = charts_reservations.quote_figure([[0.0, 3.0], [60.0, 2.0]], start=60.0, alternatives=[], units=1, duration=60.0)
     assert quote["layout"]["yaxis"]["title"]["text"] == "Price of the reservation (tokens)"
     payment = charts_deadlines.deadline_payment_figure([(60.0, 2.0, 1.5), (120.0, 1.0, 1.0)])

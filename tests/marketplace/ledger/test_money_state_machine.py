@@ -11,10 +11,12 @@ end), and a tenant reading another tenant's job through the API. After every ste
 * every job's money is in exactly one state: active jobs hold their whole budget and have
   released nothing (charged nothing, unless a reservation's price was charged at
   acceptance); finished and cancelled jobs hold nothing, and their charge plus release
-  equals the budget (a cancelled bid: all released; a reservation keeps its price);
+  equals the budget (a cancelled bid pays its budget times the fraction of its work done,
+  at most its hold; a reservation keeps its price);
 * every Cura job's money is in one state: live jobs hold what was held at submission;
-  done ones are charged their configuration's cost and the rest released; missed and
-  cancelled ones have everything released;
+  done ones are charged their configuration's cost and the rest released; missed ones, and
+  ones cancelled before they ran, have everything released; ones cancelled while running pay
+  the VM-seconds they held (at most their cost and hold) and get the rest back;
 * money is conserved: deposits = available + held + charged, over all tenants;
 * a tenant's job lists hold only its own jobs, and another tenant's job is a 404.
 
@@ -27,7 +29,7 @@ starts from the same fresh market.
 from __future__ import annotations
 
 import os
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from itertools import count
 
 import pytest
@@ -51,7 +53,7 @@ from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget
 from marketplace.pools.models import CuraJob
-from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
+from marketplace.pools.services.jobs import cancellation_cost, cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import pool_resize, vm_type_save
 from marketplace.reservations.models import Reservation, ReservationQuote
 from marketplace.reservations.services import reservation_accept, reservation_decline, reservation_quote
@@ -236,7 +238,10 @@ class MoneyMachine(RuleBasedStateMachine):
             else:
                 assert charged + released == job.budget, (job.pk, job.status, charged, released, job.budget)
                 if job.status == Job.Status.CANCELLED and job.pk not in reserved:
-                    assert charged == 0
+                    # it paid for the work done (docs/economy.md, "Cancellations"): the budget times the
+                    # fraction of its slot-seconds whose tasks completed, rounded down, never above the hold
+                    assert charged == _work_done_share(job), (job.pk, charged, _work_done_share(job))
+                    assert charged <= hold
 
     @invariant()
     def each_cura_jobs_money_is_in_exactly_one_state(self) -> None:
@@ -254,6 +259,9 @@ class MoneyMachine(RuleBasedStateMachine):
             else:
                 assert job.held == 0 and charged + released == hold, (job.pk, job.status, charged, released, hold)
                 want = money(float(job.cost or 0)) if job.status == CuraJob.Status.DONE else Decimal(0)
+                if job.status == CuraJob.Status.CANCELLED and job.finished_s is not None:  # cancelled while running
+                    want = cancellation_cost(job=job, now=job.finished_s)  # the VM-seconds it held (docs/economy.md)
+                    assert want <= money(float(job.cost or 0)) and want <= hold
                 assert charged == want, (job.pk, job.status, charged, want)
 
     @invariant()
@@ -269,6 +277,14 @@ class MoneyMachine(RuleBasedStateMachine):
     def tenants_see_only_their_own_jobs(self) -> None:
         for tenant in self.tenants:
             assert set(selectors.tenant_jobs(tenant=tenant).values_list("tenant_id", flat=True)) <= {tenant.pk}
+
+
+def _work_done_share(job: Job) -> Decimal:
+    """The cancellation rule recomputed from the job's work rows: budget x done / total slot-seconds."""
+    works = list(job.work.all())
+    total = sum(Decimal(repr(w.tasks * w.task_duration)) for w in works)
+    done = sum(Decimal(repr(w.done * w.task_duration)) for w in works)
+    return (job.budget * done / total).quantize(Decimal("0.0001"), rounding=ROUND_DOWN) if total else Decimal(0)
 
 
 @pytest.mark.django_db

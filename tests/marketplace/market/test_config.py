@@ -28,12 +28,15 @@ def test_changes_are_audited_with_user_and_values(market, admin_user):
     assert (market.alpha, market.t_wait) == (0.8, 12.5)
 
 
-def test_alpha_change_bumps_version_t_wait_does_not(market):
+def test_every_parameter_change_bumps_the_version_the_clock_speed_does_not(market):
+    # a parameter reaches the next clearing, which records it (docs/economy.md, "Settings")
     v = market.state_version
-    market_configure(market=market, t_wait=5)
+    market_configure(market=market, clock_speed=120)
     assert Market.objects.get(pk=market.pk).state_version == v
-    market_configure(market=market, alpha=0.1)
-    assert Market.objects.get(pk=market.pk).state_version == v + 1
+    for k, change in enumerate([{"alpha": 0.1}, {"t_wait": 5}, {"fairshare_policy": "ltrf"}, {"dispatch_mode": "lottery"},
+                                {"fairshare_history": "decay"}, {"fairshare_history_length": 60.0}], start=1):
+        market_configure(market=market, **change)
+        assert Market.objects.get(pk=market.pk).state_version == v + k, change
 
 
 def test_unchanged_value_writes_no_audit_row(market):

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.queues import ResourceType
 from marketplace.reservations.api import cluster_manager_group
-from marketplace.reservations.models import Reservation
+from marketplace.reservations.models import Reservation, ReservationSettings
 
 REQUEST = {"resource_type": "map", "units": 4, "duration": 600, "arrival": 0, "deadline": 3600}
 
@@ -39,13 +39,15 @@ def test_quote_then_accept(alice_api):
     assert again.status_code == 409 and "quote" in again.data  # a conflict with the quote's state
 
 
-def test_a_moved_quote_answers_409_with_the_new_quote(alice_api, bob_api):
+def test_a_quote_the_market_made_dearer_answers_409_with_the_new_quote(alice_api, bob_api):
     mine = alice_api.post("/api/reservations/quotes/", REQUEST | {"units": 10, "deadline": 1200}, format="json").data
     bob = bob_api.post("/api/reservations/request/", REQUEST | {"units": 1, "deadline": 600, "value": "10"}, format="json")
     assert bob.status_code == 201 and bob.data["accepted"]
+    ReservationSettings.objects.update(reserve_price=0.02)  # the market moved: every unit-slot is dearer
     moved = alice_api.post(f"/api/reservations/quotes/{mine['id']}/accept/")
     assert moved.status_code == 409
     assert moved.data["quote"]["start"] == 600.0 and moved.data["quote"]["status"] == "open"
+    assert "more than the" in moved.data["detail"]
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget
 from marketplace.reservations import adapters as ra
-from marketplace.reservations.models import Reservation, ReservationQuote
+from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from marketplace.reservations.services import (
     QuoteMoved,
     reservation_accept,
@@ -96,16 +96,28 @@ def test_an_expired_quote_is_repriced_and_accepted_when_the_offer_stands(market,
     assert r.price == quote.price
 
 
-def test_a_quote_the_market_moved_is_not_booked_and_the_new_quote_is_returned(market, alice, bob):
+def test_a_quote_the_market_moved_books_the_next_feasible_start_at_no_more_than_its_price(market, alice, bob):
     # given: alice is quoted all 10 map units for 10 min in [0, 20 min): start 0
     mine = reservation_quote(tenant=alice, resource_type="map", units=10, duration=600, arrival=0, deadline=1200)
     assert mine.start == 0.0
-    # when: bob books [0, 600) first
+    # when: bob books [0, 600) first, and alice accepts
     reservation_accept(quote=reservation_quote(tenant=bob, resource_type="map", units=3, duration=600, arrival=0, deadline=600))
-    # then: alice's quote is re-priced: only a start at 600 has room; nothing is booked for her
+    r = reservation_accept(quote=mine)
+    # then: her request is re-priced and booked at the next feasible start of its window, at no more than she accepted
+    mine.refresh_from_db()
+    assert mine.status == "expired" and mine.replaced_by == r.quote and r.quote.status == "accepted"
+    assert r.start == 600.0 and r.price <= mine.price
+    assert ledger_reconcile(account=alice.account) == []
+
+
+def test_a_quote_the_market_made_dearer_is_not_booked_and_the_new_quote_is_returned(market, alice, bob):
+    mine = reservation_quote(tenant=alice, resource_type="map", units=10, duration=600, arrival=0, deadline=1200)
+    reservation_accept(quote=reservation_quote(tenant=bob, resource_type="map", units=3, duration=600, arrival=0, deadline=600))
+    ReservationSettings.objects.filter(market=market).update(reserve_price=0.02)  # every unit-slot now costs twice as much
     with pytest.raises(QuoteMoved) as err:
         reservation_accept(quote=mine)
     assert err.value.quote is not None and err.value.quote.start == 600.0 and err.value.quote.status == "open"
+    assert err.value.quote.price > mine.price and "more than the" in err.value.messages[0]
     assert not Reservation.objects.filter(tenant=alice).exists()
     assert ledger_reconcile(account=alice.account) == []
     # and the new quote can be accepted

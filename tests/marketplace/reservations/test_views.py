@@ -62,11 +62,12 @@ def test_decline_and_the_market_page(alice_web, bob):
 
 def test_figures_are_valid_plotly_and_label_their_axes():
     curve = {"resource": "map", "slot_seconds": 60.0, "times": [0.0, 60.0, 120.0], "unit_price": [0.5, None, 0.2],
-             "promised": [3, 10, 0], "capacity": 10}
+             "slot_second_price": [0.5 / 60, None, 0.2 / 60], "promised": [3, 10, 0], "busy": [2, 0, 0], "capacity": 10}
     for fig in (rc.price_curve_figure(curve), rc.capacity_figure(curve),
                 rc.quote_figure([[0.0, 4.0], [60.0, 3.0], [120.0, 5.0]], start=60.0, alternatives=[[0.0, 4.0]], units=2, duration=60),
                 rc.revenue_figure([{"time": 0.0, "revenue": 1.0, "welfare": 0.0}]), rc.revenue_figure([])):
         validated(fig)
         assert fig["layout"]["xaxis"]["title"]["text"] and fig["layout"]["yaxis"]["title"]["text"]
-    assert rc.capacity_figure(curve)["data"][1]["y"] == [7, 0, 10]
-    assert "per unit-slot" in rc.price_curve_figure(curve)["layout"]["yaxis"]["title"]["text"]
+    assert rc.capacity_figure(curve)["data"][1]["y"] == [2, 0, 0]  # held by running tasks
+    assert rc.capacity_figure(curve)["data"][2]["y"] == [5, 0, 10]  # available: capacity - promised - busy
+    assert "per slot-second" in rc.price_curve_figure(curve)["layout"]["yaxis"]["title"]["text"]  # the market's one unit

@@ -1,0 +1,160 @@
+"""The market's price level in one unit, money per slot-second (issue 22; docs/economy.md).
+
+Reads only. The spot auction's realised rate (``RateSample``, written by ``services.rates``
+when auction jobs leave the market) is the market's reference price:
+
+* :func:`rate_series` -- the samples, for the API and the charts;
+* :func:`spot_curve` -- the realised rate of one resource type by level of demand over the
+  recent window (``scheduler.era.spot.SpotCurve``), which ERA's prices are anchored to;
+* :func:`realised_rates` -- each type's realised rate over the window (charged / slot-seconds);
+* :func:`price_level` -- the rate a new tenant's money is sized by: the realised rate over
+  every type, or ``MARKET_REFERENCE_RATE`` before the market has sold anything;
+* :func:`bidders_rate` -- what the active bidders' budgets offer per slot-second of their
+  remaining work now (the newest Plan's sub-budgets on a type over the work left on it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+import numpy as np
+from django.conf import settings
+from django.db.models import QuerySet, Sum
+
+from marketplace.market import adapters
+from marketplace.market.models.allocation import RateSample
+from marketplace.market.models.jobs import Job, JobWork
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from scheduler.era.spot import SpotCurve
+
+DEFAULT_WINDOW_S = 86400.0  # a day of simulated time: ERA's demand cycle (paper 001, Sec. 5.3)
+
+
+def reference_rate() -> float:
+    """``MARKET_REFERENCE_RATE`` (money per slot-second, default 1.0): the price level before any
+    sale. The default is what paper 000's bids (budgets U[50, 200]) pay on FB-2009's jobs: 0.97
+    over the first half hour of the trace (docs/economy.md)."""
+    return float(getattr(settings, "MARKET_REFERENCE_RATE", 1.0))
+
+
+def window_s() -> float:
+    """``MARKET_RATE_WINDOW_S``: how far back (simulated seconds) the realised rate looks."""
+    return float(getattr(settings, "MARKET_RATE_WINDOW_S", DEFAULT_WINDOW_S))
+
+
+def rate_series(*, market: Market, resource: str | None = None) -> QuerySet[RateSample]:
+    """The realised-rate samples, oldest first (``resource``: one type's by name)."""
+    qs = RateSample.objects.filter(market=market).select_related("resource_type").order_by("sim_time", "id")
+    return qs.filter(resource_type__name=resource) if resource else qs
+
+
+def _recent(market: Market) -> QuerySet[RateSample]:
+    return RateSample.objects.filter(market=market, sim_time__gte=market.sim_time - window_s())
+
+
+def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | None:
+    """The type's realised rate by level of demand over the window (None: nothing sold yet)."""
+    rows = list(_recent(market).filter(resource_type=resource_type).values_list("utilisation", "charged", "slot_seconds"))
+    if not rows:
+        return None
+    u, c, w = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
+    return SpotCurve.fit(u, c, w)
+
+
+def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
+    """Type name -> charged / slot-seconds over the window (None: nothing sold on it yet)."""
+    sums = {r["resource_type_id"]: (r["c"] or 0.0, r["w"] or 0.0)
+            for r in _recent(market).values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
+    out: dict[str, float | None] = {}
+    for t in types:
+        c, w = sums.get(t.pk, (0.0, 0.0))
+        out[t.name] = float(c) / float(w) if w > 0 else None
+    return out
+
+
+def price_level(*, market: Market) -> float:
+    """The market's price level, money per slot-second: the realised rate over every type in the
+    window, or :func:`reference_rate` before anything was sold."""
+    sums = _recent(market).aggregate(c=Sum("charged"), w=Sum("slot_seconds"))
+    w = float(sums["w"] or 0.0)
+    return float(sums["c"] or 0.0) / w if w > 0 else reference_rate()
+
+
+def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
+    """Type name -> what the newest Plan's bidders offer per slot-second of their remaining work
+    on it: the sum of their sub-budgets on the type (paper 000, Sec. 3) over the slot-seconds of
+    their pending and running tasks of it (None: no bid on the type)."""
+    latest = adapters.latest_plan(market.pk)
+    out: dict[str, float | None] = {t.name: None for t in types}
+    if latest is None or latest[1].n == 0:
+        return out
+    plan = latest[1]
+    spent = np.asarray(plan.sub_budgets, dtype=np.float64).sum(axis=0)
+    column = {t.pk: j for j, t in enumerate(types)}
+    remaining = np.zeros(len(types))
+    rows = JobWork.objects.filter(job_id__in=plan.job_ids.tolist(), job__status__in=Job.ACTIVE).values_list(
+        "resource_type_id", "pending", "running", "task_duration")
+    for type_id, pending, running, duration in rows:
+        if type_id in column:
+            remaining[column[type_id]] += (pending + running) * duration
+    for j, t in enumerate(types):
+        if j < spent.shape[0] and remaining[j] > 0 and spent[j] > 0:
+            out[t.name] = float(spent[j] / remaining[j])
+    return out
+
+
+def rate_points(*, market: Market, span_s: float = 900.0, max_points: int = 500) -> list[dict[str, object]]:
+    """The spot market's realised rate over time, per type: at each sample, charged / slot-seconds of
+    the samples in the ``span_s`` simulated seconds up to it (a moving window smooths single jobs);
+    at most ``max_points`` per type, evenly spaced. Rows: sim_time, resource, rate."""
+    rows = list(RateSample.objects.filter(market=market).order_by("resource_type__stage", "resource_type_id", "sim_time", "id")
+                .values_list("resource_type__name", "sim_time", "charged", "slot_seconds"))
+    out: list[dict[str, object]] = []
+    by_type: dict[str, list[tuple[float, float, float]]] = {}
+    for name, t, c, w in rows:
+        by_type.setdefault(name, []).append((float(t), float(c), float(w)))
+    for name, samples in by_type.items():
+        t, c, w = (np.array(col) for col in zip(*samples, strict=True))
+        cc, ww = np.concatenate([[0.0], np.cumsum(c)]), np.concatenate([[0.0], np.cumsum(w)])
+        first = np.searchsorted(t, t - span_s, side="right")
+        paid, used = cc[1:] - cc[first], ww[1:] - ww[first]
+        keep = np.unique(np.round(np.linspace(0, t.size - 1, min(max_points, t.size))).astype(np.int64))
+        out += [{"sim_time": float(t[k]), "resource": name, "rate": float(paid[k] / used[k])} for k in keep.tolist() if used[k] > 0]
+    return out
+
+
+def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: float = 7200.0,
+                    since_s: float = 86400.0) -> dict[str, list[dict[str, object]]]:
+    """Every price of the market in money per slot-second, for one chart (issue 22): the spot
+    market's realised rate over time (:func:`rate_points`), the price curve quotes price from over
+    the next ``ahead_s`` seconds (``hooks.price_curve``: one more unit of each type, per slot), and
+    the prices the parts offered in the last ``since_s`` seconds (``hooks.offered_prices``:
+    reservation quotes, deadline bookings)."""
+    from marketplace.market import hooks
+
+    now = market.sim_time
+    curve: list[dict[str, object]] = []
+    answer = hooks.price_curve(market, types, now, now + ahead_s)
+    if answer is not None:
+        times, prices = answer
+        curve = [{"sim_time": float(t), "resource": types[j].name, "price": float(prices[j, k])}
+                 for j in range(len(types)) for k, t in enumerate(np.asarray(times).tolist()) if np.isfinite(prices[j, k])]
+    offered = [{"sim_time": at, "resource": types[j].name, "price": price, "source": label}
+               for label, j, at, price in hooks.offered_prices(market, types, now - since_s) if j < len(types)]
+    return {"spot": rate_points(market=market), "curve": curve, "offered": offered}
+
+
+DAY_S = 86400.0
+
+
+def fair_share_deposit(*, market: Market, queue_id: int, seconds: float = DAY_S) -> Decimal:
+    """What ``seconds`` (a day) of a leaf queue's fair share costs at the market's price level:
+    level (money per slot-second) x the leaf's fair fraction of the cluster (paper 002, the
+    weights down the tree) x every type's slots x seconds, in whole money units. A tenant's
+    deposit of this much buys about a day of its share (docs/economy.md)."""
+    tree_map = adapters.queue_tree(market)
+    fraction = float(tree_map.tree.leaf_fraction()[tree_map.leaf_position(queue_id)])
+    slots = sum(t.capacity for t in adapters.resource_types(market))
+    return Decimal(round(price_level(market=market) * fraction * slots * seconds))

@@ -1,0 +1,101 @@
+"""ERA's demand joined to the spot auction (scheduler.era.spot; issue 22, docs/economy.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.era.mechanisms import BasicEcon
+from scheduler.era.predictors import ConstantPrice
+from scheduler.era.spot import SpotAnchored, SpotCurve, backlog_fill, occupancy
+
+
+def test_the_curve_pools_each_level_and_keeps_what_it_paid_per_slot_second():
+    # two settlements at 20 % busy (rates 1 and 3), one at 80 % (rate 4)
+    curve = SpotCurve.fit([0.21, 0.25, 0.85], [10.0, 30.0, 40.0], [10.0, 10.0, 10.0])
+    assert curve is not None
+    assert curve.levels.tolist() == pytest.approx([0.25, 0.85]) and curve.rates.tolist() == pytest.approx([2.0, 4.0])
+    assert curve.mean_rate == pytest.approx(80.0 / 30.0)
+    assert curve.rate(0.0) == pytest.approx(2.0) and curve.rate(1.0) == pytest.approx(4.0)  # flat beyond: no extrapolation
+    assert curve.rate(0.55) == pytest.approx(3.0)  # linear between levels
+
+
+def test_a_busier_level_never_costs_less_and_the_fit_keeps_the_mean():
+    # the raw rates fall with the level (noise, or an odd mix of jobs): the fit pools them into one
+    curve = SpotCurve.fit([0.1, 0.5, 0.9], [30.0, 20.0, 10.0], [10.0, 10.0, 10.0])
+    assert curve is not None
+    assert np.all(np.diff(curve.rates) >= 0) and curve.rates.tolist() == pytest.approx([2.0, 2.0, 2.0])
+    assert curve.mean_rate == pytest.approx(60.0 / 30.0)
+
+
+def test_nothing_sold_is_no_curve_and_bad_input_is_refused():
+    assert SpotCurve.fit([], [], []) is None
+    assert SpotCurve.fit([0.5], [0.0], [0.0]) is None
+    with pytest.raises(ValueError):
+        SpotCurve.fit([0.5], [-1.0], [2.0])
+    with pytest.raises(ValueError):
+        SpotCurve.fit([0.5, 0.2], [1.0], [2.0])
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1e4), st.floats(1e-3, 1e4)), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_the_fit_is_monotone_and_preserves_the_total_paid(rows):  # type: ignore[no-untyped-def]
+    u, c, w = (np.array(col) for col in zip(*rows, strict=True))
+    curve = SpotCurve.fit(u, c, w)
+    assert curve is not None
+    assert np.all(np.diff(curve.rates) >= -1e-9 * max(1.0, float(curve.rates.max())))
+    assert float(np.dot(curve.rates, curve.slot_seconds)) == pytest.approx(float(c.sum()), rel=1e-6, abs=1e-6)
+
+
+OCCUPANCY = {
+    # finish times, units, origin, slot, horizon -> units held at each slot start
+    "ends mid-slot: holds that slot": ([101.0], [10], 60.0, 60.0, 3, [10, 0, 0]),
+    "ends on a boundary: frees it": ([120.0], [4], 60.0, 60.0, 3, [4, 0, 0]),
+    "ended already": ([30.0], [5], 60.0, 60.0, 2, [0, 0]),
+    "beyond the horizon": ([1e9, 150.0], [2, 3], 60.0, 60.0, 3, [5, 5, 2]),
+    "nothing runs": ([], [], 0.0, 60.0, 2, [0, 0]),
+}
+
+
+@pytest.mark.parametrize(("finish", "units", "origin", "slot", "horizon", "held"), OCCUPANCY.values(), ids=OCCUPANCY.keys())
+def test_running_tasks_hold_their_units_until_they_end(finish, units, origin, slot, horizon, held):  # type: ignore[no-untyped-def]
+    assert occupancy(finish, units, origin=origin, slot=slot, horizon=horizon).tolist() == held
+
+
+def test_queued_work_takes_the_free_units_from_now_on():
+    fill = backlog_fill([2, 5, 5, 5], 60.0 * 9, slot=60.0)  # 9 unit-slots of queued work
+    assert fill.tolist() == pytest.approx([2.0, 5.0, 2.0, 0.0])
+    assert backlog_fill([3, 3], 0.0, slot=60.0).tolist() == [0.0, 0.0]
+
+
+def test_a_unit_slot_costs_the_spot_rate_at_the_level_of_demand_it_would_reach():
+    curve = SpotCurve.fit([0.05, 0.95], [10.0, 40.0], [10.0, 10.0])  # 1 per slot-second idle, 4 when full
+    assert curve is not None
+    anchored = SpotAnchored(ConstantPrice(0.01), curve, capacity=10, slot=60.0, fill=[8.0, 0.0])
+    # slot 0: 8 units of queued auction work; one more unit sold makes it (1 + 8) / 10 busy
+    assert anchored.inverse_demand(0, 9) == pytest.approx(60.0 * float(curve.rate(0.9)))
+    assert anchored.inverse_demand(1, 9) == pytest.approx(60.0 * float(curve.rate(0.1)))  # an idle slot
+    # the paper's predictor still prices above the spot anchor where its demand is dearer
+    dear = SpotAnchored(ConstantPrice(1000.0), curve, capacity=10, slot=60.0, fill=[0.0])
+    assert dear.inverse_demand(0, 5) == pytest.approx(1000.0)
+
+
+@given(st.lists(st.floats(0, 10), min_size=1, max_size=5), st.integers(0, 4), st.integers(-1, 10), st.integers(-1, 10))
+@settings(max_examples=200, deadline=None)
+def test_the_anchored_inverse_demand_never_rises_with_the_quantity(fill, t, q1, q2):  # type: ignore[no-untyped-def]
+    curve = SpotCurve.fit([0.1, 0.5, 0.9], [1.0, 5.0, 9.0], [1.0, 1.0, 1.0])
+    assert curve is not None
+    anchored = SpotAnchored(ConstantPrice(0.5), curve, capacity=10, slot=60.0, fill=fill)
+    lo, hi = sorted((q1, q2))
+    assert float(anchored.inverse_demand(t, lo)) >= float(anchored.inverse_demand(t, hi)) - 1e-12
+
+
+def test_basic_econ_unchanged_prices_with_the_anchored_demand():
+    # an idle market whose spot sales paid 1.5 per slot-second: W units for T slots cost W * T * slot * 1.5
+    curve = SpotCurve.fit([0.1], [15.0], [10.0])
+    assert curve is not None
+    mech = BasicEcon(10, 60, SpotAnchored(ConstantPrice(0.01), curve, capacity=10, slot=60.0, fill=np.zeros(60)))
+    offer = mech.quote(3, 5, 0, 30)
+    assert offer is not None and offer.start == 0 and offer.price == pytest.approx(3 * 5 * 60.0 * 1.5)
