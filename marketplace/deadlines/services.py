@@ -65,6 +65,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import market_outlook
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
+from marketplace.web.text import seconds_text
 from scheduler.deadline.payment import check_error_range
 from scheduler.deadline.slots import SlotAllocation, min_payment_slots
 from scheduler.plan import Reservation, empty_plan
@@ -334,7 +335,9 @@ def deadline_book(
     market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
     quote = deadline_quote(market=market, work=work, deadline=deadline, alpha_err=alpha_err, beta_err=beta_err, curve=False)
     if not quote.feasible:
-        raise ValidationError({"deadline": f"No booking can meet this deadline. {quote.reason}".strip()})
+        reason = quote.reason or (f"With every available slot the job takes {seconds_text(quote.fastest_time)} (planned with"
+                                  f" D' = {quote.alpha_err:g} x D); choose a later deadline.")
+        raise ValidationError({"deadline": f"No booking can meet this deadline. {reason}"})
     price = quote.price
     if max_payment is not None and price > max_payment:
         raise ValidationError({"max_payment": f"The price is now {price} (you accepted up to {max_payment}); quote again."})
