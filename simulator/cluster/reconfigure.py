@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.registry import DISPATCH, build_allocator
+from scheduler.registry import DISPATCH, build_allocator, link_allocators
 from simulator.cluster.jobs import as_capacity
 from simulator.engine import FINISH
 
@@ -81,6 +81,7 @@ def fresh_allocators(c: Cluster) -> list[Any]:
     allocators = [build_allocator(c.policy, c.tree, **options) for _ in range(c.m)]
     for allocator, cap in zip(allocators, c.capacity.tolist(), strict=True):
         allocator.capacity = float(cap)
+    link_allocators(allocators)  # DRF ranks leaves by every type's usage
     return allocators
 
 
