@@ -111,8 +111,9 @@ class SlurmAllocator(BatchBook):
         """``PriorityDecayHalfLife`` in seconds (inf: no decay)."""
         return self.history_length if self.history == "decay" else math.inf
 
-    def usage(self) -> NDArray[np.float64]:
-        """(L,) decayed usage per leaf at the clock, resource-seconds."""
+    def decayed_usage(self) -> NDArray[np.float64]:
+        """(L,) decayed usage per leaf at the clock, resource-seconds (not ``usage(now)``: the
+        cluster's why-waiting view reads that as an LTRF allocator's estimate)."""
         return self._usage.copy()
 
     def factors(self) -> NDArray[np.float64]:

@@ -244,7 +244,11 @@ def build(rows: Rows, policies: Sequence[str]) -> dict[str, Any]:
     paragraphs = [paragraph(t, rows, est[t], pair) for t in est]
     return {
         "figures": _bar_figures(est, pair, policies),
-        "tables": [*_summary_tables(est, pair, n_windows), _export_table(est), _runs_table(rows)],
+        "tables": [
+            table("What wins where, and why (from this run's numbers)", ["trace", "paragraph"],
+                  [[TRACES[t], p] for t, p in zip(est, paragraphs, strict=True)]),
+            *_summary_tables(est, pair, n_windows), _export_table(est), _runs_table(rows),
+        ],
         "summary": "\n\n".join(paragraphs),
         "paragraphs": {TRACES[t]: p for t, p in zip(est, paragraphs, strict=True)},
     }

@@ -43,17 +43,17 @@ def test_usage_halves_after_one_half_life() -> None:
     alloc = SlurmAllocator(tree, history="decay", history_length=100.0)
     alloc.record_start(0, 0, 0.0, units=2)
     alloc.record_finish(0, 50.0)
-    held = alloc.usage()[0]
+    held = alloc.decayed_usage()[0]
     # 2 units for 50 s with a 100 s half-life: 2 * 100 / ln 2 * (1 - 2^-0.5)
     assert held == pytest.approx(2 * 100 / math.log(2) * (1 - 2 ** -0.5))
     alloc.update_demand(np.array([False, False]), 150.0)
     alloc.pick_leaf(np.array([False, False]), 150.0)
-    assert alloc.usage()[0] == pytest.approx(held / 2)
+    assert alloc.decayed_usage()[0] == pytest.approx(held / 2)
     # without decay (PriorityDecayHalfLife = 0) usage is the plain integral
     plain = SlurmAllocator(tree)
     plain.record_start(0, 0, 0.0, units=2)
     plain.record_finish(0, 50.0)
-    assert plain.usage()[0] == pytest.approx(100.0)
+    assert plain.decayed_usage()[0] == pytest.approx(100.0)
 
 
 def test_priorities_are_recomputed_only_every_calc_period() -> None:
@@ -85,4 +85,4 @@ def test_state_round_trip_keeps_usage_and_factors() -> None:
     again = SlurmAllocator.from_state(tree, alloc.to_state())
     for t in (130.0, 200.0):
         assert again.pick_leaf(np.array([True, True]), t) == alloc.pick_leaf(np.array([True, True]), t)
-    assert again.usage().tolist() == pytest.approx(alloc.usage().tolist())
+    assert again.decayed_usage().tolist() == pytest.approx(alloc.decayed_usage().tolist())

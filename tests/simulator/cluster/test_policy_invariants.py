@@ -85,3 +85,21 @@ def _run(policy: str, tree: QueueTree, cap: list[int], specs: dict[int, JobSpec]
     if conserving:
         assert set(finished) == set(specs), "every job finishes"
     return finished
+
+
+@pytest.mark.parametrize("policy", FAIRSHARE.names())
+def test_the_why_waiting_views_read_every_policy(policy: str) -> None:
+    # the live market's fair-share pages (simulator.cluster.waiting) on a cluster with a waiting job
+    from simulator.cluster.waiting import estimate_start, explain_wait, fairshare_rows
+
+    tree = TREES["two-level"]
+    cluster = Cluster([2, 1], tree, policy=policy, t_wait=2.0, dispatch="fifo", sample_interval=math.inf)
+    for k in range(4):
+        cluster.submit(JobSpec(k, k, (3, 1), (5.0, 2.0), 0.0))
+    cluster.advance(1.0)
+    waiting = next(jid for jid in cluster.active_jobs() if cluster.job_state(jid)[0][0] > 0)
+    reason = explain_wait(cluster, waiting, 0)
+    assert reason.policy == policy and reason.position >= 1
+    assert len(fairshare_rows(cluster, 0)) == len(tree.names)
+    start = estimate_start(cluster, waiting)
+    assert start is not None and start >= cluster.now
