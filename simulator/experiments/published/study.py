@@ -9,7 +9,9 @@ traces through the same market engine and scored by the same metrics
 ``simulator.experiments.published.report``.
 
 Work splits into cells, one per (trace, window): each cell replays every
-configuration on its window. ``workers`` > 1 runs the cells in that many
+configuration on its window. The experiment declares them as its parts
+(``Experiment.shards`` / ``combine``) so a sweep can run the cells on several
+Celery workers and combine them; ``workers`` > 1 runs the cells in that many
 processes (``concurrent.futures.ProcessPoolExecutor``, spawned); results are
 gathered in cell order, so they do not depend on the number of workers.
 Inside a daemonic process (a Celery prefork worker) no child process may
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -76,9 +79,26 @@ def _parallel(todo: list[Cell], quick: bool, labels: tuple[str, ...], workers: i
     return [results[k] for k in range(len(todo))]
 
 
+def shards(params: Params) -> list[dict[str, Any]]:
+    """One part per (trace, window) cell, for a sweep over workers (``Experiment.shards``)."""
+    return [{**params, "cell": [trace, seed], "workers": 1} for trace, seed in cells(params)]
+
+
+def combine(params: Params, parts: Sequence[Result]) -> Result:
+    """The study's result from its cells' results, in ``shards`` order (``Experiment.combine``)."""
+    rows = [row for part in parts for row in part["rows"]]
+    return build(rows, policies(params))
+
+
 def run(params: Params, progress: Progress) -> Result:
-    """Replay every configuration on every window; tables, figures and one paragraph per trace."""
+    """Replay every configuration on every window; tables, figures and one paragraph per trace.
+    With ``cell`` = [trace, seed] only that cell runs and the result holds its ``rows``."""
     todo, labels = cells(params), policies(params)
+    if params["cell"]:
+        trace, seed = str(params["cell"][0]), int(params["cell"][1])
+        cells({"traces": [trace], "seeds": seed + 1})  # validates the trace
+        rows = run_cell(trace, seed, bool(params["quick"]), labels)
+        return {"rows": rows, "figures": [], "tables": [], "summary": f"{TRACES[trace]} window {seed + 1}: {len(rows)} runs."}
     workers = max(1, int(params["workers"]))
     if multiprocessing.current_process().daemon:
         workers = 1  # a daemonic process (Celery's prefork pool) may not start children
@@ -87,9 +107,8 @@ def run(params: Params, progress: Progress) -> Result:
         per_cell = _serial(todo, bool(params["quick"]), labels, progress)
     else:
         per_cell = _parallel(todo, bool(params["quick"]), labels, workers, progress)
-    rows = [row for cell in per_cell for row in cell]
     progress(1.0, "tables and figures")
-    out = build(rows, labels)
+    out = combine(params, [{"rows": rows} for rows in per_cell])
     out["wall_s"] = round(time.monotonic() - began, 3)
     out["workers"] = workers
     return out
@@ -120,7 +139,7 @@ EXPERIMENT = register(Experiment(
     title="The lab against the published schedulers: Karma, Themis, Tiresias, DRF and Slurm",
     source="issue 25; papers 000-002 beside DRF (NSDI'11), Karma (OSDI'23), Themis (NSDI'20), Tiresias (NSDI'19), Slurm classic fair share",
     run=run,
-    defaults={"traces": ["fb2009", "kth", "lcg"], "seeds": 10, "quick": False, "workers": 1, "policies": list(LABELS)},
+    defaults={"traces": ["fb2009", "kth", "lcg"], "seeds": 10, "quick": False, "workers": 1, "policies": list(LABELS), "cell": []},
     description=DESCRIPTION,
     help={
         "traces": "fb2009 (SWIM), kth (KTH-SP2 SWF), lcg (LCG SWF)",
@@ -128,5 +147,8 @@ EXPERIMENT = register(Experiment(
         "quick": "short windows (15 min, 12 h, 15 min) for a fast check",
         "workers": "processes running the (trace, window) cells in parallel (1 inside a Celery worker)",
         "policies": f"configurations among {', '.join(LABELS)} (H-LTRF always runs: the paired baseline)",
+        "cell": "[trace, seed]: run only that cell and return its rows (one part of a sweep; [] runs the study)",
     },
+    shards=shards,
+    combine=combine,
 ))

@@ -95,3 +95,15 @@ def test_parallel_workers_give_the_same_result_as_one(shared_traces: Path) -> No
     assert not math.isnan(float(metrics["rows"][0][1].split()[0]))
     assert one["tables"][0]["rows"][0][1] == one["paragraphs"]["KTH-SP2"]
     assert {k for k, _, _ in METRICS} >= {"mean_response_s", "rho_max", "sharing_loss", "welfare_share"}
+
+
+def test_the_sweep_parts_combine_to_the_whole_study(shared_traces: Path) -> None:
+    # what the lab's Celery workers would run: one part per (trace, window), then combine
+    params = {"traces": ["kth"], "seeds": 2, "quick": True, "policies": ["Tiresias"]}
+    whole = experiments.run("published_schedulers", params)
+    parts = experiments.run_in_parts("published_schedulers", params)
+    strip = {"wall_s", "workers", "params"}
+    assert {k: v for k, v in parts.items() if k not in strip} == {k: v for k, v in whole.items() if k not in strip}
+    experiment = experiments.get("published_schedulers")
+    assert experiment.shards is not None
+    assert [p["cell"] for p in experiment.shards(experiment.params(params))] == [["kth", 0], ["kth", 1]]
