@@ -5,8 +5,12 @@ by a name from one registry per stage"):
 
 * :data:`FAIRSHARE` -- the fair-share policy across queues, which picks the
   leaf queue that gets a free unit: ``fifo``, ``static``, ``mlrf``, ``ltrf``, ``hltrf``
-  (paper 002, Sec. 5; ``scheduler.fairshare.allocator``). Factories take
-  ``(tree, t_wait=...)`` and return an allocator for ONE resource type.
+  (paper 002, Sec. 5; ``scheduler.fairshare.allocator``), and the published
+  schedulers the lab compares with (``scheduler.published``): ``drf``, ``slurm``,
+  ``karma`` (leaf queues) and ``tiresias``, ``themis`` (jobs across all queues,
+  ``job_level``). Factories take ``(tree, t_wait=...)`` and return an allocator
+  for ONE resource type; a class with a ``link`` method is linked to the other
+  types' allocators of the same cluster (DRF sees every type).
 * :data:`MECHANISMS` -- the mechanism within a queue, which clears a snapshot
   into a :class:`~scheduler.plan.Plan`: ``abacus`` (paper 000, Alg. 1-2),
   ``proportional`` and ``equal`` (the one-shot baselines of paper 000, Sec. 7).
@@ -41,6 +45,11 @@ from scheduler.fairshare.fairness import QueueTree
 from scheduler.fairshare.fifo import FifoAllocator
 from scheduler.fairshare.limits import HISTORY_MODES
 from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.published.drf import DrfAllocator
+from scheduler.published.karma import KarmaAllocator
+from scheduler.published.slurm import SlurmAllocator
+from scheduler.published.themis import ThemisAllocator
+from scheduler.published.tiresias import TiresiasAllocator
 from scheduler.types import MarketSnapshot
 
 T = TypeVar("T")
@@ -128,6 +137,21 @@ _FAIRSHARE_LABELS = {
 FAIRSHARE.register("fifo", "FIFO (oldest job first, across queues)")(FifoAllocator)
 for _policy in FAIRSHARE_POLICIES:
     FAIRSHARE.register(_policy, _FAIRSHARE_LABELS[_policy])(partial(FairShareAllocator, policy=_policy))
+
+
+# the published schedulers (issue 25): each module cites its paper
+FAIRSHARE.register("drf", "DRF (dominant resource fairness, as YARN's Fair Scheduler)")(DrfAllocator)
+FAIRSHARE.register("slurm", "Slurm classic fair share (2^(-U/S), decayed usage)")(SlurmAllocator)
+FAIRSHARE.register("karma", "Karma (credits over quanta, guaranteed share)")(KarmaAllocator)
+FAIRSHARE.register("tiresias", "Tiresias (discretised 2D least attained service, per job)")(TiresiasAllocator)
+FAIRSHARE.register("themis", "Themis (finish-time fairness auction, per job)")(ThemisAllocator)
+
+
+def link_allocators(allocators: list[Any]) -> None:
+    """Link one cluster's per-type allocators when their policy needs every type (DRF);
+    a no-op for the others."""
+    if allocators and hasattr(type(allocators[0]), "link"):
+        type(allocators[0]).link(allocators)
 
 
 def build_allocator(

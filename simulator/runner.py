@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import Plan, empty_plan
+from scheduler.plan import Plan, Reservation, empty_plan
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid, Charge, MarketConfig, StepReport
 from simulator.metrics import mean_utilisation, response_stats, response_times
@@ -31,6 +31,7 @@ WeightsFn = Callable[[TraceJob], Sequence[float]]
 UtilityFn = Callable[[TraceJob], str]
 MinUtilityFn = Callable[[TraceJob], float | None]
 ProgressFn = Callable[[float, int, int], None]
+Bookings = Mapping[int, Sequence[tuple[Reservation, float]]]
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ def run(
     until: float | None = None,
     timer: Callable[[], float] | None = None,
     progress: ProgressFn | None = None,
+    bookings: Bookings | None = None,
 ) -> RunResult:
     """Replay ``jobs`` through a market engine, re-clearing the market at every
     arrival and every departure.
@@ -236,6 +238,9 @@ def run(
             submitted so far; it only observes (the run's result does not
             depend on it) and may raise to abort the run (the exception
             propagates, e.g. a cancelled lab run).
+        bookings: job id -> its reservations and fixed price (ERA's accepted
+            requests, paper 001 Sec. 2.3.1), booked when the job is submitted
+            (``MarketEngine.book``), as the live market books them at acceptance.
 
     Returns:
         The :class:`RunResult`; the clock starts at the first submit time.
@@ -255,7 +260,7 @@ def run(
         capacity, tree, p.config(), seed=p.seed, sample_interval=p.sample_interval, now=start,
         staged=p.staged, known_durations=p.known_durations,
     )
-    loop = _Loop(engine, p, _leaf_lookup(leaf_of_user))
+    loop = _Loop(engine, p, _leaf_lookup(leaf_of_user), bookings or {})
     loop.run(order, math.inf if until is None else max(float(until), start), timer, progress)
     t = loop.tally
     done = {f.job_id for f in t.finished}
@@ -283,8 +288,8 @@ def run(
 class _Loop:
     """The arrival/departure loop of :func:`run`."""
 
-    def __init__(self, engine: MarketEngine, params: MarketParams, leaf_of: Callable[[str], int]) -> None:
-        self.engine, self.params, self.leaf_of = engine, params, leaf_of
+    def __init__(self, engine: MarketEngine, params: MarketParams, leaf_of: Callable[[str], int], bookings: Bookings) -> None:
+        self.engine, self.params, self.leaf_of, self.bookings = engine, params, leaf_of, bookings
         self.tally = _Tally()
         self.submitted = 0
 
@@ -316,6 +321,8 @@ class _Loop:
         while self.submitted < len(order) and order[self.submitted].submit_time <= engine.now:
             job = order[self.submitted]
             spec = JobSpec(job.job_id, self.leaf_of(job.user), job.tasks, job.task_duration, job.submit_time)
+            for reservation, price in self.bookings.get(job.job_id, ()):
+                engine.book(reservation, price)
             engine.submit(spec, draw_bid(job, self.params, engine.m))
             self.submitted += 1
             self._clear(timer)

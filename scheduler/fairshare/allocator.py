@@ -218,6 +218,7 @@ class FairShareAllocator:
 
     uses_arrival_order = False  # pick_leaf ignores ``head`` (FifoAllocator uses it)
     tracks_demand = True  # update_demand starts and stops the starvation clocks
+    job_level = False  # ranks leaf queues (Tiresias and Themis rank jobs: scheduler.published)
 
     def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
         """Leaf position to receive the next free unit at ``now``, or -1 if none demands.

@@ -24,6 +24,7 @@ class FifoAllocator:
 
     uses_arrival_order = True
     tracks_demand = False  # update_demand is a no-op: callers may skip it
+    job_level = False  # takes the stage's short path by the leaf heads' arrival ranks
     policy = "fifo"
 
     work_conserving = True

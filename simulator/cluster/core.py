@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Reservation
-from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator
+from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator, link_allocators
 from simulator.cluster.accounting import LeafLedger
 from simulator.cluster.jobs import JobState, ReportBuilder, as_capacity
 from simulator.cluster.placement import LeafPlacement
@@ -222,4 +222,5 @@ def fresh_allocators(c: ClusterCore) -> list[Any]:
     allocators = [build_allocator(c.policy, c.tree, **options) for _ in range(c.m)]
     for allocator, cap in zip(allocators, c.capacity.tolist(), strict=True):
         allocator.capacity = float(cap)
+    link_allocators(allocators)  # DRF ranks leaves by every type's usage
     return allocators

@@ -31,6 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from scheduler.fairshare.fifo import FifoAllocator
+from simulator.cluster.job_order import hand_out_by_job
 from simulator.cluster.lookahead import EarlyStartStage, shared_limit
 from simulator.cluster.view import ClusterView
 
@@ -85,7 +86,9 @@ class SharedStage:
     lone eligible job of a leaf, or the FIFO dispatcher's oldest job, takes
     as many units as it can use in one batch. FIFO across queues keeps no
     per-unit state (no usage, no starvation clocks), so it takes a short
-    path: the leaf heads' arrival ranks alone pick the leaf. Under static
+    path: the leaf heads' arrival ranks alone pick the leaf. A job-level policy
+    (``job_level``: Tiresias, Themis) ranks the active jobs of every queue itself
+    and its grants start directly (``simulator.cluster.job_order``). Under static
     partitioning or maximum shares (paper 002, Sec. 6.2.3) the allocator may
     refuse every demanding leaf; the units then stay idle.
     """
@@ -101,6 +104,8 @@ class SharedStage:
         allocator = cluster.allocator(j)
         if isinstance(allocator, FifoAllocator):
             return _oldest_first(cluster, allocator, j, free)
+        if allocator.job_level:  # Tiresias, Themis: jobs across all queues (simulator.cluster.job_order)
+            return hand_out_by_job(cluster, allocator, j, free)
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)

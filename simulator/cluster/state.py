@@ -10,6 +10,7 @@ from typing import Any
 
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Reservation
+from scheduler.registry import link_allocators
 from simulator.cluster.core import ClusterCore
 from simulator.cluster.jobs import JobState, inf_to_none, none_to_inf
 from simulator.engine import EventQueue
@@ -79,6 +80,7 @@ def restore(c: ClusterCore, tree: QueueTree, state: dict[str, Any]) -> None:
     c._events = EventQueue.from_state(state["events"])
     factory = type(c._allocators[0])
     c._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
+    link_allocators(c._allocators)
     c._ledger.load_integrals(state["ledger"])
     for job in c._jobs.values():
         job.reserved = job.job_id in reserved

@@ -39,6 +39,11 @@ class ClusterView(Protocol):
         ...
 
     @property
+    def m(self) -> int:
+        """Number of resource types."""
+        ...
+
+    @property
     def capacity(self) -> NDArray[np.int64]:
         """(m,) slots per resource type."""
         ...

@@ -82,6 +82,13 @@ class Experiment:
         defaults: every parameter with its default value (JSON scalars or lists).
         description: a paragraph shown above the parameters.
         help: parameter name -> one-line help with its unit.
+        shards: optional split into independent parts for a sweep: the
+            parameters of each part (valid parameters of this experiment);
+            ``run`` on each, then ``combine``, gives ``run``'s own result, so
+            a runner with several workers (the lab's Celery workers) may run
+            the parts at once (:func:`run_in_parts` runs them in turn).
+        combine: ``combine(params, part_results)`` -> the result, parts in
+            ``shards`` order.
     """
 
     name: str
@@ -91,6 +98,8 @@ class Experiment:
     defaults: Mapping[str, Any]
     description: str = ""
     help: Mapping[str, str] = field(default_factory=dict)
+    shards: Callable[[Params], list[dict[str, Any]]] | None = None
+    combine: Callable[[Params, Sequence[Result]], Result] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "_" for c in self.name) or self.name.lower() != self.name:
@@ -195,6 +204,23 @@ def run(name: str, params: Params | None = None, progress: Progress | None = Non
     experiment = get(name)
     values = experiment.params(params)
     result = experiment.run(values, progress or _quiet)
+    check_result(result)
+    return {**result, "params": values}
+
+
+def run_in_parts(name: str, params: Params | None = None, progress: Progress | None = None) -> Result:
+    """Run experiment ``name`` part by part (its ``shards``, then ``combine``): what a sweep
+    over workers computes, in one process. Raises ValueError if it has no shards."""
+    experiment = get(name)
+    values = experiment.params(params)
+    if experiment.shards is None or experiment.combine is None:
+        raise ValueError(f"experiment {name!r} does not split into parts")
+    parts = experiment.shards(values)
+    results = []
+    for k, part in enumerate(parts):
+        (progress or _quiet)(k / max(len(parts), 1), f"part {k + 1} of {len(parts)}")
+        results.append(experiment.run(experiment.params(part), _quiet))
+    result = experiment.combine(values, results)
     check_result(result)
     return {**result, "params": values}
 

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from scheduler.fairshare.fairness import QueueTree
 from simulator.outcomes import deadline_met, realised_utility, trace_terms, utility_total, welfare
 from simulator.runner import MarketParams, RunResult, draw_bid, run
+from simulator.scorecard import finish_time_fairness, rho_summary
 from simulator.workloads.synthetic import GeneratorSpec, JobTerms, generate
 from simulator.workloads.traces import SwimRule, TraceJob, TraceLimits, load_swf, load_swim
 
@@ -411,7 +412,10 @@ def welfare_metrics(jobs: Sequence[TraceJob], recs: Mapping[str, list[Any]], ter
 def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequence[str], terms: Mapping[int, JobTerms]) -> dict[str, Any]:
     """The stored form of a run (JSON; simulated seconds since the first arrival).
 
-    Keys: ``metrics`` (headline scalars), ``series`` (on the fairness-sample
+    Keys: ``metrics`` (headline scalars, the one set every lab run is scored by:
+    job completion time, slowdown, finish-time fairness ``rho_*``
+    (``simulator.scorecard``), sharing benefit and loss, utilisation, welfare,
+    revenue), ``series`` (on the fairness-sample
     grid, at most ``2 * MAX_SERIES_POINTS`` points: ``t``, ``utilisation``
     per type, ``running_jobs``, ``queued_jobs`` (arrived, no task started),
     ``pending_tasks``, ``rho`` per tenant (fairness degree, mean over the
@@ -475,5 +479,7 @@ def compact_result(jobs: Sequence[TraceJob], result: RunResult, tenants: Sequenc
         "clearings": result.clearings,
         "makespan_s": _r(result.end_time - t0, 3),
         **welfare_metrics(jobs, recs, terms),
+        **{k: None if v is None else _r(v) for k, v in rho_summary(
+            list(finish_time_fairness(jobs, result.finished, result.capacity.tolist()).values())).items()},
     }
     return {"metrics": metrics, "series": series, "prices": prices, "jobs": recs, "tenants": list(tenants)}

@@ -34,7 +34,7 @@ def snapshot() -> MarketSnapshot:
 
 @pytest.mark.parametrize(("registry", "names"), [
     (MECHANISMS, ("abacus", "proportional", "equal")),
-    (FAIRSHARE, ("fifo", "mlrf", "ltrf", "hltrf")),
+    (FAIRSHARE, ("fifo", "mlrf", "ltrf", "hltrf", "drf", "slurm", "karma", "tiresias", "themis")),
     (DISPATCH, ("stride", "lottery", "fifo")),
 ], ids=["mechanisms", "fairshare", "dispatch"])
 def test_each_stage_registers_its_names_once(registry: Registry[object], names: tuple[str, ...]) -> None:

@@ -182,7 +182,7 @@ def test_other_argument_checks() -> None:
     with pytest.raises(ValueError):
         Cluster([-1], QueueTree.flat(["a"]))
     with pytest.raises(ValueError):
-        cluster.set_policy(policy="drf")
+        cluster.set_policy(policy="drf-prime")
     with pytest.raises(ValueError):
         cluster.set_policy(policy="mlrf", t_wait=-1.0)
     assert (cluster.policy, cluster.t_wait) == ("hltrf", 0.0)  # unchanged by the failures

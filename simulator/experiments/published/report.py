@@ -1,0 +1,254 @@
+"""The study's numbers turned into tables, figures and one paragraph per trace.
+
+Every estimate is the mean over the replicas (windows) with a two-sided 95 %
+Student-t interval (``simulator.whatif.compare.estimate``); the paired table
+compares each configuration with H-LTRF window by window (the windows differ
+far more from each other than the policies do on one window). The
+paragraphs are assembled from these numbers: which configuration wins which
+metric, by how much, whether the interval excludes no change, and the
+mechanism of the winner that explains it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from simulator.experiments import figure, finite, table
+from simulator.experiments.published.setup import TRACES
+from simulator.whatif.compare import Estimate, estimate
+
+BASELINE = "H-LTRF"
+# (key, column title, lower is better) -- compact_result's metrics plus the window utilisation and payments
+METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("mean_response_s", "mean JCT (sim s)", True),
+    ("p95_response_s", "p95 JCT (sim s)", True),
+    ("mean_slowdown", "mean slowdown", True),
+    ("rho_max", "max finish-time fairness rho", True),
+    ("rho_above_1", "jobs with rho > 1 (fraction)", True),
+    ("sharing_benefit", "sharing benefit Ψ (Eq. 4)", False),
+    ("sharing_loss", "sharing loss Ω (Eq. 5)", False),
+    ("utilisation", "utilisation over the window", False),
+    ("welfare_share", "welfare / requested value", False),
+    ("payments", "payments (money)", False),
+)
+TITLE = {k: t for k, t, _ in METRICS}
+# what each configuration does, for the paragraph's "why" (the winner's mechanism)
+MECHANISM = {
+    "LTRF": "hands each free unit to the queue with the least accumulated usage",
+    "H-LTRF": "walks the queue tree by accumulated usage and serves a starved queue after T_wait",
+    "Abacus": "splits each queue's units by the budget auction's shares",
+    "ERA": "runs the jobs whose value covers Basic-Econ's price on reserved units",
+    "DRF": "gives the next unit to the queue with the lowest dominant share now, without memory",
+    "Slurm": "ranks queues by 2^(-U/S) recomputed every 5 minutes, so one queue takes every free unit until the next calculation",
+    "Karma": "serves guaranteed shares first and then the queue with the most credits",
+    "Tiresias": "serves the job with the least attained service first, so short jobs overtake long ones",
+    "Themis": "auctions free units to the jobs furthest behind their 1/N finish time",
+}
+JOB_LEVEL = ("Tiresias", "Themis")
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+def _value(row: Mapping[str, Any], key: str) -> float | None:
+    v = row["metrics"].get(key)
+    return None if v is None or not math.isfinite(float(v)) else float(v)
+
+
+def estimates(rows: Rows) -> dict[str, dict[str, dict[str, Estimate]]]:
+    """trace -> policy -> metric -> estimate over the trace's windows."""
+    out: dict[str, dict[str, dict[str, Estimate]]] = {}
+    for trace in _ordered(r["trace"] for r in rows):
+        out[trace] = {}
+        for policy in _ordered(r["policy"] for r in rows if r["trace"] == trace):
+            group = [r for r in rows if r["trace"] == trace and r["policy"] == policy]
+            out[trace][policy] = {k: estimate([_value(r, k) for r in group]) for k, _, _ in METRICS}
+    return out
+
+
+def paired(rows: Rows, key: str, relative: bool) -> dict[str, dict[str, Estimate]]:
+    """trace -> policy -> change of ``key`` against H-LTRF on the same window (relative: percent)."""
+    base = {(r["trace"], r["seed"]): _value(r, key) for r in rows if r["policy"] == BASELINE}
+    out: dict[str, dict[str, Estimate]] = {}
+    for trace in _ordered(r["trace"] for r in rows):
+        out[trace] = {}
+        for policy in _ordered(r["policy"] for r in rows if r["trace"] == trace):
+            diffs: list[float | None] = []
+            for r in rows:
+                if r["trace"] != trace or r["policy"] != policy:
+                    continue
+                b, v = base.get((trace, r["seed"])), _value(r, key)
+                if b is None or v is None or (relative and b == 0):
+                    diffs.append(None)
+                else:
+                    diffs.append(100.0 * (v - b) / abs(b) if relative else v - b)
+            out[trace][policy] = estimate(diffs)
+    return out
+
+
+PAIRED = (("mean_response_s", True, "Δ mean JCT (%)"), ("p95_response_s", True, "Δ p95 JCT (%)"), ("rho_max", True, "Δ max rho (%)"),
+          ("rho_above_1", False, "Δ jobs with rho > 1 (fraction)"), ("sharing_loss", False, "Δ sharing loss Ω"))  # fmt: skip
+
+
+def _ordered(items: Any) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _bar_figures(est: Mapping[str, Mapping[str, Mapping[str, Estimate]]], pair: Mapping[str, Mapping[str, Mapping[str, Estimate]]],
+                 policies: Sequence[str]) -> list[dict[str, Any]]:  # fmt: skip
+    traces = list(est)
+    names = [TRACES[t] for t in traces]
+
+    def bars(get: Any) -> list[dict[str, Any]]:
+        data = []
+        for p in policies:
+            vals = [get(t, p) for t in traces]
+            data.append({"type": "bar", "name": p, "x": names, "y": [finite(e.mean, 4) if e else None for e in vals],
+                         "error_y": {"type": "data", "visible": True,
+                                     "array": [finite(e.half_width, 4) if e else None for e in vals]}})  # fmt: skip
+        return data
+
+    def of(key: str) -> Any:
+        return lambda t, p: est[t].get(p, {}).get(key)
+
+    def change(key: str) -> Any:
+        return lambda t, p: pair[key][t].get(p)
+
+    return [
+        figure("Mean job completion time against H-LTRF on the same window (paired, 95 % CI)", bars(change("mean_response_s")),
+               x_title="trace", y_title="change of mean JCT (%)", barmode="group"),
+        figure("p95 job completion time against H-LTRF (paired, 95 % CI)", bars(change("p95_response_s")),
+               x_title="trace", y_title="change of p95 JCT (%)", barmode="group"),
+        figure("Worst finish-time fairness: max rho = T_shared / T_ideal (Themis, Sec. 3)", bars(of("rho_max")),
+               x_title="trace", y_title="max rho (log)", barmode="group", yaxis={"type": "log", "title": {"text": "max rho (log)"}}),
+        figure("Jobs slowed by sharing: share with rho > 1", bars(of("rho_above_1")), x_title="trace", y_title="fraction of jobs",
+               barmode="group"),
+        figure("Sharing loss Ω at the end (paper 002, Eq. 5; 0 = no queue lost)", bars(of("sharing_loss")), x_title="trace",
+               y_title="Ω (≤ 0)", barmode="group"),
+        figure("Sharing benefit Ψ at the end (paper 002, Eq. 4)", bars(of("sharing_benefit")), x_title="trace", y_title="Ψ (≥ 0)",
+               barmode="group"),
+        figure("Utilisation over the window", bars(of("utilisation")), x_title="trace", y_title="busy units / capacity", barmode="group"),
+        figure("Welfare: value of the jobs done by their deadline (paper 001, Sec. 4)", bars(of("welfare_share")), x_title="trace",
+               y_title="share of the requested value", barmode="group"),
+    ]  # fmt: skip
+
+
+def _text(e: Estimate | None, digits: int = 4) -> str:
+    return "—" if e is None else e.text(digits)
+
+
+def _summary_tables(est: Mapping[str, Mapping[str, Mapping[str, Estimate]]], pair: Mapping[str, Any], n_windows: Mapping[str, int]
+                    ) -> list[dict[str, Any]]:  # fmt: skip
+    out = []
+    for trace, by_policy in est.items():
+        rows = [[p, *[_text(e[k]) for k, _, _ in METRICS]] for p, e in by_policy.items()]
+        out.append(table(f"{TRACES[trace]}: metrics over {n_windows[trace]} windows (mean ± 95 % CI)",
+                         ["configuration", *[t for _, t, _ in METRICS]], rows,
+                         note="Payments only where the configuration has money (Abacus: budgets charged at completion; "
+                              "ERA: the accepted reservations' prices)."))  # fmt: skip
+        rows = [[p, *[_text(pair[k][trace].get(p), 3) for k, _, _ in PAIRED]] for p in by_policy]
+        out.append(table(f"{TRACES[trace]}: change against H-LTRF on the same window (mean ± 95 % CI)",
+                         ["configuration", *[t for _, _, t in PAIRED]], rows))  # fmt: skip
+    return out
+
+
+def _export_table(est: Mapping[str, Mapping[str, Mapping[str, Estimate]]]) -> dict[str, Any]:
+    rows = [[TRACES[t], p, TITLE[k], finite(e.mean, 6), finite(e.half_width, 6), e.n]
+            for t, by_p in est.items() for p, by_k in by_p.items() for k, e in by_k.items() if e.n]  # fmt: skip
+    return table("All estimates (for export)", ["trace", "configuration", "metric", "mean", "95 % CI half-width", "windows"], rows)
+
+
+def _runs_table(rows: Rows) -> dict[str, Any]:
+    keys = [k for k, _, _ in METRICS]
+    body = [[TRACES[r["trace"]], r["seed"], r["policy"], r["cell"]["start_h"], r["cell"]["jobs"],
+             ", ".join(map(str, r["cell"]["capacity"])), r["cell"]["time_scale"], *[finite(_value(r, k), 6) for k in keys]]
+            for r in rows]  # fmt: skip
+    return table("Every run", ["trace", "seed", "configuration", "window start (h)", "jobs", "capacity (units per type)",
+                               "arrival compression", *[TITLE[k] for k in keys]], body)  # fmt: skip
+
+
+def _best(by_policy: Mapping[str, Mapping[str, Estimate]], key: str, lower: bool) -> tuple[str, Estimate] | None:
+    """The configuration with the best mean of ``key`` (ties named together: "LTRF, H-LTRF and Karma")."""
+    known = [(p, e[key]) for p, e in by_policy.items() if e[key].n and math.isfinite(e[key].mean)]
+    if not known:
+        return None
+    best = min(known, key=lambda pe: pe[1].mean if lower else -pe[1].mean)
+    tied = [p for p, e in known if abs(e.mean - best[1].mean) <= 1e-9 * max(1.0, abs(best[1].mean))]
+    return (tied[0] if len(tied) == 1 else ", ".join(tied[:-1]) + " and " + tied[-1]), best[1]
+
+
+def _significant(pair: Mapping[str, Estimate], *, below: bool) -> list[str]:
+    """Configurations whose paired change's interval lies wholly below (or above) 0."""
+    out = []
+    for p, e in pair.items():
+        if p == BASELINE or e.n < 2 or not math.isfinite(e.half_width):
+            continue
+        if (below and e.mean + e.half_width < 0) or (not below and e.mean - e.half_width > 0):
+            out.append(f"{p} ({e.mean:+.0f} %)")
+    return out
+
+
+def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]], pair: Mapping[str, Mapping[str, Any]]) -> str:
+    """What wins where on ``trace`` and why, from the run's numbers (module docstring)."""
+    mine = [r for r in rows if r["trace"] == trace and r["policy"] == BASELINE] or [r for r in rows if r["trace"] == trace]
+    jobs = np.mean([r["cell"]["jobs"] for r in mine])
+    cap = np.mean([r["cell"]["capacity"] for r in mine], axis=0)
+    util = [u for r in rows if r["trace"] == trace for u in [_value(r, "utilisation")] if u is not None]
+    fast, slow = _best(est, "mean_response_s", True), _best(est, "mean_response_s", False)
+    fair, unfair = _best(est, "rho_max", True), _best(est, "rho_max", False)
+    few, loss = _best(est, "rho_above_1", True), _best(est, "sharing_loss", False)
+    if not (fast and slow and fair and unfair and few and loss):
+        return f"{TRACES[trace]}: no finished job to compare."
+    jct = pair["mean_response_s"][trace]
+    text = (f"{TRACES[trace]} ({len(mine)} windows, {jobs:.0f} jobs and {', '.join(f'{c:.0f}' for c in cap)} units on average, "
+            f"utilisation over the window {min(util):.2f} to {max(util):.2f}): ")
+    text += (f"{fast[0]} has the lowest mean job completion time ({fast[1].text(3)} s against {slow[1].mean:.0f} s for {slow[0]}); "
+             f"{_how(fast[0])}. ")
+    faster, slower = _significant(jct, below=True), _significant(jct, below=False)
+    text += (f"Against H-LTRF on the same windows, faster with 95 % confidence: {', '.join(faster) or 'none'}; "
+             f"slower: {', '.join(slower) or 'none'}. ")
+    text += (f"The worst-off job fares best under {fair[0]} (max rho {fair[1].text(3)}) and worst under {unfair[0]} "
+             f"(max rho {unfair[1].mean:.3g}); {few[0]} slows the fewest jobs by sharing ({100 * few[1].mean:.1f} % with rho > 1), "
+             f"and {loss[0]} leaves the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
+    text += _tradeoff(est, fast[0], fair[0])
+    return text
+
+
+def _how(names: str) -> str:
+    """The mechanism of a (possibly tied) winner, for the paragraph's "why"."""
+    said = [f"{p} {MECHANISM[p]}" for p in names.replace(" and ", ", ").split(", ") if p in MECHANISM]
+    return "; ".join(said) if said else names
+
+
+def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: str, fair: str) -> str:
+    """The cost of the fastest configuration in fairness (or its absence), from the numbers."""
+    if fast == fair:
+        return f"Here the same configuration wins both: {fast}."
+    if fast not in est or fair not in est:  # a tie on either metric: no single pair to weigh
+        return f"The fastest ({fast}) and the fairest ({fair}) differ."
+    kinds = {p: "job-level" if p in JOB_LEVEL else "queue-level" for p in (fast, fair)}
+    r_fast, r_fair = est[fast]["rho_max"].mean, est[fair]["rho_max"].mean
+    j_fast, j_fair = est[fast]["mean_response_s"].mean, est[fair]["mean_response_s"].mean
+    return (f"The fastest ({kinds[fast]} {fast}) pays in the tail: its max rho is {r_fast / r_fair:.2g} times {fair}'s, whose mean "
+            f"completion time is {100 * (j_fair / j_fast - 1):+.0f} % against it; {_how(fair)}.")
+
+
+def build(rows: Rows, policies: Sequence[str]) -> dict[str, Any]:
+    """Figures, tables and summary of the study's ``rows`` (one per trace, window and configuration)."""
+    est = estimates(rows)
+    pair = {k: paired(rows, k, rel) for k, rel, _ in PAIRED}
+    n_windows = {t: len({r["seed"] for r in rows if r["trace"] == t}) for t in est}
+    paragraphs = [paragraph(t, rows, est[t], pair) for t in est]
+    return {
+        "figures": _bar_figures(est, pair, policies),
+        "tables": [
+            table("What wins where, and why (from this run's numbers)", ["trace", "paragraph"],
+                  [[TRACES[t], p] for t, p in zip(est, paragraphs, strict=True)]),
+            *_summary_tables(est, pair, n_windows), _export_table(est), _runs_table(rows),
+        ],
+        "summary": "\n\n".join(paragraphs),
+        "paragraphs": {TRACES[t]: p for t, p in zip(est, paragraphs, strict=True)},
+    }

@@ -1,0 +1,235 @@
+"""The "published schedulers" study's set-up: traces, windows, clusters and the nine configurations.
+
+Every choice the papers leave open is fixed here, before any result was seen,
+and stated on the experiment's page (``DESCRIPTION``):
+
+* **Replicas.** Seed s of trace k replays a window of the trace whose start is
+  drawn uniformly (``numpy.random.default_rng([k, s])``) over the trace's span;
+  a window with fewer than 20 jobs is drawn again. FB-2009's jobs get one of 8
+  users, drawn with the seed (SWIM has no user column), in 2 groups.
+* **Windows.** FB-2009 2 h, KTH-SP2 7 days, LCG 2 h (``quick``: 15 min, 12 h,
+  15 min).
+* **Queues.** FB-2009: ``root.g<k mod 2>.u<k>``; KTH-SP2: its users as leaves of
+  a flat tree; LCG: its groups, then their users. Equal weights.
+* **Load.** Each resource type gets ``C_j = ceil(W_j / (0.9 * window))`` units,
+  where ``W_j`` is the work the window's jobs would do inside the window if
+  each started at its submit time (offered load 0.9 during the window; long
+  SWF jobs run on after it); when an SWF job is wider than that, ``C`` is its
+  width and the window's arrivals are compressed (submit times times ``s < 1``,
+  by bisection) back to an offered load of 0.9. The utilisation measured over
+  the window is reported.
+* **Jobs.** SWIM bytes become tasks by ``SwimRule()`` (map then reduce stages);
+  an SWF job is ``procs`` one-processor tasks of its run time. Every job bids a
+  budget U[50, 200] and weights U[0.5, 2] (paper 000's set-up,
+  ``simulator.runner.draw_bid``); its value (welfare) is its budget and its
+  deadline ``submit + 3 x`` its ideal run time (``simulator.outcomes``).
+* **Configurations** (``CONFIGS``): inside a leaf queue the oldest job first
+  (FIFO dispatch) for the policies without money; Abacus shares (stride
+  dispatch) under H-LTRF; ERA's reservations first, the rejected jobs
+  best-effort under H-LTRF. Task durations are known at start (LTRF's usage).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scheduler.fairshare.fairness import QueueTree
+from simulator.era.bookings import era_decide
+from simulator.experiments.ltrf.traces import trace_path
+from simulator.outcomes import trace_terms
+from simulator.runner import MarketParams, RunResult, draw_bid
+from simulator.runner import run as run_market
+from simulator.whatif.run import compact_result
+from simulator.workloads.traces import SwimRule, TraceJob, load_swf, load_swim
+
+REPO = Path(__file__).resolve().parents[3]
+SWIM_FILE = "FB-2009_samples_24_times_1hr_0.tsv"
+TRACES: dict[str, str] = {"fb2009": "FB-2009", "kth": "KTH-SP2", "lcg": "LCG"}
+WINDOW_H = {"fb2009": 2.0, "kth": 168.0, "lcg": 2.0}
+QUICK_WINDOW_H = {"fb2009": 0.25, "kth": 12.0, "lcg": 0.25}
+SLOT_S = {"fb2009": 60.0, "kth": 600.0, "lcg": 60.0}  # ERA's slot length per trace
+LOAD = 0.9
+MIN_JOBS = 20
+SAMPLES = 50  # fairness samples over the window (the last one at its end)
+T_WAIT_S = 60.0
+SLURM_HALF_LIFE_S = 7 * 86400.0  # Slurm's default PriorityDecayHalfLife (7 days)
+DEADLINE_FACTOR = 3.0
+ERA_WINDOW_FACTOR = 3.0
+FB_USERS, FB_GROUPS = 8, 2
+
+
+@dataclass(frozen=True)
+class Config:
+    """One compared configuration: its label, the market's settings and whether it has money."""
+
+    label: str
+    params: MarketParams
+    money: bool = False
+    era: bool = False
+
+
+_FIFO = MarketParams(mechanism="equal", dispatch="fifo")
+CONFIGS: tuple[Config, ...] = (
+    Config("LTRF", replace(_FIFO, fairshare="ltrf")),
+    Config("H-LTRF", replace(_FIFO, fairshare="hltrf", t_wait=T_WAIT_S)),
+    Config("Abacus", MarketParams(mechanism="abacus", alpha=0.5, fairshare="hltrf", t_wait=T_WAIT_S, dispatch="stride"), money=True),
+    Config("ERA", replace(_FIFO, fairshare="hltrf", t_wait=T_WAIT_S), money=True, era=True),
+    Config("DRF", replace(_FIFO, fairshare="drf")),
+    Config("Slurm", replace(_FIFO, fairshare="slurm", history="decay", history_length=SLURM_HALF_LIFE_S)),
+    Config("Karma", replace(_FIFO, fairshare="karma")),
+    Config("Tiresias", replace(_FIFO, fairshare="tiresias")),
+    Config("Themis", replace(_FIFO, fairshare="themis")),
+)
+LABELS: tuple[str, ...] = tuple(c.label for c in CONFIGS)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One replica of one trace: its jobs, queue tree, cluster and what was chosen."""
+
+    trace: str
+    seed: int
+    jobs: list[TraceJob]
+    tree: QueueTree
+    leaf_of_user: dict[str, int]
+    capacity: list[int]
+    start_h: float
+    hours: float
+    time_scale: float
+
+    @property
+    def window_s(self) -> float:
+        """The window's length after compression, seconds."""
+        return self.hours * 3600.0 * self.time_scale
+
+
+@functools.lru_cache(maxsize=4)
+def _swf(trace: str) -> tuple[TraceJob, ...]:
+    return tuple(load_swf(trace_path(trace)))
+
+
+@functools.lru_cache(maxsize=4)
+def _swim(seed: int) -> tuple[TraceJob, ...]:
+    path = REPO / "data" / "traces" / SWIM_FILE
+    if not path.exists():
+        path = Path("/work/shared/traces") / SWIM_FILE
+    return tuple(load_swim(path, rule=SwimRule(), users=FB_USERS, groups=FB_GROUPS, seed=seed))
+
+
+def all_jobs(trace: str, seed: int) -> tuple[TraceJob, ...]:
+    """Every job of the trace (FB-2009: its users drawn with ``seed``), times from its first job."""
+    if trace == "fb2009":
+        return _swim(seed)
+    if trace in ("kth", "lcg"):
+        return _swf(trace)
+    raise ValueError(f"unknown trace {trace!r}; choose one of {sorted(TRACES)}")
+
+
+def window(trace: str, seed: int, hours: float) -> tuple[float, list[TraceJob]]:
+    """``(start hour, jobs)`` of the seed's window, times shifted to its start (module docstring)."""
+    jobs = all_jobs(trace, seed)
+    span = max(j.submit_time for j in jobs) / 3600.0
+    rng = np.random.default_rng([sorted(TRACES).index(trace), seed])
+    for _ in range(100):
+        start = float(rng.uniform(0.0, max(span - hours, 0.0)))
+        lo, hi = start * 3600.0, (start + hours) * 3600.0
+        picked = [replace(j, submit_time=j.submit_time - lo) for j in jobs if lo <= j.submit_time < hi]
+        if len(picked) >= MIN_JOBS:
+            return start, picked
+    raise ValueError(f"{trace}: no window of {hours} h with {MIN_JOBS} jobs")
+
+
+def tree_of(trace: str, jobs: list[TraceJob]) -> tuple[QueueTree, dict[str, int]]:
+    """The queue tree of the trace (module docstring) and user -> leaf position."""
+    if trace == "fb2009":
+        paths = {f"root.g{k % FB_GROUPS}.u{k}": 1.0 for k in range(FB_USERS)}
+        path_of = {f"u{k}": f"root.g{k % FB_GROUPS}.u{k}" for k in range(FB_USERS)}
+    elif trace == "kth":
+        path_of = {j.user: f"root.{j.user}" for j in jobs}
+        paths = dict.fromkeys(path_of.values(), 1.0)
+    else:
+        path_of = {j.user: f"root.{j.group}.{j.user}" for j in jobs}
+        paths = dict.fromkeys(path_of.values(), 1.0)
+    tree = QueueTree.from_paths(paths)
+    position = {name: k for k, name in enumerate(tree.leaf_names)}
+    return tree, {user: position[p] for user, p in path_of.items()}
+
+
+def offered_work(jobs: list[TraceJob], seconds: float) -> list[float]:
+    """Unit-seconds per type the jobs would use inside ``[0, seconds)`` if every task started at
+    its job's submit time (an infinite cluster): the window's offered work."""
+    m = len(jobs[0].tasks)
+    return [sum(j.tasks[t] * min(j.task_duration[t], max(seconds - j.submit_time, 0.0)) for j in jobs) for t in range(m)]
+
+
+def cluster_for(jobs: list[TraceJob], hours: float) -> tuple[list[int], float, list[TraceJob]]:
+    """``(capacity, time scale, jobs)`` at offered load ``LOAD`` in the window (module docstring)."""
+    seconds = hours * 3600.0
+    capacity = [max(1, math.ceil(w / (LOAD * seconds))) for w in offered_work(jobs, seconds)]
+    if len(capacity) > 1 or max(j.tasks[0] for j in jobs) <= capacity[0]:
+        return capacity, 1.0, jobs
+    capacity = [max(j.tasks[0] for j in jobs)]  # a wider SWF job: compress the arrivals instead
+
+    def load(scale: float) -> float:
+        squeezed = [replace(j, submit_time=j.submit_time * scale) for j in jobs]
+        return offered_work(squeezed, scale * seconds)[0] / (capacity[0] * scale * seconds)
+
+    lo, hi = 1e-3, 1.0
+    for _ in range(40):  # the load falls as the arrivals spread out: bisect for LOAD
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if load(mid) > LOAD else (lo, mid)
+    return capacity, hi, [replace(j, submit_time=j.submit_time * hi) for j in jobs]
+
+
+def make_cell(trace: str, seed: int, quick: bool) -> Cell:
+    """The seed's replica of ``trace`` (window, tree, cluster; module docstring)."""
+    hours = (QUICK_WINDOW_H if quick else WINDOW_H)[trace]
+    start, jobs = window(trace, seed, hours)
+    capacity, scale, jobs = cluster_for(jobs, hours)
+    tree, leaf = tree_of(trace, jobs)
+    return Cell(trace, seed, jobs, tree, leaf, capacity, start, hours, scale)
+
+
+def run_config(cell: Cell, config: Config) -> dict[str, Any]:
+    """One configuration on one replica: ``compact_result``'s metrics plus ERA's and the cell's figures."""
+    m = len(cell.capacity)
+    params = replace(config.params, seed=cell.seed, staged=True, known_durations=True, sample_interval=cell.window_s / SAMPLES)
+    bids = {j.job_id: draw_bid(j, params, m) for j in cell.jobs}
+    bookings, era_revenue = {}, 0.0
+    if config.era:
+        history = {j.job_id: draw_bid(j, replace(params, seed=params.seed + 1000), m).budget for j in cell.jobs}
+        outcome = era_decide(cell.jobs, cell.capacity, {k: b.budget for k, b in bids.items()}, history,
+                             slot_s=SLOT_S[cell.trace], window_factor=ERA_WINDOW_FACTOR)  # fmt: skip
+        bookings, era_revenue = outcome.bookings, outcome.revenue
+    result = run_market(cell.jobs, tree=cell.tree, leaf_of_user=cell.leaf_of_user, capacity=cell.capacity, params=params,
+                        bookings=bookings)  # fmt: skip
+    terms = trace_terms(cell.jobs, {k: b.budget for k, b in bids.items()}, DEADLINE_FACTOR,
+                        {k: b.weights for k, b in bids.items()}, {k: b.utility for k, b in bids.items()})  # fmt: skip
+    metrics = dict(compact_result(cell.jobs, result, list(cell.tree.leaf_names), terms)["metrics"])
+    metrics["utilisation"] = window_utilisation(result, cell)
+    metrics["payments"] = (era_revenue if config.era else metrics["revenue"]) if config.money else None
+    metrics["reserved_jobs"] = len(bookings) if config.era else None
+    about = {"jobs": len(cell.jobs), "capacity": cell.capacity, "start_h": round(cell.start_h, 3), "time_scale": round(cell.time_scale, 4)}
+    return {"trace": cell.trace, "seed": cell.seed, "policy": config.label, "metrics": metrics, "cell": about}
+
+
+def window_utilisation(result: RunResult, cell: Cell) -> float | None:
+    """Busy fraction of the cluster over the window (from the first arrival), mean over the types."""
+    end = result.start_time + cell.window_s
+    at = [s for s in result.samples if abs(s.time - end) <= 1e-6 * max(1.0, end)]
+    if not at:
+        return None
+    busy = at[0].usage.sum(axis=0) / (np.asarray(cell.capacity, dtype=np.float64) * cell.window_s)
+    return float(np.mean(busy))
+
+
+def run_cell(trace: str, seed: int, quick: bool, labels: tuple[str, ...] = LABELS) -> list[dict[str, Any]]:
+    """Every configuration named in ``labels`` on the seed's replica of ``trace`` (a unit of work for a worker)."""
+    cell = make_cell(trace, seed, quick)
+    return [run_config(cell, c) for c in CONFIGS if c.label in labels]

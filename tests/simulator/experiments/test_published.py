@@ -1,0 +1,109 @@
+"""The "published schedulers" study (issue 25), at its quick size: every trace, every configuration."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator import experiments
+from simulator.experiments.published.report import METRICS
+from simulator.experiments.published.setup import LABELS, cluster_for, make_cell, offered_work
+from simulator.experiments.published.study import cells, policies
+from simulator.workloads.traces import TraceJob
+
+
+@pytest.fixture(scope="module")
+def quick(shared_traces: Path) -> dict[str, Any]:
+    return experiments.run("published_schedulers", {"quick": True, "seeds": 2})
+
+
+def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    runs = next(t for t in result["tables"] if t["title"] == "Every run")
+    return [dict(zip(runs["columns"], row, strict=True)) for row in runs["rows"]]
+
+
+def test_every_configuration_runs_on_every_window_of_every_trace(quick: dict[str, Any]) -> None:
+    rows = _rows(quick)
+    assert {(r["trace"], r["seed"], r["configuration"]) for r in rows} == {
+        (t, s, p) for t in ("FB-2009", "KTH-SP2", "LCG") for s in (0, 1) for p in LABELS
+    }
+    for r in rows:
+        assert 0.0 < r["utilisation over the window"] <= 1.0 + 1e-9
+        assert r["max finish-time fairness rho"] > 0 and 0.0 <= r["jobs with rho > 1 (fraction)"] <= 1.0
+        assert r["sharing loss Ω (Eq. 5)"] <= 1e-9 <= r["sharing benefit Ψ (Eq. 4)"] + 2e-9
+        assert 0.0 <= r["welfare / requested value"] <= 1.0
+        # payments only where the configuration has money
+        assert (r["payments (money)"] is not None) == (r["configuration"] in ("Abacus", "ERA"))
+    assert len(quick["figures"]) == 8
+    experiments.check_result(quick)
+
+
+def test_kth_has_a_flat_tree_so_h_ltrf_is_ltrf(quick: dict[str, Any]) -> None:
+    # paper 002, Theorem 1: on a one-level tree H-LTRF's walk is LTRF's choice, whatever T_wait
+    rows = [r for r in _rows(quick) if r["trace"] == "KTH-SP2"]
+    for seed in (0, 1):
+        ltrf, hltrf = ({k: v for k, v in r.items() if k != "configuration"} for r in rows
+                       if r["seed"] == seed and r["configuration"] in ("LTRF", "H-LTRF"))
+        assert ltrf == hltrf
+
+
+def test_each_paragraph_names_the_winner_of_its_table(quick: dict[str, Any]) -> None:
+    for trace, paragraph in quick["paragraphs"].items():
+        summary = next(t for t in quick["tables"] if t["title"].startswith(f"{trace}: metrics"))
+        export = next(t for t in quick["tables"] if t["title"].startswith("All estimates"))
+        means = {r[1]: r[3] for r in export["rows"] if r[0] == trace and r[2] == "mean JCT (sim s)"}
+        fastest = min(means.values())
+        winners = [p for p, v in means.items() if v == fastest]
+        assert paragraph.startswith(trace) and any(w in paragraph.split(" has the lowest")[0] for w in winners)
+        assert len(summary["rows"]) == len(LABELS)
+        assert "utilisation over the window" in paragraph
+
+
+def test_cells_and_policies_are_validated() -> None:
+    assert cells({"traces": ["kth", "fb2009"], "seeds": 2}) == [("kth", 0), ("kth", 1), ("fb2009", 0), ("fb2009", 1)]
+    with pytest.raises(ValueError, match="traces"):
+        cells({"traces": ["swim"], "seeds": 1})
+    assert policies({"policies": ["Themis"]}) == ("H-LTRF", "Themis")  # the paired baseline always runs
+    with pytest.raises(ValueError, match="policies"):
+        policies({"policies": ["CFS"]})
+
+
+def test_capacity_follows_the_offered_load_and_wide_jobs_compress_arrivals() -> None:
+    # 10 one-processor jobs of 360 s, one every 360 s over an hour: offered 3600 unit-s -> ceil(3600 / 3240) = 2 units
+    jobs = [TraceJob(k, 360.0 * k, "u", "g", (1,), (360.0,)) for k in range(10)]
+    capacity, scale, same = cluster_for(jobs, 1.0)
+    assert capacity == [2] and scale == 1.0 and same == jobs
+    # one 4-processor job makes C = 4: arrivals are squeezed until the window's load is 0.9 again
+    wide = [*jobs, TraceJob(99, 0.0, "v", "g", (4,), (360.0,))]
+    capacity, scale, squeezed = cluster_for(wide, 1.0)
+    assert capacity == [4] and scale < 1.0
+    assert offered_work(squeezed, 3600.0 * scale)[0] / (4 * 3600.0 * scale) == pytest.approx(0.9, rel=1e-3)
+
+
+def test_parallel_workers_give_the_same_result_as_one(shared_traces: Path) -> None:
+    params = {"traces": ["kth"], "seeds": 2, "quick": True, "policies": ["Themis"]}
+    one = experiments.run("published_schedulers", {**params, "workers": 1})
+    two = experiments.run("published_schedulers", {**params, "workers": 2})
+    assert two["workers"] == 2 and one["workers"] == 1
+    strip = {"wall_s", "workers", "params"}
+    assert {k: v for k, v in one.items() if k not in strip} == {k: v for k, v in two.items() if k not in strip}
+    assert make_cell("kth", 0, True).jobs == make_cell("kth", 0, True).jobs  # windows are drawn deterministically
+    metrics = next(t for t in one["tables"] if t["title"].startswith("KTH-SP2: metrics"))
+    assert not math.isnan(float(metrics["rows"][0][1].split()[0]))
+    assert one["tables"][0]["rows"][0][1] == one["paragraphs"]["KTH-SP2"]
+    assert {k for k, _, _ in METRICS} >= {"mean_response_s", "rho_max", "sharing_loss", "welfare_share"}
+
+
+def test_the_sweep_parts_combine_to_the_whole_study(shared_traces: Path) -> None:
+    # what the lab's Celery workers would run: one part per (trace, window), then combine
+    params = {"traces": ["kth"], "seeds": 2, "quick": True, "policies": ["Tiresias"]}
+    whole = experiments.run("published_schedulers", params)
+    parts = experiments.run_in_parts("published_schedulers", params)
+    strip = {"wall_s", "workers", "params"}
+    assert {k: v for k, v in parts.items() if k not in strip} == {k: v for k, v in whole.items() if k not in strip}
+    experiment = experiments.get("published_schedulers")
+    assert experiment.shards is not None
+    assert [p["cell"] for p in experiment.shards(experiment.params(params))] == [["kth", 0], ["kth", 1]]
