@@ -346,9 +346,3 @@ EXPERIMENT = register(
     )
 )
 
-
-def quick_params() -> dict[str, Any]:
-    """A CI-sized run (5 seeds, 3 trace hours, no sensitivity sweep beyond one capacity)."""
-    return {"seeds": [0, 1, 2, 3, 4], "hours": 3.0, "sensitivity_capacities": [10], "sensitivity_floors": [],
-            "sensitivity_slacks": [], "dn_days": 4, "greedy_prices": [0.25, 0.5, 1.0, 1.5]}
-

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from simulator import experiments
-from simulator.experiments.era.headline import quick_params
 from simulator.experiments.era.runs import Setting, econ, fixed_price, low_class_share, stream
 from simulator.experiments.fidelity import VERDICTS
+from simulator.experiments.report import QUICK
 
 SLICE = Setting(capacity=20, slot_s=60.0, max_units=20, hours=3.0, floor=0.1, slack_max=4.0)
 
@@ -32,7 +32,7 @@ def test_greedy_at_any_price_the_low_class_can_pay_accepts_the_same_jobs() -> No
 
 
 def test_the_headline_experiment_reports_a_row_per_headline_with_its_interval() -> None:
-    result = experiments.run("era_headline", quick_params())
+    result = experiments.run("era_headline", QUICK["era_headline"])
     experiments.check_result(result)
     heads = result["headlines"]
     assert [h["section"] for h in heads] == ["Sec. 4", "Sec. 4", "Sec. 4", "Sec. 3.2"]
