@@ -48,6 +48,7 @@ QUICK: dict[str, dict[str, Any]] = {
                      "sensitivity_slacks": [], "dn_days": 4, "greedy_prices": [0.25, 0.5, 1.0, 1.5]},
     "era_fig3": {"seeds": [0, 1, 2, 3, 4], "hours": 2.0, "capacity_uses": [0.8, 1.0]},
     "era_rayon": {"seeds": [0, 1, 2, 3, 4], "jobs": 300},
+    "paper003_der": {"seeds": [0, 1, 2, 3, 4], "max_tasks": 12},
 }
 
 COLUMNS = ("paper", "quote (section)", "paper's value", "ours (mean [95 % CI], n)", "verdict", "cause")
