@@ -49,6 +49,11 @@ QUICK: dict[str, dict[str, Any]] = {
     "era_fig3": {"seeds": [0, 1, 2, 3, 4], "hours": 2.0, "capacity_uses": [0.8, 1.0]},
     "era_rayon": {"seeds": [0, 1, 2, 3, 4], "jobs": 300},
     "paper003_der": {"seeds": [0, 1, 2, 3, 4], "max_tasks": 12},
+    "ltrf_fig8": {"seeds": [0, 1, 2, 3, 4]},
+    "ltrf_fig10": {"seeds": [0, 1, 2, 3, 4], "t_waits": [0.0, 10.0], "sample_s": 30.0},
+    "ltrf_kth_isolation": {"slice_starts_h": [0.0, 672.0, 1344.0, 2016.0, 2688.0], "hours": 36.0},
+    "ltrf_traces_kth": {"hours": 72.0},
+    "ltrf_traces_lcg": {"hours": 2.0},
 }
 
 COLUMNS = ("paper", "quote (section)", "paper's value", "ours (mean [95 % CI], n)", "verdict", "cause")
