@@ -224,54 +224,69 @@ class BasicEcon(_Promises):
         self.predictor = predictor
         self.list_price, self.max_discount, self.late_penalty = list_price, float(max_discount), float(late_penalty)
 
-    def unit_prices(self, units: int, arrival: int, deadline: int) -> FloatArray:
+    def unit_prices(self, units: int, arrival: int, deadline: int, *, now: int | None = None) -> FloatArray:
         """(D - A, W) ``price_t(i)`` for t in [A, D), i = 1..W (Alg. 1 line 7), clamped.
 
-        Money per unit-slot; inf where ``promised[t] + i > C``.
+        Money per unit-slot; inf where ``promised[t] + i > C``. ``now`` is the
+        current slot the predictor counts demand from (paper 001, Sec. 3.2;
+        None: the arrival A, a request quoted when it arrives).
         """
         slots = np.arange(arrival, deadline, dtype=np.int64)
         i = np.arange(1, units + 1, dtype=np.int64)
         quantity = self.capacity - self.promised[arrival:deadline, None] - i[None, :]
-        price = _inverse(self.predictor, slots[:, None], quantity).astype(np.float64)
+        predictor = _at(self.predictor, arrival if now is None else now)
+        price = _inverse(predictor, slots[:, None], quantity).astype(np.float64)
         if self.list_price is not None:
             price = np.clip(price, (1.0 - self.max_discount) * self.list_price, self.list_price)
         out: FloatArray = np.where(quantity < 0, np.inf, price)
         return out
 
-    def prices(self, units: int, duration: int, arrival: int, deadline: int) -> FloatArray:
+    def prices(self, units: int, duration: int, arrival: int, deadline: int, *, now: int | None = None) -> FloatArray:
         """(D - T - A + 1,) ``total[t]`` for every start t in [A, D - T] (Alg. 1 lines 9-10).
 
         Money units for the whole request; inf where some slot has no room.
+        ``now``: as :meth:`unit_prices`.
 
         Raises:
             ValueError: as :func:`check_request`.
         """
         check_request(units, duration, arrival, deadline, self.capacity, self.horizon)
-        cost = self.unit_prices(units, arrival, deadline).sum(axis=1)
+        cost = self.unit_prices(units, arrival, deadline, now=now).sum(axis=1)
         return window_sums(cost, duration)
 
-    def quote(self, units: int, duration: int, arrival: int, deadline: int) -> Offer | None:
+    def quote(self, units: int, duration: int, arrival: int, deadline: int, *, now: int | None = None) -> Offer | None:
         """The cheapest start and its price (Alg. 1 line 11), or None when no start has room.
+
+        ``now``: as :meth:`unit_prices`.
 
         Raises:
             ValueError: as :func:`check_request`.
         """
-        totals = self.prices(units, duration, arrival, deadline)
+        totals = self.prices(units, duration, arrival, deadline, now=now)
         scores = None
         if self.late_penalty > 0:
             scores = totals * np.exp(self.late_penalty * np.arange(totals.size))
         k = _first_min(totals, scores)
         return None if k is None else Offer(arrival + k, float(totals[k]))
 
-    def reserve(self, units: int, duration: int, arrival: int, deadline: int, value: float) -> Decision:
+    def reserve(self, units: int, duration: int, arrival: int, deadline: int, value: float, *,
+                now: int | None = None) -> Decision:
         """Accept iff ``value >= price`` of the quote, and promise the units (Alg. 1 lines 12-16).
 
         The price never depends on ``value`` (it is compared once, after pricing).
+        ``now``: as :meth:`unit_prices`.
 
         Raises:
             ValueError: as :func:`check_request`, or a value that is not finite and > 0.
         """
-        return self._decide(self.quote(units, duration, arrival, deadline), value, units, duration)
+        return self._decide(self.quote(units, duration, arrival, deadline, now=now), value, units, duration)
+
+
+def _at(predictor: Predictor, now: int) -> Predictor:
+    """The predictor as seen at slot ``now``: its ``at(now)`` when it has one (demand arriving
+    from now on, paper 001 Sec. 3.2), else the predictor itself."""
+    at = getattr(predictor, "at", None)
+    return at(now) if callable(at) else predictor
 
 
 def _inverse(predictor: Predictor, t: NDArray[np.int64], quantity: NDArray[np.int64]) -> FloatArray:

@@ -21,7 +21,13 @@ Three predictors, as the paper and the SPEC list them:
   each request's window) stays as the oracle the tests compare it with.
 
 Both data-based predictors reduce to :class:`DemandCurves`: per slot, a
-step demand curve "q units are wanted at value v or more".
+step demand curve "q units are wanted at value v or more". The paper's
+interface also takes the current time: the demand that counts is the demand
+that *arrives* between now and t (Sec. 3.2). A predictor that knows its
+entries' arrivals offers ``at(now)`` (:meth:`DemandCurves.at`), which
+Basic-Econ calls with the request's current time; ``rule="covering"`` keeps
+the earlier rule (every past request whose window covers t), and a predictor
+without ``at`` (a constant price, a wrapper) is used as it is.
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class ConstantPrice:
         return np.full(shape, self.price)
 
 
+DEMAND_RULES = ("arriving", "covering")
+
+
 class DemandCurves:
     """Per-slot step demand curves with a price floor and an optional period.
 
@@ -100,6 +109,16 @@ class DemandCurves:
     quantity first reaches q (q <= 0 gives the highest value), or ``floor``
     when the whole curve wants less than q.
 
+    Which demand counts at a given current time (paper 001, Sec. 3.2): the
+    predictor answers "the highest price such that the demand that arrives
+    from the current time till t, at this price, is equal to q". With
+    ``arrivals`` (each entry's request arrival slot) and ``rule="arriving"``
+    (the default), :meth:`at` gives the curves of the entries whose request
+    arrives in [now, t] only: demand that arrived before now is already in
+    the promised capacity (Alg. 1 line 7) or was refused, and counting it
+    again would price slots too high. ``rule="covering"`` (the earlier rule,
+    kept as an option) counts every entry whatever ``now``.
+
     Args:
         horizon: slots with a curve; a slot t >= horizon uses ``t % period``
             when ``period`` is given (day/night cycles, paper 001 Sec. 5.3),
@@ -108,31 +127,43 @@ class DemandCurves:
             quantities are ignored.
         floor: the price where no demand is predicted (money per unit-slot, >= 0).
         period: slots per cycle, or None.
+        arrivals: each entry's request arrival slot (folded like the slots
+            when ``period`` is given), or None (then every entry counts).
+        rule: "arriving" (paper 001, Sec. 3.2) or "covering" (module docstring).
 
     Raises:
-        ValueError: a slot outside [0, horizon), a negative quantity or value.
+        ValueError: a slot outside [0, horizon), a negative quantity or value,
+            arrivals of another length than the slots, an unknown rule.
     """
 
     def __init__(
         self, horizon: int, slots: ArrayLike, values: ArrayLike, quantities: ArrayLike, *,
-        floor: float = 0.0, period: int | None = None,
+        floor: float = 0.0, period: int | None = None, arrivals: ArrayLike | None = None, rule: str = "arriving",
     ) -> None:
         t = np.asarray(slots, dtype=np.int64).reshape(-1)
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         q = np.asarray(quantities, dtype=np.float64).reshape(-1)
-        if not (t.shape == v.shape == q.shape):
-            raise ValueError("slots, values and quantities must have one entry each")
+        a = None if arrivals is None else np.asarray(arrivals, dtype=np.int64).reshape(-1)
+        if not (t.shape == v.shape == q.shape) or (a is not None and a.shape != t.shape):
+            raise ValueError("slots, values, quantities (and arrivals) must have one entry each")
         if t.size and (t.min() < 0 or t.max() >= horizon):
             raise ValueError("demand entries must lie in [0, horizon)")
         if np.any(q < 0) or np.any(v < 0) or not np.all(np.isfinite(v)):
             raise ValueError("demand quantities and values must be >= 0 and finite")
         if not (np.isfinite(floor) and floor >= 0):
             raise ValueError("the floor price must be finite and >= 0")
+        if rule not in DEMAND_RULES:
+            raise ValueError(f"unknown demand rule {rule!r}; expected one of {DEMAND_RULES}")
         keep = q > 1e-12
-        t, v, q = t[keep], v[keep], q[keep]
-        order = np.lexsort((-v, t))  # by slot, then value descending
-        t, v, q = t[order], v[order], q[order]
-        self.horizon, self.floor, self.period = int(horizon), float(floor), period
+        order = np.lexsort((-v[keep], t[keep]))  # by slot, then value descending
+        self.horizon, self.floor, self.period, self.rule = int(horizon), float(floor), period, rule
+        self._arrivals = None if a is None else a[keep][order]
+        self._cached: tuple[int, DemandCurves] | None = None
+        self._build(t[keep][order], v[keep][order], q[keep][order])
+
+    def _build(self, t: NDArray[np.int64], v: FloatArray, q: FloatArray) -> None:
+        """Index entries already sorted by slot, then value descending."""
+        self._slots, self._quantities = t, q
         counts = np.bincount(t, minlength=self.horizon)
         self._start = np.cumsum(counts) - counts  # first entry of each slot
         self._counts = counts
@@ -144,6 +175,31 @@ class DemandCurves:
         self._keys = t * self._big + within
         self._values = v
 
+    def at(self, now: int) -> DemandCurves | ArrivingDemand:
+        """The predictor as seen at the current slot ``now`` (paper 001, Sec. 3.2).
+
+        With ``rule="arriving"`` and arrivals known: the curves of the demand
+        whose request arrives in [now, t] (with a period, within the cycle that
+        starts at ``now``; slots a whole period or more ahead count every
+        entry). Otherwise ``self``. The last answer is cached: a stream asks
+        at non-decreasing times.
+        """
+        if self.rule == "covering" or self._arrivals is None:
+            return self
+        key = int(now) % self.period if self.period else int(now)
+        if self._cached is None or self._cached[0] != key:
+            if self.period:
+                p = int(self.period)
+                keep = (self._slots - self._arrivals) % p <= (self._slots - key) % p
+            else:
+                keep = self._arrivals >= key
+            sub = object.__new__(DemandCurves)
+            sub.horizon, sub.floor, sub.period, sub.rule = self.horizon, self.floor, self.period, "covering"
+            sub._arrivals, sub._cached = None, None
+            sub._build(self._slots[keep], self._values[keep], self._quantities[keep])
+            self._cached = (key, sub)
+        return ArrivingDemand(self, self._cached[1], int(now))
+
     def inverse_demand(self, t: ArrayLike, quantity: ArrayLike) -> FloatArray:
         """Highest unit price p at which slot t's predicted demand exceeds ``quantity``.
 
@@ -151,6 +207,7 @@ class DemandCurves:
         the value of the first entry (by value, descending) at which the
         cumulative quantity passes ``quantity`` (paper 001, Alg. 1 line 7),
         or the floor when the whole curve wants no more than ``quantity``.
+        Every entry counts here; :meth:`at` gives the curves at a current time.
 
         Args:
             t: slot index or array of them (integers >= 0).
@@ -170,6 +227,25 @@ class DemandCurves:
         found = inside & (qty < total - 1e-9) & (index < end)
         picked = self._values[np.where(found, index, 0)] if self._values.size else np.zeros(rows.shape)
         return np.where(found, np.maximum(picked, self.floor), self.floor)
+
+
+class ArrivingDemand:
+    """Demand curves at a current time ``now`` (:meth:`DemandCurves.at`): slots less than
+    a period ahead read the curves of demand arriving from ``now`` on, the others every entry."""
+
+    def __init__(self, full: DemandCurves, arriving: DemandCurves, now: int) -> None:
+        self.full, self.arriving, self.now = full, arriving, now
+
+    def inverse_demand(self, t: ArrayLike, quantity: ArrayLike) -> FloatArray:
+        """As :meth:`DemandCurves.inverse_demand`, counting the demand that arrives in [now, t]."""
+        near = self.arriving.inverse_demand(t, quantity)
+        if not self.full.period:
+            return near
+        far = np.asarray(t, dtype=np.int64) - self.now >= int(self.full.period)
+        if not np.any(far):
+            return near
+        out: FloatArray = np.where(far, self.full.inverse_demand(t, quantity), near)
+        return out
 
 
 def _as_arrays(requests: Sequence[PastRequest]) -> tuple[NDArray[np.int64], ...]:
@@ -206,21 +282,23 @@ class SpreadingPredictor(DemandCurves):
     Args:
         requests: past requests (slots in [0, horizon)).
         horizon: slots covered (default: the latest deadline).
-        floor: as :class:`DemandCurves`.
+        floor, rule: as :class:`DemandCurves` (``rule``: which demand counts at
+            the current time; each entry's arrival is its request's).
         period: slots per cycle: the requests' slots fold onto one cycle
             (slot mod period), quantities divided by the cycles the horizon
             covers (an average cycle), and the curves repeat. None: no folding.
     """
 
     def __init__(self, requests: Sequence[PastRequest], horizon: int | None = None, *,
-                 floor: float = 0.0, period: int | None = None) -> None:
+                 floor: float = 0.0, period: int | None = None, rule: str = "arriving") -> None:
         w, d, a, dl = _as_arrays(requests)
         h = int(horizon if horizon is not None else (dl.max() if dl.size else 1))
         job, slot = _window_index(a, dl)
         spread = (w * d / (dl - a)).astype(np.float64)
         unit = np.array([r.unit_value for r in requests], dtype=np.float64)
         h, slot, scale = _fold(h, slot, period)
-        super().__init__(h, slot, unit[job], spread[job] * scale, floor=floor, period=period)
+        arrival = a[job] % int(period) if period else a[job]
+        super().__init__(h, slot, unit[job], spread[job] * scale, floor=floor, period=period, arrivals=arrival, rule=rule)
 
 
 @dataclass(frozen=True)
@@ -327,14 +405,14 @@ class LPPredictor(DemandCurves):
     medium at night and prices the night too low (paper 001, Sec. 3.2).
 
     Args:
-        requests: past requests; capacity: C units; horizon, floor, period as
-            :class:`DemandCurves`.
+        requests: past requests; capacity: C units; horizon, floor, period, rule as
+            :class:`DemandCurves` (each entry's arrival is its request's).
         solver: "flow" (:func:`solve_allocation_flow`, exact and fast; the
             default) or "highs" (:func:`solve_allocation_lp`, the LP oracle).
     """
 
     def __init__(self, requests: Sequence[PastRequest], capacity: float, horizon: int | None = None, *,
-                 floor: float = 0.0, period: int | None = None, solver: str = "flow") -> None:
+                 floor: float = 0.0, period: int | None = None, solver: str = "flow", rule: str = "arriving") -> None:
         h = int(horizon if horizon is not None else max((r.deadline for r in requests), default=1))
         if solver not in SOLVERS:
             raise ValueError(f"unknown allocation solver {solver!r}; expected one of {sorted(SOLVERS)}")
@@ -342,4 +420,8 @@ class LPPredictor(DemandCurves):
         unit = np.array([r.unit_value for r in requests], dtype=np.float64)
         s = self.solution
         folded, slots, scale = _fold(h, s.slot, period)
-        super().__init__(folded, slots, unit[s.job] if s.job.size else np.zeros(0), s.units * scale, floor=floor, period=period)
+        arrival = np.array([r.arrival for r in requests], dtype=np.int64)[s.job] if s.job.size else np.zeros(0, dtype=np.int64)
+        if period:
+            arrival = arrival % int(period)
+        super().__init__(folded, slots, unit[s.job] if s.job.size else np.zeros(0), s.units * scale, floor=floor, period=period,
+                         arrivals=arrival, rule=rule)

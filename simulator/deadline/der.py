@@ -10,10 +10,19 @@ Set-up, after Sec. 5.1:
   from Table 1 (loads in core-seconds); a task's workload vector sums its
   subtasks' loads per operation, and its phases run one after another
   (``theta = 1``);
-* estimates err by about 30 %: each subtask's estimate is its real load times
-  U[alpha_err, beta_err] (default [0.7, 1.3], so ``0.7 <= l'/l <= 1.3`` holds
-  for every dimension, Definition 2);
-* the deadline is U[T1/8, T1], ``T1`` the estimated time on one core;
+* estimates (``error_model``). ``"eq23"`` (the default): the paper's own predictor,
+  Eq. 23, estimates an operation's work as the mean over j = 1..8 cores of the
+  core-seconds ``j * T(op, j)``, while a run on r cores really does ``r * T(op, r)``.
+  The paper prints only the one-core times (Table 1), so the scaling is ours:
+  Amdahl's law, ``T(op, j) = T1 (s + (1 - s) / j)``, one serial fraction s for
+  every operation, fixed so that the lowest ratio estimate / real (a run on all
+  8 cores) is the paper's alpha ~ 0.7 ("the lower bound of the workload
+  predicted ... is always lower than the real workload", Sec. 5.2; "about 30 %
+  margin of errors"). A run on r <= 1 core does T1; more cores do more work, so
+  the error depends on the vector Algorithm 1 picks, as on the paper's cluster.
+  ``"uniform"`` (the earlier model, kept as an option): each subtask's estimate
+  is its load times U[alpha_err, beta_err];
+* the deadline is U[T1/8, T1], ``T1`` the estimated time on one core (Sec. 5.1);
 * 1 to 40 tasks are submitted together at t = 0; the scheduler serves them
   first come, first served (the paper: "the ones arriving earlier would be
   treated with higher service level"): a task gets paper 003's Algorithm 1
@@ -56,17 +65,57 @@ OPERATIONS = tuple(TABLE_1)
 PRICES = (1.0, 2.0, 3.0)  # the paper's prices of the three operations
 
 
+ERROR_MODELS = ("eq23", "uniform", "exact")
+
+
 @dataclass(frozen=True)
 class MatrixTask:
-    """One user request: real and estimated work per operation (core-seconds), deadline (s)."""
+    """One user request: real and estimated work per operation (core-seconds), deadline (s).
+
+    ``real`` is the work on one core; with ``serial`` (Amdahl's serial fraction, the
+    ``eq23`` model) a run at r_k cores does ``real_k (1 + serial (max(r_k, 1) - 1))``
+    core-seconds, else exactly ``real``.
+    """
 
     real: FloatArray
     estimate: FloatArray
     deadline: float
+    serial: float | None = None
+
+    def work(self, r: FloatArray) -> FloatArray:
+        """Core-seconds per operation when run at the rate vector ``r`` (units)."""
+        if self.serial is None:
+            return self.real
+        out: FloatArray = self.real * (1.0 + self.serial * (np.maximum(r, 1.0) - 1.0))
+        return out
 
 
-def paper_tasks(m: int, rng: np.random.Generator, *, alpha_err: float = 0.7, beta_err: float = 1.3) -> list[MatrixTask]:
-    """``m`` tasks as in Sec. 5.1 (module docstring), in submission order."""
+def serial_fraction(alpha_err: float, cores: int = 8) -> float:
+    """Amdahl's serial fraction s at which Eq. 23's estimate is ``alpha_err`` times a run on ``cores`` cores.
+
+    The estimate is ``T1 (1 + s (cores - 1) / 2)`` (the mean of ``j T(op, j)`` over j = 1..cores),
+    a run on ``cores`` cores does ``T1 (1 + s (cores - 1))``.
+
+    Raises:
+        ValueError: alpha_err outside (0.5, 1) (no such s in (0, 1]).
+    """
+    half = (cores - 1) / 2.0
+    s = (1.0 - alpha_err) / (alpha_err * (cores - 1) - half)
+    if not (0.5 < alpha_err < 1.0 and 0.0 < s <= 1.0):
+        raise ValueError("alpha_err must lie in (0.5, 1) for the eq23 model")
+    return s
+
+
+def paper_tasks(m: int, rng: np.random.Generator, *, alpha_err: float = 0.7, beta_err: float = 1.3,
+                model: str = "eq23") -> list[MatrixTask]:
+    """``m`` tasks as in Sec. 5.1 (module docstring), in submission order.
+
+    Raises:
+        ValueError: an unknown error model.
+    """
+    if model not in ERROR_MODELS:
+        raise ValueError(f"unknown error model {model!r}; expected one of {ERROR_MODELS}")
+    serial = serial_fraction(alpha_err) if model == "eq23" else None
     tasks = []
     for _ in range(m):
         real, est = np.zeros(len(OPERATIONS)), np.zeros(len(OPERATIONS))
@@ -74,9 +123,12 @@ def paper_tasks(m: int, rng: np.random.Generator, *, alpha_err: float = 0.7, bet
             k = int(rng.integers(len(OPERATIONS)))
             load = TABLE_1[OPERATIONS[k]][int(rng.integers(len(TABLE_1[OPERATIONS[k]])))]
             real[k] += load
-            est[k] += load * float(rng.uniform(alpha_err, beta_err))
-        t1 = float(est.sum())
-        tasks.append(MatrixTask(real, est, float(rng.uniform(t1 / 8, t1))))
+            noise = float(rng.uniform(alpha_err, beta_err))  # drawn in every model: the same tasks and deadlines
+            est[k] += load * (noise if model == "uniform" else 1.0)
+        if serial is not None:
+            est = real * (1.0 + serial * 3.5)  # Eq. 23: the mean of j T(op, j) over j = 1..8
+        t1 = float(est.sum())  # "the estimated execution time when running the task on a particular core"
+        tasks.append(MatrixTask(real, est, float(rng.uniform(t1 / 8, t1)), serial))
     return tasks
 
 
@@ -88,6 +140,7 @@ def jain_index(x: FloatArray) -> float:
 
 def run_case(
     tasks: list[MatrixTask], *, planning: float, nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
+    starts: list[float] | None = None,
 ) -> FloatArray:
     """Serve ``tasks`` (all submitted at t = 0) on the cluster; the (m,) DERs.
 
@@ -96,6 +149,7 @@ def run_case(
             alpha_err for D' = alpha_err D, paper 003 Eq. 22).
         nodes, cores: the cluster (units per node on every dimension).
         min_units: least units per dimension a task accepts in Alg. 1's infeasible case.
+        starts: if given, filled with each task's start time / its deadline (the wait's share of its DER).
     """
     R = len(OPERATIONS)
     free = np.full((nodes, R), float(cores))
@@ -103,6 +157,7 @@ def run_case(
     waiting = list(range(len(tasks)))
     running: list[tuple[float, int, int, tuple[float, ...]]] = []  # (finish, task, node, vector)
     finish = np.full(len(tasks), math.inf)
+    begin = np.full(len(tasks), math.inf)
     now = 0.0
     while waiting:
         still = []
@@ -113,8 +168,9 @@ def run_case(
                 still.append(i)
                 continue
             node, r = start
-            t_real = float(np.sum(tasks[i].real[tasks[i].real > 0] / r[tasks[i].real > 0]))
-            finish[i] = now + t_real
+            work = tasks[i].work(r)
+            t_real = float(np.sum(work[work > 0] / r[work > 0]))
+            begin[i], finish[i] = now, now + t_real
             free[node] -= r
             heapq.heappush(running, (finish[i], i, node, tuple(r.tolist())))
         waiting = still
@@ -126,6 +182,8 @@ def run_case(
             while running and running[0][0] <= now:  # release everything finishing at this instant
                 _, _, node2, held2 = heapq.heappop(running)
                 free[node2] += np.array(held2)
+    if starts is not None:
+        starts[:] = [begin[i] / t.deadline for i, t in enumerate(tasks)]
     return np.array([finish[i] / t.deadline for i, t in enumerate(tasks)])
 
 
@@ -181,6 +239,8 @@ class DERResult:
         alone_infeasible: tasks (over all levels) that even a whole empty node
             cannot finish by D' (Lemma 1 fails: ``sum l' / cores > alpha_err D``).
         total_tasks: tasks over all levels.
+        worst_wait: {"D": (L,), "D'": (L,)} the start (/ its deadline) of the task with the highest
+            DER per level: the part of that DER spent waiting for units.
     """
 
     levels: NDArray[np.int64]
@@ -192,26 +252,31 @@ class DERResult:
     late: dict[str, FloatArray] | None = None
     alone_infeasible: int = 0
     total_tasks: int = 0
+    worst_wait: dict[str, FloatArray] | None = None
 
 
 def der_experiment(
     levels: range | list[int] = range(1, 41), *, seed: int = 0, alpha_err: float = 0.7, beta_err: float = 1.3,
     nodes: int = 10, cores: float = 8.0, min_units: float = 1.0, progress: Callable[[float, str], None] | None = None,
+    model: str = "eq23",
 ) -> DERResult:
     """Paper 003, Sec. 5.2 (Figs. 4-6): for each m, one case of m tasks (seeded), served
-    once planning with D and once with D' = alpha_err D (the same tasks). ``progress``
-    is called with (fraction done, message) before each level."""
+    once planning with D and once with D' = alpha_err D (the same tasks; Eq. 22). ``progress``
+    is called with (fraction done, message) before each level; ``model`` is the error model."""
     rules = {"D": 1.0, "D'": alpha_err}
-    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in ("low", "mean", "high", "jain", "late")}
+    keys = ("low", "mean", "high", "jain", "late", "worst_wait")
+    out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in keys}
     at_max: dict[str, FloatArray] = {}
     alone = 0
     for step, m in enumerate(levels):
         if progress is not None:
             progress(step / len(levels), f"{m} tasks submitted together")
-        tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err)
+        tasks = paper_tasks(m, np.random.default_rng([seed, m]), alpha_err=alpha_err, beta_err=beta_err, model=model)
         alone += sum(float(t.estimate.sum()) / cores > alpha_err * t.deadline for t in tasks)
         for rule, factor in rules.items():
-            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units)
+            starts: list[float] = []
+            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units, starts=starts)
+            out["worst_wait"][rule].append(float(starts[int(np.argmax(der))]))
             out["low"][rule].append(float(der.min()))
             out["mean"][rule].append(float(der.mean()))
             out["high"][rule].append(float(der.max()))
@@ -221,7 +286,8 @@ def der_experiment(
                 at_max[rule] = der
     arr = {k: {r: np.array(v) for r, v in d.items()} for k, d in out.items()}
     lv = np.array(list(levels), dtype=np.int64)
-    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, arr["late"], int(alone), int(lv.sum()))
+    return DERResult(lv, arr["low"], arr["mean"], arr["high"], arr["jain"], at_max, arr["late"], int(alone), int(lv.sum()),
+                     arr["worst_wait"])
 
 
 def der_shares(der: FloatArray) -> dict[str, float]:

@@ -26,7 +26,10 @@ class LinearDemand:
 
 def naive_prices(capacity: int, promised: np.ndarray, predictor: object, w: int, dur: int, a: int, d: int,
                  list_price: float | None = None, max_discount: float = 0.35) -> list[float]:
-    """Algorithm 1 written as the paper writes it: loops over slots, units and starts."""
+    """Algorithm 1 written as the paper writes it: loops over slots, units and starts (the
+    predictor as seen at the arrival, paper 001 Sec. 3.2)."""
+    at = getattr(predictor, "at", None)
+    predictor = at(a) if callable(at) else predictor
     cost = {}
     for t in range(a, d):
         c = 0.0

@@ -38,6 +38,41 @@ def test_demand_curves_equal_a_walk_down_the_sorted_entries(seed: int) -> None:
     assert float(curves.inverse_demand(int(ts[0]), float(qs[0]))) == want[0]  # scalars too
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_at_now_counts_only_the_demand_arriving_from_now_on(seed: int) -> None:
+    # paper 001, Sec. 3.2: "the demand that arrives from the current time till t"
+    rng = np.random.default_rng(seed)
+    horizon = int(rng.integers(2, 12))
+    entries = []
+    for _ in range(int(rng.integers(0, 25))):
+        slot = int(rng.integers(0, horizon))
+        entries.append((slot, float(rng.integers(0, 6)), float(rng.integers(0, 5)), int(rng.integers(0, slot + 1))))
+    curves = DemandCurves(horizon, [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries],
+                          arrivals=[e[3] for e in entries], floor=0.5)
+    old = DemandCurves(horizon, [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries],
+                       arrivals=[e[3] for e in entries], floor=0.5, rule="covering")
+    for now in range(horizon):
+        ts = rng.integers(now, horizon, 20)
+        qs = rng.integers(-1, 12, 20).astype(float)
+        kept = [(s, v, q) for s, v, q, a in entries if a >= now]
+        want = [naive_inverse(kept, int(t), float(q), 0.5) for t, q in zip(ts, qs, strict=True)]
+        np.testing.assert_allclose(curves.at(now).inverse_demand(ts, qs), want)
+        every = [naive_inverse([e[:3] for e in entries], int(t), float(q), 0.5) for t, q in zip(ts, qs, strict=True)]
+        np.testing.assert_allclose(old.at(now).inverse_demand(ts, qs), every)  # the old rule ignores now
+
+
+def test_at_now_on_a_cycle_counts_requests_arriving_between_now_and_the_slot() -> None:
+    # a 4-slot cycle: a request arriving at slot 1 with demand in slot 3 (worth 7), one arriving at 3 for slot 3 (worth 5)
+    curves = DemandCurves(4, [3, 3], [7.0, 5.0], [2.0, 2.0], arrivals=[1, 3], period=4, floor=0.0)
+    assert float(curves.at(0).inverse_demand(3, 3.0)) == 5.0  # both arrive in [0, 3]: 4 units
+    assert float(curves.at(2).inverse_demand(3, 1.0)) == 5.0  # only the one arriving at 3
+    assert float(curves.at(2).inverse_demand(3, 3.0)) == 0.0
+    assert float(curves.at(2).inverse_demand(7, 3.0)) == 5.0  # next cycle's slot 3: all of it arrives after now
+    assert float(curves.at(6).inverse_demand(7, 1.0)) == 5.0  # slot 6 is slot 2 of the cycle
+    with pytest.raises(ValueError, match="rule"):
+        DemandCurves(4, [3], [1.0], [1.0], rule="sometimes")
+
+
 def test_a_periodic_curve_repeats_and_slots_past_an_aperiodic_horizon_cost_the_floor() -> None:
     curves = DemandCurves(2, [0, 1], [7.0, 3.0], [5.0, 5.0], floor=1.0, period=2)
     np.testing.assert_array_equal(curves.inverse_demand(np.array([0, 1, 2, 3, 10]), 0), [7.0, 3.0, 7.0, 3.0, 7.0])
@@ -108,11 +143,12 @@ def test_day_night_the_lp_prices_the_night_at_the_medium_value_and_spreading_too
     # the first unit of an empty night (q = C - 1 = 9): LP 5 (medium), spreading 1 (low)
     assert float(lp.inverse_demand(1, 9)) == 5.0
     assert float(spread.inverse_demand(1, 9)) == 1.0
-    # tonight (slot 3): 10 low-value 1-unit jobs (1 per unit) arrive first, then 10 medium ones (5)
+    # tonight (slot 3): at the start of the day (slot 2), as the history's requests arrive, 10
+    # low-value 1-unit jobs (1 per unit) ask first, then 10 medium ones (5)
     welfare = {}
     for name, pred in (("lp", lp), ("spread", spread)):
         econ = BasicEcon(10, 4, pred)
-        won = [econ.reserve(1, 1, 3, 4, v).accepted for v in [1.0] * 10 + [5.0] * 10]
+        won = [econ.reserve(1, 1, 3, 4, v, now=2).accepted for v in [1.0] * 10 + [5.0] * 10]
         welfare[name] = sum(v for v, ok in zip([1.0] * 10 + [5.0] * 10, won, strict=True) if ok)
     assert welfare["lp"] == 50.0  # only medium jobs: the night's best use
     assert welfare["spread"] < welfare["lp"]  # low jobs took night slots from medium ones

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.deadline.der import TABLE_1, der_experiment, der_shares, jain_index, paper_tasks, run_case
+from simulator.deadline.der import TABLE_1, der_experiment, der_shares, jain_index, paper_tasks, run_case, serial_fraction
 
 
 def test_jain_index() -> None:
@@ -15,28 +15,37 @@ def test_jain_index() -> None:
     assert 1 / 50 <= jain_index(x) <= 1.0
 
 
+BETA = {"uniform": 1.3, "eq23": 1.0 + 3.5 * serial_fraction(0.7), "exact": 1.0}
+
+
 def test_tasks_follow_the_papers_set_up() -> None:
-    rng = np.random.default_rng(1)
     loads = {v for values in TABLE_1.values() for v in values}
-    for t in paper_tasks(200, rng):
-        ratio = t.estimate[t.real > 0] / t.real[t.real > 0]
-        assert np.all((ratio >= 0.7 - 1e-12) & (ratio <= 1.3 + 1e-12))  # Definition 2 with alpha 0.7, beta 1.3
-        t1 = t.estimate.sum()
-        assert t1 / 8 <= t.deadline <= t1
-        assert t.real.sum() >= 3 * min(loads)
+    for model, beta in BETA.items():
+        for t in paper_tasks(200, np.random.default_rng(1), model=model):
+            cores = np.full(3, 8.0)
+            for r in (np.ones(3), cores):  # Definition 2 on every allocation from 1 to 8 cores
+                ratio = t.estimate[t.real > 0] / t.work(r)[t.real > 0]
+                assert np.all((ratio >= 0.7 - 1e-12) & (ratio <= beta + 1e-12))
+            t1 = t.estimate.sum()  # "the estimated execution time when running the task on a particular core"
+            assert t1 / 8 <= t.deadline <= t1
+            assert t.real.sum() >= 3 * min(loads)
+    eq23 = paper_tasks(50, np.random.default_rng(2))[0]
+    ratio = eq23.estimate / eq23.work(np.full(3, 8.0))
+    assert np.allclose(ratio[eq23.real > 0], 0.7)  # Eq. 23's lowest ratio, at 8 cores, is the paper's alpha
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_stricter_deadline_meets_every_deadline_under_sufficient_supply(seed: int) -> None:
+@pytest.mark.parametrize("model", ["eq23", "uniform"])
+@pytest.mark.parametrize("seed", range(5))
+def test_stricter_deadline_meets_every_deadline_under_sufficient_supply(seed: int, model: str) -> None:
     # Theorem 4 + Eq. 22: with capacity to spare, planning with D' = alpha D keeps every
-    # DER in [alpha / beta, 1]; planning with D lets some run late.
+    # DER in [alpha / beta, 1]; planning with D keeps it in [1 / beta, 1 / alpha].
     # (for tasks a whole node can finish by D', Lemma 1's condition; the others cannot be helped)
-    tasks = paper_tasks(8, np.random.default_rng(seed))
+    tasks = paper_tasks(8, np.random.default_rng(seed), model=model)
     fits = np.array([t.estimate.sum() / 8.0 <= 0.7 * t.deadline for t in tasks])
     strict = run_case(tasks, planning=0.7, nodes=10, cores=8.0)[fits]
-    assert np.all(strict <= 1.0 + 1e-9) and np.all(strict >= 0.7 / 1.3 - 1e-9)
+    assert np.all(strict <= 1.0 + 1e-9) and np.all(strict >= 0.7 / BETA[model] - 1e-9)
     nominal = run_case(tasks, planning=1.0, nodes=10, cores=8.0)[fits]
-    assert np.all(nominal >= 1 / 1.3 - 1e-9) and np.all(nominal <= 1 / 0.7 + 1e-9)
+    assert np.all(nominal >= 1 / BETA[model] - 1e-9) and np.all(nominal <= 1 / 0.7 + 1e-9)
     assert fits.sum() >= 4
 
 
@@ -59,12 +68,16 @@ def test_the_experiment_is_deterministic() -> None:
 
 def test_registered_experiment_runs_and_reports_beside_the_paper() -> None:
     from simulator import experiments
+    from simulator.experiments.fidelity import VERDICTS
 
-    result = experiments.run("paper003_der", {"max_tasks": 6, "seed": 1})
+    result = experiments.run("paper003_der", {"max_tasks": 6, "seeds": [1, 2, 3, 4, 5]})
     assert [f["layout"]["title"]["text"][:6] for f in result["figures"]] == ["Fig. 4", "Fig. 4", "Fig. 5", "Fig. 6"]
-    beside, per_level = result["tables"]
-    assert beside["columns"] == ["measure", "ours", "paper"] and len(per_level["rows"]) == 6
-    assert "paper: 20 %" in result["summary"]
+    heads, setup, isolation, per_level = result["tables"]
+    assert any(row[1].startswith("paper silent; chosen: eq23") for row in setup["rows"])
+    assert len(per_level["rows"]) == 6 and len(isolation["rows"]) == 4  # default, two other error models, a node per task
+    assert len(result["headlines"]) == len(heads["rows"]) == 9
+    assert all(h["verdict"] in VERDICTS for h in result["headlines"])
+    assert "paper: 20 % at m = 40" in result["summary"]
     with pytest.raises(TypeError):
         experiments.run("paper003_der", {"max_tasks": "many"})
 

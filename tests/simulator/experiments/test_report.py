@@ -1,0 +1,57 @@
+"""The fidelity report (issue 24): the command line, the Markdown and the registered experiment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator import experiments
+from simulator.experiments import report
+from simulator.experiments.__main__ import main
+from simulator.experiments.fidelity import Estimate, mean_ci, paired, verdict
+
+
+def test_help_and_list_print_usage_and_names_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "report [--quick]" in capsys.readouterr().out
+    assert main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "fidelity_report:" in listed and "era_headline:" in listed
+    assert main(["no_such_experiment"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err
+    assert main(["report", "--bogus"]) == 2
+
+
+def test_the_report_has_one_row_per_headline_and_counts_the_verdicts(tmp_path: Path) -> None:
+    sections = report.run_all(quick=True, progress=lambda f, m: None, names=["era_headline", "no_such"])
+    assert [s.name for s in sections] == ["era_headline"]
+    text = report.markdown(sections, quick=True)
+    heads = sections[0].headlines
+    assert len(heads) >= 4
+    table_rows = [line for line in text.splitlines() if line.startswith("| 001 era_headline")]
+    assert len(table_rows) == len(heads)
+    assert sum(report.counts(sections)["001"].values()) == len(heads)
+
+
+def test_a_failing_experiment_is_listed_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(name: str, params: object = None, progress: object = None) -> dict[str, object]:
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(experiments, "run", boom)
+    sections = report.run_all(quick=True, progress=lambda f, m: None, names=["era_headline"])
+    assert sections[0].error == "RuntimeError: solver exploded"
+    assert "Did not run: RuntimeError: solver exploded." in report.markdown(sections, quick=True)
+
+
+def test_intervals_and_the_verdict_rule() -> None:
+    est = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert est.mean == 3.0 and est.low < 3.0 < est.high and est.n == 5
+    assert mean_ci([2.0]) == Estimate(2.0, 2.0, 2.0, 1)
+    diff = paired([2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 2.1, 2.9, 4.0, 5.0])
+    assert diff.low > 0  # the same offset on every seed: a tight interval
+    assert verdict(3.2, est, True) == "reproduced"
+    assert verdict(10.0, est, True) == "shape only" and verdict(10.0, est, False) == "differs"
+    assert verdict(None, None, True) == "reproduced"
+    with pytest.raises(ValueError):
+        paired([1.0], [1.0, 2.0])
