@@ -147,6 +147,8 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
                     d.rounds, market.pk, snapshot_id, plan.n, d.max_kkt_residual)
     if snapshot_id % PRUNE_EVERY == 0:
         _prune(market.pk)
+    market_id = market.pk
+    transaction.on_commit(lambda: adapters.remember_plan(market_id, snapshot_id, plan))  # the next latest_plan reads no bytes
     return snapshot_id
 
 
