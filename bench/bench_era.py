@@ -15,6 +15,9 @@ and the LP-based predictor's solve time.
    greedy flow algorithm of ``scheduler.era.flow`` (the default), and "highs",
    the windowed sparse LP solved by HiGHS. Their welfare is asserted equal.
 
+What it proves it timed (``bench.figures.require``): the two searches find the same start
+and price, the quote starts there, and the two LP solvers reach the same welfare.
+
 Medians of ``--repeats`` runs (the naive loop runs once; the LP rows use
 ``--lp-repeats``). Run from the repository root:
 
@@ -32,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.figures import record, require, run_guarded
 from scheduler.era.mechanisms import BasicEcon, window_sums
 from scheduler.era.predictors import LPPredictor, PastRequest, SpreadingPredictor
 
@@ -90,9 +94,11 @@ def search_row(length: int, repeats: int, rng: np.random.Generator) -> str:
     fast_ms, fast = _median_ms(lambda: prefix_search(cost, duration), repeats)
     as_list = cost.tolist()
     naive_ms, slow = _median_ms(lambda: naive_search(as_list, duration), 1)
-    assert fast[0] == slow[0] and abs(fast[1] - slow[1]) <= 1e-9 * abs(slow[1]), (fast, slow)
+    require(fast[0] == slow[0] and abs(fast[1] - slow[1]) <= 1e-9 * abs(slow[1]), f"both searches find one start and price {fast} {slow}")
     quote_ms, offer = _median_ms(lambda: econ.quote(units, duration, 0, length), repeats)
-    assert offer is not None and offer.start == fast[0]
+    require(offer is not None and offer.start == fast[0], "the quote starts where the search found the cheapest start")
+    if length == 10080:
+        record("ERA cheapest start, a week of 1-minute slots: prefix sums vs double loop", naive_ms / fast_ms, unit="x")
     return f"{'search':>8} {length:>7} {duration:>6} {fast_ms:>10.3f} {naive_ms:>10.1f} {naive_ms / fast_ms:>9.0f}x {quote_ms:>9.2f}"
 
 
@@ -101,7 +107,7 @@ def lp_row(n: int, repeats: int, rng: np.random.Generator) -> str:
     flow_ms, flow_cpu, flow = _median_wall_cpu_ms(lambda: LPPredictor(history, 100.0, 1440, solver="flow"), repeats)
     highs_ms, highs_cpu, highs = _median_wall_cpu_ms(lambda: LPPredictor(history, 100.0, 1440, solver="highs"), repeats)
     a, b = flow.solution.welfare, highs.solution.welfare
-    assert abs(a - b) <= 1e-7 * max(1.0, abs(b)), (a, b)
+    require(abs(a - b) <= 1e-7 * max(1.0, abs(b)), f"both LP solvers reach one welfare ({a}, {b})")
     variables = sum(r.deadline - r.arrival for r in history) + n
     return (f"{'lp':>8} {n:>7} {variables:>9} {flow_ms:>8.1f} / {flow_cpu:<8.1f} {highs_ms:>8.1f} / {highs_cpu:<8.1f}"
             f" {highs_cpu / flow_cpu:>6.1f}x  welfare {a:,.2f}")
@@ -126,4 +132,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_guarded(main))

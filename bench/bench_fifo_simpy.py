@@ -48,8 +48,8 @@ the backlog peaks. With an O(log n) queue the same model takes about as
 long as the engine, so the ratio says as much about that queue as about the
 engine.
 
-The benchmark asserts that every job finishes at the same simulated time in
-both (to 1e-6 s; exit status 1 if not), on the trace and on the tie
+The benchmark requires (``bench.figures.require``: exit status 3 if not) that every job
+finishes, at the same simulated time in both (to 1e-6 s), on the trace and on the tie
 workloads, and prints the wall seconds of each on the trace (median of
 ``--repeat`` runs), the simulated seconds per wall second and the engine's
 speed-up. ``--min-ratio R`` also exits with status 2 when the speed-up is
@@ -77,6 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/, for bench_si
 
 from bench_simulator import TRACE, two_group_tree
 
+from bench.figures import record, require, run_guarded
 from simulator.runner import MarketParams, run
 from simulator.workloads.traces import SwimRule, TraceJob, load_swim
 
@@ -279,8 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         verdict = f"DIFFER in {len(tie_bad)} (seeds {tie_bad[:10]})" if tie_bad else "identical in all"
         out.append(f"tie check, {args.tie_workloads} whole-second workloads of 40 jobs: completion times {verdict}")
     sys.stdout.write("\n".join(out) + "\n")
-    if bad or tie_bad:
-        return 1
+    require(len(engine_finish) == len(simpy_finish) == len(jobs) > 0,
+            f"every job finished in both ({len(jobs)} jobs, engine {len(engine_finish)}, SimPy {len(simpy_finish)})")
+    require(not bad and not tie_bad, f"equal completion times in both ({len(bad)} jobs and {len(tie_bad)} tie workloads differ)")
+    record(f"FIFO engine vs SimPy, {args.hours:g} h FB-2009: speed-up", ratio, unit="x",
+           note=f"engine {span / max(engine_wall, 1e-9):.0f} simulated s per wall s")
     if ratio < args.min_ratio:
         sys.stdout.write(f"speed-up {ratio:.1f}x is below --min-ratio {args.min_ratio:g}\n")
         return 2
@@ -288,4 +292,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_guarded(main))

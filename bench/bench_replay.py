@@ -12,6 +12,11 @@ ratio (of the medians, and the median of the per-run ratios, each run timing bot
 back to back), the same ratio in CPU time, and whether completion times and charges
 agree job by job.
 
+What it proves it timed (``bench.figures.require``): every trace job of the slice became a
+bid (none rejected) and finished, live and offline; the live market cleared; and the two
+runs agree job by job (completion time and charge). Its figure is issue 26's second
+target: >= 2,500 simulated seconds per wall second on FB-2009 hours 0-3.
+
 Usage: .venv/bin/python bench/bench_replay.py [--hours 3] [--start-hour 0] [--repeat 3]
 """
 
@@ -30,9 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 TRACE = ROOT / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 
+from bench.figures import record, require, run_guarded  # noqa: E402
+
 
 def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]:
-    """(wall s, CPU s, simulated s, market id) of one drain on a fresh database."""
+    """(wall s, CPU s, simulated s, market id) of one drain on a fresh database; requires
+    that every trace job became a bid and finished, and that the market cleared."""
     from django.core.management import call_command
     from django.db import connections
 
@@ -49,10 +57,20 @@ def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]
     from marketplace.market.models.market import Market
 
     market = Market.objects.earliest("id")
+    from marketplace.market.models.jobs import Job
+    from simulator.workloads.traces import load_swim
+
+    clearings0 = market.clearings
     t0, c0 = time.perf_counter(), time.process_time()
     call_command("replay_trace", str(TRACE), "--hours", str(hours), "--start-hour", str(start_hour), "--drain", stdout=io.StringIO())
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     market.refresh_from_db()
+    trace = load_swim(TRACE, start_hour=start_hour, hours=hours, users=4, seed=0)
+    jobs = Job.objects.filter(market=market)
+    finished = jobs.filter(status=Job.Status.FINISHED).count()
+    require(len(trace) > 0 and jobs.count() == len(trace) == finished,
+            f"every trace job became a bid and finished ({len(trace)} in the slice, {jobs.count()} bids, {finished} finished)")
+    require(market.clearings - clearings0 >= len(trace), f"the live market cleared every bid ({market.clearings - clearings0} clearings)")
     return wall, cpu, market.sim_time, market.pk
 
 
@@ -71,6 +89,8 @@ def offline_run(market_id: int) -> tuple[float, float, object, dict[int, tuple[f
 
 
 def agreement(live: dict[int, tuple[float, object]], result: object) -> str:
+    """How many completion times and charges agree; requires all of them to, and every job to
+    have finished offline."""
     from decimal import Decimal
 
     from marketplace.ledger.services import money
@@ -81,7 +101,9 @@ def agreement(live: dict[int, tuple[float, object]], result: object) -> str:
         paid[c.job_id] = paid.get(c.job_id, Decimal("0")) + money(c.amount)
     same_time = sum(1 for job, (t, _) in live.items() if t is not None and finish.get(job) == t)
     same_money = sum(1 for job, (_, charged) in live.items() if paid.get(job, Decimal("0")) == charged)
-    return f"{same_time}/{len(live)} completion times and {same_money}/{len(live)} charges identical"
+    note = f"{same_time}/{len(live)} completion times and {same_money}/{len(live)} charges identical"
+    require(len(finish) == len(live) == same_time == same_money, f"live and offline agree job by job: {note}")
+    return note
 
 
 def main() -> None:
@@ -99,11 +121,12 @@ def main() -> None:
 
     django.setup()
     logging.disable(logging.WARNING)
-    live_speed, offline_speed, ratios, cpu_ratios = [], [], [], []
+    live_speed, live_cpu_speed, offline_speed, ratios, cpu_ratios = [], [], [], [], []
     note = ""
     for _ in range(args.repeat):
         wall, cpu, sim, market_id = live_run(args.hours, args.start_hour)
         live_speed.append(sim / wall)
+        live_cpu_speed.append(sim / cpu)
         off_wall, off_cpu, result, live = offline_run(market_id)
         span = result.end_time - result.start_time  # type: ignore[attr-defined]
         offline_speed.append(span / off_wall)
@@ -120,7 +143,18 @@ def main() -> None:
           + " ".join(f"{r:.2f}" for r in ratios))
     print(f"{'offline / live in CPU time (median)':<44} {statistics.median(cpu_ratios):>9.2f}x   (less sensitive to a busy machine)")
     print(f"live vs offline: {note}")
+    slice_ = f"FB-2009 hours {args.start_hour:g}-{args.start_hour + args.hours:g}"
+    goal = GOAL if (args.start_hour, args.hours) == (0.0, 3.0) else None
+    record(f"live replay_trace --drain, SQLite, {slice_} (wall)", live_med, unit="sim s/s", goal=goal,
+           extra={"cpu": statistics.median(live_cpu_speed)},
+           note=f"{statistics.median(live_cpu_speed):.0f} simulated s per CPU s; median of {args.repeat}")
+    record(f"live replay_trace --drain, SQLite, {slice_} (CPU)", statistics.median(live_cpu_speed), unit="sim s/s", goal=goal,
+           note="simulated s per CPU s of this process (SQLite runs in it)")
+    record(f"offline runner, same jobs as the live drain, {slice_}", off_med, unit="sim s/s")
+
+
+GOAL = 2500.0  # issue 26: simulated seconds per wall second of the live drain, hours 0-3
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(run_guarded(main))

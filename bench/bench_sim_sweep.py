@@ -10,6 +10,9 @@ enqueue to the gathered table (wall seconds). Prints wall time per W, the speed-
 the per-run wall seconds (median) and the machine's load average (the machine is
 shared: other processes compete for the same cores).
 
+What it proves it timed (``bench.figures.require``): every run of the study is done, and
+each finished every job of its workload (its metrics: ``finished`` equals ``jobs`` > 0).
+
 Usage: DATABASE_URL=postgres://postgres@127.0.0.1:5432/wt14 REDIS_URL=redis://127.0.0.1:6379/14 \\
        .venv/bin/python bench/bench_sim_sweep.py [--workers 1 2] [--hours 2] [--values 0.2 0.5 0.8] [--seeds 0 1]
 """
@@ -28,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
+
+from bench.figures import record, require, run_guarded  # noqa: E402
 
 
 def _workers(n: int) -> list[subprocess.Popen[bytes]]:
@@ -78,15 +83,19 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
         while not SimulationStudy.objects.filter(pk=study.pk, gathered_at__isnull=False).exists():
             time.sleep(0.1)
         wall = time.perf_counter() - t0
-        runs = ExperimentRun.objects.filter(study=study)
-        assert all(r.status == "done" for r in runs), [r.status for r in runs]
+        runs = list(ExperimentRun.objects.filter(study=study))
+        require(len(runs) == len(args.values) * len(args.seeds) and all(r.status == "done" for r in runs),
+                f"every run of the study done ({[r.status for r in runs]})")
+        metrics = [(r.result or {}).get("metrics", {}) for r in runs]
+        require(all(m.get("jobs", 0) > 0 and m.get("finished") == m.get("jobs") for m in metrics),
+                f"every run finished its jobs ({[(m.get('finished'), m.get('jobs')) for m in metrics]})")
         per_run = [(r.finished_at - r.started_at).total_seconds() for r in runs]
         return wall, per_run
     finally:
         _stop(procs)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--hours", type=float, default=2.0)
@@ -112,7 +121,10 @@ def main() -> None:
     print(f"{'workers':>7} {'wall s':>8} {'speed-up':>8} {'median run s':>12} {'load avg (1 min) before':>24}")
     for n, wall, med, _, load in rows:
         print(f"{n:>7} {wall:>8.1f} {rows[0][1] / wall:>8.2f} {med:>12.2f} {load:>24.2f}")
+    if len(rows) > 1:
+        record(f"simulation-lab sweep ({runs} runs), {rows[-1][0]} workers vs {rows[0][0]}: speed-up", rows[0][1] / rows[-1][1], unit="x")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(run_guarded(main))

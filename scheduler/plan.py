@@ -30,9 +30,8 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -161,6 +160,72 @@ def settle(rule: PaymentRule, *, completed: bool, achieved_utility: float | None
     return rule.amount
 
 
+class PaymentTable(Mapping[int, PaymentRule]):
+    """job id -> :class:`PaymentRule` as arrays, one row per job of a Plan (plus rules of jobs
+    without a row), each rule built when it is read.
+
+    What a clearing of n jobs decides and stores without building n rule objects: the rules
+    of the auction (:func:`budget_payments`) and of a decoded Plan (:meth:`Plan.from_bytes`)
+    are tables; a Plan may still carry a plain dict. Iteration order: the rows in order, then
+    ``extra``, as the dict the table stands for.
+
+    Args:
+        ids: (n,) job ids, distinct.
+        kind: (n,) index into :data:`PAYMENT_KINDS`, -1 for a row without a rule.
+        amount: (n,) money units, finite and >= 0 where there is a rule.
+        min_utility: (n,) the SLO of ``if_slo_met`` rows, NaN elsewhere.
+        extra: rules of jobs that have no row.
+
+    Raises:
+        ValueError: as :class:`PaymentRule` for any row, or arrays of different lengths.
+    """
+
+    __slots__ = ("_index", "_rows", "amount", "extra", "ids", "kind", "min_utility")
+
+    def __init__(self, ids: NDArray[np.int64], kind: NDArray[np.int8], amount: NDArray[np.float64],
+                 min_utility: NDArray[np.float64], extra: Mapping[int, PaymentRule] | None = None) -> None:
+        self.ids, self.kind, self.amount, self.min_utility = ids, kind, amount, min_utility
+        self.extra: Mapping[int, PaymentRule] = extra or {}
+        if not ids.shape == kind.shape == amount.shape == min_utility.shape:
+            raise ValueError("a payment table's arrays must have one row per job")
+        ruled = kind >= 0
+        if np.any(kind >= len(PAYMENT_KINDS)):
+            raise ValueError(f"unknown payment kind; use one of {PAYMENT_KINDS}")
+        if not np.all(np.isfinite(amount[ruled]) & (amount[ruled] >= 0)):
+            raise ValueError("a payment amount must be finite and >= 0")
+        if not np.array_equal((kind == PAYMENT_KINDS.index("if_slo_met"))[ruled], ~np.isnan(min_utility[ruled])):
+            raise ValueError("min_utility is required by, and only by, an if_slo_met rule")
+        self._rows: list[tuple[int, str, float, float | None]] | None = None
+        self._index: dict[int, int] | None = None
+
+    def raw_items(self) -> list[tuple[int, str, float, float | None]]:
+        """(job id, kind, amount, min_utility) of every rule, in iteration order, without
+        building rule objects (the engine compares them with the rules it holds)."""
+        if self._rows is None:
+            ids, kinds, amounts = self.ids.tolist(), self.kind.tolist(), self.amount.tolist()
+            slo = self.min_utility.tolist()
+            self._rows = [(job, PAYMENT_KINDS[k], a, None if u != u else u)  # u != u: NaN, no SLO
+                          for job, k, a, u in zip(ids, kinds, amounts, slo, strict=True) if k >= 0]
+            self._rows += [(job, r.kind, r.amount, r.min_utility) for job, r in self.extra.items()]
+        return self._rows
+
+    def __getitem__(self, job: int) -> PaymentRule:
+        if self._index is None:
+            self._index = {row[0]: k for k, row in enumerate(self.raw_items())}
+        _, kind, amount, mu = self.raw_items()[self._index[job]]
+        return PaymentRule(kind, amount, mu)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[int]:
+        return (row[0] for row in self.raw_items())
+
+    def __len__(self) -> int:
+        return len(self.raw_items())
+
+    def aligned_with(self, job_ids: NDArray[np.int64]) -> bool:
+        """True when the table has exactly one row per job of ``job_ids``, in that order, and no extra."""
+        return not self.extra and np.array_equal(self.ids, job_ids)
+
+
 @dataclass(frozen=True)
 class Diagnostics:
     """How a clearing went, with named fields (replaces the old ``Outcome.extra``).
@@ -234,18 +299,7 @@ class Plan:
         header (sizes, reservations, diagnostics, rules of jobs without a row) and
         the (n,) / (n, m) arrays as raw little-endian bytes. Exact round trip."""
         n, m = self.shares.shape if self.shares.ndim == 2 else (0, self.diagnostics.prices.shape[0])
-        rows = {int(job): k for k, job in enumerate(self.job_ids.tolist())}
-        kind = np.full(n, -1, dtype="<i1")
-        amount = np.zeros(n, dtype="<f8")
-        slo = np.full(n, np.nan, dtype="<f8")
-        extra = []
-        for job, rule in self.payments.items():
-            k = rows.get(int(job))
-            if k is None:
-                extra.append([int(job), rule.kind, rule.amount, rule.min_utility])
-            else:
-                kind[k], amount[k] = PAYMENT_KINDS.index(rule.kind), rule.amount
-                slo[k] = np.nan if rule.min_utility is None else rule.min_utility
+        kind, amount, slo, extra = self._payment_columns(n)
         state = self.to_state_header()
         state.update({"n": n, "m": m, "extra_payments": extra})
         header = json.dumps(state).encode()
@@ -253,6 +307,27 @@ class Plan:
             self.job_ids.astype("<i8"), self.shares.astype("<f8"), self.sub_budgets.astype("<f8"), kind, amount, slo,
         ]
         return struct.pack("<I", len(header)) + header + b"".join(a.tobytes() for a in arrays)
+
+    def _payment_columns(self, n: int) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64], list[list[Any]]]:
+        """(kind, amount, min_utility) per row and the rules of jobs without a row, as
+        :meth:`to_bytes` stores them; a :class:`PaymentTable` aligned with the rows is
+        stored as it is."""
+        payments = self.payments
+        if isinstance(payments, PaymentTable) and payments.aligned_with(self.job_ids):
+            return payments.kind, payments.amount, payments.min_utility, []
+        rows = {int(job): k for k, job in enumerate(self.job_ids.tolist())}
+        kind = np.full(n, -1, dtype="<i1")
+        amount = np.zeros(n, dtype="<f8")
+        slo = np.full(n, np.nan, dtype="<f8")
+        extra = []
+        for job, rule in payments.items():
+            k = rows.get(int(job))
+            if k is None:
+                extra.append([int(job), rule.kind, rule.amount, rule.min_utility])
+            else:
+                kind[k], amount[k] = PAYMENT_KINDS.index(rule.kind), rule.amount
+                slo[k] = np.nan if rule.min_utility is None else rule.min_utility
+        return kind, amount, slo, extra
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Plan:
@@ -269,13 +344,8 @@ class Plan:
         ids, shares, subs, kind, amount, slo = parts
         if offset != len(data):
             raise ValueError("plan buffer has trailing bytes")
-        payments: dict[int, PaymentRule] = {}
-        for k, job in enumerate(ids.tolist()):
-            if kind[k] >= 0:
-                mu = None if np.isnan(slo[k]) else float(slo[k])
-                payments[int(job)] = PaymentRule(PAYMENT_KINDS[int(kind[k])], float(amount[k]), mu)  # type: ignore[arg-type]
-        for job, kd, am, mu in head["extra_payments"]:
-            payments[int(job)] = PaymentRule(kd, float(am), mu)
+        extra = {int(job): PaymentRule(kd, float(am), mu) for job, kd, am, mu in head["extra_payments"]}
+        payments = PaymentTable(ids.astype(np.int64), kind.astype(np.int8), amount.astype(np.float64), slo.astype(np.float64), extra)
         state = dict(head, job_ids=ids.astype(np.int64), shares=shares.reshape(n, m), sub_budgets=subs.reshape(n, m), payments=[])
         plan = cls.from_state(state)
         return replace(plan, payments=payments)
@@ -322,20 +392,16 @@ def budget_payment(budget: float, min_utility: float | None = None) -> PaymentRu
     return PaymentRule.at_completion(budget)
 
 
-def budget_payments(snapshot: MarketSnapshot) -> dict[int, PaymentRule]:
-    """:func:`budget_payment` for every job of the snapshot."""
-    slo = snapshot.min_utility
-    ids, budgets = snapshot.job_ids.tolist(), snapshot.budgets.tolist()
-    if slo is None:
-        return {int(job): _budget_rule(b, None) for job, b in zip(ids, budgets, strict=True)}
-    return {int(job): _budget_rule(b, u if math.isfinite(u) else None) for job, b, u in zip(ids, budgets, slo.tolist(), strict=True)}
-
-
-@lru_cache(maxsize=4096)
-def _budget_rule(budget: float, min_utility: float | None) -> PaymentRule:
-    """:func:`budget_payment`, memoised: a rule is an immutable value, and every
-    clearing rebuilds the rules of all its jobs (the same ones, mostly)."""
-    return budget_payment(budget, min_utility)
+def budget_payments(snapshot: MarketSnapshot) -> PaymentTable:
+    """:func:`budget_payment` for every job of the snapshot, as a :class:`PaymentTable`
+    (one row per job, in the snapshot's order): the budget at completion, or only if the
+    job's SLO is met where it has a finite one."""
+    n = snapshot.job_ids.shape[0]
+    slo = np.full(n, np.nan) if snapshot.min_utility is None else np.asarray(snapshot.min_utility, dtype=np.float64)
+    has_slo = np.isfinite(slo)
+    kind = np.where(has_slo, PAYMENT_KINDS.index("if_slo_met"), PAYMENT_KINDS.index("at_completion")).astype(np.int8)
+    return PaymentTable(np.array(snapshot.job_ids, dtype=np.int64), kind, np.array(snapshot.budgets, dtype=np.float64),
+                        np.where(has_slo, slo, np.nan))
 
 
 def empty_plan(m: int, mechanism: str = "none") -> Plan:

@@ -7,7 +7,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+
+from django.db import connection
 
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job, JobWork
@@ -113,10 +116,12 @@ def remember_bid(job: Job, works: Iterable[JobWork]) -> None:
 
 
 def forget_bids() -> None:
-    """Drop every kept bid (a test database reuses primary keys; production never does,
-    as bids are never deleted and only committed ones are kept)."""
+    """Drop every kept bid and Plan (a test database reuses primary keys; production never
+    does, as bids are never deleted and only committed ones are kept)."""
     with _BIDS_LOCK:
         _BIDS.clear()
+    with _PLANS_LOCK:
+        _PLANS.clear()
 
 
 def _read_bids(job_ids: list[int]) -> None:
@@ -174,11 +179,43 @@ def bid_work(job_ids: Iterable[int], types: list[ResourceType]) -> dict[int, tup
 
 
 def latest_plan(market_id: int) -> tuple[int, Plan] | None:
-    """(snapshot id, Plan) of the market's newest stored clearing, or None."""
-    row = AllocationSnapshot.objects.filter(market_id=market_id, plan__isnull=False).order_by("-id").values_list("id", "plan").first()
+    """(snapshot id, Plan) of the market's newest stored clearing, or None.
+
+    One statement, built once (every clearing and tick reads it); when the newest Plan is the
+    one this process stored last (:func:`remember_plan`: a clearing worker's next clearing, a
+    tick after its own), the statement returns its id alone and the Plan comes from memory
+    instead of being read and decoded again (hundreds of kilobytes at thousands of jobs)."""
+    with _PLANS_LOCK:
+        kept = _PLANS.get(market_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_latest_plan_sql(), [-1 if kept is None else kept[0], market_id])
+        row = cursor.fetchone()
     if row is None:
         return None
-    return row[0], plan_of(row[1])
+    if kept is not None and row[0] == kept[0]:
+        return kept
+    return int(row[0]), plan_of(row[1])
+
+
+@lru_cache(maxsize=1)
+def _latest_plan_sql() -> str:
+    """The newest Plan's id, and its bytes unless its id is the first parameter."""
+    meta = AllocationSnapshot._meta
+    q = connection.ops.quote_name
+    plan, market = (q(meta.get_field(name).column) for name in ("plan", "market"))  # type: ignore[union-attr]
+    return (f"SELECT id, CASE WHEN id = %s THEN NULL ELSE {plan} END FROM {q(meta.db_table)}"
+            f" WHERE {market} = %s AND {plan} IS NOT NULL ORDER BY id DESC LIMIT 1")
+
+
+_PLANS: dict[int, tuple[int, Plan]] = {}  # market id -> (snapshot id, Plan) this process stored last
+_PLANS_LOCK = threading.Lock()
+
+
+def remember_plan(market_id: int, snapshot_id: int, plan: Plan) -> None:
+    """Keep the Plan this process just stored (call after commit: a rolled-back one must not
+    be kept) for :func:`latest_plan`. One per market; Plans are immutable."""
+    with _PLANS_LOCK:
+        _PLANS[market_id] = (snapshot_id, plan)
 
 
 def plan_of(data: bytes | memoryview) -> Plan:

@@ -6,9 +6,14 @@ overhead costs more than the work."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from scheduler.fairshare.fairness import QueueTree
 
 # Relative tolerance under which two normalised usages count as tied: float
 # rounding must not override the deterministic "lowest leaf position" rule.
@@ -54,3 +59,72 @@ def mean_of(values: list[float]) -> float:
     if 0 < len(values) < 8:
         return sum(values) / len(values)
     return float(np.mean(values))
+
+
+@dataclass(frozen=True)
+class SmallTree:
+    """A queue tree as plain lists, for :func:`descend_small`.
+
+    Attributes:
+        leaf_nodes: node of each leaf position.
+        bottom_up: (node, its children in ascending node order) for every group, deepest first.
+        kids: per node, its children ordered by their lowest leaf position (``QueueTree.children``).
+        sibling_fraction: per node, its weight / its siblings' (``QueueTree.sibling_fraction``).
+        leaf_position: per node, its leaf position (-1 for a group).
+        root: the root node.
+    """
+
+    leaf_nodes: tuple[int, ...]
+    bottom_up: tuple[tuple[int, tuple[int, ...]], ...]
+    kids: tuple[tuple[int, ...], ...]
+    sibling_fraction: tuple[float, ...]
+    leaf_position: tuple[int, ...]
+    root: int
+
+    @classmethod
+    def of(cls, tree: QueueTree) -> SmallTree:
+        by_index: list[list[int]] = [[] for _ in tree.names]
+        for node, parent in enumerate(tree.parent):
+            if parent >= 0:
+                by_index[parent].append(node)  # ascending node order, as tree.aggregate's bincount adds them
+        depth = tree.depth
+        groups = sorted((p for p in range(len(tree.names)) if by_index[p]), key=lambda p: -depth[p])
+        return cls(
+            leaf_nodes=tuple(int(n) for n in tree.leaves), bottom_up=tuple((p, tuple(by_index[p])) for p in groups),
+            kids=tuple(tuple(int(c) for c in k) for k in tree.children), sibling_fraction=tuple(tree.sibling_fraction.tolist()),
+            leaf_position=tuple(int(x) for x in tree.leaf_position), root=int(tree.root),
+        )
+
+
+def group_totals(tree: SmallTree, usage: list[float], demanding: list[bool]) -> tuple[list[float], list[bool]]:
+    """Per node: its leaves' usage summed as ``QueueTree.aggregate`` sums it (each group's
+    children in ascending node order, from 0.0: bit for bit), and whether a leaf below demands."""
+    n = len(tree.kids)
+    value, demand = [0.0] * n, [False] * n
+    for pos, node in enumerate(tree.leaf_nodes):
+        value[node], demand[node] = usage[pos], demanding[pos]
+    for group, children in tree.bottom_up:
+        total, any_demand = 0.0, False
+        for child in children:
+            total += value[child]
+            any_demand = any_demand or demand[child]
+        value[group], demand[group] = total, any_demand
+    return value, demand
+
+
+def descend_small(tree: SmallTree, usage: list[float], demanding: list[bool]) -> int:
+    """The naive hierarchical LTRF walk (paper 002, Sec. 5.2.1) in plain Python: from the root,
+    the demanding child with the smallest usage / sibling-normalised weight, down to a leaf;
+    returns its leaf position. The same leaf as ``FairShareAllocator._descend``'s numpy path,
+    bit for bit: a group's usage is the sum of its children's in ascending node order starting
+    from 0.0 (what ``QueueTree.aggregate``'s bincount adds), divided by the same fraction, and
+    the choice is :func:`argmin_first`'s."""
+    value, demand = group_totals(tree, usage, demanding)
+    node, fraction = tree.root, tree.sibling_fraction
+    while kids := tree.kids[node]:
+        values, mask = [value[k] / fraction[k] for k in kids], [demand[k] for k in kids]
+        found = argmin_first_small(values, mask)
+        if found is None:  # a value that is not finite, or no demand: numpy's edge cases
+            found = argmin_first(np.array(values), np.array(mask, dtype=np.bool_))
+        node = kids[found]
+    return tree.leaf_position[node]

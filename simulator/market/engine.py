@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentKind, PaymentRule, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.jobs import inf_to_none, none_to_inf
@@ -48,8 +48,31 @@ STATE_FORMAT = 1
 
 
 
-# A snapshot row: job id, leaf, bid, demand per type, warm-start sub-budgets (None: new job).
-_Row = tuple[int, int, Bid, Sequence[bool], NDArray[np.float64] | None]
+class _Columns:
+    """A snapshot's rows gathered column by column: job id, leaf, bid, demand per type,
+    warm-start sub-budgets (None: a new job)."""
+
+    __slots__ = ("budgets", "demand", "ids", "leaves", "slo", "subs", "utility", "weights")
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.leaves: list[int] = []
+        self.budgets: list[float] = []
+        self.weights: list[tuple[float, ...]] = []
+        self.utility: list[str] = []
+        self.slo: list[float] = []
+        self.demand: list[Sequence[bool]] = []
+        self.subs: list[NDArray[np.float64] | None] = []
+
+    def add(self, job_id: int, leaf: int, bid: Bid, demand: Sequence[bool], sub: NDArray[np.float64] | None) -> None:
+        self.ids.append(job_id)
+        self.leaves.append(leaf)
+        self.budgets.append(bid.budget)
+        self.weights.append(bid.weights)
+        self.utility.append(bid.utility)
+        self.slo.append(math.nan if bid.min_utility is None else bid.min_utility)
+        self.demand.append(demand)
+        self.subs.append(sub)
 
 
 @dataclass
@@ -213,35 +236,42 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        rows: list[_Row] = []
+        books, cols = self._books, _Columns()
         for job in self.cluster.active_states():
             spec = job.spec
             if spec.job_id not in reserved:
-                b = self._books[spec.job_id]
-                rows.append((spec.job_id, spec.leaf, b.bid, job.demand(), b.sub_budget))
+                cols.add(spec.job_id, spec.leaf, books[spec.job_id].bid, job.demand(), books[spec.job_id].sub_budget)
         for spec, bid in extra:
-            if spec.job_id in reserved:
-                continue
-            rows.append((spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None))
-        if warm is not None:
-            newer = {int(job): warm.sub_budgets[k] for k, job in enumerate(warm.job_ids.tolist())}
-            rows = [(job, leaf, bid, demand, newer.get(job)) for job, leaf, bid, demand, _ in rows]
-        return self._snapshot(rows, config or self.config, capacity)
+            if spec.job_id not in reserved:
+                cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)
+        return self._snapshot(cols, warm, config or self.config, capacity)
 
-    def _snapshot(self, rows: Sequence[_Row], c: MarketConfig, capacity: Sequence[int] | None) -> MarketSnapshot:
-        m = self.m
-        nan = np.full(m, np.nan)
-        slo = [np.nan if r[2].min_utility is None else r[2].min_utility for r in rows]
+    def _snapshot(self, cols: _Columns, warm: Plan | None, c: MarketConfig, capacity: Sequence[int] | None) -> MarketSnapshot:
+        """The snapshot of the rows gathered in ``cols``; warm-started from ``warm``'s
+        sub-budgets where it has the job (a newer Plan than the one applied), else from
+        each job's own (NaN rows: new jobs); at the parameters ``c`` and slot counts ``capacity``
+        (None: the cluster's)."""
+        m, n = self.m, len(cols.ids)
+        if warm is None:
+            start = np.array([np.full(m, np.nan) if sub is None else sub for sub in cols.subs]).reshape(-1, m)
+        else:  # one gather from the newer Plan's rows
+            position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
+            rows = [position.get(job, -1) for job in cols.ids]
+            start = np.full((n, m), np.nan)
+            have = np.flatnonzero(np.array(rows, dtype=np.int64) >= 0)
+            if have.size:
+                start[have] = np.asarray(warm.sub_budgets)[np.array(rows, dtype=np.int64)[have]]
+        slo = cols.slo
         return MarketSnapshot(
-            job_ids=np.array([r[0] for r in rows], dtype=np.int64),
-            group=np.array([r[1] for r in rows], dtype=np.int64),
-            budgets=np.array([r[2].budget for r in rows], dtype=np.float64),
-            weights=np.array([r[2].weights for r in rows], dtype=np.float64).reshape(-1, m),
-            utility=tuple(r[2].utility for r in rows),
-            demand=np.array([r[3] for r in rows], dtype=np.bool_).reshape(-1, m),
+            job_ids=np.array(cols.ids, dtype=np.int64),
+            group=np.array(cols.leaves, dtype=np.int64),
+            budgets=np.array(cols.budgets, dtype=np.float64),
+            weights=np.array(cols.weights, dtype=np.float64).reshape(-1, m),
+            utility=tuple(cols.utility),
+            demand=np.array(cols.demand, dtype=np.bool_).reshape(-1, m),
             capacity=self._auction_capacity(capacity),
             alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
-            warm_start=np.array([nan if r[4] is None else r[4] for r in rows]).reshape(-1, m),
+            warm_start=start,
             min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
         )
 
@@ -294,13 +324,20 @@ class MarketEngine:
         self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
 
     def _take_rules(self, plan: Plan) -> list[Charge]:
-        """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now."""
+        """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.
+        A job whose rule is the one it holds keeps that object (rules are values): a
+        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed."""
         charges = []
-        for job_id, rule in plan.payments.items():
+        payments = plan.payments
+        raw = payments.raw_items() if isinstance(payments, PaymentTable) else [
+            (job, r.kind, r.amount, r.min_utility) for job, r in payments.items()]
+        for job_id, kind, amount, min_utility in raw:
             books = self._books.get(job_id)
             if books is None or job_id in self._booked_price:
                 continue  # gone, or booked: its fixed price stands
-            books.rule = rule
+            rule = books.rule
+            if rule.kind != kind or rule.amount != amount or rule.min_utility != min_utility:
+                rule = books.rule = PaymentRule(kind, amount, min_utility)  # type: ignore[arg-type]
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
                 charges.append(Charge(job_id, rule.amount, rule.kind, self.now))

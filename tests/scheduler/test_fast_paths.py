@@ -68,3 +68,41 @@ def test_within_group_agrees_with_add_at(groups: list[int]) -> None:
     total, count = totals[index], counts[index]
     want = np.where(total > 0, values / np.where(total > 0, total, 1.0), demand / np.maximum(count, 1.0))
     np.testing.assert_array_equal(_within_group(values, snapshot), want)
+
+
+def descend_numpy(tree: QueueTree, usage: np.ndarray, mask: np.ndarray) -> int:
+    """``FairShareAllocator._descend``'s numpy path (trees past ``selection.SMALL`` nodes take it)."""
+    node_usage = tree.aggregate(usage) / tree.sibling_fraction
+    has_demand = tree.aggregate(mask.astype(np.float64)) > 0
+    node = tree.root
+    while tree.children[node]:
+        kids = np.asarray(tree.children[node], dtype=np.int64)
+        node = int(kids[selection.argmin_first(node_usage[kids], has_demand[kids])])
+    return int(tree.leaf_position[node])
+
+
+def _random_tree(rng: np.random.Generator) -> QueueTree:
+    """Up to four levels, uneven fan-out, weights with ties; leaves at several depths."""
+    paths: dict[str, float] = {}
+    for k in range(int(rng.integers(2, 14))):
+        depth = int(rng.integers(1, 4))
+        path = "root." + ".".join(f"n{int(rng.integers(0, 3))}" for _ in range(depth - 1)) + f".q{k}"
+        paths[path.replace("..", ".")] = float(rng.choice([1.0, 1.0, 2.0, 3.5]))
+    return QueueTree.from_paths(paths)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_descend_small_picks_the_leaf_of_the_numpy_walk(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    tree = _random_tree(rng)
+    small = selection.SmallTree.of(tree)
+    n = len(tree.leaves)
+    for _ in range(200):
+        usage = np.where(rng.random(n) < 0.3, rng.integers(0, 4, n) / 3.0, rng.uniform(0, 1e4, n) * rng.choice([1e-9, 1.0], n))
+        if rng.random() < 0.05:
+            usage[int(rng.integers(n))] = np.inf
+        mask = rng.random(n) < 0.6
+        assert selection.descend_small(small, usage.tolist(), mask.tolist()) == descend_numpy(tree, usage, mask)
+        totals, demand = selection.group_totals(small, usage.tolist(), mask.tolist())
+        assert totals == tree.aggregate(usage).tolist()  # bit for bit
+        assert demand == (tree.aggregate(mask.astype(np.float64)) > 0).tolist()

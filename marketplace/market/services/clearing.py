@@ -89,6 +89,18 @@ def _release_lease(market_id: int, lease: datetime) -> None:
     Market.objects.filter(pk=market_id, clearing_lease_until=lease).update(clearing_lease_until=None)
 
 
+def _record_cleared(market_id: int, version: int, *, unchanged: bool) -> bool:
+    """Record ``version`` as cleared (``cleared_version``, one more clearing, the lease freed)
+    unless a clearing of it or a later one was recorded, and, with ``unchanged``, only if
+    ``state_version`` is still ``version``; True if recorded. One conditional UPDATE built
+    once (it runs on every clearing, while holding the market row)."""
+    sql = f"UPDATE {_TABLE} SET cleared_version = %s, clearings = clearings + 1, {_LEASE_COLUMN} = NULL WHERE id = %s" \
+          " AND cleared_version < %s" + (" AND state_version = %s" if unchanged else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [version, market_id, version] + ([version] if unchanged else []))
+        return cursor.rowcount == 1
+
+
 def _is_current(market_id: int) -> bool:
     """True when the market's ``state_version`` is cleared already."""
     return Market.objects.filter(pk=market_id, cleared_version__gte=F("state_version")).exists()
@@ -155,6 +167,8 @@ def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_m
                     d.rounds, market.pk, snapshot_id, plan.n, d.max_kkt_residual)
     if snapshot_id % PRUNE_EVERY == 0:
         _prune(market.pk)
+    market_id = market.pk
+    transaction.on_commit(lambda: adapters.remember_plan(market_id, snapshot_id, plan))  # the next latest_plan reads no bytes
     return snapshot_id
 
 
@@ -214,11 +228,7 @@ def market_clear(*, market_id: int) -> ClearingResult:
                 # at most one solve old, and the market stays behind (cleared_version <
                 # state_version), so the next trigger or the sweeper clears again.
                 last = attempt == MAX_ATTEMPTS - 1
-                version_check = {} if last else {"state_version": market.state_version}
-                current = Market.objects.filter(
-                    pk=market_id, cleared_version__lt=market.state_version, **version_check
-                ).update(cleared_version=market.state_version, clearings=F("clearings") + 1, clearing_lease_until=None)
-                if not current:
+                if not _record_cleared(market_id, market.state_version, unchanged=not last):
                     if _is_current(market_id):
                         return ClearingResult(status="current")
                     continue

@@ -88,11 +88,13 @@ def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -
 
 def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
     """Task counts of the jobs that changed, and the first start of jobs that started
-    (one prepared statement each: rows a job has no work for match nothing)."""
+    (one prepared statement each). A type without tasks of the job (all counts 0) has no
+    work row: it is left out rather than sent to match nothing."""
     rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
         (pending[j], running[j], done[j], job_id, t.pk)
         for job_id, (pending, running, done) in report.progress.items()
         for j, t in enumerate(types)
+        if pending[j] or running[j] or done[j]
     ))  # fmt: skip
     rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
         (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items()

@@ -1,0 +1,108 @@
+"""What every benchmark shares: it proves it measured the work it names, and reports its figures.
+
+Conventions 11: a figure from a no-op is worse than no figure. So a benchmark calls
+:func:`require` on what it measured (a clearing that cleared with rounds > 0, as many jobs
+finished as were submitted, equal outputs across the variants it compares) and stops with
+:class:`HollowMeasurement` (exit status 3) when the work was not done: it never prints a
+figure of a clearing that cleared nothing.
+
+Its headline figures go through :func:`record`: printed on its own output, and appended as
+one JSON line to the file named by ``BENCH_FIGURES`` when that is set (``bench/suite.py``
+sets it and prints the table of ``make bench``: figure, goal, measured, ratio, load).
+``ratio`` is oriented so that >= 1 means the goal is met: measured / goal for a floor
+("at least", e.g. simulated seconds per wall second), goal / measured for a ceiling ("at
+most", e.g. milliseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+HOLLOW_EXIT = 3  # the exit status of a benchmark that measured a no-op
+
+
+class HollowMeasurement(AssertionError):
+    """The benchmark did not measure the work it names (the figure would be a no-op's)."""
+
+
+def require(condition: bool, what: str) -> None:
+    """Stop the benchmark unless ``condition`` holds; ``what`` says what the work should have been.
+
+    Raises:
+        HollowMeasurement: ``condition`` is false.
+    """
+    if not condition:
+        raise HollowMeasurement(what)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure. ``better``: "higher" (the goal is a floor) or "lower" (a ceiling)."""
+
+    figure: str
+    measured: float
+    unit: str
+    goal: float | None = None
+    better: Literal["higher", "lower"] = "higher"
+    note: str = ""
+    load: float = 0.0  # the machine's 1-minute load average when the figure was recorded
+    extra: dict[str, float] = field(default_factory=dict)  # named side figures (CPU ms, ...), for A/B runs
+
+    @property
+    def ratio(self) -> float | None:
+        """>= 1 when the goal is met, whichever way the goal points; None without a goal."""
+        if self.goal is None or self.measured <= 0:
+            return None
+        return self.measured / self.goal if self.better == "higher" else self.goal / self.measured
+
+
+def record(figure: str, measured: float, *, unit: str, goal: float | None = None,
+           better: Literal["higher", "lower"] = "higher", note: str = "", extra: dict[str, float] | None = None) -> Figure:
+    """Report a figure: one line on stdout, and a JSON line in ``$BENCH_FIGURES`` when set."""
+    fig = Figure(figure, float(measured), unit, goal, better, note, os.getloadavg()[0], dict(extra or {}))
+    goal_text = "" if goal is None else f" (goal {'>=' if better == 'higher' else '<='} {goal:g} {unit})"
+    sys.stdout.write(f"figure: {figure}: {measured:.4g} {unit}{goal_text}{'; ' + note if note else ''}; load {fig.load:.2f}\n")
+    sys.stdout.flush()
+    path = os.environ.get("BENCH_FIGURES")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(asdict(fig)) + "\n")
+    return fig
+
+
+def load_figures(path: str) -> list[Figure]:
+    """The figures appended to ``path`` (one JSON object a line)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as lines:
+        return [Figure(**json.loads(line)) for line in lines if line.strip()]
+
+
+def run_guarded(main: object, *args: object) -> int:
+    """Call ``main(*args)``; a :class:`HollowMeasurement` becomes a one-line message and
+    exit status :data:`HOLLOW_EXIT` (the traceback says nothing the message does not)."""
+    try:
+        result = main(*args)  # type: ignore[operator]
+    except HollowMeasurement as hollow:
+        sys.stdout.flush()
+        sys.stderr.write(f"HOLLOW MEASUREMENT ({os.path.basename(sys.argv[0])}): {hollow}\n")
+        return HOLLOW_EXIT
+    return int(result or 0)
+
+
+class Timer:
+    """Wall and CPU seconds (this process) of a block: on a shared machine the CPU time is
+    the figure that does not move with the other processes' load."""
+
+    def __enter__(self) -> Timer:
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = time.process_time() - self.cpu0

@@ -1,0 +1,75 @@
+"""A throw-away database for the Django benchmarks: SQLite in a temporary directory, or a
+PostgreSQL database dropped and re-created (``--pg-url``, default ``$BENCH_PG_URL``, else
+``postgres://postgres@127.0.0.1:5432/bench_clearing``; use your own name on a shared server)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+from urllib.parse import urlparse
+
+from bench.figures import require
+
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/bench_clearing")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
+    parser.add_argument("--pg-url", default=PG_URL, help="the scratch PostgreSQL database (dropped and re-created)")
+
+
+def database_url(postgres: bool, url: str) -> str:
+    """A fresh database's URL (module docstring)."""
+    if not postgres:
+        return f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
+    import psycopg
+
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/")
+    require(name.replace("_", "").isalnum(), f"a plain database name in --pg-url, got {name!r}")
+    admin = parsed._replace(scheme="postgresql", path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return url
+
+
+def django_on_scratch(args: argparse.Namespace) -> str:
+    """Point Django at a fresh database (eager Celery: no ``REDIS_URL``), set it up and
+    migrate; returns "PostgreSQL" or "SQLite"."""
+    os.environ["DATABASE_URL"] = database_url(args.postgres, args.pg_url)
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
+    import django
+
+    django.setup()
+    logging.disable(logging.WARNING)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return "PostgreSQL" if args.postgres else "SQLite"
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def backend_cpu_s() -> float:
+    """CPU seconds the PostgreSQL backend of Django's connection has used (Linux /proc, the server
+    on this machine; 1/100 s resolution), 0.0 on SQLite (it runs in this process: its time is in
+    ``time.process_time``). With the client's CPU time, the cost of a measured step that does
+    not move with the other processes' load."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return 0.0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS

@@ -1,0 +1,124 @@
+"""`make bench`: every benchmark in turn, then one table of their figures: figure, goal,
+measured, ratio (>= 1: the goal is met), and the machine's load when each was measured.
+
+Each benchmark runs as its own process with ``BENCH_FIGURES`` naming a file its
+``bench.figures.record`` calls append to. A benchmark that measured a no-op stops with
+``bench.figures.HOLLOW_EXIT`` and its message; it and any other failure get a row of their
+own, and the suite exits with status 1 (after running the rest). Benchmarks that need
+PostgreSQL use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
+re-create); the simulation-lab sweep needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``
+and is skipped, saying so, without them.
+
+The machine is shared: next to each figure the table gives the 1-minute load average when it
+was recorded; the benchmarks also report CPU-time figures, which move less with the load.
+
+Usage: .venv/bin/python bench/suite.py [--only NAME ...] [--skip NAME ...] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.figures import HOLLOW_EXIT, Figure, load_figures  # noqa: E402
+
+# name -> (argv after the interpreter, what it needs); in make bench's order
+BENCHMARKS: dict[str, tuple[list[str], str]] = {
+    "replay": (["bench/bench_replay.py"], ""),
+    "clearing-pg": (["bench/bench_clearing.py", "--postgres", "--jobs", "10", "100", "1000", "5000", "10000"], ""),
+    "tick-pg": (["bench/bench_tick.py", "--postgres"], ""),
+    "auction": (["bench/bench_auction.py"], ""),
+    "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
+    "fairshare": (["bench/bench_fairshare.py"], ""),
+    "simulator": (["bench/bench_simulator.py", "--hours", "24"], ""),
+    "memory": (["bench/bench_memory.py", "--postgres"], ""),
+    "fifo-simpy": (["bench/bench_fifo_simpy.py"], ""),
+    "clearing-sqlite": (["bench/bench_clearing.py", "--jobs", "10", "100", "1000"], ""),
+    "deadline": (["bench/bench_deadline.py"], ""),
+    "sim-sweep": (["bench/bench_sim_sweep.py", "--workers", "1", "2"], "lab"),
+    "era": (["-m", "bench.bench_era"], ""),
+    "fairshare-policies": (["bench/bench_fairshare_policies.py"], ""),
+    "cura": (["bench/bench_cura.py", "--repeat", "1"], ""),
+}
+
+
+def _missing(need: str) -> str:
+    """Why a benchmark cannot run here ("" if it can)."""
+    if need == "lab" and not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
+        return "needs DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+    return ""
+
+
+def run(names: list[str]) -> tuple[list[Figure], list[tuple[str, str, float]]]:
+    """Run the benchmarks ``names``; their figures, and (name, problem, load) of those that
+    did not finish cleanly or were skipped."""
+    problems: list[tuple[str, str, float]] = []
+    out_dir = Path(tempfile.mkdtemp(prefix="bench-figures-"))
+    figures_file = out_dir / "figures.jsonl"
+    for name in names:
+        argv, need = BENCHMARKS[name]
+        load = os.getloadavg()[0]
+        why = _missing(need)
+        if why:
+            problems.append((name, f"skipped: {why}", load))
+            continue
+        sys.stdout.write(f"\n=== {name}: {' '.join(argv)}   (load {load:.2f}, {time.strftime('%H:%M:%S')})\n")
+        sys.stdout.flush()
+        env = dict(os.environ, BENCH_FIGURES=str(figures_file), PYTHONPATH=str(ROOT))
+        done = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, check=False)
+        sys.stderr.write(done.stderr)
+        if done.returncode == HOLLOW_EXIT:
+            last = [line for line in done.stderr.splitlines() if line.startswith("HOLLOW")]
+            problems.append((name, last[-1] if last else "HOLLOW MEASUREMENT", load))
+        elif done.returncode:
+            problems.append((name, f"FAILED (exit status {done.returncode})", load))
+    return load_figures(str(figures_file)), problems
+
+
+def table(figures: list[Figure], problems: list[tuple[str, str, float]]) -> str:
+    """The table ``make bench`` ends with (module docstring)."""
+    head = f"{'figure':<62} {'goal':>16} {'measured':>16} {'ratio':>7} {'load':>5}"
+    lines = [head, "-" * len(head)]
+    for f in figures:
+        goal = "-" if f.goal is None else f"{'>=' if f.better == 'higher' else '<='} {_num(f.goal)} {f.unit}"
+        ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
+        lines.append(f"{f.figure[:62]:<62} {goal:>16} {_num(f.measured) + ' ' + f.unit:>16} {ratio:>7} {f.load:>5.2f}")
+    for name, problem, load in problems:
+        lines.append(f"{name + ': ' + problem:<{len(head) - 6}} {load:>5.2f}")
+    met = [f for f in figures if f.ratio is not None]
+    lines.append(f"goals met: {sum(f.ratio >= 1 for f in met if f.ratio is not None)} of {len(met)}; "  # type: ignore[operator]
+                 f"benchmarks failed or skipped: {len(problems)}. ratio >= 1 meets the goal; load: 1-minute load average "
+                 f"on {os.cpu_count()} cores when the figure was recorded")
+    return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=None)
+    parser.add_argument("--skip", nargs="+", choices=list(BENCHMARKS), default=[])
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (cmd, _) in BENCHMARKS.items():
+            print(f"{name:<20} {' '.join(cmd)}")
+        return 0
+    names = [n for n in (args.only or list(BENCHMARKS)) if n not in args.skip]
+    figures, problems = run(names)
+    print("\n" + table(figures, problems))
+    return 1 if any(not p.startswith("skipped") for _, p, _ in problems) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""The market engine's fast paths give what the paths they replaced gave: the snapshot's
+warm start gathered from a newer Plan in one step (row by row before), and the payment rules of
+a Plan taken from its table without building a rule per unchanged job (a rule object per
+job before)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from scheduler.fairshare.fairness import QueueTree
+from scheduler.plan import PaymentRule, PaymentTable
+from simulator.market.engine import MarketEngine
+from simulator.market.records import Bid, MarketConfig
+from simulator.records import JobSpec
+
+TREE = QueueTree.from_paths({"root.a.x": 2.0, "root.a.y": 1.0, "root.b.z": 1.0})
+CONFIG = MarketConfig("abacus", "hltrf", "stride", 0.5, 1e-6, 1000, 30.0, "forever", float("inf"))
+
+
+def _engine(n: int, seed: int) -> MarketEngine:
+    rng = np.random.default_rng(seed)
+    engine = MarketEngine.create([10, 5], TREE, CONFIG, seed=seed)
+    for i in range(n):
+        slo = float(rng.uniform(0.1, 1.0)) if i % 4 == 0 else None
+        spec = JobSpec(100 + i, i % 3, (int(rng.integers(1, 9)), int(rng.integers(0, 3))), (10.0, 20.0), 0.0)
+        weights = tuple(float(w) for w in rng.uniform(0.5, 2.0, 2))
+        engine.submit(spec, Bid(float(rng.uniform(50, 200)), weights, "log" if i % 2 else "linear", slo))
+    engine.step(0.0)
+    return engine
+
+
+def test_the_warm_start_from_a_newer_plan_is_its_rows_and_nan_for_jobs_it_lacks() -> None:
+    engine = _engine(30, 0)
+    plan, _ = engine.clear()
+    newer = engine.snapshot()  # a newer Plan that lacks the first three jobs and covers one job the engine lacks
+    keep = np.arange(3, newer.n)
+    ids = np.append(plan.job_ids[keep], 999)
+    subs = np.vstack([plan.sub_budgets[keep] * 1.5, [[7.0, 8.0]]])
+    warm_plan = type(plan)(job_ids=ids, shares=np.vstack([plan.shares[keep], [[0.0, 0.0]]]), sub_budgets=subs,
+                           payments={}, diagnostics=plan.diagnostics)
+    snap = engine.snapshot(warm=warm_plan)
+    by_job = {int(j): subs[k] for k, j in enumerate(ids.tolist())}
+    want = np.array([by_job.get(int(j), np.full(2, np.nan)) for j in snap.job_ids.tolist()])  # row by row, as before
+    assert snap.warm_start is not None
+    np.testing.assert_array_equal(snap.warm_start, want)
+    np.testing.assert_array_equal(snap.job_ids, newer.job_ids)
+
+
+def test_rules_from_a_table_are_the_rules_of_the_same_dict() -> None:
+    state = json.loads(json.dumps(_engine(24, 1).to_state()))
+    by_table, by_dict = (MarketEngine.from_state(TREE, state) for _ in range(2))
+    plan = by_table.with_bookings(by_table.clear()[0])
+    assert isinstance(plan.payments, PaymentTable)
+    rules = dict(plan.payments.items())
+    fixed = sorted(rules)[5]
+    rules[fixed] = PaymentRule.fixed(33.0)  # a rule that changes, with a charge due at acceptance
+    table = PaymentTable(plan.payments.ids, plan.payments.kind.copy(), plan.payments.amount.copy(),
+                         plan.payments.min_utility.copy())
+    row = int(np.flatnonzero(table.ids == fixed)[0])
+    table.kind[row], table.amount[row] = 2, 33.0
+    assert dict(table.items()) == rules
+    charges_table = by_table.apply_plan(replace(plan, payments=table))
+    charges_dict = by_dict.apply_plan(replace(plan, payments=rules))
+    assert charges_table == charges_dict and [c.job_id for c in charges_table] == [fixed]
+    assert {j: by_table.rule_of(j) for j in by_table.known_jobs()} == {j: by_dict.rule_of(j) for j in by_dict.known_jobs()}
+    assert by_table.to_state() == by_dict.to_state()
