@@ -394,7 +394,7 @@ def test_settings_change_is_audited(staff_client, market):
 
 @pytest.mark.parametrize("changes,field", [
     ({"alpha": "1.5"}, "alpha"), ({"alpha": "nan"}, "alpha"), ({"t_wait": "-1"}, "t_wait"),
-    ({"clock_speed": "0"}, "clock_speed"), ({"fairshare_policy": "drf"}, "fairshare_policy"),
+    ({"clock_speed": "0"}, "clock_speed"), ({"fairshare_policy": "wfq"}, "fairshare_policy"),
     ({"mechanism": "vcg"}, "mechanism"), ({"dispatch_mode": "random"}, "dispatch_mode"),
 ], ids=["alpha above 1", "alpha NaN", "negative T_wait", "zero clock speed", "unknown policy", "unknown mechanism",
         "unknown dispatch"])

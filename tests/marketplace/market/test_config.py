@@ -47,7 +47,7 @@ def test_unchanged_value_writes_no_audit_row(market):
 @pytest.mark.parametrize(
     "changes,field",
     [({"alpha": 1.5}, "alpha"), ({"alpha": -0.1}, "alpha"), ({"alpha": math.nan}, "alpha"), ({"alpha": "x"}, "alpha"),
-     ({"t_wait": -1}, "t_wait"), ({"clock_speed": 0}, "clock_speed"), ({"fairshare_policy": "drf"}, "fairshare_policy"),
+     ({"t_wait": -1}, "t_wait"), ({"clock_speed": 0}, "clock_speed"), ({"fairshare_policy": "wfq"}, "fairshare_policy"),
      ({"name": "other"}, "name")],
 )
 def test_bad_values_are_field_errors_and_change_nothing(market, changes, field):
