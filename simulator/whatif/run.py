@@ -317,6 +317,17 @@ def simulate(
     return jobs, result
 
 
+def resource_names(spec: WorkloadSpec, m: int) -> list[str]:
+    """Names of the run's ``m`` resource types, for tables and charts: SWIM traces, a live
+    market's jobs and the map/reduce generators have map and reduce; SWF traces processors;
+    ERA's job classes units."""
+    if m == 2:
+        return ["map", "reduce"]
+    if m == 1:
+        return ["units" if spec.kind() == "synthetic" and spec.generator == "era_classes" else "processors"]
+    return [f"type {j}" for j in range(m)]
+
+
 def leaf_names(spec: WorkloadSpec) -> list[str]:
     """The leaf queues of the run's tree, in leaf order (tenant names, or live queue paths)."""
     if spec.kind() == "jobs":
