@@ -54,8 +54,9 @@ class Estimate:
 
 
 def human(x: float, digits: int = 4) -> str:
-    """``x`` to ``digits`` significant digits in plain notation with thousands separators:
-    ``human(29620.4) == "29,620"``, ``human(1612.3, 2) == "1,600"``, ``human(0.000123) == "0.000123"``, ``human(2.0) == "2"`` (no trailing zeros)."""
+    """``x`` to ``digits`` significant digits in plain notation with thousands separators and no
+    trailing zeros: ``human(29620.4) == "29,620"``, ``human(1612.3, 2) == "1,600"``,
+    ``human(0.000123) == "0.000123"``, ``human(2.0) == "2"``."""
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
     magnitude = math.floor(math.log10(abs(x)))
