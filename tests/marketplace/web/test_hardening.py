@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from decimal import Decimal
 from pathlib import Path
