@@ -70,13 +70,13 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]], type_names: list[
     )
     economic.append(
         figure("Welfare, cumulative (paper 001, Sec. 4)", _lines(runs, _welfare),
-               x_title=SIM_T, y_title="value of the jobs done by their deadline (money)")
+               x_title=SIM_T, y_title=money_title("value met by the deadline"))
     )  # fmt: skip
     fairness = [
         figure("Sharing loss Ω (paper 002, Eq. 5)", _lines(runs, lambda r: (r["series"]["t"], r["series"]["loss"])),
                x_title=SIM_T, y_title="Ω summed over types (resource-s, ≤ 0)"),
         figure("Lowest fairness degree rho over queues (paper 002, Eq. 3)", _lines(runs, _min_rho),
-               x_title=SIM_T, y_title="min rho over queues (1 = entitled share)"),
+               x_title=SIM_T, y_title="min rho (1 = entitled share)"),
     ]  # fmt: skip
     return {"system": system, "economic": economic, "fairness": fairness}
 
