@@ -249,7 +249,7 @@ def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
                          tuple(float(d) for d in j["task_duration"])) for j in doc["jobs"]]  # fmt: skip
         QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"trace: {path} is not a market jobs document ({exc})") from None
+        raise ValueError(f"trace: {Path(path).name} is not a market jobs document ({exc})") from None
     return doc, sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
 
 
