@@ -32,4 +32,7 @@ def test_ctrl_c_stops_the_run_recipe_without_a_crash():
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode != -signal.SIGSEGV and proc.returncode != 139, err
     assert "Segmentation fault" not in err
+    deadline = time.monotonic() + 10  # the children got TERM; on a busy machine they take a moment to go
+    while subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout == b""  # the children are gone

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from marketplace.ledger.money import ABACUS_PRICE_UNIT, money_title, price_unit
+from marketplace.web.text import chart_text
 from simulator.experiments import figure
 
 SIM_T = "simulated time since the first arrival (s)"
@@ -24,7 +25,7 @@ def _lines(runs: list[tuple[str, dict[str, Any]]], pick: Any) -> list[dict[str, 
     for label, result in runs:
         xy = pick(result)
         if xy is not None:
-            out.append({"type": "scatter", "mode": "lines", "name": label, "x": xy[0], "y": xy[1]})
+            out.append({"type": "scatter", "mode": "lines", "name": chart_text(label), "x": xy[0], "y": xy[1]})
     return out
 
 
@@ -36,16 +37,18 @@ def _cdf(result: dict[str, Any]) -> tuple[list[float], list[float]] | None:
     return [round(float(v), 3) for v in resp[idx]], [round(float((i + 1) / len(resp)), 5) for i in idx]
 
 
-def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+def comparison_figures(runs: list[tuple[str, dict[str, Any]]], type_names: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``{"system": [...], "economic": [...], "fairness": [...]}`` plotly figure dicts.
 
     Args:
         runs: ``(label, result)`` per configuration; ``result`` is a stored
             ``simulation`` experiment result.
+        type_names: the resource types' names ("map", "reduce"); "type 0", ... when not given.
     """
     m = max((len(r["series"]["utilisation"]) for _, r in runs), default=0)
+    names = [*(type_names or []), *(f"type {j}" for j in range(len(type_names or []), m))]
     system = [
-        figure(f"Utilisation, type {j}", _lines(runs, lambda r, j=j: (r["series"]["t"], r["series"]["utilisation"][j])),
+        figure(f"Utilisation, {names[j]}", _lines(runs, lambda r, j=j: (r["series"]["t"], r["series"]["utilisation"][j])),
                x_title=SIM_T, y_title="busy slots / capacity")
         for j in range(m)
     ]  # fmt: skip
@@ -57,7 +60,7 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
                xaxis={"type": "log", "title": {"text": "response time (simulated s, log scale)"}}),
     ]  # fmt: skip
     economic = [
-        figure(f"Clearing price, type {j}", _lines(runs, lambda r, j=j: (r["prices"]["t"][j], r["prices"]["price"][j])),
+        figure(f"Clearing price, {names[j]}", _lines(runs, lambda r, j=j: (r["prices"]["t"][j], r["prices"]["price"][j])),
                x_title=SIM_T, y_title=f"unit price ({price_unit(ABACUS_PRICE_UNIT)})")
         for j in range(m)
     ]  # fmt: skip
@@ -67,13 +70,13 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, list
     )
     economic.append(
         figure("Welfare, cumulative (paper 001, Sec. 4)", _lines(runs, _welfare),
-               x_title=SIM_T, y_title="value of the jobs done by their deadline (money)")
+               x_title=SIM_T, y_title=money_title("value met by the deadline"))
     )  # fmt: skip
     fairness = [
         figure("Sharing loss Ω (paper 002, Eq. 5)", _lines(runs, lambda r: (r["series"]["t"], r["series"]["loss"])),
                x_title=SIM_T, y_title="Ω summed over types (resource-s, ≤ 0)"),
         figure("Lowest fairness degree rho over queues (paper 002, Eq. 3)", _lines(runs, _min_rho),
-               x_title=SIM_T, y_title="min rho over queues (1 = entitled share)"),
+               x_title=SIM_T, y_title="min rho (1 = entitled share)"),
     ]  # fmt: skip
     return {"system": system, "economic": economic, "fairness": fairness}
 

@@ -40,11 +40,11 @@ OPTIONAL_DEFAULTS = {"rate_scale": 1.0, "deadline_factor": 3.0, "era_slack": 4.0
 
 
 class StudyForm(forms.Form):
-    title = forms.CharField(max_length=200, initial="alpha on FB-2009")
+    title = forms.CharField(max_length=200, initial="alpha on FB-2009, busy hours 14-16")
     trace = forms.ChoiceField(choices=trace_choices)
     upload = forms.FileField(required=False, help_text="SWIM TSV (6 tab-separated fields) or SWF (18 fields), plain or .gz")
     trace_format = forms.ChoiceField(choices=[("auto", "by file name"), ("swim", "SWIM TSV"), ("swf", "SWF")], initial="auto")
-    start_hour = forms.FloatField(min_value=0, initial=0.0, help_text="hours into the trace")
+    start_hour = forms.FloatField(min_value=0, initial=14.0, help_text="hours into the trace")
     hours = forms.FloatField(min_value=0.01, initial=2.0, help_text="length of the slice (trace hours)")
     time_scale = forms.FloatField(min_value=0.01, max_value=100, initial=1.0, help_text="multiplies submit times (0.5 = twice the load)")
     tenants = forms.IntegerField(min_value=1, max_value=200, initial=8, help_text="tenants (leaf queues) jobs are mapped to")
@@ -62,13 +62,13 @@ class StudyForm(forms.Form):
                                  help_text="ERA jobs: largest window / duration factor")  # fmt: skip
     cura_max_deadline_s = forms.FloatField(required=False, min_value=0, max_value=1e9, initial=200.0,
                                            help_text="Cura jobs: largest deadline slack beyond the ideal time (simulated s)")  # fmt: skip
-    capacity = forms.CharField(initial="100, 50", help_text="slots per type: map, reduce (SWF, ERA: processors / units)")
+    capacity = forms.CharField(initial="40, 20", help_text="slots per type: map, reduce (SWF, ERA: processors / units)")
     vm_pools = forms.CharField(required=False, label="VM pools",
                                help_text="instead of capacity: VM pools like c2:10, c8:4 (types c2..c12; a VM gives a map slot "
                                          "per vCPU and a reduce slot per 2)")  # fmt: skip
     predictor = forms.ChoiceField(required=False, choices=[(p, p) for p in PREDICTORS], initial="exact",
                                   help_text="task-duration predictor of the dispatcher: exact (known at start) or none")  # fmt: skip
-    mechanism = forms.ChoiceField(choices=mechanism_choices)
+    mechanism = forms.ChoiceField(choices=mechanism_choices, initial="abacus")
     fairshare = forms.ChoiceField(choices=fairshare_choices, initial="hltrf")
     dispatch = forms.ChoiceField(choices=dispatch_choices, initial="stride")
     alpha = forms.FloatField(min_value=0, max_value=1, initial=0.5)

@@ -26,7 +26,13 @@ from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import experiment_latest_done, experiment_runs, runs_visible_to, studies_visible_to
 from marketplace.lab.services.experiments import experiment_cancel, experiment_start
-from marketplace.lab.services.simulations import simulation_cancel, simulation_from_market, simulation_gather, simulation_start
+from marketplace.lab.services.simulations import (
+    simulation_cancel,
+    simulation_from_market,
+    simulation_gather,
+    simulation_start,
+    study_type_names,
+)
 from marketplace.lab.services.uploads import limit_text, upload_discard, upload_store
 from marketplace.market import selectors
 from marketplace.market.roles import sees_all_tenants
@@ -299,7 +305,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
                 first.setdefault(r.label, r.pk)
         results = dict(ExperimentRun.objects.filter(pk__in=first.values()).values_list("pk", "result"))
         by_label = {label: results[pk] for label, pk in first.items()}
-        figs = comparison_figures(list(by_label.items()))
+        figs = comparison_figures(list(by_label.items()), type_names=study_type_names(runs[0].params) if runs else None)
         live_rows = live_comparison(study, by_label) if study.live else []
         figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
     context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,

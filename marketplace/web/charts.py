@@ -166,9 +166,10 @@ def job_share_figure(rows: Iterable[Row], *, labels: Mapping[int, str] | None = 
         groups[(int(r["job_id"]), str(r["resource"]))].append(r)
     traces = []
     for (job_id, resource), group in sorted(groups.items()):
-        raw = f"{labels.get(job_id, f'#{job_id}')} · {resource}"  # job names are tenants' text: escaped for plotly
-        name = chart_text(raw)
-        legend = name if len(raw) <= LEGEND_CHARS else chart_text(f"{raw[:LEGEND_CHARS - 1]}…")  # the hover keeps it whole
+        label = labels.get(job_id, f"#{job_id}")
+        name = chart_text(f"{label} · {resource}")  # job names are tenants' text: escaped for plotly
+        room = max(8, LEGEND_CHARS - len(resource) - 3)  # a long name is cut, its resource type kept (the hover keeps it whole)
+        legend = name if len(label) <= room else chart_text(f"{label[:room - 1]}… · {resource}")
         times = [float(r["sim_time"]) for r in group]
         shares = [finite_or_none(r["share"]) for r in group]
         end = until.get(job_id)

@@ -33,5 +33,5 @@ def seconds_text(seconds: float) -> str:
 
 def chart_text(text: object) -> str:
     """User text for a plotly label (trace name, hover text, title): bidi controls made visible,
-    HTML escaped, ``%`` as an entity."""
-    return html.escape(inert(str(text)), quote=True).replace("%", "&#37;")
+    HTML escaped (``<``, ``>``, ``&``: quotes stay, plotly shows no &quot;), ``%`` as an entity."""
+    return html.escape(inert(str(text)), quote=False).replace("%", "&#37;")  # plotly knows &lt; &gt; &amp;, not &quot;

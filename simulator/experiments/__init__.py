@@ -242,13 +242,15 @@ def check_result(result: Result) -> None:
 
 
 def figure(title: str, data: Sequence[Mapping[str, Any]], *, x_title: str, y_title: str, **layout: Any) -> dict[str, Any]:
-    """A plotly figure dict with titled axes (put the unit in the axis title)."""
+    """A plotly figure dict with titled axes (put the unit in the axis title). The axes take the
+    room their titles and tick labels need (``automargin``), so a long title is never clipped."""
+    axes = {name: {"title": {"text": text}, "automargin": True, **layout.pop(name, {})}
+            for name, text in (("xaxis", x_title), ("yaxis", y_title))}
     return {
         "data": [dict(trace) for trace in data],
         "layout": {
             "title": {"text": title},
-            "xaxis": {"title": {"text": x_title}},
-            "yaxis": {"title": {"text": y_title}},
+            **axes,
             "margin": {"t": 50, "r": 20, "b": 50, "l": 60},
             **layout,
         },

@@ -24,14 +24,14 @@ SUMMARY_METRICS: tuple[tuple[str, str, int | None], ...] = (
     ("mean_slowdown", "mean slowdown", None),
     ("rho_max", "max finish-time fairness rho", None),
     ("rho_above_1", "jobs with rho > 1 (fraction)", None),
-    ("mean_utilisation", "utilisation type 0", 0),
-    ("mean_utilisation", "utilisation type 1", 1),
+    ("mean_utilisation", "utilisation {0}", 0),
+    ("mean_utilisation", "utilisation {1}", 1),
     ("revenue", "revenue (money)", None),
     ("welfare", "welfare (money)", None),
     ("welfare_share", "welfare / requested value", None),
     ("deadline_met_fraction", "deadlines met (fraction)", None),
     ("realised_utility", "realised utility (sum)", None),
-    ("mean_price", "mean price type 0 (money/slot)", 0),
+    ("mean_price", "mean price {0} (money/slot)", 0),
     ("sharing_benefit", "sharing benefit Ψ at the end", None),
     ("sharing_loss", "sharing loss Ω at the end", None),
     ("worst_sharing_loss", "worst sharing loss Ω", None),
@@ -48,11 +48,25 @@ class Estimate:
     n: int
 
     def text(self, digits: int = 4) -> str:
+        """For people: ``"29,620 ± 1,600"``, ``"0.8564 ± 0.012"`` (never ``2.962e+04``); "—" without a value."""
         if self.n == 0 or not math.isfinite(self.mean):
             return "—"
         if self.n < 2 or not math.isfinite(self.half_width):
-            return f"{self.mean:.{digits}g}"
-        return f"{self.mean:.{digits}g} ± {self.half_width:.2g}"
+            return human(self.mean, digits)
+        return f"{human(self.mean, digits)} ± {human(self.half_width, 2)}"
+
+
+def human(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits in plain notation with thousands separators and no
+    trailing zeros: ``human(29620.4) == "29,620"``, ``human(1612.3, 2) == "1,600"``,
+    ``human(0.000123) == "0.000123"``, ``human(2.0) == "2"``."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    magnitude = math.floor(math.log10(abs(x)))
+    rounded = round(x, digits - 1 - magnitude)
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{rounded:,.{min(decimals, 9)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def estimate(values: Sequence[float | None]) -> Estimate:
@@ -76,12 +90,14 @@ def _metric(metrics: Mapping[str, Any], key: str, index: int | None) -> float | 
     return None if value is None else float(value)
 
 
-def summary_table(runs: Sequence[tuple[str, int, Mapping[str, Any]]]) -> dict[str, Any]:
+def summary_table(runs: Sequence[tuple[str, int, Mapping[str, Any]]], type_names: Sequence[str] = ()) -> dict[str, Any]:
     """One row per configuration label over its seeds.
 
     Args:
         runs: ``(label, seed, metrics)`` of each finished run (label: the
             configuration without its seed).
+        type_names: the resource types' names in column order (``run.resource_names``),
+            for the per-type columns ("utilisation map"); "type 0", ... when not given.
 
     Returns:
         ``{"columns", "rows", "estimates"}``: ``rows`` hold text cells
@@ -96,7 +112,8 @@ def summary_table(runs: Sequence[tuple[str, int, Mapping[str, Any]]]) -> dict[st
             labels.append(label)
             by_label[label] = []
         by_label[label].append(metrics)
-    used = [(k, title, i) for k, title, i in SUMMARY_METRICS if any(_metric(m, k, i) is not None for _, _, m in runs)]
+    names = [*type_names, *(f"type {j}" for j in range(len(type_names), 2))]
+    used = [(k, title.format(*names), i) for k, title, i in SUMMARY_METRICS if any(_metric(m, k, i) is not None for _, _, m in runs)]
     rows: list[list[Any]] = []
     estimates: dict[str, dict[str, list[float | int | None]]] = {}
     for label in labels:

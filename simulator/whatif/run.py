@@ -250,7 +250,7 @@ def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
                          tuple(float(d) for d in j["task_duration"])) for j in doc["jobs"]]  # fmt: skip
         QueueTree(names=tuple(doc["tree"]["names"]), parent=tuple(doc["tree"]["parent"]), weight=tuple(doc["tree"]["weight"]))
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"trace: {path} is not a market jobs document ({exc})") from None
+        raise ValueError(f"trace: {Path(path).name} is not a market jobs document ({exc})") from None
     return doc, sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
 
 
@@ -316,6 +316,17 @@ def simulate(
         leaf = {name: pos for pos, name in enumerate(tree.leaf_names)}
     result = run(jobs, tree=tree, leaf_of_user=leaf, capacity=[int(c) for c in capacity], params=params, progress=observer)
     return jobs, result
+
+
+def resource_names(spec: WorkloadSpec, m: int) -> list[str]:
+    """Names of the run's ``m`` resource types, for tables and charts: SWIM traces, a live
+    market's jobs and the map/reduce generators have map and reduce; SWF traces processors;
+    ERA's job classes units."""
+    if m == 2:
+        return ["map", "reduce"]
+    if m == 1:
+        return ["units" if spec.kind() == "synthetic" and spec.generator == "era_classes" else "processors"]
+    return [f"type {j}" for j in range(m)]
 
 
 def leaf_names(spec: WorkloadSpec) -> list[str]:

@@ -166,3 +166,25 @@ def test_a_killed_worker_leaves_a_failed_run_when_no_attempt_is_left(real_servic
     assert experiment_reap(stale_after_s=1.0) == 1
     assert _statuses(study) == ["failed"] and ExperimentRun.objects.get(study=study).message == "worker lost (no heartbeat)"
     assert real_services.llen(SIMULATION_QUEUE) == 0  # nothing published again
+
+
+def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 23, item 4: the worker reads an uploaded trace (the request only stored it), then runs
+    the study; a malformed upload is refused there, with its line, and deleted."""
+    settings.SIMULATION_UPLOAD_DIR = ROOT / "var" / "simulation-uploads"  # the worker's setting too (same checkout)
+    folder = settings.SIMULATION_UPLOAD_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    good, bad = folder / "it-good.tsv", folder / "it-bad.tsv"
+    good.write_text("".join(f"job{k}\t{10 * k}\t1\t{64 * 2**20}\t0\t0\n" for k in range(20)))
+    bad.write_text("job0\t10\t1\t100\t0\t0\njob1\t20\t1\tinf\t0\t0\n")
+    ok = simulation_start(title="up", workload=WORKLOAD | {"trace": str(good), "hours": 1.0}, capacity=[20, 10], base=BASE,
+                          seeds=[0], user=staff, uploaded=True, trace_name="upload good.tsv")
+    refused = simulation_start(title="bad", workload=WORKLOAD | {"trace": str(bad), "hours": 1.0}, capacity=[20, 10], base=BASE,
+                               seeds=[0], user=staff, uploaded=True, trace_name="upload bad.tsv")
+    _wait(lambda: SimulationStudy.objects.get(pk=ok.pk).gathered_at, 120, "the uploaded study gathered")
+    assert SimulationStudy.objects.get(pk=ok.pk).check_status == "passed" and set(_statuses(ok)) == {"done"}
+    _wait(lambda: SimulationStudy.objects.get(pk=refused.pk).check_status == "refused", 60, "the bad upload refused")
+    study = SimulationStudy.objects.get(pk=refused.pk)
+    assert "bad.tsv:2:" in study.check_message and set(_statuses(refused)) == {"failed"}
+    assert not bad.exists() and good.exists()
+    good.unlink()

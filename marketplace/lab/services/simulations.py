@@ -49,7 +49,7 @@ from scheduler.registry import UnknownName
 from simulator import experiments
 from simulator.experiments.simulation import CLUSTER_KEYS, CONFIG_KEYS, WORKLOAD_KEYS, specs
 from simulator.whatif.compare import summary_table
-from simulator.whatif.run import check_capacity, estimate_bytes, load_workload
+from simulator.whatif.run import check_capacity, estimate_bytes, load_workload, resource_names
 from simulator.workloads.traces import TraceLimits
 
 log = logging.getLogger(__name__)
@@ -313,10 +313,19 @@ def simulation_gather(*, study_id: int) -> bool:
     done = [r.pk for r in runs if r.status == ExperimentRun.Status.DONE]
     metrics = dict(ExperimentRun.objects.filter(pk__in=done).values_list("pk", "result__metrics"))
     rows = [(r.label, int(r.params.get("seed", 0)), _as_dict(metrics.get(r.pk))) for r in runs if r.pk in metrics]
-    table = summary_table(rows)
+    table = summary_table(rows, type_names=study_type_names(runs[0].params))
     table["failed"] = [r.label for r in runs if r.status != ExperimentRun.Status.DONE]
     SimulationStudy.objects.filter(pk=study_id).update(summary=table, gathered_at=timezone.now())
     return True
+
+
+def study_type_names(params: dict[str, Any]) -> list[str]:
+    """The resource types' names of a study's runs ("map", "reduce"; "processors"), from a run's params."""
+    try:
+        workload, capacity, _ = specs(params)
+    except (TypeError, ValueError, KeyError):
+        return []
+    return resource_names(workload, len(capacity))
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from marketplace.lab.files import jobs_rows, study_document, summary_rows, write_csv
 from marketplace.lab.forms import SHARED_TRACES
-from marketplace.lab.services.simulations import SWEEPABLE, simulation_plan
+from marketplace.lab.services.simulations import SWEEPABLE, simulation_plan, study_type_names
 from simulator import experiments
 from simulator.experiments.simulation import specs
 from simulator.whatif.compare import summary_table
@@ -91,7 +91,8 @@ class Command(BaseCommand):
             self._write_line(f"run {n}/{len(plan)} {label} seed {params['seed']}: done in {time.monotonic() - began:.1f} s wall\n")
             write_csv(out / f"run-{n}-jobs.csv", jobs_rows(result["jobs"]))
             runs.append({"id": n, "label": label, "status": "done", "params": params, "result": result})
-        summary = summary_table([(r["label"], int(r["params"]["seed"]), r["result"]["metrics"]) for r in runs])
+        summary = summary_table([(r["label"], int(r["params"]["seed"]), r["result"]["metrics"]) for r in runs],
+                                type_names=study_type_names(runs[0]["params"]) if runs else ())
         summary["failed"] = []
         write_csv(out / "summary.csv", summary_rows(summary))
         if o["vm_pools"]:

@@ -253,3 +253,12 @@ def test_job_share_relative_to_submission_uses_the_jobs_own_span():
     assert _titles(fig)[0] == "Market clock since submission (s)"
     empty = job_share_figure([], origin=50.0)
     assert _is_empty_figure(empty) and _titles(empty)[0] == "Market clock since submission (s)"
+
+
+def test_a_long_job_name_keeps_its_resource_type_in_the_legend():
+    from marketplace.web.charts import job_share_figure
+
+    rows = [{"sim_time": 0.0, "job_id": 7, "resource": r, "share": 0.5} for r in ("map", "reduce")]
+    fig = job_share_figure(rows, labels={7: "#7 " + "a-very-long-job-name-" * 4})
+    names = [t["name"] for t in fig["data"]]
+    assert len(set(names)) == 2 and names[0].endswith("· map") and names[1].endswith("· reduce") and all("…" in n for n in names)

@@ -1,0 +1,69 @@
+"""Issue 23, items 1 and 2 on real Redis: parallel wrong passwords get at most the limit's answers
+(the attempt counted with Redis' INCRBY before the hash), and with Redis unreachable the limits
+count per process instead of switching off."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from django.core.cache import caches
+from rest_framework.test import APIClient
+
+from marketplace.ledger.models import Tenant
+from marketplace.market import resilience
+from marketplace.market.services.setup import market_create, tenant_create
+from marketplace.web import throttling
+
+pytestmark = pytest.mark.integration
+PASSWORD = "pw-for-tests-1"
+
+
+@pytest.fixture
+def redis_cache(real_services, settings):  # type: ignore[no-untyped-def]
+    settings.CACHES = {"default": {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache",
+                                   "LOCATION": os.environ["REDIS_URL"]}}
+    settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (500, 300), "token": (20, 300)}
+    caches["default"].clear()
+    resilience.CACHE.reset()
+    yield caches["default"]
+    caches["default"].clear()
+
+
+@pytest.fixture
+def dave(real_services) -> Tenant:  # type: ignore[no-untyped-def]
+    market = market_create(name="limits", resources={"map": 4}, hierarchy={"root": 1.0, "root.a": 1.0})
+    return tenant_create(market=market, username="dave", password=PASSWORD, queue=market.queues.get(name="a"), deposit=0)
+
+
+def test_parallel_wrong_passwords_on_redis_get_at_most_the_limits_answers(redis_cache, dave):
+    codes: list[int] = []
+    lock = threading.Lock()
+
+    def guess() -> None:
+        code = APIClient().post("/api/auth/token/", {"username": " dave", "password": "wrong"}).status_code
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=guess) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes.count(400) <= 5 and codes.count(429) >= 15, codes
+    assert APIClient().post("/api/auth/token/", {"username": "dave", "password": PASSWORD}).status_code == 429  # locked
+
+
+def test_with_redis_unreachable_the_limits_count_per_process(real_services, settings, dave):
+    settings.CACHES = {"default": {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache",
+                                   "LOCATION": "redis://127.0.0.1:1/0", "OPTIONS": {"socket_connect_timeout": 0.2}}}
+    settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (500, 300), "token": (20, 300)}
+    resilience.CACHE.reset()
+    throttling.LOCAL_FALLBACK.clear()
+    try:
+        codes = [APIClient().post("/api/auth/token/", {"username": "dave", "password": "wrong"}).status_code for _ in range(7)]
+    finally:
+        resilience.CACHE.reset()
+        throttling.LOCAL_FALLBACK.clear()
+    assert codes == [400] * 5 + [429, 429]
