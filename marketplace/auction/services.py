@@ -242,11 +242,13 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
         raise _not_cancellable(job)
     held = job_held_amount(job=job)
     types = engine_context(market).types
-    charge, fixed = _cancellation(job, held, types)
+    # with no task done nothing is owed whatever the payment rule: the rule and the level of demand are
+    # read only when work was done (the cancellation holds the market row every writer waits for)
+    charge, fixed = _cancellation(job, held, types, lazy=True)
     amount = Decimal(0) if fixed else charge.amount
     if held > 0:
         job_settle(job=job, amount=amount, held=held, memo=_cancel_memo(job, charge, amount))
-    if not fixed:
+    if not fixed and sum(charge.done) > 0:
         rates_record(market_id=market.pk, sim_time=market.sim_time, types=types,
                      served=[Served(job.pk, amount, charge.done)], utilisation=_utilisation(market, types))
     job.status = Job.Status.CANCELLED
@@ -258,12 +260,15 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     return job
 
 
-def _cancellation(job: Job, held: Decimal, types: list[ResourceType]) -> tuple[CancellationCharge, bool]:
-    """The rule's charge for ``job`` now, and whether it holds a fixed price instead."""
+def _cancellation(job: Job, held: Decimal, types: list[ResourceType], *, lazy: bool = False) -> tuple[CancellationCharge, bool]:
+    """The rule's charge for ``job`` now, and whether it holds a fixed price instead (with ``lazy``,
+    asked only when some work was done: without, the charge is 0 either way)."""
     works = {w.resource_type_id: w for w in JobWork.objects.filter(job_id=job.pk).only("resource_type_id", "tasks", "task_duration",
                                                                                        "done")}
     work = [(w.tasks, w.task_duration, w.done) if (w := works.get(t.pk)) else (0, 1.0, 0) for t in types]
-    return cancellation_charge(budget=job.budget, held=held, work=work), bool(hooks.fixed_price_jobs([job.pk]))
+    charge = cancellation_charge(budget=job.budget, held=held, work=work)
+    fixed = False if lazy and sum(charge.done) <= 0 else bool(hooks.fixed_price_jobs([job.pk]))
+    return charge, fixed
 
 
 def cancellation_preview(*, job: Job) -> tuple[Decimal, CancellationCharge, bool]:

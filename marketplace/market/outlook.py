@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from marketplace.market.models.market import Market
-from marketplace.market.services.market import engine_context, engine_load
+from marketplace.market.services.market import engine_context, engine_peek
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,15 @@ class Outlook:
 
 
 def market_outlook(*, market: Market) -> Outlook:
-    """The :class:`Outlook` of the market's live engine (an empty cluster before the first tick)."""
-    engine = engine_load(market=market, context=engine_context(market))
+    """The :class:`Outlook` of the market's live engine (an idle cluster before the first tick, or
+    after a structure change no tick has seen yet). Reads only (``services.market.engine_peek``)."""
+    context = engine_context(market)
+    engine = engine_peek(market=market, context=context)
+    if engine is None:
+        m = len(context.types)
+        capacity = np.array([t.capacity for t in context.types], dtype=np.int64)
+        empty = [(np.zeros(0), np.zeros(0, dtype=np.int64)) for _ in range(m)]
+        return Outlook(float(market.sim_time), capacity, np.zeros(m, dtype=np.int64), empty, np.zeros(m))
     cluster = engine.cluster
     m = cluster.m
     booked = {r.job_id for r in engine.booked()}

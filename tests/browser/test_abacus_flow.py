@@ -40,7 +40,7 @@ def test_preview_then_bid_with_an_slo(chromium_path, live_server, tenant, tmp_pa
             page.get_by_role("button", name="Preview price (estimate)").click()
             expect(page.locator("#price-preview")).to_contain_text("an estimate")
             expect(page.locator("#chart-preview.js-plotly-plot .main-svg").first).to_be_visible()
-            expect(page.locator("#preview-table tbody tr")).to_have_count(7)
+            expect(page.locator("#preview-table tbody tr")).to_have_count(8)  # 1/8 .. 8 times the budget, and the suggested one
             expect(page.locator("#preview-finish")).to_contain_text("s on the market clock")
             page.screenshot(path=str(tmp_path / "preview.png"), full_page=True)
             assert page.locator("#id_budget").input_value() == "80"  # the form keeps its values

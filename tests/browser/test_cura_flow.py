@@ -57,7 +57,7 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             _login(tenant, live_server.url, "alice")
             tenant.get_by_role("navigation", name="Main").get_by_role("link", name="Cura jobs").click()
             tenant.get_by_label("Job (profiled)").select_option("4")
-            tenant.get_by_label("Deadline (simulated s from now)").fill("270")
+            tenant.get_by_label("Deadline (s from now, market clock)").fill("270")
             tenant.get_by_role("button", name="Submit").click()
             expect(tenant.locator(".messages")).to_contain_text(
                 "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (market clock), cost 416.6667 credits"
@@ -66,12 +66,12 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")
             expect(tenant.locator("#cura-jobs")).to_contain_text("Running")
             tenant.get_by_label("Job (profiled)").select_option("3")
-            tenant.get_by_label("Deadline (simulated s from now)").fill("100")
+            tenant.get_by_label("Deadline (s from now, market clock)").fill("100")
             tenant.get_by_role("button", name="Submit").click()
             expect(tenant.get_by_role("form", name="Submit a job")).to_contain_text("the earliest deadline that works is 258 s from now")
             tenant.screenshot(path=str(tmp_path / "cura-jobs.png"), full_page=True)
             tenant.get_by_label("Job (profiled)").select_option("2")
-            tenant.get_by_label("Deadline (simulated s from now)").fill("3000")
+            tenant.get_by_label("Deadline (s from now, market clock)").fill("3000")
             tenant.get_by_role("button", name="Submit").click()
             expect(tenant.locator(".messages")).to_contain_text("held")
             tenant.locator("#cura-jobs button").first.click()  # the newest job first: cancel it

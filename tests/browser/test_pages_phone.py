@@ -53,7 +53,7 @@ def test_phone_pages_do_not_scroll_sideways(chromium_path, live_server, tenant, 
                 assert page.evaluate(OVERFLOW) <= 0, url
             # the bid form is usable: every work input is on screen, and a bid goes through
             page.goto(live_server.url + "/bid/")
-            for label in ["map tasks", "map simulated seconds per task", "reduce utility weight"]:
+            for label in ["map tasks", "map seconds per task (market clock)", "reduce utility weight"]:
                 box = page.get_by_label(label).bounding_box()
                 assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], label
             page.get_by_label("Job name").fill("phone-bid")

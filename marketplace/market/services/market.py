@@ -261,6 +261,21 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
     return engine
 
 
+def engine_peek(*, market: Market, context: EngineContext) -> MarketEngine | None:
+    """The market's engine for reading only (a quote's outlook): this process's copy when it is
+    the stored version, else one parsed from the stored state and not kept; None when nothing is
+    stored for the current queue tree and resource types. Unlike :func:`engine_load` it never
+    writes (no requeue after a structure change). The caller must not mutate it."""
+    with _CACHE_LOCK:
+        cached = _CACHE.get(market.pk)
+    if cached is not None and cached.version == market.engine_version and cached.signature == context.signature:
+        return cached.engine
+    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
+    if state.get("signature") != context.signature:
+        return None
+    return MarketEngine.from_state(context.tree_map.tree, state["engine"])
+
+
 def engine_marks(*, market: Market) -> SyncMarks:
     """The :class:`SyncMarks` of this process's copy of the market's engine (UNKNOWN if none)."""
     with _CACHE_LOCK:
