@@ -60,7 +60,7 @@ def test_fig11_def1_fit_is_map_heavy_and_its_spread_shrinks_on_every_seed() -> N
     experiment reports how far the ratio is from the paper's 5-9."""
     from simulator.experiments.abacus.fig11 import _per_seed
 
-    params = {"ratios": [1, 16], "seeds": [0, 1, 2, 3, 4], "ks": [3, 15], "draws": 10, "k_scatter": 15}
+    params = {"ratios": [1, 6, 16], "seeds": [0, 1, 2, 3, 4], "ks": [3, 20], "draws": 10, "k_scatter": 20}
     data = _per_seed(params, lambda f, m: None, only="default")["default set-up, Def. 1 regressors"]
     assert len(data["median"]) == 5 and all(m > 1.0 for m in data["median"])
     assert all(lo > hi for lo, hi in zip(data["var_lo"], data["var_hi"], strict=True))
