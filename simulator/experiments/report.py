@@ -9,7 +9,9 @@ result of the registered experiment ``fidelity_report``, so the lab's pages show
 like any other experiment.
 
 An experiment contributes rows by returning them under its result's ``headlines`` key
-(``fidelity.headline``); one that returns none is listed as such, never silently dropped.
+(``fidelity.headline``); for the experiments that predate those rows, ``derived.DERIVED``
+reads them from the experiment's own "Beside the paper" table (point values, flagged as
+having no interval); one with neither is listed as such, never silently dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from simulator import experiments
 from simulator.experiments import Cancelled, Experiment, Params, Progress, Result, register, table
+from simulator.experiments.derived import DERIVED
 from simulator.experiments.fidelity import VERDICTS
 
 PAPERS = {
@@ -105,7 +108,9 @@ def run_all(*, quick: bool, progress: Progress, names: Sequence[str] | None = No
         except Exception as error:  # the report shows a failing experiment; it does not stop there
             out.append(Section(name, paper, exp.title, [], "", f"{type(error).__name__}: {error}"))
             continue
-        out.append(Section(name, paper, exp.title, list(result.get("headlines", [])), str(result.get("summary", ""))))
+        derive = DERIVED.get(name)
+        rows = list(result.get("headlines", [])) or (derive(result) if derive is not None else [])
+        out.append(Section(name, paper, exp.title, rows, str(result.get("summary", ""))))
     progress(1.0, "done")
     return out
 
