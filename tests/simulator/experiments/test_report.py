@@ -55,3 +55,11 @@ def test_intervals_and_the_verdict_rule() -> None:
     assert verdict(None, None, True) == "reproduced"
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 2.0])
+
+
+def test_every_paper_experiment_of_the_report_is_registered_and_has_a_ci_size() -> None:
+    registry = experiments.load_all()
+    missing = [name for _, name in report.PAPER_EXPERIMENTS if name not in registry]
+    assert missing == []
+    for name, overrides in report.QUICK.items():
+        registry[name].params(overrides)  # every CI size is a valid overlay of the defaults
