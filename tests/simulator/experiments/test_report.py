@@ -63,3 +63,14 @@ def test_every_paper_experiment_of_the_report_is_registered_and_has_a_ci_size() 
     assert missing == []
     for name, overrides in report.QUICK.items():
         registry[name].params(overrides)  # every CI size is a valid overlay of the defaults
+
+
+def test_the_registered_report_shows_the_same_rows_in_the_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "PAPER_EXPERIMENTS", (("001", "era_rayon"),))
+    result = experiments.run("fidelity_report", {"size": "quick"})
+    summary, verdicts, runs = result["tables"]
+    assert sum(sum(row[1:]) for row in verdicts["rows"]) == 2
+    assert len(summary["rows"]) == 2 and {row[4] for row in summary["rows"]} <= set(report.VERDICTS)
+    assert runs["rows"][0][:3] == ["era_rayon", "001", "ran"]
+    with pytest.raises(ValueError, match="size"):
+        experiments.run("fidelity_report", {"size": "huge"})
