@@ -70,6 +70,13 @@ QUICK: dict[str, dict[str, Any]] = {
     "ltrf_traces_lcg": {"hours": 2.0},
 }
 
+# the full size: each experiment's defaults, with ten seeds where an older experiment's defaults run fewer
+TEN = list(range(10))
+FULL: dict[str, dict[str, Any]] = {
+    "abacus_fig9a": {"seeds": TEN}, "abacus_fig9b": {"seeds": TEN}, "abacus_fig9c": {"seeds": TEN}, "abacus_fig10": {"seeds": TEN},
+    "abacus_slo_pool": {"seeds": TEN},
+}
+
 COLUMNS = ("paper", "quote (section)", "paper's value", "ours (mean [95 % CI], n)", "verdict", "cause")
 
 
@@ -97,7 +104,7 @@ def run_all(*, quick: bool, progress: Progress, names: Sequence[str] | None = No
             out.append(Section(name, paper, name, [], "", "not registered"))
             continue
         exp = registry[name]
-        params = QUICK.get(name, {}) if quick else {}
+        params = QUICK.get(name, {}) if quick else FULL.get(name, {})
 
         def nested(fraction: float, message: str, k: int = k, name: str = name) -> None:
             progress((k + fraction) / len(chosen), f"{name}: {message}")
