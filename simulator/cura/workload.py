@@ -45,6 +45,8 @@ from scheduler.cura.vm_aware import CuraJob
 CURA_VM_TYPES: tuple[VMType, ...] = tuple(VMType(f"c{2 * i}", 2 * i, float(2 * i), 2 * i / 12.0) for i in range(1, 7))
 CURA_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 SIZE_BYTES: dict[str, float] = {"small": 100 * MB, "medium": 1000 * MB, "large": 10000 * MB}
+# Sec. IV-B 3 adds extra large jobs (100 GB) for Fig. 7
+ALL_SIZE_BYTES: dict[str, float] = {**SIZE_BYTES, "xlarge": 100000 * MB}
 SLOT_BYTES_PER_S = 10 * MB
 
 
@@ -98,6 +100,7 @@ def generate(
     classes: list[JobClass], *, jobs: int = 11_500, span: float = 6000.0, customers: int = 50, max_deadline: float = 200.0,
     seed: int = 0, vm_types: tuple[VMType, ...] = CURA_VM_TYPES, sizes: tuple[int, ...] = CURA_SIZES,
     boot_s: float = 60.0, framework_start: float = 10.0, model: RuntimeModel | None = None,
+    categories: tuple[str, ...] | None = None,
 ) -> list[CuraJob]:
     """The arrivals of the experiment (module docstring), sorted by arrival.
 
@@ -109,9 +112,12 @@ def generate(
         seed: seeds every draw.
         boot_s, framework_start: the per-job cluster's VM boot and the framework start,
             seconds (they set ``t_min``).
+        categories: size categories drawn uniformly (names of ``ALL_SIZE_BYTES``); None: small,
+            medium and large, with job classes numbered ``class * 3 + size`` as before; given: numbered
+            ``class * 4 + index in ALL_SIZE_BYTES``.
 
     Raises:
-        ValueError: non-positive counts or span, negative max deadline.
+        ValueError: non-positive counts or span, negative max deadline, an unknown category.
     """
     if jobs < 1 or span <= 0 or customers < 1 or max_deadline < 0 or not classes:
         raise ValueError("jobs, span and customers must be positive, classes non-empty and max_deadline >= 0")
@@ -124,6 +130,14 @@ def generate(
     slack = rng.uniform(0.0, max_deadline, jobs)
     vcpus = vcpus_of(vm_types)
     nbytes = list(SIZE_BYTES.values())
+    number = 3
+    if categories is not None:
+        if not categories or any(c not in ALL_SIZE_BYTES for c in categories):
+            raise ValueError(f"categories must be names of {sorted(ALL_SIZE_BYTES)}")
+        names = list(ALL_SIZE_BYTES)
+        index = [names.index(c) for c in categories]
+        size = np.array(index)[rng.integers(0, len(index), jobs)]
+        nbytes, number = list(ALL_SIZE_BYTES.values()), len(names)
     cache: dict[tuple[int, int], NDArray[np.float64]] = {}
     out = []
     for i in range(jobs):
@@ -134,5 +148,5 @@ def generate(
             cache[key] = model.runtime(b, c.work(b), vcpus, c.affinity, sizes)
         rt = cache[key]
         t_min = boot_s + framework_start + float(rt.min())
-        out.append(CuraJob(i, float(arrival[i]), float(arrival[i] + t_min + slack[i]), rt, int(customer[i]), key[0] * 3 + key[1]))
+        out.append(CuraJob(i, float(arrival[i]), float(arrival[i] + t_min + slack[i]), rt, int(customer[i]), key[0] * number + key[1]))
     return out

@@ -19,7 +19,19 @@ import numpy as np
 
 from scheduler.abacus.fit import fit_weights
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
-from simulator.experiments.abacus.setup import CAPACITY, MAP_TASKS, REDUCE_TASKS, STAGED, TABLE1, Job, simulate, table1_jobs
+from simulator.experiments.abacus.setup import (
+    CAPACITY,
+    MAP_TASKS,
+    REDUCE_TASKS,
+    STAGED,
+    TABLE1,
+    WHOLE_JOB_BIDS,
+    Job,
+    simulate,
+    table1_jobs,
+)
+from simulator.experiments.fidelity import Estimate, from_paper, headline, headline_table, holds, mean_ci, paired, setup_table, silent
+from simulator.experiments.fidelity import matched as matched_note
 from simulator.market.records import Bid
 
 SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS} map + {REDUCE_TASKS} reduce tasks per "
@@ -29,34 +41,30 @@ SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS}
 # --- Fig. 11: utility learning
 
 
-# Fig. 11's cluster: the paper names none for the learning experiment beyond "user 3's jobs". Last
-# stop's Table 1 set-up (30 + 10 slots, 10 + 4 tasks, bids only on types with work left) is kept
-# here: on it the fit agrees with Sec. 7.1.4 (median ratio about 5 from 5 jobs); on the Fig. 9b
-# set-up (20 + 20, 10 + 10, whole-job bids) it is map-heavy but lower (median about 3). Both can
-# be run (parameters capacity, tasks, whole_job_bids).
-FIG11_CAPACITY, FIG11_TASKS, FIG11_WHOLE_JOB_BIDS = (30, 10), (10, 4), False
+# Fig. 11's set-up. Default: the other Abacus figures' set-up (``setup.CAPACITY``, ``MAP_TASKS`` and
+# ``REDUCE_TASKS``, whole-job bids) and Def. 1's regressors (each job's average allocation probability
+# from its start to its completion). Beside it, labelled as kept because it matches the figure: an
+# earlier stop's set-up (30 + 10 slots, 10 + 4 tasks, bids only on types with work left) with the
+# average share while served as regressors, on which the fitted ratio lands in the paper's 5-9.
+MATCHED_CAPACITY, MATCHED_TASKS, MATCHED_WHOLE_JOB_BIDS = (30, 10), (10, 4), False
 
 
-def _user3_jobs(ratios: list[float], seeds: list[int], progress: Progress, staged: bool = STAGED,
-                capacity: tuple[int, int] = FIG11_CAPACITY, tasks: tuple[int, int] = FIG11_TASKS,
-                whole_job_bids: bool = FIG11_WHOLE_JOB_BIDS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(served shares (k, 2), life-average shares (k, 2), 1 / response time (k,)) of user 3's jobs over the runs."""
+def _user3_jobs(ratios: list[float], seed: int, staged: bool, capacity: tuple[int, int], tasks: tuple[int, int],
+                whole_job_bids: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(served shares (k, 2), Def. 1 life-average shares (k, 2), 1 / response time (k,)) of user 3's jobs, one seed."""
     served, life, utilities = [], [], []
-    total = max(len(ratios) * len(seeds), 1)
-    for a, ratio in enumerate(ratios):
-        for b, seed in enumerate(seeds):
-            progress(0.8 * (a * len(seeds) + b) / total, f"user 3 reports {ratio:g}:1, seed {seed}")
+    for ratio in ratios:
 
-            def bid(j: Job, ratio: float = ratio) -> Bid:
-                weights = (ratio, 1.0) if j.user == 2 else TABLE1[j.user].true_weights
-                return Bid(TABLE1[j.user].budget, weights, "linear")
+        def bid(j: Job, ratio: float = ratio) -> Bid:
+            weights = (ratio, 1.0) if j.user == 2 else TABLE1[j.user].true_weights
+            return Bid(TABLE1[j.user].budget, weights, "linear")
 
-            for o in simulate(table1_jobs(TABLE1, seed=seed, tasks=tasks), bid, seed=seed, staged=staged, capacity=capacity,
-                              whole_job_bids=whole_job_bids):
-                if o.job.user == 2:
-                    served.append(o.served_shares)
-                    life.append(o.average_shares)
-                    utilities.append(1.0 / o.response_s)
+        for o in simulate(table1_jobs(TABLE1, seed=seed, tasks=tasks), bid, seed=seed, staged=staged, capacity=capacity,
+                          whole_job_bids=whole_job_bids):
+            if o.job.user == 2:
+                served.append(o.served_shares)
+                life.append(o.average_shares)
+                utilities.append(1.0 / o.response_s)
     return _pairs(served), _pairs(life), np.array(utilities, dtype=np.float64)
 
 
@@ -64,9 +72,10 @@ def _pairs(rows: list[tuple[float, float]]) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
-def _pct(values: np.ndarray, q: float) -> float | None:
-    """The q-th percentile of the finite values (a zero reduce weight makes a ratio inf)."""
-    return finite(float(np.nanpercentile(np.where(np.isinf(values), np.nan, values), q)), 2)
+def _median_ratio(w: np.ndarray) -> float:
+    r = _ratio(w)
+    finite_r = r[np.isfinite(r)]
+    return float(np.median(finite_r)) if finite_r.size else math.nan
 
 
 def _fits(shares: np.ndarray, utilities: np.ndarray, ks: list[int], draws: int, seed: int) -> dict[int, np.ndarray]:
@@ -74,7 +83,7 @@ def _fits(shares: np.ndarray, utilities: np.ndarray, ks: list[int], draws: int, 
     rng = np.random.default_rng(seed)
     return {k: np.array([fit_weights(shares[idx], utilities[idx])[0]
                          for idx in (rng.choice(len(utilities), size=k, replace=False) for _ in range(draws))])
-            for k in ks}
+            for k in ks if k <= len(utilities)}
 
 
 def _ratio(w: np.ndarray) -> np.ndarray:
@@ -83,84 +92,122 @@ def _ratio(w: np.ndarray) -> np.ndarray:
     return out
 
 
+def _normalised_var(w: np.ndarray) -> float:
+    return float(np.var(w[:, 0] / np.maximum(w.sum(axis=1), 1e-300)))
+
+
+SETUPS = {
+    "default set-up, Def. 1 regressors": ("default", "def1"),
+    "default set-up, average share while served": ("default", "served"),
+    "matched set-up, Def. 1 regressors": ("matched", "def1"),
+    "matched set-up, average share while served (kept because it matches the figure)": ("matched", "served"),
+}
+
+
+def _per_seed(params: Params, progress: Progress, only: str | None = None) -> dict[str, dict[str, list[float]]]:
+    """Per set-up label: per seed the median fitted ratio from k_scatter jobs, the share of fits in [5, 9], and the
+    normalised map weight's variance at the smallest and the largest k. ``only``: "default" or "matched" set-up alone."""
+    seeds, ratios = [int(s) for s in params["seeds"]], [float(r) for r in params["ratios"]]
+    ks, draws, k0 = [int(k) for k in params["ks"]], int(params["draws"]), int(params["k_scatter"])
+    kinds = {"default": (CAPACITY, (MAP_TASKS, REDUCE_TASKS), WHOLE_JOB_BIDS),
+             "matched": (MATCHED_CAPACITY, MATCHED_TASKS, MATCHED_WHOLE_JOB_BIDS)}
+    out: dict[str, dict[str, list[float]]] = {label: {"median": [], "inside": [], "var_lo": [], "var_hi": []} for label in SETUPS}
+    for i, seed in enumerate(seeds):
+        for kind, (capacity, tasks, whole) in kinds.items():
+            if only is not None and kind != only:
+                continue
+            progress(0.95 * (2 * i + (kind == "matched")) / (2 * len(seeds)), f"seed {seed}, {kind} set-up")
+            served, life, utilities = _user3_jobs(ratios, seed, bool(params.get("staged", STAGED)), capacity, tasks, whole)
+            for label, (k_, reg) in SETUPS.items():
+                if k_ != kind:
+                    continue
+                fits = _fits(life if reg == "def1" else served, utilities, ks, draws, seed)
+                r = _ratio(fits[k0])
+                row = out[label]
+                row["median"].append(_median_ratio(fits[k0]))
+                row["inside"].append(100 * float(np.mean((r >= 5.0) & (r <= 9.0))))
+                row["var_lo"].append(_normalised_var(fits[min(fits)]))
+                row["var_hi"].append(_normalised_var(fits[max(fits)]))
+    return out
+
+
 def run_fig11(params: Params, progress: Progress) -> Result:
-    capacity = tuple(int(c) for c in params.get("capacity", FIG11_CAPACITY))
-    tasks = tuple(int(t) for t in params.get("tasks", FIG11_TASKS))
-    whole = bool(params.get("whole_job_bids", FIG11_WHOLE_JOB_BIDS))
-    served, life, utilities = _user3_jobs([float(r) for r in params["ratios"]], [int(s) for s in params["seeds"]], progress,
-                                          bool(params.get("staged", STAGED)), capacity, tasks, whole)  # type: ignore[arg-type]
-    setup = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {tasks[0]} map + {tasks[1]} reduce tasks per job, "
-             f"{capacity[0]} map + {capacity[1]} reduce slots, one queue, "
-             + ("jobs bid on both types until they depart" if whole else "jobs bid only on types with tasks left"))
-    ks = [int(k) for k in params["ks"] if int(k) <= len(utilities)]
-    draws = int(params["draws"])
-    true_ratio = TABLE1[2].map_s / TABLE1[2].reduce_s
-    fits = _fits(served, utilities, ks, draws, int(params["seed"]))
-    life_fits = _fits(life, utilities, ks, draws, int(params["seed"]))
+    data = _per_seed(params, progress)
     progress(1.0, "done")
-    k0 = int(params["k_scatter"]) if int(params["k_scatter"]) in fits else ks[0]
-    w = fits[k0] * 1000.0  # per 1000 s
-    ratios = {k: _ratio(fits[k]) for k in ks}
-    norm = {k: fits[k][:, 0] / np.maximum(fits[k].sum(axis=1), 1e-300) for k in ks}
-    inside = float(np.mean((ratios[k0] >= 5.0) & (ratios[k0] <= 9.0)))
-    life_ratio = _ratio(life_fits[k0])
-    life_inside = float(np.mean((life_ratio >= 5.0) & (life_ratio <= 9.0)))
-    top = float(np.nanmax(w)) if w.size else 1.0
-    scatter: list[dict[str, object]] = [
-        {"type": "scatter", "mode": "markers", "name": f"fits from {k0} jobs", "x": [finite(v) for v in w[:, 1]],
-         "y": [finite(v) for v in w[:, 0]], "marker": {"symbol": "x"}},
-        {"type": "scatter", "mode": "lines", "name": f"true ratio {true_ratio:g}:1", "x": [0, top / true_ratio], "y": [0, top],
-         "line": {"dash": "dot"}},
+    true_ratio = TABLE1[2].map_s / TABLE1[2].reduce_s
+    k0, ks = int(params["k_scatter"]), [int(k) for k in params["ks"]]
+    rows = []
+    for label, d in data.items():
+        medians = [m for m in d["median"] if math.isfinite(m)]
+        rows.append([label, mean_ci(medians).text(2) if medians else None, mean_ci(d["inside"]).text(0, " %"),
+                     paired(d["var_lo"], d["var_hi"]).text(5)])
+    default = data["default set-up, Def. 1 regressors"]
+    kept = data["matched set-up, average share while served (kept because it matches the figure)"]
+    med = mean_ci([m for m in default["median"] if math.isfinite(m)])
+    plunge = paired(default["var_lo"], default["var_hi"])
+    inside_band = med.high >= 5.0 * 0.9 and med.low <= 9.0 * 1.1
+    heads = [
+        headline(paper="000", section="Sec. 7.1.4, Fig. 11a", quote="The ratios of the weight on map/reduce weight ratio usually "
+                 "falls in the range from 5 to 9 (the true value being 6)", paper_value="5-9 (from 5 jobs)",
+                 ours=f"median per seed {med.text(2)} from {k0} jobs, Def. 1 regressors",
+                 verdict="reproduced" if inside_band else ("shape only" if med.low > 1.0 else "differs"),
+                 cause="" if inside_band else
+                 (f"on the default set-up Def. 1's average share and the share while served coincide (jobs bid on both types "
+                  f"until they depart). {kept_text(kept)} Def. 1 on that set-up gives "
+                  f"{mean_ci([m for m in data['matched set-up, Def. 1 regressors']['median'] if math.isfinite(m)]).text(2)}: "
+                  "there a job's share of a type drops to 0 when its work there ends, so both life averages approach "
+                  "1 / response time and the fit cannot tell map from reduce")),
+        headline(paper="000", section="Sec. 7.1.4, Fig. 11b", quote="the variance plunges as the number of jobs increases",
+                 paper_value="variance falls with k", ours=f"variance at k = {min(ks)} minus at k = {max(ks)}: {plunge.text(5)}",
+                 verdict="reproduced" if holds(plunge, "+") else "differs", cause=""),
     ]
-    spread = [finite(float(np.std(norm[k])), 4) for k in ks]
-    rows = [[k, _pct(ratios[k], 50), _pct(ratios[k], 25), _pct(ratios[k], 75), finite(float(np.std(norm[k])), 4),
-             finite(float(np.var(norm[k])), 5)] for k in ks]
-    median = float(np.nanmedian(np.where(np.isinf(ratios[k0]), np.nan, ratios[k0])))
     return {
-        "figures": [
-            figure(f"Fig. 11a: fitted utility weights from {k0} jobs of user 3 ({draws} fits)", scatter,
-                   x_title="reduce weight (1 / 1000 simulated s per unit share)",
-                   y_title="map weight (1 / 1000 simulated s per unit share)", hovermode="closest"),
-            figure("Fig. 11b: spread of the fit against the number of jobs",
-                   [{"type": "scatter", "mode": "lines+markers", "name": "std of map / (map + reduce) weight", "x": ks, "y": spread}],
-                   x_title="jobs per fit (k)", y_title="standard deviation of the normalised map weight"),
-        ],
+        "figures": [figure("Fig. 11a: median fitted map:reduce ratio per seed, by set-up and regressors",
+                           [{"type": "box", "name": label, "y": [finite(v, 3) for v in d["median"]]} for label, d in data.items()],
+                           x_title="set-up", y_title=f"median fitted ratio from {k0} jobs (true {true_ratio:g})")],
         "tables": [
-            table("Fitted map:reduce ratio per k (regressors: average share while served)",
-                  ["k", "median ratio", "25th pct", "75th pct", "std normalised", "variance"],
-                  rows, note=f"{len(utilities)} jobs of user 3 from {len(params['ratios'])} reported ratios x "
-                             f"{len(params['seeds'])} seeds; {setup}"),
-            table("Beside the paper (Sec. 7.1.4)", ["quantity", "paper", "ours"], [
-                ["true map:reduce ratio", "6", f"{true_ratio:g}"],
-                [f"fitted ratios from {k0} jobs", "usually 5 to 9", f"median {median:.2f}, {100 * inside:.0f} % in [5, 9]"],
-                ["same, regressing on life-average shares (Def. 1 with 0 after a phase ends)", "-",
-                 f"median {float(np.nanmedian(np.where(np.isinf(life_ratio), np.nan, life_ratio))):.2f}, "
-                 f"{100 * life_inside:.0f} % in [5, 9]"],
-                ["variance as k grows", "plunges", " -> ".join(f"{r[5]}" for r in rows)],
+            headline_table(heads),
+            setup_table([
+                ("workload", from_paper("user 3's jobs while it reports various utility functions; utility = 1 / response time; "
+                                        "NNLS on the average job resource (Eq. 2, Def. 1)")),
+                ("cluster", silent(f"the other Abacus figures' set-up: {CAPACITY[0]} + {CAPACITY[1]} slots, {MAP_TASKS} + "
+                                   f"{REDUCE_TASKS} tasks, bids on both types until departure", "the paper names no other cluster "
+                                   "for Fig. 11", "the matched set-up beside it")),
+                ("matched set-up", kept_label(kept, med)),
+                ("statistics", f"{len(params['seeds'])} seeds; per seed the median of {params['draws']} fits from {k0} jobs"),
             ]),
+            table("Fitted ratio by set-up and regressors (mean over seeds, 95 % CI)",
+                  ["set-up", f"median ratio from {k0} jobs", "fits in [5, 9]", "variance at smallest k minus largest (paired)"], rows),
         ],
-        "summary": (f"From {k0} jobs the fitted map:reduce ratio has median {median:.2f} ({100 * inside:.0f} % of fits in "
-                    f"[5, 9]; true {true_ratio:g}); its spread falls from {spread[0]} to {spread[-1]} as k grows "
-                    f"from {ks[0]} to {ks[-1]}."),
+        "headlines": heads,
+        "summary": (f"With Def. 1's regressors on the default set-up the fitted map:reduce ratio from {k0} jobs has a median of "
+                    f"{med.text(2)} per seed (true {true_ratio:g}; paper: usually 5-9). {kept_text(kept)}"),
     }
+
+
+def kept_text(kept: dict[str, list[float]]) -> str:
+    est = mean_ci([m for m in kept["median"] if math.isfinite(m)])
+    return f"The set-up kept because it matches the figure (30 + 10 slots, average share while served) gives {est.text(2)}."
+
+
+def kept_label(kept: dict[str, list[float]], default: Estimate) -> str:
+    est = mean_ci([m for m in kept["median"] if math.isfinite(m)])
+    return matched_note(f"30 + 10 slots, 10 + 4 tasks, bids only on types with work left, regressors the average share while "
+                        f"served (median ratio {est.text(2)})", f"median ratio {default.text(2)} (Def. 1)")
 
 
 register(Experiment(
     name="abacus_fig11", title="Abacus Fig. 11: utility learning from user 3's jobs", source="paper 000, Sec. 7.1.4, Fig. 11",
     run=run_fig11,
-    defaults={"ratios": [0.25, 1, 4, 6, 16], "seeds": [0, 1], "ks": [3, 5, 10, 20, 40], "draws": 20, "k_scatter": 5, "seed": 0,
-              "staged": False, "capacity": list(FIG11_CAPACITY), "tasks": list(FIG11_TASKS), "whole_job_bids": FIG11_WHOLE_JOB_BIDS},
-    description=("Measured utility = 1 / response time; regressors = each job's average share of map and of reduce slots "
-                 "over the time it was served on that type (the engine's share of a type drops to 0 once the job has no "
-                 "work left there, which would make the life averages of map and reduce both ~1 / response time and the "
-                 "fit degenerate; the life-average fit is reported beside). Non-negative least squares (Eq. 2) on k random "
-                 "jobs, repeated. Cluster: 30 + 10 slots, 10 + 4 tasks per job, bids only on types with tasks left (the "
-                 "other Abacus figures use 20 + 20, 10 + 10 and whole-job bids; see FIG11_CAPACITY)."),
+    defaults={"ratios": [0.25, 1, 4, 6, 16], "seeds": list(range(10)), "ks": [3, 5, 10, 20, 40], "draws": 20, "k_scatter": 5,
+              "staged": False},
+    description=("Measured utility = 1 / response time; regressors = Def. 1's average job resource (each job's average allocation "
+                 "probability from its start to its completion); non-negative least squares (Eq. 2) on k random jobs of user 3, "
+                 "repeated, per seed. Run on the other Abacus figures' set-up, with the set-up an earlier stop kept because it "
+                 "matched the figure beside it, and both regressors on each."),
     help={"ratios": "map:reduce ratios user 3 reports while its jobs are recorded", "seeds": "workload seeds",
-          "ks": "jobs per fit", "draws": "fits per k", "k_scatter": "k shown in the scatter", "seed": "seed of the draws",
-          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)",
-          "capacity": "map, reduce slots", "tasks": "map, reduce tasks per job",
-          "whole_job_bids": "true: jobs bid on both types until they depart (the Fig. 9b set-up)"},
+          "ks": "jobs per fit", "draws": "fits per k and seed", "k_scatter": "k of the headline ratio",
+          "staged": "true: reduces only after all the job's maps (default: independent types, as the paper)"},
 ))
 
 

