@@ -84,7 +84,13 @@ def clearing_params(config: MarketConfig, capacity: Iterable[int]) -> dict[str, 
     """The parameters a clearing used, as stored with its Plan (``AllocationSnapshot.params``)
     and shown as the dashboard's "last clearing": the three stage names, the auction's knobs,
     the fair-share knobs (null for an infinite T_wait or history length: JSON has no inf)
-    and the slots of each resource type."""
+    and the slots of each resource type. The same dict for the same settings (kept: every
+    clearing of a tick stores one; callers must not mutate it)."""
+    return _params(config, tuple(int(c) for c in capacity))
+
+
+@lru_cache(maxsize=64)
+def _params(config: MarketConfig, capacity: tuple[int, ...]) -> dict[str, Any]:
     def finite(x: float) -> float | None:
         return float(x) if math.isfinite(x) else None
 
@@ -92,7 +98,7 @@ def clearing_params(config: MarketConfig, capacity: Iterable[int]) -> dict[str, 
         "mechanism": config.mechanism, "alpha": config.alpha, "auction_tolerance": config.tol,
         "auction_max_rounds": config.max_rounds, "fairshare_policy": config.fairshare, "t_wait": finite(config.t_wait),
         "fairshare_history": config.history, "fairshare_history_length": finite(config.history_length),
-        "dispatch_mode": config.dispatch, "capacity": [int(c) for c in capacity],
+        "dispatch_mode": config.dispatch, "capacity": list(capacity),
     }
 
 
