@@ -85,12 +85,12 @@ def run(names: list[str]) -> tuple[list[Figure], list[tuple[str, str, float]]]:
 
 def table(figures: list[Figure], problems: list[tuple[str, str, float]]) -> str:
     """The table ``make bench`` ends with (module docstring)."""
-    head = f"{'figure':<62} {'goal':>16} {'measured':>16} {'ratio':>7} {'load':>5}"
+    head = f"{'figure':<70} {'goal':>16} {'measured':>16} {'ratio':>7} {'load':>5}"
     lines = [head, "-" * len(head)]
     for f in figures:
         goal = "-" if f.goal is None else f"{'>=' if f.better == 'higher' else '<='} {_num(f.goal)} {f.unit}"
         ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
-        lines.append(f"{f.figure[:62]:<62} {goal:>16} {_num(f.measured) + ' ' + f.unit:>16} {ratio:>7} {f.load:>5.2f}")
+        lines.append(f"{f.figure[:70]:<70} {goal:>16} {_num(f.measured) + ' ' + f.unit:>16} {ratio:>7} {f.load:>5.2f}")
     for name, problem, load in problems:
         lines.append(f"{name + ': ' + problem:<{len(head) - 6}} {load:>5.2f}")
     met = [f for f in figures if f.ratio is not None]
