@@ -78,7 +78,7 @@ def test_reserved_units_stay_withheld_while_the_reserved_job_cannot_use_them() -
 
 
 def test_unknown_stage_names_are_refused_before_anything_runs() -> None:
-    for bad in ({"mechanism": "vcg"}, {"fairshare": "drf"}, {"dispatch": "random"}):
+    for bad in ({"mechanism": "vcg"}, {"fairshare": "drf-prime"}, {"dispatch": "random"}):
         with pytest.raises(UnknownName):
             MarketConfig(**bad)  # type: ignore[arg-type]
 
