@@ -45,7 +45,12 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
     (max - min) / max of x_ij / b_ij over b_ij > NEGLIGIBLE * b_i, and
     min(1, x_ij / b_ij / lambda_i - 1) over the other demanded entries, skipping
     those where the best response b_i x_ij / sum_l x_il is also below
-    NEGLIGIBLE * b_i. 0 at an exact KKT point, and for zero-budget or idle jobs.
+    NEGLIGIBLE * b_i and x_ij / b_ij <= lambda_i (a corner: a linear bid ~0+ at
+    alpha = 1 has a best response ~0+ whatever its du/db). 0 at an exact KKT
+    point, for zero-budget or idle jobs, and for a linear job that no split
+    can gain NEGLIGIBLE of its utility (sum_j w_ij (1 - s_ij) <= NEGLIGIBLE u_i:
+    it holds all but that of every resource it values, so any split is a best
+    response; ``scheduler.abacus.steps._flat_rows``).
 
     1 - s_ij is summed from the rivals' shares in the job's group (``groups``,
     as given to :func:`auction`; None: one group) where s_ij > 1/2: computed as
@@ -59,7 +64,8 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
         raise ValueError(f"weights has shape {w.shape}, sub-budgets {b.shape}")
     dem = demand_mask(demand, (w.shape[0], w.shape[1]))
     s = result.shares
-    x = np.where(dem, marginal(s, _rivals_share(s, groups), w, log_mask(utility, w.shape[0])), 0.0)
+    rest = np.where(dem, _rivals_share(s, groups), 0.0)
+    x = np.where(dem, marginal(s, rest, w, log_mask(utility, w.shape[0])), 0.0)
     budget = b.sum(axis=1, keepdims=True)
     interior = dem & (b > NEGLIGIBLE * budget)
     with np.errstate(over="ignore"):  # x / b may be huge next to b ~ 0; inf is fine
@@ -69,12 +75,17 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
         safe_lam = np.where(lam > 0, lam, 1.0)
         spread = np.where(lam > 0, (lam - np.minimum(low, lam)) / safe_lam, 0.0)[:, 0]
         excess = np.where((b > 0) & (lam > 0), ratio / safe_lam - 1.0, 1.0)
-    # below the money resolution NEGLIGIBLE * b_i on both sides: not a violation
+    # below the money resolution NEGLIGIBLE * b_i on both sides: not a violation, unless
+    # du/db there beats lambda_i (Algorithm 2 maps a linear bid ~0+ at alpha = 1 to ~0+)
     best = budget * x / np.maximum(x.sum(axis=1, keepdims=True), _TINY)
-    bound = dem & ~interior & (best > NEGLIGIBLE * budget)
+    bound = dem & ~interior & ((best > NEGLIGIBLE * budget) | ((b > 0) & (ratio > lam)))
     violation = np.max(np.where(bound, np.clip(excess, 0.0, 1.0), 0.0), axis=1, initial=0.0)
     residual: FloatArray = np.maximum(spread, violation)
-    return residual
+    # a linear job that no split can gain NEGLIGIBLE of its utility is at a best response
+    linear = ~log_mask(utility, w.shape[0])
+    flat = linear & (np.sum(w * rest, axis=1) <= NEGLIGIBLE * np.sum(w * s, axis=1))
+    out: FloatArray = np.where(flat, 0.0, residual)
+    return out
 
 
 def _rivals_share(shares: FloatArray, groups: ArrayLike | None) -> FloatArray:

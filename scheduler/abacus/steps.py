@@ -5,7 +5,7 @@ best response. The plain step of Algorithm 2 is exact at alpha = 0 but far too s
 for linear utilities near alpha = 1; here it is a Newton step in log b on the job's
 KKT condition (:func:`_newton_log_step`), damped per job when it swings
 (:func:`_adapt_damping`, :func:`_damped_move`), with Algorithm 1's convergence test
-(:func:`_largest_change`).
+(:func:`_change_by_entry`, :func:`_flat_rows`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from scheduler.abacus.state import _Market
 
 FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
 
 # A sub-budget below this fraction of its job's budget is "zero" for the
 # convergence test and a bound (corner) entry for kkt_residual.
@@ -39,19 +40,44 @@ def _row_sum(values: FloatArray) -> FloatArray:
     return out
 
 
-def _largest_change(step: FloatArray, sub_budgets: FloatArray, budgets: FloatArray) -> float:
-    """max over i, j of |step_ij| / max(b_ij, NEGLIGIBLE * b_i) (Algorithm 1's test).
+def _change_by_entry(step: FloatArray, sub_budgets: FloatArray,
+                     budgets: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """((n, m) |step_ij| / max(b_ij, NEGLIGIBLE * b_i), (n, m) negligible): Algorithm 1's test.
 
     An entry where both b_ij and b_ij + step_ij are below NEGLIGIBLE * b_i (the
-    money resolution) has not moved: a corner entry falling geometrically
-    toward 0 is settled once it is negligible, as in :func:`kkt_residual`.
+    money resolution) has not moved (change 0, ``negligible``): a corner entry
+    falling geometrically toward 0 is settled once it is negligible, as in
+    :func:`kkt_residual`, provided it is a corner (``scheduler.abacus.auction._converged``).
     """
-    if step.size == 0:
-        return 0.0
     floor = np.maximum(NEGLIGIBLE * budgets, _TINY)[:, None]
     scale = np.maximum(sub_budgets, floor)
-    settled = (sub_budgets < floor) & (sub_budgets + step < floor)
-    return float(np.max(np.where(settled, 0.0, np.abs(step) / scale)))
+    negligible = (sub_budgets < floor) & (sub_budgets + step < floor)
+    change: FloatArray = np.where(negligible, 0.0, np.abs(step) / scale)
+    return change, negligible
+
+
+def _flat_rows(shares: FloatArray, rest: FloatArray, mk: _Market) -> BoolArray:
+    """(n,) linear jobs that no split of their budget can gain NEGLIGIBLE of their utility.
+
+    For u_i = sum_j w_ij s_ij (paper 000, Sec. 3) and any split, u_i <= sum_j w_ij,
+    so the gain of job i's best response is at most sum_j w_ij (1 - s_ij). A job
+    holding all but that resolution of every resource it values (its rivals all
+    at corners, bidding ~0+) is indifferent between its splits; Algorithm 2's
+    best response is then set by the ratios of its rivals' ~0+ bids (rounding
+    noise, ~1e-308) and need not settle. Log utilities are excluded: their
+    utility has no such bound relative to itself (u_i -> 0 as s_ij -> 1). So is
+    a gain of exactly 0 (a job without a contested resource keeps the equal
+    split: auction's module doc).
+    """
+    linear = ~mk.is_log
+    # a flat job has 1 - s_ij <= m NEGLIGIBLE where its weight is largest
+    # (w_ij (1 - s_ij) <= gain <= NEGLIGIBLE m w_ij): skip the sums where no entry has
+    if not linear.any() or rest.size == 0 or float(rest.min()) > rest.shape[1] * NEGLIGIBLE:
+        return np.zeros_like(linear)
+    gain = _row_sum(mk.weights * rest)[:, 0]
+    utility = _row_sum(mk.weights * shares)[:, 0]
+    flat: BoolArray = linear & (gain > 0) & (gain <= NEGLIGIBLE * utility)
+    return flat
 
 
 def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: FloatArray, rest: FloatArray,
