@@ -290,6 +290,11 @@ USE_TZ = True
 # The currency shown with every amount (marketplace.ledger.money: money kept and shown to 4 places).
 MARKET_CURRENCY = os.environ.get("MARKET_CURRENCY", "credits")
 MARKET_SAMPLE_INTERVAL_S = env.float("MARKET_SAMPLE_INTERVAL_S", default=60.0)  # simulated seconds between fairness samples
+# One economy (docs/economy.md): the price level before the spot market has sold anything (money per
+# slot-second: sizes the demo's deposits and the replay's budgets), and how far back (simulated seconds)
+# the realised rate that anchors reservation and deadline prices looks.
+MARKET_REFERENCE_RATE = env.float("MARKET_REFERENCE_RATE", default=1.0)
+MARKET_RATE_WINDOW_S = env.float("MARKET_RATE_WINDOW_S", default=86400.0)
 # Experiment runs (simulator.experiments): in a background thread of the web
 # process when Celery is eager (no broker), else as Celery tasks; a running run
 # whose heartbeat is older than EXPERIMENT_STALE_S is marked failed.

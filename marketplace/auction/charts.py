@@ -36,7 +36,7 @@ def utility_fit_figure(points: Sequence[tuple[Sequence[float], float]], weights:
             {"type": "scatter", "mode": "lines", "name": "fit = measured", "x": [0, top], "y": [0, top],
              "line": {"dash": "dot", "color": "#9ca3af"}, "hoverinfo": "skip"},
         ]
-    layout = base_layout(title, "Fitted utility (1 / simulated s)", "Measured (1 / response, 1/s)",
+    layout = base_layout(title, "Fitted utility (1 / s, market clock)", "Measured: 1 / response time (1 / s, market clock)",
                      hovermode="closest", height=300)
     return make_figure(traces, layout)
 

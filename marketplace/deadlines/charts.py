@@ -37,6 +37,6 @@ def deadline_payment_figure(
         })
     planned = "" if alpha_err == 1 else f", planned with D' = {alpha_err:g} D"
     return make_figure(traces, base_layout(
-        f"Cost of urgency: payment against deadline{planned}", f"Deadline D from now, simulated time ({unit[0]})", money_title("Payment"),
+        f"Cost of urgency: payment against deadline{planned}", f"Deadline D from now, market clock ({unit[0]})", money_title("Payment"),
         yaxis={"rangemode": "tozero"}, hovermode="closest",
     ))

@@ -37,6 +37,6 @@ def pool_figures(series: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[Fig
                      "y": [r["busy"] / r["size"] if r["size"] else None for r in rows]})
     empty = not any(series.values())
     return (
-        {"data": sizes, "layout": base_layout("Pool size and VMs busy per VM type", f"simulated time ({unit})", "VMs", empty)},
-        {"data": util, "layout": base_layout("Pool utilisation per VM type", f"simulated time ({unit})", "busy VMs / pool size", empty)},
+        {"data": sizes, "layout": base_layout("Pool size and VMs busy per VM type", f"Market clock ({unit})", "VMs", empty)},
+        {"data": util, "layout": base_layout("Pool utilisation per VM type", f"Market clock ({unit})", "busy VMs / pool size", empty)},
     )

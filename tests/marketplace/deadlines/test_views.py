@@ -75,7 +75,7 @@ def test_a_moved_price_is_refused_and_the_new_quote_shown(alice_client, market):
 def test_figure_is_valid_plotly_with_units():
     fig = validated(deadline_payment_figure([(100.0, 5.0, 4.0), (200.0, 4.0, 4.0)], quoted=(150.0, 4.5), alpha_err=0.7))
     assert [t["name"] for t in fig["data"]] == ["Whole slots (booked)", "Divisible optimum (paper 003, Alg. 1)", "Your quote"]
-    assert "simulated time (min)" in fig["layout"]["xaxis"]["title"]["text"]
+    assert "market clock (min)" in fig["layout"]["xaxis"]["title"]["text"]
     assert fig["layout"]["yaxis"]["title"]["text"] == f"Payment ({currency()})"
     empty = validated(deadline_payment_figure([]))
     assert empty["data"] == () or list(empty["data"]) == []

@@ -42,6 +42,10 @@ def test_the_parts_register_what_the_core_used_to_call_by_name() -> None:
     assert set(hooks.HOOKS.tick_work) == {"pools"}
     assert set(hooks.HOOKS.sweep_work) == {"lab"}
     assert set(hooks.HOOKS.promise_sources) == {"reservations", "deadlines"}
+    # issue 22: the jobs sold at a fixed price, the one price curve (ERA's) and the prices offered
+    assert set(hooks.HOOKS.fixed_prices) == {"reservations", "deadlines"}
+    assert set(hooks.HOOKS.price_curves) == {"reservations"}
+    assert set(hooks.HOOKS.price_points) == {"reservations", "deadlines"}
 
 
 def test_registering_a_part_again_replaces_its_hooks(test_part: str) -> None:

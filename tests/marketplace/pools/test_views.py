@@ -93,7 +93,7 @@ def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_po
     vm1 = {round(r["t"], 2): (r["size"], r["busy"]) for r in series["VM-1"]}
     assert vm1[0.0] == (40, 30) and vm1[131.57] == (40, 10) and vm1[250.0] == (40, 0)
     sizes, util = charts_pools.pool_figures(series)
-    assert sizes["layout"]["xaxis"]["title"]["text"].startswith("simulated time")
+    assert sizes["layout"]["xaxis"]["title"]["text"].startswith("Market clock")
     assert util["data"][0]["y"][0] == pytest.approx(30 / 40)
 
 
