@@ -30,6 +30,7 @@ from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
 from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
+from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
@@ -59,6 +60,15 @@ class UtilityFitsView(APIView):
     @extend_schema(responses=None)
     def get(self, request: Request) -> Response:
         return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=request_tenant(request))])
+
+
+def _valid_bid(request: Request, tenant: Tenant) -> tuple[dict[str, Any], list[WorkItem]]:
+    """The request's bid, checked (every field error at once, as a 400), and its work per resource type."""
+    bid = BidSerializer(data=request.data)
+    if not bid.is_valid():
+        raise ValidationError(_bid_errors(request, tenant, bid))
+    d = bid.validated_data
+    return d, [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
 
 
 def _bid_errors(request: Request, tenant: Any, bid: BidSerializer) -> dict[str, Any]:
@@ -116,11 +126,7 @@ class BidPreviewView(APIView):
     @extend_schema(request=BidSerializer, responses=PreviewOut)
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
-        bid = BidSerializer(data=request.data)
-        if not bid.is_valid():
-            raise ValidationError(_bid_errors(request, tenant, bid))
-        d = bid.validated_data
-        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        d, work = _valid_bid(request, tenant)
         utility = d["utility"]
         try:
             if d.get("use_adopted_utility"):
@@ -194,11 +200,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @idempotent
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:  # kwargs: the router's .json suffix
         tenant = request_tenant(request)
-        bid = BidSerializer(data=request.data)
-        if not bid.is_valid():
-            raise ValidationError(_bid_errors(request, tenant, bid))
-        d = bid.validated_data
-        work = [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
+        d, work = _valid_bid(request, tenant)
         try:
             job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user,
                              min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),

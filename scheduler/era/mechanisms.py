@@ -305,7 +305,17 @@ def _inverse(predictor: Predictor, t: NDArray[np.int64], quantity: NDArray[np.in
     return np.array(flat, dtype=np.float64).reshape(shape)
 
 
-class Greedy(_Promises):
+class _FixedPrice(_Promises):
+    """A baseline that sells every unit-slot at one fixed ``unit_price`` (money per unit-slot, > 0)."""
+
+    def __init__(self, capacity: int, horizon: int, unit_price: float, *, promised: NDArray[np.int64] | None = None) -> None:
+        super().__init__(capacity, horizon, promised)
+        if not (np.isfinite(unit_price) and unit_price > 0):
+            raise ValueError("unit_price must be finite and > 0")
+        self.unit_price = float(unit_price)
+
+
+class Greedy(_FixedPrice):
     """Greedy / FirstFit (paper 001, Sec. 4): a fixed unit price, the earliest start with room.
 
     The price is ``unit_price * W * T`` whatever the demand; a request is
@@ -317,12 +327,6 @@ class Greedy(_Promises):
         unit_price: money per unit-slot, > 0 (the Azure experiment used 65 % of
             the on-demand price).
     """
-
-    def __init__(self, capacity: int, horizon: int, unit_price: float, *, promised: NDArray[np.int64] | None = None) -> None:
-        super().__init__(capacity, horizon, promised)
-        if not (np.isfinite(unit_price) and unit_price > 0):
-            raise ValueError("unit_price must be finite and > 0")
-        self.unit_price = float(unit_price)
 
     def prices(self, units: int, duration: int, arrival: int, deadline: int) -> FloatArray:
         """(D - T - A + 1,) the fixed price for starts with room, inf elsewhere."""
@@ -341,7 +345,7 @@ class Greedy(_Promises):
         return self._decide(self.quote(units, duration, arrival, deadline), value, units, duration)
 
 
-class OnDemand(_Promises):
+class OnDemand(_FixedPrice):
     """On-demand (paper 001, Sec. 4): start at the arrival if W units are free
     then, ignoring the duration; a fixed price.
 
@@ -353,12 +357,6 @@ class OnDemand(_Promises):
         capacity, horizon: as :class:`BasicEcon`.
         unit_price: money per unit-slot, > 0.
     """
-
-    def __init__(self, capacity: int, horizon: int, unit_price: float, *, promised: NDArray[np.int64] | None = None) -> None:
-        super().__init__(capacity, horizon, promised)
-        if not (np.isfinite(unit_price) and unit_price > 0):
-            raise ValueError("unit_price must be finite and > 0")
-        self.unit_price = float(unit_price)
 
     def prices(self, units: int, duration: int, arrival: int, deadline: int) -> FloatArray:
         """(D - T - A + 1,) the fixed price at the start A if W units are free at A; inf elsewhere."""

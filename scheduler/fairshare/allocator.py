@@ -46,34 +46,13 @@ from numpy.typing import NDArray
 
 from scheduler.fairshare.fairness import (
     QueueTree,
-    fair_share_units,
-    fairness_degree,
-    fairness_series,
-    sharing_benefit,
-    sharing_loss,
-    twait_for_tasks,
-    twait_guidance,
 )
-from scheduler.fairshare.fifo import FifoAllocator
-from scheduler.fairshare.limits import HISTORY_MODES, check_history, decayed_integral, limit_masks, room, static_quota
+from scheduler.fairshare.limits import check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fairshare.quantum import AppQuanta
 from scheduler.fairshare.running import RunningTasks, from_json_float, json_float
 from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, descend_small, mean_of
 
-__all__ = [
-    "HISTORY_MODES",
-    "POLICIES",
-    "FairShareAllocator",
-    "FifoAllocator",
-    "QueueTree",
-    "fair_share_units",
-    "fairness_degree",
-    "fairness_series",
-    "sharing_benefit",
-    "sharing_loss",
-    "twait_for_tasks",
-    "twait_guidance",
-]
+__all__ = ["POLICIES", "FairShareAllocator"]
 
 POLICIES: tuple[str, ...] = ("static", "mlrf", "ltrf", "hltrf")
 
