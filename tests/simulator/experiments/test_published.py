@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from simulator import experiments
+from simulator.experiments.published import setup
 from simulator.experiments.published.report import METRICS
 from simulator.experiments.published.setup import LABELS, cluster_for, make_cell, offered_work
 from simulator.experiments.published.study import cells, policies
@@ -81,6 +82,36 @@ def test_capacity_follows_the_offered_load_and_wide_jobs_compress_arrivals() -> 
     capacity, scale, squeezed = cluster_for(wide, 1.0)
     assert capacity == [4] and scale < 1.0
     assert offered_work(squeezed, 3600.0 * scale)[0] / (4 * 3600.0 * scale) == pytest.approx(0.9, rel=1e-3)
+
+
+def test_offered_work_starts_a_later_stage_when_the_one_before_ends() -> None:
+    # 2 maps of 100 s then 3 reduces of 50 s, submitted at 1000 s; in a 1150 s window the maps run
+    # 1000-1100 (200 unit-s) and the reduces 1100-1150 (3 x 50 unit-s), not 1000-1050
+    job = TraceJob(1, 1000.0, "u", "g", (2, 3), (100.0, 50.0))
+    assert offered_work([job], 1150.0) == pytest.approx([200.0, 150.0])
+    assert offered_work([job], 1120.0) == pytest.approx([200.0, 60.0])  # 20 s of each reduce fall inside
+    reduce_only = TraceJob(2, 0.0, "u", "g", (0, 4), (0.0, 10.0))  # no map stage: its reduces start at submit
+    assert offered_work([reduce_only], 5.0) == pytest.approx([0.0, 20.0])
+
+
+def test_calibration_keeps_the_offered_load_stable_and_fills_each_type_or_stops_at_its_floor(
+        shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(setup, "CALIBRATION_STEPS", 12)  # run it to its fixed point
+    for trace, seed in [("fb2009", 0), ("fb2009", 1), ("lcg", 0)]:
+        cell = make_cell(trace, seed, True)
+        offered = offered_work(cell.jobs, cell.window_s)
+        busy = setup.busy_fractions(cell, setup.REFERENCE)
+        first = cluster_for(setup.window(trace, seed, cell.hours)[1], cell.hours)[0]
+        shrunk = False
+        for j, (c, w, b) in enumerate(zip(cell.capacity, offered, busy, strict=True)):
+            assert c <= first[j]  # calibration only shrinks
+            shrunk |= c < first[j]
+            if cell.time_scale == 1.0:
+                stable = max(1, math.ceil(w / (setup.LOAD_MAX * cell.window_s)))
+                assert c >= stable, (trace, seed, j)  # never past an offered load of LOAD_MAX
+                # at the fixed point a type is busy enough, at its floor, or too small for the next step to shrink it
+                assert b >= setup.BUSY_MIN or c == stable or max(stable, math.ceil(c * b / setup.BUSY_TARGET)) == c, (trace, seed, j, b)
+        assert shrunk or min(busy) >= setup.BUSY_MIN or trace == "lcg"
 
 
 def test_parallel_workers_give_the_same_result_as_one(shared_traces: Path) -> None:
