@@ -13,6 +13,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from marketplace.lab.models import ExperimentRun
@@ -238,6 +240,23 @@ def test_the_sweeper_publishes_unpublished_parts_but_never_a_parent(staff, djang
     assert svc.experiment_requeue() == [p.pk for p in _parts(run)]
     assert sent == [(p.pk, "part") for p in _parts(run)] and svc.experiment_publish(run_ids=[run.pk]) == []
     assert svc.experiment_requeue() == []  # published now
+
+
+def test_pages_list_the_parent_and_show_its_parts(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    run = _start(staff, django_capture_on_commit_callbacks, values=[1, 2])
+    ops = Client()
+    ops.force_login(staff)
+    index = ops.get(reverse("lab"))
+    assert [r.pk for r in index.context["runs"]] == [run.pk]  # the parts do not clutter the list
+    assert index.context["cards"][[c["experiment"].name for c in index.context["cards"]].index("lab_sweep")]["latest"].pk == run.pk
+    page = ops.get(reverse("lab-run", args=[run.pk]))
+    assert page.status_code == 200 and b'id="run-parts"' in page.content and b"part=1" in page.content
+    status = ops.get(reverse("lab-run-status", args=[run.pk])).json()
+    assert [(p["part"], p["label"], p["status"], p["progress"], p["attempts"]) for p in status["parts"]] == [
+        (1, "part=0", "done", 1.0, 1), (2, "part=1", "done", 1.0, 1)]
+    assert all(p["wall_s"] is not None and p["wall_s"] >= 0 for p in status["parts"])
+    part = ops.get(reverse("lab-run", args=[_parts(run)[1].pk]))
+    assert part.status_code == 200 and b'id="run-part-of"' in part.content and b"Part 2 of 2" in part.content
 
 
 def test_is_parent_picks_the_runs_with_parts(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
