@@ -54,8 +54,8 @@ test-fast: setup
 
 # Every benchmark (bench/suite.py), then one table: figure, goal, measured, ratio (>= 1: met), load.
 # A benchmark that measured a no-op fails (exit status 3) and gets a row saying so. The PostgreSQL
-# benchmarks drop and re-create BENCH_PG_URL's database (default .../bench_clearing); the lab sweep
-# needs DATABASE_URL (PostgreSQL) and REDIS_URL and is skipped without them.
+# benchmarks drop and re-create BENCH_PG_URL's database (default .../bench_clearing); the lab sweeps
+# (sim-sweep, lab-sweep) need DATABASE_URL (PostgreSQL) and REDIS_URL and are skipped without them.
 bench: setup
 	$(BIN)/python bench/suite.py $(BENCH_ARGS)
 

@@ -6,8 +6,8 @@ Each benchmark runs as its own process with ``BENCH_FIGURES`` naming a file its
 ``bench.figures.HOLLOW_EXIT`` and its message; it and any other failure get a row of their
 own, and the suite exits with status 1 (after running the rest). Benchmarks that need
 PostgreSQL use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
-re-create); the simulation-lab sweep needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``
-and is skipped, saying so, without them.
+re-create); the simulation-lab sweep and the split lab run (``lab-sweep``) need ``DATABASE_URL``
+(PostgreSQL) and ``REDIS_URL`` and are skipped, saying so, without them.
 
 The machine is shared: next to each figure the table gives the 1-minute load average when it
 was recorded; the benchmarks also report CPU-time figures, which move less with the load.
@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "clearing-sqlite": (["bench/bench_clearing.py", "--jobs", "10", "100", "1000"], ""),
     "deadline": (["bench/bench_deadline.py"], ""),
     "sim-sweep": (["bench/bench_sim_sweep.py", "--workers", "1", "2"], "lab"),
+    "lab-sweep": (["bench/bench_lab_sweep.py", "--workers", "1", "2"], "lab"),
     "era": (["-m", "bench.bench_era"], ""),
     "fairshare-policies": (["bench/bench_fairshare_policies.py"], ""),
     "cura": (["bench/bench_cura.py", "--repeat", "1"], ""),

@@ -335,6 +335,7 @@ SIMULATION_MAX_ATTEMPTS = env.int("SIMULATION_MAX_ATTEMPTS", default=3)
 EXPERIMENT_RETRY_BACKOFF_S = env.float("EXPERIMENT_RETRY_BACKOFF_S", default=30.0)
 EXPERIMENT_RETRY_MAX_BACKOFF_S = env.float("EXPERIMENT_RETRY_MAX_BACKOFF_S", default=600.0)
 CELERY_TASK_ROUTES = {"marketplace.tasks.simulation_run_task": {"queue": "simulation"},
+                      "marketplace.tasks.experiment_part_task": {"queue": "simulation"},
                       "marketplace.tasks.simulation_check_task": {"queue": "simulation"}}
 
 # Expected refusals (403 PermissionDenied, DRF 401/403, 404) are one line each, without a

@@ -24,6 +24,13 @@ class ExperimentRun(models.Model):
     the broker, None while it has to be (re)published, which the sweeper
     (``experiment_requeue``) does for runs whose publication failed or whose
     retry is due.
+
+    Parts (``services.experiments``, experiments that declare ``shards``): a run
+    split for the workers is a *parent* with one child run per part (``parent``,
+    ``part_index`` 0..n-1, ``label`` its own parameters); each child is a task of
+    its own, and the parent, never run by a worker, is combined from its children's
+    results when the last one is done. ``worker`` is the Celery worker (host name)
+    of a run's last attempt.
     """
 
     class Status(models.TextChoices):
@@ -55,11 +62,18 @@ class ExperimentRun(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=1, help_text="Attempts allowed before the run is failed for good.")
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="When its task last reached the broker (None: to publish).")
     retry_at = models.DateTimeField(null=True, blank=True, help_text="A failed attempt's retry is not published before this.")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="parts",
+        help_text="The split run this run is one part of (None: a run of its own, or a parent).",
+    )
+    part_index = models.PositiveIntegerField(null=True, blank=True, help_text="Position among its parent's parts (0-based).")
+    worker = models.CharField(max_length=120, blank=True, default="", help_text="The worker (Celery host name) of its last attempt.")
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(condition=models.Q(progress__gte=0.0, progress__lte=1.0), name="experiment_progress_0_1"),
+            models.UniqueConstraint(fields=["parent", "part_index"], name="experiment_part_once"),
         ]
 
     def __str__(self) -> str:

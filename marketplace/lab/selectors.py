@@ -12,8 +12,9 @@ from marketplace.market import roles
 
 def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = None) -> list[ExperimentRun]:
     """The newest runs (of experiment ``name`` when given), newest first, without their results;
-    with ``user``, only those ``user`` may read (:func:`runs_visible_to`)."""
-    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
+    with ``user``, only those ``user`` may read (:func:`runs_visible_to`). The parts of a split
+    run are left out (its page lists them: :func:`experiment_parts`)."""
+    runs = (ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)).filter(parent__isnull=True)
     runs = runs.defer("result", "error").select_related("created_by")
     if name:
         runs = runs.filter(name=name)
@@ -21,13 +22,18 @@ def experiment_runs(*, name: str | None = None, limit: int = 50, user: Any = Non
 
 
 def experiment_latest_done(*, names: list[str], user: Any = None) -> dict[str, ExperimentRun]:
-    """For each experiment name, its newest finished-successfully run (results deferred);
-    with ``user``, among those ``user`` may read (:func:`runs_visible_to`)."""
-    runs = ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)
+    """For each experiment name, its newest finished-successfully run (results deferred), never
+    a part of a split run; with ``user``, among those ``user`` may read (:func:`runs_visible_to`)."""
+    runs = (ExperimentRun.objects.all() if user is None else runs_visible_to(user=user)).filter(parent__isnull=True)
     out: dict[str, ExperimentRun] = {}
     for run in runs.filter(name__in=names, status=ExperimentRun.Status.DONE).defer("result", "error"):
         out.setdefault(run.name, run)
     return out
+
+
+def experiment_parts(*, run_id: int) -> list[ExperimentRun]:
+    """The parts of split run ``run_id`` in part order, results deferred (empty: not a split run)."""
+    return list(ExperimentRun.objects.filter(parent_id=run_id).defer("result", "error").order_by("part_index"))
 
 
 def studies_visible_to(*, user: Any) -> QuerySet[SimulationStudy]:

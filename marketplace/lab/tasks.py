@@ -7,7 +7,7 @@ services' ``publish_task`` calls use), whatever module defines them.
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
 from marketplace.lab.services.experiments import experiment_execute, experiment_reap
@@ -34,6 +34,16 @@ def simulation_run_task(run_id: int) -> str:
     """Run one configuration of a simulation study (queue ``simulation``; acked on receipt, so
     never redelivered: a killed worker's run is reaped as failed, see ``services.simulations``)."""
     return simulation_execute(run_id=run_id)
+
+
+@shared_task(
+    name="marketplace.tasks.experiment_part_task", bind=True, ignore_result=True, acks_late=False, reject_on_worker_lost=False,
+    soft_time_limit=settings.SIMULATION_TIME_LIMIT_S, time_limit=settings.SIMULATION_TIME_LIMIT_S + 60,
+)
+def experiment_part_task(self: Task, run_id: int) -> str:
+    """Run one part of a split experiment run (queue ``simulation``; acked on receipt like a
+    simulation run); the part that ends last combines its parent (``services.parts``)."""
+    return experiment_execute(run_id=run_id, worker=str(self.request.hostname or ""))
 
 
 @shared_task(

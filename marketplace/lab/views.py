@@ -18,13 +18,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.lab.charts import comparison_figures
 from marketplace.lab.files import jobs_rows, public_params, study_document, summary_rows
 from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.selectors import experiment_latest_done, experiment_runs, runs_visible_to, studies_visible_to
+from marketplace.lab.selectors import experiment_latest_done, experiment_parts, experiment_runs, runs_visible_to, studies_visible_to
 from marketplace.lab.services.experiments import experiment_cancel, experiment_start
 from marketplace.lab.services.simulations import (
     simulation_cancel,
@@ -129,6 +130,8 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "nav": "lab",
         "run": run,
+        "parts": [_part_row(p) for p in experiment_parts(run_id=run.pk)],
+        "siblings": ExperimentRun.objects.filter(parent_id=run.parent_id).count() if run.parent_id else 0,
         "params": public_params(run.params),
         "experiment": experiment,
         "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
@@ -138,14 +141,29 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     return render_page(request, "lab/run.html", context)
 
 
+def _part_row(part: ExperimentRun) -> dict[str, Any]:
+    """One part of a split run for its parent's page: ``wall_s`` is its last attempt's wall
+    seconds so far (None before it started)."""
+    end = part.finished_at or (timezone.now() if part.status == ExperimentRun.Status.RUNNING else None)
+    wall = round((end - part.started_at).total_seconds(), 1) if part.started_at and end and end >= part.started_at else None
+    return {"id": part.pk, "part": (part.part_index or 0) + 1, "label": part.label, "status": part.status, "progress": part.progress,
+            "attempts": part.attempts, "max_attempts": part.max_attempts, "wall_s": wall, "worker": part.worker}  # fmt: skip
+
+
 @login_required
 @require_GET
 @poller_revalidates
 def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
-    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller."""
+    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller;
+    a split run adds ``"parts"``: per part ``{"id", "part" (1-based), "label", "status", "progress", "attempts",
+    "max_attempts", "wall_s", "worker"}``."""
     run = get_object_or_404(runs_visible_to(user=request.user).defer("result", "error"), pk=pk)
-    return JsonResponse({"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
-                         "max_attempts": run.max_attempts, "finished": run.finished})  # fmt: skip
+    body: dict[str, Any] = {"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
+                            "max_attempts": run.max_attempts, "finished": run.finished}  # fmt: skip
+    parts = experiment_parts(run_id=run.pk)
+    if parts:
+        body["parts"] = [_part_row(p) for p in parts]
+    return JsonResponse(body)
 
 
 @login_required

@@ -225,6 +225,32 @@ def run_in_parts(name: str, params: Params | None = None, progress: Progress | N
     return {**result, "params": values}
 
 
+def split(experiment: Experiment, values: Params) -> list[dict[str, Any]] | None:
+    """The validated parameters of each part of a run of ``experiment`` with ``values`` (already
+    validated by ``experiment.params``), in ``shards`` order; None when the run is not split:
+    the experiment declares no ``shards``/``combine``, or ``values`` already name one part.
+
+    ``values`` name one part when a key that names the part (one that every part of a run
+    at the defaults sets away from its default, e.g. ``cell`` of ``published_schedulers``)
+    is already away from its default in ``values``: such a run is one part, and splitting
+    it again would run the whole.
+
+    Raises:
+        ValueError, TypeError: ``shards`` refused ``values`` or gave invalid parameters.
+    """
+    if experiment.shards is None or experiment.combine is None:
+        return None
+    defaults = experiment.params()
+    at_defaults = experiment.shards(defaults)
+    own = [k for k, default in defaults.items() if at_defaults and all(p.get(k, default) != default for p in at_defaults)]
+    if any(values[k] != defaults[k] for k in own):
+        return None
+    parts = [experiment.params(p) for p in experiment.shards(values)]
+    if not parts:
+        raise ValueError(f"experiment {experiment.name!r} split into no parts")
+    return parts
+
+
 def check_result(result: Result) -> None:
     """Raise ``ValueError`` unless ``result`` follows the contract above (JSON, shapes, sizes)."""
     for figure_ in result.get("figures", []):

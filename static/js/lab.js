@@ -27,5 +27,14 @@
     document.getElementById("run-status-label").textContent = s.status;
     var attempts = document.getElementById("run-attempts");
     if (attempts) { attempts.textContent = "(attempt " + s.attempts + " of " + s.max_attempts + ")"; }
+    (s.parts || []).forEach(function (p) {
+      var row = document.querySelector('#run-parts tr[data-part="' + p.part + '"]');
+      if (!row) { return; }
+      row.querySelector('[data-col="status"]').textContent = p.status;
+      row.querySelector('[data-col="progress"]').value = p.progress;
+      row.querySelector('[data-col="attempts"]').textContent = p.attempts + " of " + p.max_attempts;
+      row.querySelector('[data-col="wall_s"]').textContent = p.wall_s === null ? "\u2014" : p.wall_s;
+      row.querySelector('[data-col="worker"]').textContent = p.worker || "\u2014";
+    });
   });
 })();

@@ -1,7 +1,8 @@
 """The simulation lab on real services: runs and a sweep on a real `celery worker` consuming the
 ``simulation`` queue (Redis broker, PostgreSQL), cancellation of a running run, and a worker
 killed mid-run: its run is never redelivered by the broker (acked early); the reaper queues
-it again while it has attempts left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed."""
+it again while it has attempts left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a split
+experiment run (issue 25, item 3) runs part by part on the worker and is combined."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from django.db import connection
 
 from marketplace.celery import app
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.services.experiments import SIMULATION_QUEUE, experiment_reap
+from marketplace.lab.services.experiments import SIMULATION_QUEUE, experiment_reap, experiment_start
 from marketplace.lab.services.simulations import simulation_cancel, simulation_gather, simulation_start
+from simulator import experiments
 from simulator.whatif.run import FB2009
 from tests.integration.conftest import ROOT
 
@@ -188,3 +190,22 @@ def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff,
     assert "bad.tsv:2:" in study.check_message and set(_statuses(refused)) == {"failed"}
     assert not bad.exists() and good.exists()
     good.unlink()
+
+
+def test_a_split_experiment_runs_part_by_part_on_a_real_worker_and_is_combined(sim_worker, staff) -> None:  # type: ignore[no-untyped-def]
+    # given the published-schedulers study, small: two (trace, window) cells, so two parts
+    params = {"quick": True, "traces": ["fb2009"], "seeds": 2, "policies": ["H-LTRF", "DRF"]}
+    run = experiment_start(name="published_schedulers", params=params, user=staff)
+    cells = ExperimentRun.objects.filter(parent=run).order_by("part_index").values_list("params__cell", flat=True)
+    assert list(cells) == [["fb2009", 0], ["fb2009", 1]]
+    # then the worker runs each part as its own task on the simulation queue, and the last one combines the parent
+    _wait(lambda: ExperimentRun.objects.filter(pk=run.pk, status__in=["done", "failed", "cancelled"]).exists(), 180, "the parent to end")
+    run.refresh_from_db()
+    assert (run.status, run.progress, run.attempts) == ("done", 1.0, 0), run.message
+    parts = list(ExperimentRun.objects.filter(parent=run).order_by("part_index"))
+    assert [(p.status, p.attempts) for p in parts] == [("done", 1), ("done", 1)]
+    assert {p.worker for p in parts} == {next(iter({p.worker for p in parts}))} and parts[0].worker.startswith("sim-a-")
+    # and its result is the study's own, as run_in_parts computes it in one process
+    whole = experiments.run_in_parts("published_schedulers", params)
+    assert {k: v for k, v in run.result.items() if k not in ("wall_s", "workers")} == whole
+    assert run.result["workers"] == 1 and run.result["wall_s"] > 0

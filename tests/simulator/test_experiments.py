@@ -58,6 +58,30 @@ def test_check_result_rejects_ragged_tables_oversized_traces_and_nan() -> None:
         experiments.check_result({"summary": float("nan")})
 
 
+def _squares(params: experiments.Params, progress: experiments.Progress) -> experiments.Result:
+    picked = [params["values"][params["part"]]] if params["part"] >= 0 else params["values"]
+    return {"rows": [[v, v * v] for v in picked]}
+
+
+SPLIT = Experiment(
+    name="split_contract", title="split", source="test", run=_squares, defaults={"values": [1, 2, 3], "part": -1, "scale": 1},
+    shards=lambda p: [{**p, "part": k, "scale": 1} for k in range(len(p["values"]))],
+    combine=lambda p, parts: {"rows": [r for part in parts for r in part["rows"]]},
+)
+
+
+@pytest.mark.parametrize(("name", "given", "parts"), [
+    ("whole run: one part per value", {}, [0, 1, 2]),
+    ("a key the parts reset (scale) does not make it a part", {"scale": 2}, [0, 1, 2]),
+    ("a key the parts copy (values) does not either", {"values": [4, 5]}, [0, 1]),
+    ("params naming one part are not split again", {"part": 1}, None),
+])  # fmt: skip
+def test_split_gives_each_parts_params_unless_the_run_is_one_part(name: str, given: dict[str, int], parts: list[int] | None) -> None:
+    got = experiments.split(SPLIT, SPLIT.params(given))
+    assert (None if got is None else [p["part"] for p in got]) == parts, name
+    assert experiments.split(ECHO, ECHO.params({})) is None  # no shards: never split
+
+
 def test_unknown_experiment_is_a_clear_error() -> None:
     with pytest.raises(experiments.UnknownExperiment, match="known:"):
         experiments.get("no_such_experiment")

@@ -18,6 +18,13 @@ with that countdown; a cancel is never retried. Publication is recorded in
 at the retry) keeps it None, and the sweeper's :func:`experiment_requeue`
 (``manage.py run_clock``, in process, and beat) publishes it once the broker is
 back. A duplicate publication is harmless: only one delivery claims the run.
+
+Split runs (``services.parts``): with a broker, a run of an experiment that declares
+``shards`` (and whose params do not already name one part) is a parent with one
+child run per part, each child its own ``PART_TASK`` on the ``simulation`` queue
+(``SIMULATION_MAX_ATTEMPTS`` attempts each); the parent is never published and is
+combined from its parts. In ``EXPERIMENTS_IN_THREAD`` mode (no broker) the run stays
+whole, one background thread.
 """
 
 from __future__ import annotations
@@ -36,12 +43,22 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from marketplace.lab.models import ExperimentRun
+from marketplace.lab.services.parts import (
+    is_parent,
+    parent_cancel,
+    parent_settle,
+    parents_unsettled,
+    part_progress,
+    part_started,
+    parts_create,
+)
 from simulator import experiments
 
 log = logging.getLogger(__name__)
 
 EXPERIMENT_TASK = "marketplace.tasks.experiment_run_task"
 SIMULATION_TASK = "marketplace.tasks.simulation_run_task"
+PART_TASK = "marketplace.tasks.experiment_part_task"
 SIMULATION_QUEUE = "simulation"
 PROGRESS_EVERY_S = 0.5
 Status = ExperimentRun.Status
@@ -49,51 +66,62 @@ _threads: list[threading.Thread] = []  # eager mode only; tests may join them
 
 
 def experiment_start(*, name: str, params: dict[str, Any], user: Any) -> ExperimentRun:
-    """Queue a run of experiment ``name`` with ``params`` (defaults overlaid).
+    """Queue a run of experiment ``name`` with ``params`` (defaults overlaid); with a broker, a
+    run of an experiment that declares parts is split (module docstring): the returned run is
+    the parent, its parts are created in the same transaction and published after commit.
 
     Raises:
         PermissionDenied: ``user`` is not staff.
         ValidationError: ``{"name": ...}`` for an unknown experiment,
-            ``{"params": ...}`` for an unknown key or a value of the wrong type.
+            ``{"params": ...}`` for an unknown key, a value of the wrong type, or
+            parameters the experiment's ``shards`` refuses.
     """
     if not getattr(user, "is_staff", False):
         raise PermissionDenied("Only staff may start experiment runs.")
     try:
-        values = experiments.get(name).params(params)
+        experiment = experiments.get(name)
+        values = experiment.params(params)
+        parts = None if getattr(settings, "EXPERIMENTS_IN_THREAD", False) else experiments.split(experiment, values)
     except experiments.UnknownExperiment as exc:
         raise ValidationError({"name": str(exc.args[0])}) from None
     except (ValueError, TypeError) as exc:
         raise ValidationError({"params": str(exc)}) from None
-    run = ExperimentRun.objects.create(name=name, params=values, created_by=user, message="queued")
-    transaction.on_commit(lambda: _enqueue(run.pk))
+    with transaction.atomic():
+        run = ExperimentRun.objects.create(name=name, params=values, created_by=user, message="queued")
+        ids = [run.pk]
+        if parts is not None:
+            ids = parts_create(parent=run, parts=parts, max_attempts=int(getattr(settings, "SIMULATION_MAX_ATTEMPTS", 3)))
+        transaction.on_commit(lambda: experiment_publish(run_ids=ids))
     return run
 
 
-def _enqueue(run_id: int) -> None:
-    experiment_publish(run_ids=[run_id])
-
-
 def experiment_publish(*, run_ids: list[int], countdown: float = 0.0) -> list[int]:
-    """Hand runs to the workers: a simulation-lab run as ``SIMULATION_TASK`` on its queue,
-    any other as ``EXPERIMENT_TASK`` (a background thread after ``countdown`` s in
-    ``EXPERIMENTS_IN_THREAD`` mode). Sets ``enqueued_at`` of each one published;
-    a broker error is logged and leaves it None for :func:`experiment_requeue`.
-    Returns the ids published."""
-    studies = dict(ExperimentRun.objects.filter(pk__in=run_ids).values_list("pk", "study_id"))
+    """Hand runs to the workers: a simulation-lab run as ``SIMULATION_TASK`` and a part of a
+    split run as ``PART_TASK``, both on the ``simulation`` queue, any other as
+    ``EXPERIMENT_TASK`` (a background thread after ``countdown`` s in
+    ``EXPERIMENTS_IN_THREAD`` mode). A parent (a run with parts) is never published.
+    Sets ``enqueued_at`` of each one published; a broker error is logged and leaves it
+    None for :func:`experiment_requeue`. Returns the ids published."""
+    rows = ExperimentRun.objects.filter(pk__in=run_ids).exclude(is_parent())
+    kinds = {pk: _kind(study, parent) for pk, study, parent in rows.values_list("pk", "study_id", "parent_id")}
     published = []
     for pk in run_ids:
-        if pk not in studies:
+        if pk not in kinds:
             continue
         if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
-            thread = threading.Timer(countdown, _execute_in_thread, args=(pk, studies[pk] is not None))
+            thread = threading.Timer(countdown, _execute_in_thread, args=(pk, kinds[pk]))
             thread.daemon = True
             _threads.append(thread)
             thread.start()
-        elif not _send(pk, studies[pk] is not None, countdown):
+        elif not _send(pk, kinds[pk], countdown):
             continue
         mark_enqueued([pk])
         published.append(pk)
     return published
+
+
+def _kind(study_id: int | None, parent_id: int | None) -> str:
+    return "simulation" if study_id is not None else "part" if parent_id is not None else "experiment"
 
 
 def mark_enqueued(run_ids: list[int]) -> None:
@@ -101,10 +129,13 @@ def mark_enqueued(run_ids: list[int]) -> None:
     ExperimentRun.objects.filter(pk__in=run_ids, status=Status.QUEUED).update(enqueued_at=timezone.now())
 
 
-def _send(run_id: int, simulation: bool, countdown: float) -> bool:
+_TASKS = {"simulation": (SIMULATION_TASK, SIMULATION_QUEUE), "part": (PART_TASK, SIMULATION_QUEUE), "experiment": (EXPERIMENT_TASK, None)}
+
+
+def _send(run_id: int, kind: str, countdown: float) -> bool:
     from marketplace.celery import app
 
-    task, queue = (SIMULATION_TASK, SIMULATION_QUEUE) if simulation else (EXPERIMENT_TASK, None)
+    task, queue = _TASKS[kind]
     try:
         app.signature(task, args=(run_id,), queue=queue).apply_async(countdown=countdown or None)
     except Exception:  # the broker is down: the run stays queued, enqueued_at None, for the sweeper
@@ -113,9 +144,9 @@ def _send(run_id: int, simulation: bool, countdown: float) -> bool:
     return True
 
 
-def _execute_in_thread(run_id: int, simulation: bool = False) -> None:
+def _execute_in_thread(run_id: int, kind: str = "experiment") -> None:
     try:
-        if simulation:
+        if kind == "simulation":
             from marketplace.lab.services.simulations import simulation_execute
 
             simulation_execute(run_id=run_id)
@@ -152,16 +183,33 @@ def _retry_or_fail(run_id: int, why: str, error: str) -> bool:
     return False
 
 
-def experiment_execute(*, run_id: int) -> str:
+def experiment_execute(*, run_id: int, worker: str = "") -> str:
     """Run a queued run to its end; returns the final status (or the current
-    one when the run was not queued: a duplicate delivery changes nothing)."""
+    one when the run was not queued: a duplicate delivery changes nothing).
+    ``worker``: the Celery host name running it (kept on the run). A part of a split
+    run also moves its parent (``services.parts``): running at its claim, progress with
+    its own, and the parent's settle at its end (combined after the last part)."""
     now = timezone.now()
     claimed = ExperimentRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=now, heartbeat_at=now, message="started", attempts=F("attempts") + 1, retry_at=None
+        status=Status.RUNNING, started_at=now, heartbeat_at=now, message="started", attempts=F("attempts") + 1, retry_at=None,
+        worker=worker[:120],
     )
     run = ExperimentRun.objects.get(pk=run_id)
     if not claimed:
         return str(run.status)
+    running = ExperimentRun.objects.filter(pk=run_id, status=Status.RUNNING)
+    parent = run.parent_id
+    if parent is not None and not part_started(parent_id=parent):
+        running.update(status=Status.CANCELLED, message="cancelled: its run has ended", finished_at=timezone.now())
+        return str(Status.CANCELLED)
+    status = _execute(run, parent)
+    if parent is not None:
+        parent_settle(parent_id=parent)
+    return status
+
+
+def _execute(run: ExperimentRun, parent: int | None) -> str:
+    run_id = run.pk
     last = [0.0]
 
     def progress(fraction: float, message: str) -> None:
@@ -174,6 +222,8 @@ def experiment_execute(*, run_id: int) -> str:
         )
         if not moved:
             raise experiments.Cancelled
+        if parent is not None:
+            part_progress(parent_id=parent)
 
     running = ExperimentRun.objects.filter(pk=run_id, status=Status.RUNNING)
     try:
@@ -189,7 +239,9 @@ def experiment_execute(*, run_id: int) -> str:
 
 
 def experiment_cancel(*, run_id: int, user: Any) -> ExperimentRun:
-    """Cancel a run: a queued one at once, a running one at its next progress update.
+    """Cancel a run: a queued one at once, a running one at its next progress update. A split
+    run (a parent) is cancelled at once with its parts (``services.parts.parent_cancel``);
+    cancelling one part cancels the whole split run (its result needs every part).
 
     Raises:
         PermissionDenied: ``user`` is neither staff nor the run's creator.
@@ -198,6 +250,12 @@ def experiment_cancel(*, run_id: int, user: Any) -> ExperimentRun:
     run = ExperimentRun.objects.get(pk=run_id)
     if not (getattr(user, "is_staff", False) or run.created_by_id == getattr(user, "pk", None)):
         raise PermissionDenied("Only staff or the run's creator may cancel it.")
+    if run.parent_id is not None:
+        return experiment_cancel(run_id=run.parent_id, user=user)
+    if ExperimentRun.objects.filter(parent_id=run_id).exists():
+        parent_cancel(parent_id=run_id)
+        run.refresh_from_db()
+        return run
     ExperimentRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
         status=Status.CANCELLED, message="cancelled before it started", finished_at=timezone.now()
     )
@@ -209,12 +267,17 @@ def experiment_cancel(*, run_id: int, user: Any) -> ExperimentRun:
 def experiment_reap(*, stale_after_s: float | None = None) -> int:
     """Running runs whose heartbeat is older than ``stale_after_s`` (default
     ``EXPERIMENT_STALE_S``) lost their worker: each is queued again with backoff if
-    it has attempts left, else failed. Returns how many were reaped."""
+    it has attempts left, else failed. A parent (a split run) has no worker and is never
+    reaped; the parents of reaped parts, and parents none of whose parts is still active,
+    are settled (``services.parts.parent_settle``). Returns how many runs were reaped."""
     limit = stale_after_s if stale_after_s is not None else float(getattr(settings, "EXPERIMENT_STALE_S", 300))
     cutoff = timezone.now() - timedelta(seconds=limit)
-    stale = list(ExperimentRun.objects.filter(status=Status.RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True))
-    for pk in stale:
+    rows = ExperimentRun.objects.filter(status=Status.RUNNING, heartbeat_at__lt=cutoff).exclude(is_parent())
+    stale = list(rows.values_list("pk", "parent_id"))
+    for pk, _ in stale:
         _retry_or_fail(pk, "worker lost (no heartbeat)", "")
+    for parent in sorted({p for _, p in stale if p is not None} | set(parents_unsettled())):
+        parent_settle(parent_id=parent)
     return len(stale)
 
 
@@ -222,11 +285,12 @@ def experiment_requeue(*, grace_s: float = 5.0) -> list[int]:
     """Publish queued runs that are not with the broker: never published (the broker was
     down at commit) for ``grace_s`` wall seconds, or a retry that is due and whose
     countdown publication failed. The sweeper runs it (``manage.py run_clock`` in
-    process, and beat); it reads only the database. Returns the ids published."""
+    process, and beat); it reads only the database. A parent (a split run) is never
+    published: its parts are. Returns the ids published."""
     now = timezone.now()
     due = ExperimentRun.objects.filter(status=Status.QUEUED, enqueued_at__isnull=True, cancel_requested=False).filter(
         Q(retry_at__isnull=True, created_at__lte=now - timedelta(seconds=grace_s)) | Q(retry_at__lte=now)
-    ).exclude(study__check_status="checking")  # an upload's runs wait for its check (services.simulations.simulation_check)
+    ).exclude(study__check_status="checking").exclude(is_parent())  # an upload's runs wait for its check (simulation_check)
     ids = list(due.order_by("pk").values_list("pk", flat=True))
     if not ids:
         return []
