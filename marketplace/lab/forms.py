@@ -10,6 +10,7 @@ from django.conf import settings
 
 from marketplace.lab.services.uploads import limit_text
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+from simulator.experiments.ltrf.traces import SEARCH
 from simulator.whatif.run import FB2009, PREDICTORS
 from simulator.workloads.synthetic import GENERATORS
 
@@ -19,7 +20,9 @@ GENERATOR_LABELS = {
     "cura_mix": "Cura's small / medium / large mix (paper 004, Sec. IV-A)",
 }
 
-SHARED_TRACES = Path("/work/shared/traces")
+# The shared SWF traces: checked out beside the repository (../shared/traces), as the
+# simulator's trace search (simulator.experiments.ltrf.traces.SEARCH) finds them.
+SHARED_TRACES = next((d for d in SEARCH[1:] if d.is_dir()), SEARCH[1])
 
 
 def trace_choices() -> list[tuple[str, str]]:

@@ -41,7 +41,7 @@ class Command(BaseCommand):
     help = "Run a simulation-lab study (configurations x seeds on a trace) without the web; write its result files."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--trace", default="fb2009", help="fb2009, a file name in /work/shared/traces, or a path")
+        parser.add_argument("--trace", default="fb2009", help="fb2009, a file name in ../shared/traces (beside the repository), or a path")
         parser.add_argument("--format", default="auto", choices=["auto", "swim", "swf"])
         parser.add_argument("--start-hour", type=float, default=0.0)
         parser.add_argument("--hours", type=float, default=2.0)

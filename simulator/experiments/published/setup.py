@@ -55,7 +55,7 @@ import numpy as np
 
 from scheduler.fairshare.fairness import QueueTree
 from simulator.era.bookings import era_decide
-from simulator.experiments.ltrf.traces import trace_path
+from simulator.experiments.ltrf.traces import SEARCH, trace_path
 from simulator.outcomes import trace_terms
 from simulator.runner import MarketParams, RunResult, draw_bid
 from simulator.runner import run as run_market
@@ -132,9 +132,7 @@ def _swf(trace: str) -> tuple[TraceJob, ...]:
 
 @functools.lru_cache(maxsize=4)
 def _swim(seed: int) -> tuple[TraceJob, ...]:
-    path = REPO / "data" / "traces" / SWIM_FILE
-    if not path.exists():
-        path = Path("/work/shared/traces") / SWIM_FILE
+    path = next((folder / SWIM_FILE for folder in SEARCH if (folder / SWIM_FILE).exists()), SEARCH[0] / SWIM_FILE)
     return tuple(load_swim(path, rule=SwimRule(), users=FB_USERS, groups=FB_GROUPS, seed=seed))
 
 
