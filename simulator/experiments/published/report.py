@@ -203,15 +203,16 @@ def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]],
     if not (fast and slow and fair and unfair and few and loss):
         return f"{TRACES[trace]}: no finished job to compare."
     jct = pair["mean_response_s"][trace]
-    text = (f"{TRACES[trace]} ({len(mine)} windows, {jobs:.0f} jobs and {', '.join(f'{c:.0f}' for c in cap)} units on average, "
-            f"utilisation over the window {min(util):.2f} to {max(util):.2f}): ")
-    text += (f"{fast[0]} has the lowest mean job completion time ({fast[1].text(3)} s against {slow[1].mean:.0f} s for {slow[0]}); "
+    units = f"{cap[0]:,.0f} map + {cap[1]:,.0f} reduce" if len(cap) == 2 else " + ".join(f"{c:,.0f}" for c in cap)
+    text = (f"{TRACES[trace]} ({len(mine)} windows, {jobs:,.0f} jobs and {units} units on average, "
+            f"utilisation over the window {np.mean(util):.2f} on average, {min(util):.2f} to {max(util):.2f}): ")
+    text += (f"{fast[0]} has the lowest mean job completion time ({fast[1].text(3)} s against {slow[1].mean:,.0f} s for {slow[0]}); "
              f"{_how(fast[0])}. ")
     faster, slower = _significant(jct, below=True), _significant(jct, below=False)
     text += (f"Against H-LTRF on the same windows, faster with 95 % confidence: {', '.join(faster) or 'none'}; "
              f"slower: {', '.join(slower) or 'none'}. ")
     text += (f"The worst-off job fares best under {fair[0]} (max rho {fair[1].text(3)}) and worst under {unfair[0]} "
-             f"(max rho {unfair[1].mean:.3g}); {few[0]} slows the fewest jobs by sharing ({100 * few[1].mean:.1f} % with rho > 1), "
+             f"(max rho {unfair[1].mean:,.0f}); {few[0]} slows the fewest jobs by sharing ({100 * few[1].mean:.1f} % with rho > 1), "
              f"and {loss[0]} leaves the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
     text += _tradeoff(est, fast[0], fair[0])
     return text
