@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
     "fairshare": (["bench/bench_fairshare.py"], ""),
     "simulator": (["bench/bench_simulator.py", "--hours", "24"], ""),
+    "dispatch": (["bench/bench_dispatch.py"], ""),
     "memory": (["bench/bench_memory.py", "--postgres"], ""),
     "fifo-simpy": (["bench/bench_fifo_simpy.py"], ""),
     "clearing-sqlite": (["bench/bench_clearing.py", "--jobs", "10", "100", "1000"], ""),

@@ -22,10 +22,24 @@ queue's jobs with pending work for j (the *eligible* jobs). Two rules:
 A dispatcher is a small piece of state the live market keeps between ticks:
 ``to_state`` / ``from_state`` give a JSON-serialisable snapshot of it,
 including the lottery's random-generator state.
+
+Stride runs once per unit granted, over every eligible job of the leaf (k up
+to hundreds in the live market), so it keeps the credits of one leaf's jobs
+for one resource type in a *ledger* between calls, found by the bytes of the
+``job_ids`` array: a unit then costs a few numpy operations on a (k,) float64
+vector (plain Python lists for k <= ``_SMALL_LEDGER``, where numpy's per-call
+overhead is the larger cost). The arithmetic is the rule's, in the same order
+(``credit + share``, ``- 1`` for the winner, clip to [-2, 2]), so choices and
+credits are bit-identical to a dict of Python floats updated job by job
+(issue 26; ``bench/dispatch_reference.py`` is that reference, and a property
+test holds the two equal). A ledger's credits go back to the dict when
+``to_state`` or ``forget`` needs them, or when another id array claims one of
+its jobs for the same resource (the leaf's membership changed).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -34,6 +48,7 @@ from numpy.typing import NDArray
 DispatchMode = Literal["stride", "lottery", "fifo"]
 MODES: tuple[str, ...] = get_args(DispatchMode)
 _CREDIT_LIMIT = 2.0
+_SMALL_LEDGER = 12  # a ledger of at most this many jobs keeps Python lists (the crossover measured by bench/bench_dispatch.py)
 
 
 class ShareDispatcher:
@@ -55,8 +70,11 @@ class ShareDispatcher:
         self.mode: DispatchMode = mode
         self.seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
+        # (job, resource) -> credit, for the pairs no live ledger holds (a ledger's copy is the current one)
         self._credit: dict[tuple[int, int], float] = {}
         self._served: dict[tuple[int, int], int] = {}
+        self._ledgers: dict[bytes, dict[int, _Ledger]] = {}  # job_ids.tobytes() -> resource -> ledger
+        self._holder: dict[tuple[int, int], _Ledger] = {}  # (job, resource) -> the live ledger holding its credit
 
     def choose(
         self,
@@ -81,15 +99,23 @@ class ShareDispatcher:
             ValueError: mismatched shapes, duplicate ids, negative or
                 non-finite shares, negative resource index.
         """
-        ids, weights, mask = _check_choice(job_ids, shares, eligible, resource)
-        if not mask.any():
+        ids, weights, mask = _check_shapes(job_ids, shares, eligible)
+        raw = ids.tobytes() if self.mode == "stride" else b""
+        ledgers = self._ledgers.get(raw)  # only stride opens ledgers
+        if ledgers is None:  # ids with a ledger were checked when it opened
+            _check_distinct(ids)
+        _check_values(weights, resource)
+        if not np.count_nonzero(mask):
             return -1
         if self.mode == "fifo":
             position = int(np.argmax(mask))  # jobs come in arrival order: the oldest eligible
         elif self.mode == "lottery":
             position = self._draw(_renormalise(weights, mask))
         else:
-            position = self._largest_credit(ids, _renormalise(weights, mask), mask, resource)
+            ledger = None if ledgers is None else ledgers.get(int(resource))
+            if ledger is None:
+                ledger = self._open(ids, raw, int(resource))
+            position = ledger.grant(_renormalise(weights, mask), mask)
         key = (int(ids[position]), int(resource))
         self._served[key] = self._served.get(key, 0) + 1
         return position
@@ -106,12 +132,19 @@ class ShareDispatcher:
     def forget(self, job_id: int) -> None:
         """Drop every counter of a finished job (no error if unknown)."""
         job = int(job_id)
+        for resource in {r for by_resource in self._ledgers.values() for r in by_resource}:
+            ledger = self._holder.get((job, resource))
+            if ledger is not None:
+                self._close(ledger)
         for table in (self._credit, self._served):
             for key in [k for k in table if k[0] == job]:
                 del table[key]
 
     def to_state(self) -> dict[str, Any]:
         """JSON-serialisable state; 128-bit generator words are stored as strings."""
+        for by_resource in self._ledgers.values():
+            for ledger in by_resource.values():
+                self._write_back(ledger)
         rng = self._rng.bit_generator.state
         return {
             "mode": self.mode,
@@ -132,7 +165,8 @@ class ShareDispatcher:
     def from_state(cls, state: dict[str, Any]) -> ShareDispatcher:
         """Rebuild a dispatcher from :meth:`to_state`; its future choices are identical.
 
-        Raises KeyError / ValueError on a malformed state.
+        Raises KeyError / ValueError on a malformed state (a non-finite credit
+        among them: no sequence of choices makes one).
         """
         dispatcher = cls(mode=state["mode"], seed=int(state["seed"]))
         rng = state["rng"]
@@ -146,6 +180,8 @@ class ShareDispatcher:
             key = (int(job), int(res))
             dispatcher._credit[key] = float(credit)
             dispatcher._served[key] = int(served)
+            if not math.isfinite(dispatcher._credit[key]):
+                raise ValueError(f"credit of job {job}, resource {res} is not finite: {credit!r}")
         return dispatcher
 
     def _draw(self, probabilities: NDArray[np.float64]) -> int:
@@ -159,32 +195,147 @@ class ShareDispatcher:
             position -= 1
         return position
 
-    def _largest_credit(
-        self,
-        ids: NDArray[np.int64],
-        renormalised: NDArray[np.float64],
-        mask: NDArray[np.bool_],
-        resource: int,
-    ) -> int:
-        """Deficit rule: eligible jobs earn their share; largest credit wins, ties to lowest id."""
-        # Plain Python on purpose: leaf queues are small and this runs once per unit.
-        id_list = ids.tolist()
-        keys = [(job, int(resource)) for job in id_list]
-        earned = renormalised.tolist()
-        credit = [self._credit.get(key, 0.0) + share for key, share in zip(keys, earned, strict=True)]
-        candidates = np.flatnonzero(mask).tolist()
-        position = max(candidates, key=lambda q: (credit[q], -id_list[q]))
-        credit[position] -= 1.0
+    def _open(self, ids: NDArray[np.int64], raw: bytes, resource: int) -> _Ledger:
+        """A ledger for the (distinct) ``ids`` and ``resource``, from the dict's credits.
+
+        A live ledger holding one of these jobs for ``resource`` (the leaf's
+        jobs before one arrived or left) is closed first: a pair's credit
+        lives in one place.
+        """
+        id_list: list[int] = ids.tolist()
+        for job in id_list:
+            held = self._holder.get((job, resource))
+            if held is not None:
+                self._close(held)
+        keys = [(job, resource) for job in id_list]
+        credit = [self._credit.get(key, 0.0) for key in keys]
+        known = [key in self._credit for key in keys]
+        kind = _ListLedger if len(id_list) <= _SMALL_LEDGER else _ArrayLedger
+        ledger = kind(raw, resource, id_list, credit, known)
+        self._ledgers.setdefault(raw, {})[resource] = ledger
+        for key in keys:
+            self._holder[key] = ledger
+        return ledger
+
+    def _close(self, ledger: _Ledger) -> None:
+        """Write a ledger's credits back to the dict and drop it."""
+        self._write_back(ledger)
+        for job in ledger.ids:
+            del self._holder[(job, ledger.resource)]
+        by_resource = self._ledgers[ledger.raw]
+        del by_resource[ledger.resource]
+        if not by_resource:
+            del self._ledgers[ledger.raw]
+
+    def _write_back(self, ledger: _Ledger) -> None:
+        """Copy the credits a ledger changed since its last write-back into the dict."""
+        if ledger.dirty:
+            for job, credit in ledger.credits():
+                self._credit[(job, ledger.resource)] = credit
+            ledger.dirty = False
+
+
+class _Ledger:
+    """The stride credits of one id array's jobs for one resource type, between calls.
+
+    Attributes:
+        raw: ``job_ids.tobytes()`` of the ids it serves (its key).
+        resource: the resource-type index j.
+        ids: the job ids, in the ledger's own order.
+        dirty: a credit changed since the last write-back to the dict.
+    """
+
+    __slots__ = ("dirty", "ids", "raw", "resource")
+
+    def __init__(self, raw: bytes, resource: int, ids: list[int]) -> None:
+        self.raw, self.resource, self.ids, self.dirty = raw, resource, ids, False
+
+    def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+        """Deficit rule for one unit: eligible jobs earn their share; the largest
+        credit wins and pays 1, ties to the lowest id; eligible credits are clipped
+        to [-2, 2]. ``renormalised``, ``mask``: (k,) in the caller's order, at least
+        one eligible. Returns the winner's position in the caller's order."""
+        raise NotImplementedError
+
+    def credits(self) -> list[tuple[int, float]]:
+        """(job, credit) of the jobs that ever had a credit (dict semantics: a job
+        that never was a candidate has no entry)."""
+        raise NotImplementedError
+
+
+class _ListLedger(_Ledger):
+    """Python lists in the caller's order: for small k, a loop beats numpy's call overhead."""
+
+    __slots__ = ("credit", "known")
+
+    def __init__(self, raw: bytes, resource: int, ids: list[int], credit: list[float], known: list[bool]) -> None:
+        super().__init__(raw, resource, ids)
+        self.credit, self.known = credit, known
+
+    def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+        earned: list[float] = renormalised.tolist()
+        credit, ids, known = self.credit, self.ids, self.known
+        candidates = [q for q, flag in enumerate(mask.tolist()) if flag]
+        best, top = -1, 0.0
         for q in candidates:
-            self._credit[keys[q]] = min(max(credit[q], -_CREDIT_LIMIT), _CREDIT_LIMIT)
-        return int(position)
+            value = credit[q] = credit[q] + earned[q]
+            # the largest (credit, -id): ids are distinct, so there is one
+            if best < 0 or value > top or (value == top and ids[q] < ids[best]):
+                best, top = q, value
+        credit[best] -= 1.0
+        for q in candidates:
+            credit[q] = min(max(credit[q], -_CREDIT_LIMIT), _CREDIT_LIMIT)
+            known[q] = True
+        self.dirty = True
+        return best
+
+    def credits(self) -> list[tuple[int, float]]:
+        return [(job, c) for job, c, k in zip(self.ids, self.credit, self.known, strict=True) if k]
 
 
-def _check_choice(
+class _ArrayLedger(_Ledger):
+    """A (k,) float64 vector in increasing id order, so ``argmax``'s first maximum
+    is the lowest id among equal credits; ``order`` maps it to the caller's order
+    (None when the caller's ids already increase)."""
+
+    __slots__ = ("all_known", "credit", "known", "order")
+
+    def __init__(self, raw: bytes, resource: int, ids: list[int], credit: list[float], known: list[bool]) -> None:
+        array = np.array(ids, dtype=np.int64)
+        order: NDArray[np.intp] | None = None if bool(np.all(array[1:] > array[:-1])) else np.argsort(array, kind="stable")
+        index = range(len(ids)) if order is None else order.tolist()
+        super().__init__(raw, resource, [ids[q] for q in index])
+        self.order = order
+        self.credit = np.array([credit[q] for q in index], dtype=np.float64)
+        self.known = np.array([known[q] for q in index], dtype=np.bool_)
+        self.all_known = bool(self.known.all())
+
+    def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+        order = self.order
+        share, elig = (renormalised, mask) if order is None else (renormalised[order], mask[order])
+        value = self.credit + share
+        # credits are finite (from_state rejects others), so -inf never ties an eligible job
+        best = int(np.where(elig, value, -np.inf).argmax())
+        value[best] -= 1.0
+        np.minimum(np.maximum(value, -_CREDIT_LIMIT, out=value), _CREDIT_LIMIT, out=value)
+        np.copyto(self.credit, value, where=elig)
+        if not self.all_known:
+            np.logical_or(self.known, elig, out=self.known)
+            self.all_known = bool(self.known.all())
+        self.dirty = True
+        return best if order is None else int(order[best])
+
+    def credits(self) -> list[tuple[int, float]]:
+        values: list[float] = self.credit.tolist()
+        if self.all_known:
+            return list(zip(self.ids, values, strict=True))
+        return [(job, c) for job, c, k in zip(self.ids, values, self.known.tolist(), strict=True) if k]
+
+
+def _check_shapes(
     job_ids: NDArray[np.int64],
     shares: NDArray[np.float64],
     eligible: NDArray[np.bool_],
-    resource: int,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
     ids = np.asarray(job_ids, dtype=np.int64)
     weights = np.asarray(shares, dtype=np.float64)
@@ -192,14 +343,21 @@ def _check_choice(
     if ids.ndim != 1 or weights.shape != ids.shape or mask.shape != ids.shape:
         shapes = f"{ids.shape}, {weights.shape}, {mask.shape}"
         raise ValueError(f"job_ids, shares and eligible must be (k,), got {shapes}")
+    return ids, weights, mask
+
+
+def _check_distinct(ids: NDArray[np.int64]) -> None:
     if len(set(ids.tolist())) != ids.shape[0]:
         raise ValueError("job_ids must be distinct")
+
+
+def _check_values(weights: NDArray[np.float64], resource: int) -> None:
     # NaN fails ">= 0" and inf makes the sum infinite: two cheap checks cover both
-    if not (np.all(weights >= 0) and np.isfinite(weights.sum())):
+    # (count_nonzero and math.isfinite: a unit of stride pays for every call here)
+    if not (np.count_nonzero(weights >= 0) == weights.size and math.isfinite(weights.sum())):
         raise ValueError("shares must be finite and >= 0")
     if int(resource) != resource or resource < 0:
         raise ValueError(f"resource must be a non-negative integer, got {resource}")
-    return ids, weights, mask
 
 
 def _renormalise(shares: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
