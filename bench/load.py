@@ -15,7 +15,7 @@ Mixes (weights):
 Users are tenants ``load-NN`` created here through Django (same DATABASE_URL as the
 server) with an API token each. An error is a 5xx, a 429, a connection failure or
 timeout, or a 4xx that the request could not expect (a cancel of a job that has
-finished meanwhile answers 400 and is not an error).
+finished meanwhile answers 409, a state conflict, and is not an error).
 
 With --conditional every GET carries If-None-Match with the ETag of the last 200 for the
 same path (a 304 counts as a success); without it (the default) every GET asks for the
@@ -251,7 +251,7 @@ async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: t
             elif kind == "POST cancel":
                 if mine:
                     job = mine.pop(rng.randrange(len(mine)))
-                    await _send(client, stats, kind, "POST", f"/api/jobs/{job}/cancel/", expect=(400,),
+                    await _send(client, stats, kind, "POST", f"/api/jobs/{job}/cancel/", expect=(409,),
                                 headers={"Idempotency-Key": uuid.uuid4().hex})
             else:
                 path = PATHS.get(kind, kind.split(" ", 1)[1])
