@@ -117,10 +117,10 @@ def test_row_locks_on_rows_others_reference_are_no_key(name):
 
 @pytest.mark.django_db
 def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores(market, alice):
-    """Many rows at once (PostgreSQL: one ``UPDATE ... FROM (VALUES ...)`` and one multi-row INSERT;
+    """Many rows at once (PostgreSQL: one ``UPDATE ... FROM unnest(...)`` and one ``INSERT ... SELECT * FROM unnest(...)``;
     SQLite: executemany) leave the tables as the same rows written one statement each would,
     for every column type the clock writes (text, float, Decimal, datetime, JSON, null), also
-    past BULK_ROWS rows; a key given twice keeps the last row, as statement by statement."""
+    past a thousand rows, with ints in float and decimal columns; a key given twice keeps the last row, as statement by statement."""
     from marketplace.market.models.jobs import JobWork
 
     jobs = [bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 1.0)]) for _ in range(6)]
@@ -128,7 +128,8 @@ def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores
     when = datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
 
     def values(k: int, job: Job) -> tuple:
-        return (Job.Status.FINISHED, Decimal(f"{k}.1234"), 1.5 * k, None if k == 1 else when, {"map": 0.25 * k}, job.pk)
+        charged = k if k == 0 else Decimal(f"{k}.1234")  # an int among Decimals, a float column's int among floats
+        return (Job.Status.FINISHED, charged, k if k == 2 else 1.5 * k, None if k == 1 else when, {"map": 0.25 * k}, job.pk)
 
     names = ("status", "charged", "sim_finish_time", "finished_at", "average_shares")
     rows.update_rows(Job, names, ("id",), [values(k, job) for k, job in enumerate(bulk)])
@@ -144,7 +145,7 @@ def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores
                      [(0, 1, 1, bulk[0].pk, rt), (1, 1, 0, bulk[1].pk, rt), (0, 0, 2, bulk[0].pk, rt)])
     assert {w.job_id: (w.pending, w.running, w.done) for w in JobWork.objects.filter(job__in=bulk[:2])} == {
         bulk[0].pk: (0, 0, 2), bulk[1].pk: (1, 1, 0)}
-    many = [(market.pk, bulk[0].pk, float(t), [t / 7, 1.0]) for t in range(rows.BULK_ROWS + 3)]
+    many = [(market.pk, bulk[0].pk, t if t % 2 else float(t), [t / 7, 1.0]) for t in range(1_003)]
     rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), many)
     stored = ShareSample.objects.filter(job=bulk[0]).order_by("sim_time").values_list("market_id", "job_id", "sim_time", "shares")
     assert [tuple(r) for r in stored] == [tuple(r) for r in many]
