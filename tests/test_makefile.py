@@ -23,7 +23,11 @@ def _run_trap() -> str:
 def test_ctrl_c_stops_the_run_recipe_without_a_crash():
     script = f"{_run_trap()}; sleep 60 & sleep 61 & wait"
     proc = subprocess.Popen(["bash", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
+    started = time.monotonic() + 20  # Ctrl-C while the recipe's processes run: wait until both are there (a fixed
+    while time.monotonic() < started:  # 0.5 s could fall before the trap or the children on a loaded machine)
+        if len(subprocess.run(["pgrep", "-g", str(proc.pid), "sleep"], capture_output=True).stdout.split()) == 2:
+            break
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
     try:
         _, err = proc.communicate(timeout=20)
