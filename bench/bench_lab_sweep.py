@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,34 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
 
+from bench import sim_workers  # noqa: E402
 from bench.figures import record, require, run_guarded  # noqa: E402
 
 EXPERIMENT = "published_schedulers"
 STRIP = ("wall_s", "workers")  # what may differ between W (wall seconds, worker count)
-
-
-def _workers(n: int, extra: list[str]) -> list[subprocess.Popen[bytes]]:
-    procs = []
-    for k in range(n):
-        log = open(ROOT / "var" / f"bench-lab-worker-{k}.log", "w")  # noqa: SIM115
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "marketplace", "worker", "-Q", "simulation", "--pool=prefork", "--concurrency=1",
-             "-O", "fair", "--without-gossip", "--without-mingle", "--loglevel=warning", "--hostname", f"benchlab{k}-{os.getpid()}@%h",
-             *extra],
-            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        ))  # fmt: skip
-    return procs
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=10)
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,7 +85,7 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, dict[str, Any], float,
     from marketplace.lab.services.experiments import experiment_start
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
-    procs = _workers(n, [] if args.prefetch else ["--disable-prefetch"])
+    procs = sim_workers.start(n, "bench-lab", prefetch=args.prefetch)
     try:
         deadline = time.monotonic() + 90
         while len(app.control.ping(timeout=1.0)) < n:
@@ -122,7 +97,7 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, dict[str, Any], float,
         _wait_done(run.pk, n, args.timeout)
         wall = time.perf_counter() - t0
     finally:
-        _stop(procs)
+        sim_workers.stop(procs)
     run.refresh_from_db()
     parts = list(ExperimentRun.objects.filter(parent=run).order_by("part_index"))
     require(run.status == "done", f"W={n}: the run done ({run.status}: {run.message})")

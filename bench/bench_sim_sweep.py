@@ -4,7 +4,7 @@ Needs PostgreSQL and Redis (``DATABASE_URL``, ``REDIS_URL``; the database is mig
 here and a staff user ``bench-sim`` created). For each worker count W it flushes the
 Redis db, starts W ``celery worker -Q simulation --concurrency=1`` processes (prefork,
 one child each: W processes working in parallel, as ``docker compose up --scale
-sim-worker=W``), starts one study (``--values`` of alpha x ``--seeds``, FB-2009 hours
+sim-worker=W``; ``bench.sim_workers``, without prefetch), starts one study (``--values`` of alpha x ``--seeds``, FB-2009 hours
 [0, --hours), ``--capacity`` map and reduce slots, default 20 and 10), and times from the
 enqueue to the gathered table (wall seconds). Prints wall time per W, the speed-up,
 the per-run wall seconds (median) and the machine's load average (the machine is
@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,29 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
 
+from bench import sim_workers  # noqa: E402
 from bench.figures import record, require, run_guarded  # noqa: E402
-
-
-def _workers(n: int) -> list[subprocess.Popen[bytes]]:
-    procs = []
-    for k in range(n):
-        log = open(ROOT / "var" / f"bench-sim-worker-{k}.log", "w")  # noqa: SIM115
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "marketplace", "worker", "-Q", "simulation", "--pool=prefork", "--concurrency=1",
-             "-O", "fair", "--without-gossip", "--without-mingle", "--loglevel=warning", "--hostname", f"bench{k}-{os.getpid()}@%h"],
-            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        ))  # fmt: skip
-    return procs
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
 
 
 def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
@@ -67,7 +44,7 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
     from simulator.whatif.run import FB2009
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
-    procs = _workers(n)
+    procs = sim_workers.start(n, "bench-sim")
     try:
         deadline = time.monotonic() + 90
         while len(app.control.ping(timeout=1.0)) < n:
@@ -92,7 +69,7 @@ def one(n: int, args: argparse.Namespace) -> tuple[float, list[float]]:
         per_run = [(r.finished_at - r.started_at).total_seconds() for r in runs]
         return wall, per_run
     finally:
-        _stop(procs)
+        sim_workers.stop(procs)
 
 
 def main() -> int:
