@@ -22,9 +22,13 @@ def _run_trap() -> str:
 
 def test_ctrl_c_stops_the_run_recipe_without_a_crash():
     script = f"{_run_trap()}; sleep 60 & sleep 61 & wait"
-    proc = subprocess.Popen(["bash", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
-    started = time.monotonic() + 20  # Ctrl-C while the recipe's processes run: wait until both are there (a fixed
-    while time.monotonic() < started:  # 0.5 s could fall before the trap or the children on a loaded machine)
+    # as from a terminal: SIGINT at its default (a shell started in the background by a
+    # non-interactive shell, as a CI script may start the tests, inherits it ignored, and bash
+    # cannot trap a signal ignored on entry)
+    proc = subprocess.Popen(["bash", "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    started = time.monotonic() + 20  # Ctrl-C while the recipe's processes run: wait until both are there
+    while time.monotonic() < started:
         if len(subprocess.run(["pgrep", "-g", str(proc.pid), "sleep"], capture_output=True).stdout.split()) == 2:
             break
         time.sleep(0.05)
