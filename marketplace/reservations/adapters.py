@@ -64,6 +64,12 @@ class _FromOrigin:
     def inverse_demand(self, t: Any, quantity: Any) -> Any:
         return self.base.inverse_demand(np.asarray(t) + self.origin, quantity)
 
+    def at(self, now: int) -> _FromOrigin:
+        """As seen at slot ``now`` counted from ``origin``: the base's ``at`` at the absolute slot
+        (the demand arriving from then on, paper 001 Sec. 3.2; the base learnt in absolute slots)."""
+        at = getattr(self.base, "at", None)
+        return _FromOrigin(at(int(now) + self.origin), self.origin) if callable(at) else self
+
 
 def past_requests(market: Market, resource_type: ResourceType, s: ReservationSettings) -> list[PastRequest]:
     """Requests that named a value (quotes and bookings), in absolute slots, newest first."""
@@ -181,7 +187,7 @@ def unit_price_curve(market: Market, types: Sequence[ResourceType], start: float
     a = max(slot_floor(start, slot) - origin, 0)
     d = min(max(slot_ceil(end, slot) - origin, a + 1), int(s.horizon_slots))
     a = min(a, d - 1)
-    prices = np.vstack([era_state(market, t, s, outlook).mech.unit_prices(1, a, d)[:, 0] / slot for t in types])
+    prices = np.vstack([era_state(market, t, s, outlook).mech.unit_prices(1, a, d, now=0)[:, 0] / slot for t in types])
     return (origin + np.arange(a, d)) * slot, prices
 
 

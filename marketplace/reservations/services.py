@@ -137,8 +137,9 @@ def _price_quote(*, market: Market, tenant: Tenant, rt: ResourceType, s: Reserva
                  value: Decimal | None) -> ReservationQuote | None:
     """Run Basic-Econ on the state now and store an open quote (None: no start has room)."""
     mech, origin = ra.era_mechanism(market, rt, s)
-    totals = mech.prices(win.units, win.duration, win.arrival, win.deadline)
-    offer = mech.quote(win.units, win.duration, win.arrival, win.deadline)
+    # priced as seen now (slot 0 = origin): the demand arriving from now on (paper 001, Sec. 3.2)
+    totals = mech.prices(win.units, win.duration, win.arrival, win.deadline, now=0)
+    offer = mech.quote(win.units, win.duration, win.arrival, win.deadline, now=0)
     if offer is None:
         return None
     slot = s.slot_seconds

@@ -27,6 +27,7 @@ same market").
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +147,19 @@ class SpotAnchored:
             raise ValueError("capacity must be >= 1 and the slot length positive")
         self.base, self.curve, self.capacity, self.slot = base, curve, int(capacity), float(slot)
         self.fill = np.asarray(fill, dtype=np.float64).reshape(-1)
+
+    def at(self, now: int) -> SpotAnchored:
+        """As seen at slot ``now`` (the mechanism's slots): the base's ``at(now)`` when it has one
+        (the demand arriving from now on, paper 001 Sec. 3.2), under the same spot floor."""
+        at = getattr(self.base, "at", None)
+        if not callable(at):
+            return self
+        seen = at(now)
+        if seen is self.base:
+            return self
+        out = copy.copy(self)
+        out.base = seen
+        return out
 
     def inverse_demand(self, t: ArrayLike, quantity: ArrayLike) -> FloatArray:
         slots, q = np.broadcast_arrays(np.asarray(t, dtype=np.int64), np.asarray(quantity, dtype=np.float64))

@@ -99,3 +99,24 @@ def test_basic_econ_unchanged_prices_with_the_anchored_demand():
     mech = BasicEcon(10, 60, SpotAnchored(ConstantPrice(0.01), curve, capacity=10, slot=60.0, fill=np.zeros(60)))
     offer = mech.quote(3, 5, 0, 30)
     assert offer is not None and offer.start == 0 and offer.price == pytest.approx(3 * 5 * 60.0 * 1.5)
+
+
+def test_anchored_demand_seen_at_now_counts_only_demand_arriving_from_now_on():
+    """Paper 001, Sec. 3.2: the demand for slot t is the requests arriving in [now, t]. The anchor
+    forwards ``at(now)`` to its predictor, so Basic-Econ (which asks ``at``) prices with it."""
+    from scheduler.era.predictors import DemandCurves
+
+    # slot 5: a value-9 unit requested at slot 0, a value-2 unit requested at slot 4
+    base = DemandCurves(8, [5, 5], [9.0, 2.0], [1.0, 1.0], arrivals=[0, 4])
+    curve = SpotCurve.fit([0.05, 0.95], [0.0001, 0.0001], [10.0, 10.0])
+    assert curve is not None
+    anchored = SpotAnchored(base, curve, capacity=2, slot=1.0, fill=[0.0] * 8)
+    # at slot 3 only the value-2 request is still to arrive: the top of slot 5's demand is 2, not 9
+    assert float(anchored.at(3).inverse_demand(5, 0)) == pytest.approx(2.0)
+    assert float(anchored.inverse_demand(5, 0)) == pytest.approx(9.0)  # every request (the covering rule)
+    mech = BasicEcon(2, 8, anchored)  # one unit of two left: inverse demand at quantity 2 - 0 - 1 = 1
+    assert mech.unit_prices(1, 5, 6, now=0)[0, 0] == pytest.approx(float(base.at(0).inverse_demand(5, 1)))
+    assert mech.unit_prices(1, 5, 6, now=3)[0, 0] == pytest.approx(1e-5)  # nothing arriving is left: the spot floor
+    assert float(base.at(3).inverse_demand(5, 1)) == 0.0
+    plain = SpotAnchored(ConstantPrice(1.0), curve, capacity=2, slot=1.0, fill=[0.0])
+    assert plain.at(3) is plain  # a predictor without ``at`` is seen the same at every slot
