@@ -40,6 +40,7 @@ its jobs for the same resource (the leaf's membership changed).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -235,7 +236,7 @@ class ShareDispatcher:
             ledger.dirty = False
 
 
-class _Ledger:
+class _Ledger(ABC):
     """The stride credits of one id array's jobs for one resource type, between calls.
 
     Attributes:
@@ -250,17 +251,17 @@ class _Ledger:
     def __init__(self, raw: bytes, resource: int, ids: list[int]) -> None:
         self.raw, self.resource, self.ids, self.dirty = raw, resource, ids, False
 
+    @abstractmethod
     def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
         """Deficit rule for one unit: eligible jobs earn their share; the largest
         credit wins and pays 1, ties to the lowest id; eligible credits are clipped
         to [-2, 2]. ``renormalised``, ``mask``: (k,) in the caller's order, at least
         one eligible. Returns the winner's position in the caller's order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def credits(self) -> list[tuple[int, float]]:
         """(job, credit) of the jobs that ever had a credit (dict semantics: a job
         that never was a candidate has no entry)."""
-        raise NotImplementedError
 
 
 class _ListLedger(_Ledger):
