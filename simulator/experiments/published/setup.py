@@ -48,7 +48,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,7 +61,6 @@ from simulator.runner import run as run_market
 from simulator.whatif.run import compact_result
 from simulator.workloads.traces import SwimRule, TraceJob, load_swf, load_swim
 
-REPO = Path(__file__).resolve().parents[3]
 SWIM_FILE = "FB-2009_samples_24_times_1hr_0.tsv"
 TRACES: dict[str, str] = {"fb2009": "FB-2009", "kth": "KTH-SP2", "lcg": "LCG"}
 WINDOW_H = {"fb2009": 2.0, "kth": 168.0, "lcg": 2.0}
@@ -213,6 +211,12 @@ def cluster_for(jobs: list[TraceJob], hours: float) -> tuple[list[int], float, l
 
 def make_cell(trace: str, seed: int, quick: bool) -> Cell:
     """The seed's replica of ``trace`` (window, tree, cluster; module docstring, both load steps)."""
+    return calibrated_cell(trace, seed, quick)[0]
+
+
+def calibrated_cell(trace: str, seed: int, quick: bool) -> tuple[Cell, RunResult | None]:
+    """:func:`make_cell`, with the reference run (``REFERENCE``) at the final capacity when the
+    calibration made one (it stopped before its last step), else None."""
     hours = (QUICK_WINDOW_H if quick else WINDOW_H)[trace]
     start, jobs = window(trace, seed, hours)
     capacity, scale, jobs = cluster_for(jobs, hours)
@@ -221,28 +225,39 @@ def make_cell(trace: str, seed: int, quick: bool) -> Cell:
     stable = [max(1, math.ceil(w / (LOAD_MAX * cell.window_s))) for w in offered_work(jobs, cell.window_s)]
     floor = capacity if scale < 1.0 else stable  # offered load <= LOAD_MAX; a compressed SWF cell keeps its widest job's width
     for _ in range(CALIBRATION_STEPS):
-        busy = busy_fractions(cell, REFERENCE)
+        reference = _replay(cell, REFERENCE)
+        busy = _busy(reference, cell)
         if len(busy) != len(cell.capacity):  # no sample at the window's end: nothing to calibrate on
-            break
-        shrunk = [max(lo, math.ceil(c * b / BUSY_TARGET)) if b < BUSY_MIN else c
+            return cell, reference
+        shrunk = [max(lo, math.ceil(c * float(b) / BUSY_TARGET)) if b < BUSY_MIN else c
                   for c, b, lo in zip(cell.capacity, busy, floor, strict=True)]
         if shrunk == cell.capacity:
-            break
+            return cell, reference
         cell = replace(cell, capacity=shrunk)
-    return cell
+    return cell, None
+
+
+def _params(cell: Cell, config: Config) -> MarketParams:
+    """``config``'s market settings on ``cell``: its seed, staged jobs with known durations, ``SAMPLES`` samples."""
+    return replace(config.params, seed=cell.seed, staged=True, known_durations=True, sample_interval=cell.window_s / SAMPLES)
+
+
+def _replay(cell: Cell, config: Config, bookings: dict[int, Any] | None = None) -> RunResult:
+    """``config`` replaying ``cell``'s jobs on its cluster."""
+    return run_market(cell.jobs, tree=cell.tree, leaf_of_user=cell.leaf_of_user, capacity=cell.capacity,
+                      params=_params(cell, config), bookings=bookings)  # fmt: skip
 
 
 def busy_fractions(cell: Cell, config: Config) -> list[float]:
     """Each type's busy fraction over the cell's window under ``config``: length m, each in [0, 1]."""
-    params = replace(config.params, seed=cell.seed, staged=True, known_durations=True, sample_interval=cell.window_s / SAMPLES)
-    result = run_market(cell.jobs, tree=cell.tree, leaf_of_user=cell.leaf_of_user, capacity=cell.capacity, params=params)
-    return [float(b) for b in _busy(result, cell)]
+    return [float(b) for b in _busy(_replay(cell, config), cell)]
 
 
-def run_config(cell: Cell, config: Config) -> dict[str, Any]:
-    """One configuration on one replica: ``compact_result``'s metrics plus ERA's and the cell's figures."""
+def run_config(cell: Cell, config: Config, replayed: RunResult | None = None) -> dict[str, Any]:
+    """One configuration on one replica: ``compact_result``'s metrics plus ERA's and the cell's figures.
+    ``replayed``: this configuration's run on the cell, when already made (the calibration's reference)."""
     m = len(cell.capacity)
-    params = replace(config.params, seed=cell.seed, staged=True, known_durations=True, sample_interval=cell.window_s / SAMPLES)
+    params = _params(cell, config)
     bids = {j.job_id: draw_bid(j, params, m) for j in cell.jobs}
     bookings, era_revenue = {}, 0.0
     if config.era:
@@ -250,8 +265,7 @@ def run_config(cell: Cell, config: Config) -> dict[str, Any]:
         outcome = era_decide(cell.jobs, cell.capacity, {k: b.budget for k, b in bids.items()}, history,
                              slot_s=SLOT_S[cell.trace], window_factor=ERA_WINDOW_FACTOR)  # fmt: skip
         bookings, era_revenue = outcome.bookings, outcome.revenue
-    result = run_market(cell.jobs, tree=cell.tree, leaf_of_user=cell.leaf_of_user, capacity=cell.capacity, params=params,
-                        bookings=bookings)  # fmt: skip
+    result = replayed if replayed is not None and not config.era else _replay(cell, config, bookings)
     terms = trace_terms(cell.jobs, {k: b.budget for k, b in bids.items()}, DEADLINE_FACTOR,
                         {k: b.weights for k, b in bids.items()}, {k: b.utility for k, b in bids.items()})  # fmt: skip
     metrics = dict(compact_result(cell.jobs, result, list(cell.tree.leaf_names), terms)["metrics"])
@@ -284,5 +298,5 @@ def window_utilisation(result: RunResult, cell: Cell) -> float | None:
 
 def run_cell(trace: str, seed: int, quick: bool, labels: tuple[str, ...] = LABELS) -> list[dict[str, Any]]:
     """Every configuration named in ``labels`` on the seed's replica of ``trace`` (a unit of work for a worker)."""
-    cell = make_cell(trace, seed, quick)
-    return [run_config(cell, c) for c in CONFIGS if c.label in labels]
+    cell, reference = calibrated_cell(trace, seed, quick)
+    return [run_config(cell, c, reference if c is REFERENCE else None) for c in CONFIGS if c.label in labels]

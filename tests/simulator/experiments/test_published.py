@@ -138,3 +138,9 @@ def test_the_sweep_parts_combine_to_the_whole_study(shared_traces: Path) -> None
     experiment = experiments.get("published_schedulers")
     assert experiment.shards is not None
     assert [p["cell"] for p in experiment.shards(experiment.params(params))] == [["kth", 0], ["kth", 1]]
+
+
+def test_the_calibrations_reference_run_is_the_h_ltrf_run_it_replaces(shared_traces: Path) -> None:
+    cell, reference = setup.calibrated_cell("fb2009", 1, True)
+    assert reference is not None and cell.capacity == make_cell("fb2009", 1, True).capacity
+    assert setup.run_config(cell, setup.REFERENCE, reference) == setup.run_config(cell, setup.REFERENCE)
