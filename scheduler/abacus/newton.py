@@ -36,7 +36,7 @@ test_equilibrium's strategy never converged); with it a stage takes 2-4.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -190,16 +190,23 @@ def _predict(y: FloatArray, lam: FloatArray, support: BoolArray, norm: float, sh
         delta = np.linalg.solve(_jacobian(support, shares, rest, mk, y, old), -rhs)
     except np.linalg.LinAlgError:
         return None
-    k = int(support.sum())
-    dy = np.zeros_like(y)
-    dy[support] = delta[:k]
-    dlam = np.zeros_like(lam)
-    dlam[has] = delta[k:]
+    dy, dlam = _unpack(delta, support)
     largest = float(np.max(np.abs(dy), initial=0.0))
     t = min(1.0, _MAX_LOG_STEP / largest) if largest > 0 else 1.0  # a curved path: part of the tangent
     fe_try, fr_try, _, _ = _residual(y + t * dy, lam + t * dlam, support, mk, shares_and_rest, new)
     trial = float(np.linalg.norm(np.concatenate([fe_try[support], fr_try[has]])))
     return (y + t * dy, lam + t * dlam) if np.isfinite(trial) and trial < norm else None
+
+
+def _unpack(delta: NDArray[Any], support: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """A solve's vector as full-shape steps: (n, m) ``dy`` on the support (its first entries, row
+    by row) and (n,) ``dlam`` for the rows with a support (the rest), zero elsewhere."""
+    k = int(support.sum())
+    dy = np.zeros(support.shape)
+    dy[support] = delta[:k]
+    dlam = np.zeros(support.shape[0])
+    dlam[support.any(axis=1)] = delta[k:]
+    return dy, dlam
 
 
 def _newton_step(y: FloatArray, lam: FloatArray, support: BoolArray, vector: FloatArray, norm: float,
@@ -214,17 +221,12 @@ def _newton_step(y: FloatArray, lam: FloatArray, support: BoolArray, vector: Flo
     Newton asks it to move by ~1e2: scaled to 8, the step left every other entry
     where it was, iteration after iteration (a plateau of ~40 iterations, or no end).
     """
-    has = support.any(axis=1)
     jac = _jacobian(support, shares, rest, mk, y, barrier)
     try:
         delta = np.linalg.solve(jac, -vector)
     except np.linalg.LinAlgError:
         delta = np.linalg.lstsq(jac, -vector, rcond=None)[0]
-    k = int(support.sum())
-    dy = np.zeros_like(y)
-    dy[support] = delta[:k]
-    dlam = np.zeros_like(lam)
-    dlam[has] = delta[k:]
+    dy, dlam = _unpack(delta, support)
     largest = float(np.max(np.abs(dy), initial=0.0))
     if largest <= _MAX_LOG_STEP:
         return _backtrack(y, lam, dy, dlam, 1.0, norm, support, mk, shares_and_rest, barrier)[0]
