@@ -9,13 +9,10 @@ class MarketplaceConfig(AppConfig):
     def ready(self) -> None:
         # Register the Celery tasks in every process (web, worker, commands):
         # services enqueue them by name and never import this module.
-        # The parts plug into the core's clearing, tick and sweeper (market.hooks): the core names no part.
-        from marketplace.deadlines import hooks as deadline_hooks
-        from marketplace.lab import hooks as lab_hooks
+        # The parts plug into the core through one surface (market.hooks.MarketPart), loaded from
+        # settings.MARKET_PARTS in that order: load them now, so a wrong path fails at start.
         from marketplace.lab import tasks as lab_tasks  # noqa: F401
+        from marketplace.market import hooks
         from marketplace.market import tasks as market_tasks  # noqa: F401
-        from marketplace.pools import hooks as pool_hooks
-        from marketplace.reservations import hooks as reservation_hooks
 
-        for part in (reservation_hooks, deadline_hooks, pool_hooks, lab_hooks):
-            part.register()
+        hooks.reload_parts()

@@ -83,6 +83,16 @@ INSTALLED_APPS = [
     "marketplace",
 ]
 
+# The market's parts, in order (marketplace.market.hooks.MarketPart): the core calls their hooks in
+# this order, and for a hook with one answer (the market's price curve) the first part that gives one
+# wins. A new mechanism is a package with a MarketPart and a line here; no edit of the core.
+MARKET_PARTS = [
+    "marketplace.reservations.hooks.ReservationsPart",  # ERA (001): its price curve is the market's
+    "marketplace.deadlines.hooks.DeadlinesPart",  # deadline bookings (003)
+    "marketplace.pools.hooks.PoolsPart",  # Cura VM pools (004)
+    "marketplace.lab.hooks.LabPart",  # the lab's requeue and upload upkeep
+]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "marketplace.web.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON

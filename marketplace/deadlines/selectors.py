@@ -78,7 +78,7 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
 
 
 def booking_promises(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[hooks.Promise]:
-    """Paper 003's promises (``market.hooks.PromiseSource``): the slots of active jobs' deadline
+    """Paper 003's promises (``market.hooks.MarketPart.promises``): the slots of active jobs' deadline
     bookings whose window overlaps [start, end), one promise per resource type booked."""
     rows = DeadlineBooking.objects.filter(
         market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
@@ -88,7 +88,7 @@ def booking_promises(market: Market, types: Sequence[ResourceType], start: float
 
 
 def booked_job_ids(job_ids: list[int]) -> set[int]:
-    """Which of these jobs hold a deadline booking (``market.hooks.FixedPrice``: sold at a fixed price)."""
+    """Which of these jobs hold a deadline booking (``market.hooks.MarketPart.fixed_price_jobs``: sold at a fixed price)."""
     return set(DeadlineBooking.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
 
 
@@ -131,7 +131,7 @@ def promised_reason(types: Sequence[ResourceType], tasks: Sequence[int], capacit
 
 
 def booking_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """Paper 003's prices offered (``market.hooks.PricePoints``): each booking's unit price per
+    """Paper 003's prices offered (``market.hooks.MarketPart.price_points``): each booking's unit price per
     slot-second of every type it booked, at the simulated time it was booked (newest 500 since ``since``)."""
     rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since).order_by("-id")
             .values_list("sim_start", "unit_prices", "slots")[:500])

@@ -1,5 +1,5 @@
-"""The lab's hook into the market's core (``market.hooks``): the sweeper publishes again the runs
-whose publication failed while the broker was down (``experiment_requeue``), the upload checks
+"""The lab's part of the market's core (``market.hooks.MarketPart``): the sweeper publishes again the
+runs whose publication failed while the broker was down (``experiment_requeue``), the upload checks
 that never reached a worker, and deletes orphaned uploads now and then (``services.uploads``)."""
 
 from __future__ import annotations
@@ -7,16 +7,17 @@ from __future__ import annotations
 from marketplace.lab.services.experiments import experiment_requeue
 from marketplace.lab.services.simulations import simulation_check_requeue
 from marketplace.lab.services.uploads import upkeep_due, upload_sweep
-from marketplace.market import hooks
+from marketplace.market.hooks import MarketPart
 
 
-def _sweep() -> list[int]:
-    done = experiment_requeue()
-    if upkeep_due():  # every few minutes, not every sweep
-        upload_sweep()
-        done += simulation_check_requeue()
-    return done
+class LabPart(MarketPart):
+    """Experiments and simulation studies on workers."""
 
+    name = "lab"
 
-def register() -> None:
-    hooks.register(part="lab", sweep_work=_sweep)
+    def sweep_work(self) -> list[int]:
+        done = experiment_requeue()
+        if upkeep_due():  # every few minutes, not every sweep
+            upload_sweep()
+            done += simulation_check_requeue()
+        return done

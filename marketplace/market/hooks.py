@@ -1,19 +1,30 @@
-"""Where the parts plug into the market's core, so that the core names no part (issue 21).
+"""Where the parts plug into the market's core: one typed surface, :class:`MarketPart`.
 
-The clearing, the clock's tick and the sweeper do work that belongs to a mechanism: ERA's
-reserved jobs stay out of the auction and are booked in the engine (paper 001), Cura's VM
-pools run on the market's clock (paper 004), the lab's runs are published again after a broker
-outage. Each part registers its functions here in its ``hooks.register()``, which
-``MarketplaceConfig.ready`` calls; the core calls what is registered, in registration order.
-A new mechanism plugs in with a ``hooks.py`` of its own and no edit of ``market/``.
+The clearing, the clock's tick, the sweeper and the quotes do work that belongs to a mechanism:
+ERA's reserved jobs stay out of the auction and are booked in the engine (paper 001, Sec. 2.3),
+Cura's VM pools run on the market's clock (paper 004, Sec. III), the lab's runs are published
+again after a broker outage, a deadline booking's slots are a promise every quote leaves free
+(paper 003, Sec. 3). Each part has one :class:`MarketPart` subclass in its ``hooks.py`` that
+overrides the hooks it needs; every hook has a default that does nothing, as saleor's
+``BasePlugin`` does. The parts are loaded from one setting, ``MARKET_PARTS`` (dotted paths, in
+order), as saleor's ``PLUGINS`` and Volcano's tiers are: that order is the order the core calls
+them in, and for a hook with one answer (the market's price curve) the first part that gives one
+wins. Import order never decides anything. A new mechanism plugs in with a package, a
+``MarketPart`` and a line in ``MARKET_PARTS``; its own settings are its :attr:`MarketPart.arguments`
+(Volcano's per-plugin ``Arguments``), kept in ``Market.part_arguments`` under its name, so it
+needs no column and no migration of the core's ``Market``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.conf import settings
+from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,78 +35,121 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ClearingExclusion = Callable[[list[int]], set[int]]
-"""Of these new jobs (ids), the ones the part serves itself: a clearing leaves them out of the auction."""
-
-PriceCurve = Callable[["Market", "Sequence[ResourceType]", float, float], "tuple[np.ndarray, np.ndarray]"]
-"""The market's price curve over [start, end): (slot starts (k,) simulated s, (m, k) price of one more unit
-of each type in each slot, money per slot-second; inf where a slot has no unit left). ERA's (paper 001)."""
-
 PricePoint = tuple[str, int, float, float]
 """(what was priced, resource column j, simulated time, money per slot-second): one price a part offered."""
-
-PricePoints = Callable[["Market", "Sequence[ResourceType]", float], list[PricePoint]]
-"""A part's prices offered since a simulated time (reservation quotes, deadline bookings), per slot-second."""
-
-FixedPrice = Callable[[list[int]], set[int]]
-"""Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation, a booking):
-a cancellation keeps that price paid (docs/economy.md, "Cancellations")."""
-
-EngineSync = Callable[["Market", "MarketEngine", "list[ResourceType]"], None]
-"""At a tick's sync (the market row locked): tell the engine what the part holds (bookings, say)."""
-
-TickWork = Callable[["Market"], object]
-"""After a tick's steps, in its transaction and on its clock (``market.sim_time`` already moved)."""
-
-SweepWork = Callable[[], list[int]]
-"""The sweeper's work for the part (outside any market's lock); returns the ids it acted on."""
 
 Promise = tuple[int, int, float, float]
 """(resource column j in the market's resource-type order, units, start, end): units of one type
 promised to one job in the simulated-time window [start, end)."""
 
-PromiseSource = Callable[["Market", "Sequence[ResourceType]", float, float], list[Promise]]
-"""A part's promises to active jobs whose window overlaps [start, end) (ERA reservations, deadline bookings)."""
+Curve = tuple["np.ndarray", "np.ndarray"]
+"""(slot starts (k,) simulated s, (m, k) price of one more unit of each type in each slot, money per
+slot-second; inf where a slot has no unit left)."""
 
 
-@dataclass
-class Hooks:
-    """The registered hooks of each kind, by part name (registering a part again replaces its hooks)."""
+class PartArgumentError(ValueError):
+    """A part's arguments that its :attr:`MarketPart.arguments` refuses; ``errors`` maps field to message."""
 
-    clearing_exclusions: dict[str, ClearingExclusion] = field(default_factory=dict)
-    engine_syncs: dict[str, EngineSync] = field(default_factory=dict)
-    tick_work: dict[str, TickWork] = field(default_factory=dict)
-    sweep_work: dict[str, SweepWork] = field(default_factory=dict)
-    promise_sources: dict[str, PromiseSource] = field(default_factory=dict)
-    fixed_prices: dict[str, FixedPrice] = field(default_factory=dict)
-    price_curves: dict[str, PriceCurve] = field(default_factory=dict)
-    price_points: dict[str, PricePoints] = field(default_factory=dict)
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
 
 
-HOOKS = Hooks()
+class MarketPart:
+    """One part of the market as the core sees it: every hook the core calls, each with a default.
+
+    Subclasses set :attr:`name` (the part's package name) and override what they do. Hooks run
+    inside the caller's transaction where the caller holds one (the tick's, under the market row
+    lock); they must not enqueue tasks there (use ``transaction.on_commit``).
+    """
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[type[Any] | None] = None
+    """A frozen dataclass of the part's own settings, each field with a default; ``None``: it has none.
+    A field may add ``metadata={"min": x, "max": y, "help": "..."}``; values live in
+    ``Market.part_arguments[name]`` (:func:`part_arguments`)."""
+
+    def clearing_exclusions(self, job_ids: list[int]) -> set[int]:
+        """Of these new jobs (ids), the ones the part serves itself: a clearing leaves them out of
+        the auction (ERA: reserved jobs, paper 001)."""
+        return set()
+
+    def fixed_price_jobs(self, job_ids: list[int]) -> set[int]:
+        """Of these jobs (ids), the ones the part sold at a price fixed at acceptance (a reservation,
+        a booking): a cancellation keeps that price paid (docs/economy.md, "Cancellations")."""
+        return set()
+
+    def engine_sync(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+        """At a tick's sync (the market row locked): tell the engine what the part holds (bookings)."""
+
+    def tick_work(self, market: Market) -> None:
+        """After a tick's steps, in its transaction and on its clock (``market.sim_time`` already moved)."""
+
+    def sweep_work(self) -> list[int]:
+        """The sweeper's work for the part (outside any market's lock); returns the ids it acted on."""
+        return []
+
+    def promises(self, market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Promise]:
+        """The part's promises to active jobs whose window overlaps [start, end) (simulated s)."""
+        return []
+
+    def price_curve(self, market: Market, types: Sequence[ResourceType], start: float, end: float) -> Curve | None:
+        """The market's price curve over [start, end), if this part prices time slots; else None."""
+        return None
+
+    def price_points(self, market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+        """The part's prices offered since ``since`` (simulated s), money per slot-second."""
+        return []
 
 
-def register(*, part: str, clearing_exclusion: ClearingExclusion | None = None, engine_sync: EngineSync | None = None,
-             tick_work: TickWork | None = None, sweep_work: SweepWork | None = None,
-             promise_source: PromiseSource | None = None, fixed_price: FixedPrice | None = None,
-             price_curve: PriceCurve | None = None, price_points: PricePoints | None = None) -> None:
-    """Register ``part``'s hooks (each optional). Idempotent: a second call for the same part
-    replaces the first, so an app registry that runs ``ready()`` twice registers nothing twice."""
-    for table, hook in ((HOOKS.clearing_exclusions, clearing_exclusion), (HOOKS.engine_syncs, engine_sync),
-                        (HOOKS.tick_work, tick_work), (HOOKS.sweep_work, sweep_work),
-                        (HOOKS.promise_sources, promise_source), (HOOKS.fixed_prices, fixed_price),
-                        (HOOKS.price_curves, price_curve), (HOOKS.price_points, price_points)):
-        if hook is not None:
-            table[part] = hook
+_PARTS: tuple[MarketPart, ...] | None = None
 
+
+def parts() -> tuple[MarketPart, ...]:
+    """The parts of ``settings.MARKET_PARTS``, in that order (loaded once per process).
+
+    Raises:
+        ImproperlyConfigured-like ``ImportError``/``TypeError``: a path that names no ``MarketPart``
+        subclass, or two parts with one name.
+    """
+    global _PARTS
+    if _PARTS is None:
+        loaded: list[MarketPart] = []
+        for path in getattr(settings, "MARKET_PARTS", ()):
+            cls = import_string(path)
+            if not (isinstance(cls, type) and issubclass(cls, MarketPart)) or not cls.name:
+                raise TypeError(f"MARKET_PARTS: {path} is not a named MarketPart subclass")
+            if any(p.name == cls.name for p in loaded):
+                raise TypeError(f"MARKET_PARTS: two parts are named {cls.name!r}")
+            loaded.append(cls())
+        _PARTS = tuple(loaded)
+    return _PARTS
+
+
+def reload_parts() -> tuple[MarketPart, ...]:
+    """Load ``MARKET_PARTS`` again (after a settings change in a test)."""
+    global _PARTS
+    _PARTS = None
+    return parts()
+
+
+def part(name: str) -> MarketPart:
+    """The loaded part named ``name``. Raises KeyError when no part of ``MARKET_PARTS`` has it."""
+    for p in parts():
+        if p.name == name:
+            return p
+    raise KeyError(name)
+
+
+# ---------------------------------------------------------------- what the core calls
 
 def excluded_from_clearing(job_ids: Iterable[int]) -> set[int]:
     """The jobs among ``job_ids`` that some part serves itself (never in the auction)."""
     ids = list(job_ids)
     out: set[int] = set()
     if ids:
-        for hook in HOOKS.clearing_exclusions.values():
-            out |= hook(ids)
+        for p in parts():
+            out |= p.clearing_exclusions(ids)
     return out
 
 
@@ -104,32 +158,32 @@ def fixed_price_jobs(job_ids: Iterable[int]) -> set[int]:
     ids = list(job_ids)
     out: set[int] = set()
     if ids:
-        for hook in HOOKS.fixed_prices.values():
-            out |= hook(ids)
+        for p in parts():
+            out |= p.fixed_price_jobs(ids)
     return out
 
 
 def sync_engine(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
-    """Every part's :data:`EngineSync`, in registration order."""
-    for hook in HOOKS.engine_syncs.values():
-        hook(market, engine, types)
+    """Every part's :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
+    for p in parts():
+        p.engine_sync(market, engine, types)
 
 
 def run_tick_work(market: Market) -> None:
-    """Every part's :data:`TickWork`, in registration order (an error aborts the tick, as before)."""
-    for hook in HOOKS.tick_work.values():
-        hook(market)
+    """Every part's :meth:`MarketPart.tick_work`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
+    for p in parts():
+        p.tick_work(market)
 
 
 def run_sweep_work() -> list[int]:
-    """Every part's :data:`SweepWork`; one part's failure (the broker or the database still away)
-    is logged and does not stop the others: the next sweep tries again."""
+    """Every part's :meth:`MarketPart.sweep_work`; one part's failure (the broker or the database
+    still away) is logged and does not stop the others: the next sweep tries again."""
     done: list[int] = []
-    for part, hook in HOOKS.sweep_work.items():
+    for p in parts():
         try:
-            done += hook()
+            done += p.sweep_work()
         except Exception:
-            log.exception("sweep work of %s failed", part)
+            log.exception("sweep work of %s failed", p.name)
     return done
 
 
@@ -137,22 +191,90 @@ def promised_windows(market: Market, types: Sequence[ResourceType], start: float
     """Every part's promises to active jobs overlapping [start, end) (simulated seconds): what a
     quote must leave free, whichever mechanism made the promise (papers 001 and 003)."""
     out: list[Promise] = []
-    for source in HOOKS.promise_sources.values():
-        out += source(market, types, start, end)
+    for p in parts():
+        out += p.promises(market, types, start, end)
     return out
 
 
-def price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """The market's price curve over [start, end) (:data:`PriceCurve`): the first registered source's
-    (ERA's), or None when no part prices time slots. One curve for every quote (docs/economy.md)."""
-    for source in HOOKS.price_curves.values():
-        return source(market, types, start, end)
+def price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> Curve | None:
+    """The market's price curve over [start, end) (:data:`Curve`): the first part in ``MARKET_PARTS``
+    order that prices time slots (ERA's), or None. One curve for every quote (docs/economy.md)."""
+    for p in parts():
+        curve = p.price_curve(market, types, start, end)
+        if curve is not None:
+            return curve
     return None
 
 
 def offered_prices(market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
-    """Every part's prices offered since ``since`` (simulated s), per slot-second (:data:`PricePoints`)."""
+    """Every part's prices offered since ``since`` (simulated s), per slot-second."""
     out: list[PricePoint] = []
-    for source in HOOKS.price_points.values():
-        out += source(market, types, since)
+    for p in parts():
+        out += p.price_points(market, types, since)
     return out
+
+
+# ---------------------------------------------------------------- per-part arguments
+
+def part_arguments(market: Market, name: str) -> Any:
+    """The part ``name``'s arguments for ``market``: its :attr:`MarketPart.arguments` dataclass built
+    from its defaults and what ``market.part_arguments[name]`` holds (unknown keys ignored).
+
+    Raises:
+        KeyError: no part of that name; TypeError: the part declares no arguments.
+    """
+    cls = part(name).arguments
+    if cls is None:
+        raise TypeError(f"part {name!r} has no arguments")
+    stored = (market.part_arguments or {}).get(name, {})
+    known = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in stored.items() if k in known})
+
+
+def validate_part_arguments(name: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` for part ``name`` checked against its dataclass: known fields only, each of the
+    field's type (int, float, bool, str, or a tuple of str), finite and within ``metadata`` min/max.
+    Returns the cleaned values (JSON-ready).
+
+    Raises:
+        PartArgumentError: field-level messages; KeyError: no such part; TypeError: no arguments.
+    """
+    cls = part(name).arguments
+    if cls is None:
+        raise TypeError(f"part {name!r} has no arguments")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    errors: dict[str, str] = {}
+    clean: dict[str, Any] = {}
+    for key, value in values.items():
+        f = fields.get(key)
+        if f is None:
+            errors[key] = f"unknown argument; {name} takes: {', '.join(fields)}"
+            continue
+        message, cleaned = _check_field(f, value)
+        if message:
+            errors[key] = message
+        else:
+            clean[key] = cleaned
+    if errors:
+        raise PartArgumentError(errors)
+    return clean
+
+
+def _check_field(f: dataclasses.Field[Any], value: Any) -> tuple[str, Any]:
+    kind = type(f.default) if f.default is not dataclasses.MISSING else str
+    if kind is bool:
+        return ("", value) if isinstance(value, bool) else ("must be true or false", None)
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not float(value).is_integer()):
+            return (f"must be {'an integer' if kind is int else 'a number'}", None)
+        if not math.isfinite(value):
+            return ("must be finite", None)
+        lo, hi = f.metadata.get("min"), f.metadata.get("max")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            return (f"must be within [{lo}, {hi}]", None)
+        return ("", kind(value))
+    if kind is tuple:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+            return ("must be a list of non-empty strings", None)
+        return ("", list(value))
+    return ("", value) if isinstance(value, str) else ("must be a string", None)

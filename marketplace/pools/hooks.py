@@ -1,11 +1,21 @@
-"""Cura's hook into the market's core (``market.hooks``): the VM pools' jobs run on the
+"""Cura's part of the market's core (``market.hooks.MarketPart``): the VM pools' jobs run on the
 market's clock, inside each tick (paper 004, Sec. III)."""
 
 from __future__ import annotations
 
-from marketplace.market import hooks
+from typing import TYPE_CHECKING
+
+from marketplace.market.hooks import MarketPart
 from marketplace.pools.services.jobs import cura_advance
 
+if TYPE_CHECKING:
+    from marketplace.market.models.market import Market
 
-def register() -> None:
-    hooks.register(part="pools", tick_work=lambda market: cura_advance(market=market))
+
+class PoolsPart(MarketPart):
+    """Cura VM pools (paper 004)."""
+
+    name = "pools"
+
+    def tick_work(self, market: Market) -> None:
+        cura_advance(market=market)

@@ -177,7 +177,7 @@ def era_mechanism(market: Market, resource_type: ResourceType, s: ReservationSet
 
 
 def unit_price_curve(market: Market, types: Sequence[ResourceType], start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
-    """ERA's price curve as the market's (``market.hooks.PriceCurve``): the slot starts in [start, end)
+    """ERA's price curve as the market's (``market.hooks.MarketPart.price_curve``): the slot starts in [start, end)
     within the horizon, and the price of one more unit of each type in each, money per slot-second
     (paper 001, Alg. 1 line 7 with i = 1, over the slot's seconds; inf where the slot is full)."""
     s = era_settings(market)
@@ -227,7 +227,7 @@ def reserved_job_ids(job_ids: Iterable[int]) -> set[int]:
 
 
 def reservation_promises(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Promise]:
-    """ERA's promises (``market.hooks.PromiseSource``): the reservations of active jobs whose
+    """ERA's promises (``market.hooks.MarketPart.promises``): the reservations of active jobs whose
     window overlaps [start, end)."""
     column = {t.pk: j for j, t in enumerate(types)}
     rows = Reservation.objects.filter(
@@ -240,7 +240,7 @@ POINTS_LIMIT = 500  # newest quotes a chart shows
 
 
 def quote_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """ERA's prices offered (``market.hooks.PricePoints``): each quote's price per slot-second at the
+    """ERA's prices offered (``market.hooks.MarketPart.price_points``): each quote's price per slot-second at the
     simulated time it was priced, newest ``POINTS_LIMIT`` since ``since``."""
     column = {t.pk: j for j, t in enumerate(types)}
     rows = (ReservationQuote.objects.filter(market=market, quoted_at__gte=since).order_by("-id")

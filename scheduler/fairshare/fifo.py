@@ -40,6 +40,10 @@ class FifoAllocator:
     def update_demand(self, demanding: NDArray[np.bool_], now: float) -> None:
         """No starvation clocks under FIFO."""
 
+    def room(self, leaf: int) -> int:
+        """Unlimited: FIFO applies no share limits (``work_conserving``; never asked by the cluster)."""
+        return 2**62
+
     def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
         """The demanding leaf with the smallest ``head`` (ties: lowest position); -1 if none.
 

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.fairshare.fairness import QueueTree
+from scheduler.fairshare.protocol import Allocator
 from scheduler.plan import Reservation
 from scheduler.registry import DISPATCH, FAIRSHARE, build_allocator, link_allocators
 from simulator.cluster.accounting import LeafLedger
@@ -163,7 +164,7 @@ class ClusterCore:
         """The counters of a known job (for dispatch stages), or None."""
         return self._jobs.get(job_id)
 
-    def allocator(self, j: int) -> Any:
+    def allocator(self, j: int) -> Allocator:
         """The fair-share allocator of resource type j."""
         return self._allocators[j]
 
@@ -215,7 +216,7 @@ class ClusterCore:
         return self._jobs[job_id].shared_pending(j, self.staged)
 
 
-def fresh_allocators(c: ClusterCore) -> list[Any]:
+def fresh_allocators(c: ClusterCore) -> list[Allocator]:
     """One new allocator per resource type with the cluster's policy, ``T_wait`` and history,
     each told its type's capacity. Raises UnknownName or ValueError on a bad setting."""
     options: dict[str, Any] = {"t_wait": c.t_wait, "history": c.history, "history_length": c.history_length}

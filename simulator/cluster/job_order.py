@@ -11,10 +11,11 @@ grants must be work conserving (every free unit a job can use is granted).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler.fairshare.protocol import JobLevelAllocator
 from scheduler.published.jobs import JobView
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def job_view(cluster: ClusterView, jobs: list[JobState], j: int) -> JobView:
     )  # fmt: skip
 
 
-def hand_out_by_job(cluster: ClusterView, allocator: Any, j: int, free: int) -> int:
+def hand_out_by_job(cluster: ClusterView, allocator: JobLevelAllocator, j: int, free: int) -> int:
     """Start the policy's grants of type j at ``cluster.now``; return the units left.
 
     Raises:

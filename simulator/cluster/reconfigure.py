@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.registry import DISPATCH, build_allocator
 from simulator.cluster.core import ClusterCore, fresh_allocators
 from simulator.cluster.jobs import as_capacity
@@ -68,7 +69,8 @@ def set_policy(
         _replay_running(c)
     else:
         for allocator in c._allocators:
-            allocator.policy = new_policy
+            if isinstance(allocator, FairShareAllocator):  # one class for mlrf / ltrf / hltrf: usage is kept
+                allocator.policy = new_policy
             allocator.t_wait = new_t_wait
     c.policy, c.t_wait = new_policy, new_t_wait
 

@@ -26,11 +26,12 @@ together, so they are one event however many units they hold.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
 from scheduler.fairshare.fifo import FifoAllocator
+from scheduler.fairshare.protocol import JobLevelAllocator
 from simulator.cluster.job_order import hand_out_by_job
 from simulator.cluster.lookahead import EarlyStartStage, shared_limit
 from simulator.cluster.view import ClusterView
@@ -105,7 +106,7 @@ class SharedStage:
         if isinstance(allocator, FifoAllocator):
             return _oldest_first(cluster, allocator, j, free)
         if allocator.job_level:  # Tiresias, Themis: jobs across all queues (simulator.cluster.job_order)
-            return hand_out_by_job(cluster, allocator, j, free)
+            return hand_out_by_job(cluster, cast(JobLevelAllocator, allocator), j, free)
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)

@@ -10,11 +10,12 @@ tested on a stand-in.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.fairshare.protocol import Allocator
 from scheduler.plan import Reservation
 from simulator.cluster.jobs import JobState
 from simulator.cluster.placement import LeafPlacement
@@ -61,7 +62,7 @@ class ClusterView(Protocol):
         """The active jobs' counters in arrival order."""
         ...
 
-    def allocator(self, j: int) -> Any:
+    def allocator(self, j: int) -> Allocator:
         """The fair-share allocator of resource type j."""
         ...
 

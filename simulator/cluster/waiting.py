@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.fairshare.allocator import FairShareAllocator
 from simulator.cluster.model import Cluster
 
 
@@ -110,7 +111,7 @@ def explain_wait(cluster: Cluster, job_id: int, j: int) -> WaitReason:
     ahead = tuple(members[: members.index(job_id)]) if job_id in members else tuple(members)
     levels: tuple[Level, ...] = ()
     waited, lowest = 0.0, False
-    if hasattr(alloc, "usage"):
+    if isinstance(alloc, FairShareAllocator):  # the policies of paper 002 keep usage and starvation clocks
         usage = alloc.usage(now)
         levels = _walk(cluster, usage, demanding, leaf)
         waited = float(alloc.waiting(now)[leaf])

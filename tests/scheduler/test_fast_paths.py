@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scheduler.abacus.baselines import _within_group
 from scheduler.fairshare import selection
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.registry import _within_group
 from scheduler.types import MarketSnapshot
 
 

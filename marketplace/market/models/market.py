@@ -51,6 +51,10 @@ class Market(models.Model):
     fairshare_history_length = models.FloatField(
         default=3600.0, help_text="Round length L or decay half-life, simulated seconds (unused with 'forever')."
     )
+    part_arguments = models.JSONField(
+        default=dict, blank=True,
+        help_text="Each part's own settings by part name (market.hooks.MarketPart.arguments): a new part needs no column.",
+    )
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from marketplace.market import hooks
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.services.market import market_changed, structure_changed
@@ -184,3 +185,39 @@ def queue_save(*, queue: Queue, user: object = None) -> Queue:
     )
     structure_changed(market=market)  # the fair fractions changed: shares and samples follow
     return queue
+
+
+@transaction.atomic
+def market_part_arguments_set(*, market: Market, part: str, values: dict[str, Any], user: object = None,
+                              reason: str = "") -> list[ConfigChange]:
+    """Change part ``part``'s own settings for ``market`` (``market.hooks.MarketPart.arguments``);
+    each changed argument gets a ``ConfigChange`` row named ``<part>.<argument>``. A change is a
+    market change (the next clearing and tick see it), as for the core's parameters.
+
+    Raises:
+        ValidationError: field-level errors keyed by argument (or ``part`` for an unknown part or one
+            without arguments); nothing is changed.
+    """
+    try:
+        clean = hooks.validate_part_arguments(part, values)
+    except hooks.PartArgumentError as exc:
+        raise ValidationError(exc.errors) from None
+    except (KeyError, TypeError):
+        raise ValidationError({"part": f"No part {part!r} with settings."}) from None
+    market = Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
+    stored = dict((market.part_arguments or {}).get(part, {}))
+    current = hooks.part_arguments(market, part)
+    audit = []
+    for key, value in clean.items():
+        old = getattr(current, key)
+        if (list(old) if isinstance(old, tuple) else old) == value:
+            continue
+        stored[key] = value
+        audit.append(ConfigChange(market=market, field=f"{part}.{key}", old_value=str(old), new_value=str(value),
+                                  changed_by=_user(user), reason=reason))
+    if not audit:
+        return []
+    market.part_arguments = {**(market.part_arguments or {}), part: stored}
+    market.save(update_fields=["part_arguments"])
+    market_changed(market=market)
+    return ConfigChange.objects.bulk_create(audit)
