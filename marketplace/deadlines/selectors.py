@@ -67,7 +67,7 @@ def reserved_units(*, market: Market, types: Sequence[ResourceType], start: floa
     m = len(types)
     events: list[tuple[float, int, int, int]] = []
     # every part's promises (market.hooks): these bookings, and ERA's reservations (paper 001)
-    for j, units, p_start, p_end in hooks.promised_windows(market, types, start, end):
+    for j, units, p_start, p_end, _ in hooks.promised_windows(market, types, start, end):
         events.append((max(p_start, start), 1, j, units))
         events.append((p_end, -1, j, units))
     level, peak = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
@@ -82,9 +82,9 @@ def booking_promises(market: Market, types: Sequence[ResourceType], start: float
     bookings whose window overlaps [start, end), one promise per resource type booked."""
     rows = DeadlineBooking.objects.filter(
         market=market, job__status__in=Job.ACTIVE, sim_end__gt=start, sim_start__lt=end,
-    ).values_list("sim_start", "sim_end", "slots")
-    return [(j, int(units), float(b_start), float(b_end))
-            for b_start, b_end, slots in rows for j, units in enumerate(slots[:len(types)]) if units > 0]
+    ).values_list("sim_start", "sim_end", "slots", "job_id")
+    return [hooks.Promise(j, int(units), float(b_start), float(b_end), job_id)
+            for b_start, b_end, slots, job_id in rows for j, units in enumerate(slots[:len(types)]) if units > 0]
 
 
 def booked_job_ids(job_ids: list[int]) -> set[int]:

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -38,9 +38,16 @@ log = logging.getLogger(__name__)
 PricePoint = tuple[str, int, float, float]
 """(what was priced, resource column j, simulated time, money per slot-second): one price a part offered."""
 
-Promise = tuple[int, int, float, float]
-"""(resource column j in the market's resource-type order, units, start, end): units of one type
-promised to one job in the simulated-time window [start, end)."""
+class Promise(NamedTuple):
+    """Units of one type promised to one job in the simulated-time window [start, end)."""
+
+    j: int
+    """Resource column in the market's resource-type order."""
+    units: int
+    start: float
+    end: float
+    job_id: int | None = None
+    """The job the units are promised to (None where a part does not say)."""
 
 Curve = tuple["np.ndarray", "np.ndarray"]
 """(slot starts (k,) simulated s, (m, k) price of one more unit of each type in each slot, money per
@@ -81,6 +88,14 @@ class MarketPart:
 
     def engine_sync(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
         """At a tick's sync (the market row locked): tell the engine what the part holds (bookings)."""
+
+    def before_tick(self, market_id: int) -> None:
+        """Before a tick, outside any transaction and lock: read what the part's outside world says
+        (a real cluster's job states, say), so the tick itself stays short."""
+
+    def engine_stepped(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+        """After a tick's steps, on the tick's engine, in its transaction: take what the steps
+        decided for the outside world (the batches a real cluster must start)."""
 
     def tick_work(self, market: Market) -> None:
         """After a tick's steps, in its transaction and on its clock (``market.sim_time`` already moved)."""
@@ -167,6 +182,21 @@ def sync_engine(market: Market, engine: MarketEngine, types: list[ResourceType])
     """Every part's :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
     for p in parts():
         p.engine_sync(market, engine, types)
+
+
+def before_tick(market_id: int) -> None:
+    """Every part's :meth:`MarketPart.before_tick`; one part's failure is logged, the tick goes on."""
+    for p in parts():
+        try:
+            p.before_tick(market_id)
+        except Exception:
+            log.exception("before-tick work of %s failed", p.name)
+
+
+def engine_stepped(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+    """Every part's :meth:`MarketPart.engine_stepped`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
+    for p in parts():
+        p.engine_stepped(market, engine, types)
 
 
 def run_tick_work(market: Market) -> None:

@@ -111,8 +111,7 @@ def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSe
     # every part's promises (market.hooks): ERA's reservations and paper 003's deadline bookings
     types = list(ResourceType.objects.filter(market=market))
     column = [t.pk for t in types].index(resource_type.pk)
-    windows = [(units, start, end) for j, units, start, end in hooks.promised_windows(market, types, origin * slot, math.inf)
-               if j == column]
+    windows = [(p.units, p.start, p.end) for p in hooks.promised_windows(market, types, origin * slot, math.inf) if p.j == column]
     for units, start, end in windows:
         lo = max(slot_floor(start, slot) - origin, 0)
         hi = min(slot_ceil(end, slot) - origin, horizon)
@@ -232,8 +231,9 @@ def reservation_promises(market: Market, types: Sequence[ResourceType], start: f
     column = {t.pk: j for j, t in enumerate(types)}
     rows = Reservation.objects.filter(
         market=market, job__status__in=Job.ACTIVE, end__gt=start, start__lt=end,
-    ).values_list("resource_type_id", "units", "start", "end")
-    return [(column[rt], int(units), float(r_start), float(r_end)) for rt, units, r_start, r_end in rows if rt in column]
+    ).values_list("resource_type_id", "units", "start", "end", "job_id")
+    return [Promise(column[rt], int(units), float(r_start), float(r_end), job_id)
+            for rt, units, r_start, r_end, job_id in rows if rt in column]
 
 
 POINTS_LIMIT = 500  # newest quotes a chart shows

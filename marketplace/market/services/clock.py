@@ -289,6 +289,7 @@ def cluster_advance(
     Raises:
         ValueError: ``until`` lies before the market's current simulated time.
     """
+    hooks.before_tick(market_id)  # the parts' reads outside the lock (a real cluster's job states)
     with transaction.atomic():
         market = rows.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
@@ -319,6 +320,7 @@ def cluster_advance(
                 writes.acceptance += _clear_now(engine, market, context)  # fixed prices due when its Plan applies
                 if report.now >= target or (stop_when_idle and not active):
                     break
+            hooks.engine_stepped(market, engine, context.types)  # what the steps decided for the outside (Slurm's launches)
             busy, capacity = engine.cluster.busy(), engine.cluster.capacity.tolist()
             tick, departures = writes.write(market, context.types, [b / c if c else 0.0 for b, c in zip(busy, capacity, strict=True)])
             hooks.run_tick_work(market)  # the parts' work on the same clock (Cura: the VM pools' jobs, paper 004)

@@ -65,6 +65,8 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["deadlines"] == {"fixed_price_jobs", "promises", "price_points"}
     assert by_name["pools"] == {"tick_work"}
     assert by_name["lab"] == {"sweep_work"}
+    assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_stepped", "tick_work",
+                               "sweep_work", "promises", "price_curve", "price_points"}
 
 
 def test_a_part_that_is_not_a_market_part_is_refused_at_load(settings) -> None:
@@ -171,7 +173,7 @@ def test_every_quote_leaves_free_what_any_part_promised(market, plug) -> None:
 
     types = list(ResourceType.objects.filter(market=market))
     map_column = [t.name for t in types].index("map")
-    plug(_Part(promises=lambda m, ts, start, end: [(map_column, 3, 100.0, 400.0)]))
+    plug(_Part(promises=lambda m, ts, start, end: [hooks.Promise(map_column, 3, 100.0, 400.0)]))
     # then a deadline quote over [0, 200) sees the 3 units held (paper 003) ...
     held = reserved_units(market=market, types=types, start=0.0, end=200.0)
     assert held[map_column] == 3 and held.sum() == 3
