@@ -13,7 +13,10 @@ from marketplace.lab import urls as lab
 from marketplace.pools import urls as pools
 from marketplace.reservations import urls as reservations
 from marketplace.web import urls as web
-from marketplace.web.views import not_found
+from marketplace.web.views import not_found, throttled_login
+
+# The admin's login shares the site's limit on wrong passwords (one limiter for every login path).
+admin.site.login = throttled_login(admin.site.login)  # type: ignore[method-assign]
 
 PARTS = (auction, dashboard, fairshare, deadlines, reservations, pools, lab)
 

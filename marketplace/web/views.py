@@ -1,7 +1,9 @@
-"""The login page with a limit on wrong passwords (``throttling.login_attempt``)."""
+"""The login pages (the site's and the admin's) with one limit on wrong passwords (``throttling.login_attempt``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib.auth import views as auth_views
@@ -9,6 +11,34 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 
 from marketplace.web.throttling import client_address, login_attempt, login_succeeded
+
+
+def _locked(wait: int) -> HttpResponse:
+    response = HttpResponse(f"Too many failed logins. Try again in {wait} seconds.", status=429, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(wait)
+    return response
+
+
+def throttled_login(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``view`` (a login page) behind the one limit every login path shares: a POST is counted before
+    its password is hashed and refused with 429 past the limit; a POST that logged the user in is
+    forgiven. The admin's login (``/admin/login/``) is wrapped with it, so a username locked on one
+    path is locked on every path (the site's page, the admin's, the token endpoint)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method != "POST":
+            return view(request, *args, **kwargs)
+        address, username = client_address(request), request.POST.get("username", "")
+        wait = login_attempt(address, username)
+        if wait is not None:
+            return _locked(wait)
+        response = view(request, *args, **kwargs)
+        if request.user.is_authenticated and response.status_code in (301, 302, 303):
+            login_succeeded(address, username)
+        return response
+
+    return wrapped
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -21,11 +51,7 @@ class ThrottledLoginView(auth_views.LoginView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         wait = login_attempt(client_address(request), request.POST.get("username", ""))
         if wait is not None:
-            response = HttpResponse(
-                f"Too many failed logins. Try again in {wait} seconds.", status=429, content_type="text/plain; charset=utf-8"
-            )
-            response["Retry-After"] = str(wait)
-            return response
+            return _locked(wait)
         return super().post(request, *args, **kwargs)
 
     def form_valid(self, form: Any) -> HttpResponse:

@@ -124,3 +124,35 @@ def test_form_writes_share_the_api_write_limit(client, alice, alice_api, monkeyp
     assert b"Too many changes" in over.content
     assert alice_api.post("/api/jobs/", body, content_type="application/json").status_code == 429
     assert client.get("/jobs/").status_code == 200  # reads are not writes
+
+
+def test_the_admin_login_shares_the_login_limit(client, settings, django_user_model):
+    # given a staff user locked out on /login/ (the attack: the admin's login had no limit)
+    settings.FAILURE_LIMITS = LIMITS
+    django_user_model.objects.create_user("staff2", password=PASSWORD, is_staff=True)
+    for _ in range(5):
+        assert client.post("/login/", {"username": "staff2", "password": "wrong"}).status_code == 200
+    # when the right password is tried on /admin/login/
+    answer = client.post("/admin/login/", {"username": "staff2", "password": PASSWORD})
+    # then it is refused as on /login/, and no session opened the staff pages
+    assert answer.status_code == 429 and answer["Retry-After"]
+    assert client.get("/admin/").status_code == 302
+
+
+def test_wrong_admin_passwords_count_towards_the_one_limit(client, settings, django_user_model):
+    settings.FAILURE_LIMITS = LIMITS
+    django_user_model.objects.create_user("staff3", password=PASSWORD, is_staff=True)
+    codes = [client.post("/admin/login/", {"username": "staff3", "password": "wrong"}).status_code for _ in range(6)]
+    assert codes == [200] * 5 + [429]
+    assert client.post("/login/", {"username": "staff3", "password": PASSWORD}).status_code == 429
+
+
+def test_a_right_admin_password_is_forgiven(client, settings, django_user_model):
+    settings.FAILURE_LIMITS = LIMITS
+    django_user_model.objects.create_user("staff4", password=PASSWORD, is_staff=True)
+    for _ in range(3):
+        client.post("/admin/login/", {"username": "staff4", "password": "wrong"})
+    assert client.post("/admin/login/", {"username": "staff4", "password": PASSWORD}).status_code == 302
+    client.logout()
+    # only the 3 wrong ones count: 2 more wrong ones are still answered, the 6th attempt would not be
+    assert [client.post("/admin/login/", {"username": "staff4", "password": "wrong"}).status_code for _ in range(2)] == [200, 200]
