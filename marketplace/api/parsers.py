@@ -36,8 +36,9 @@ def json_depth_exceeds(data: object, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 class SafeJSONParser(JSONParser):
-    """DRF's JSON parser with a nesting limit; ``NaN``/``Infinity`` literals still parse, so
-    that they reach field validation and get a field error (``strict = False``)."""
+    """DRF's JSON parser with a nesting limit and an object at the top (every endpoint takes one);
+    ``NaN``/``Infinity`` literals still parse, so that they reach field validation and get a field
+    error (``strict = False``)."""
 
     strict = False
 
@@ -48,4 +49,7 @@ class SafeJSONParser(JSONParser):
             raise ParseError({"body": [f"JSON nested deeper than {MAX_JSON_DEPTH} levels."]}) from None
         if json_depth_exceeds(data):
             raise ParseError({"body": [f"JSON nested deeper than {MAX_JSON_DEPTH} levels."]})
+        if not isinstance(data, dict):
+            # every endpoint of this API takes an object; a list, string or number reached views that index it (500)
+            raise ParseError({"body": [f"Expected a JSON object, got {type(data).__name__ if data is not None else 'null'}."]})
         return data

@@ -178,6 +178,11 @@ def workload_of(types: Sequence[ResourceType], work: Sequence[WorkItem]) -> tupl
 MAX_DEADLINE_AHEAD_S = 365 * 86400.0  # a year of simulated time: far beyond any job, far below float overflow
 
 
+MIN_ALPHA_ERR = 1e-3
+MAX_BETA_ERR = 1e3
+"""The estimate ranges a quote accepts: ``1e-320`` made ``fastest / alpha_err`` overflow (a 500)."""
+
+
 def _check_request(market: Market, deadline: object, alpha_err: object, beta_err: object) -> tuple[float, float, float]:
     errors: dict[str, str] = {}
     try:
@@ -193,6 +198,9 @@ def _check_request(market: Market, deadline: object, alpha_err: object, beta_err
     try:
         a, b = float(alpha_err), float(beta_err)  # type: ignore[arg-type]
         check_error_range(a, b)
+        if not (MIN_ALPHA_ERR <= a and b <= MAX_BETA_ERR):
+            raise ValueError(f"the estimate range must lie within [{MIN_ALPHA_ERR:g}, {MAX_BETA_ERR:g}] "
+                             "(an estimate more than a thousand times off plans nothing)")
     except (TypeError, ValueError) as exc:
         a = b = math.nan
         errors["alpha_err"] = str(exc) if isinstance(exc, ValueError) and "range" in str(exc) else "Enter numbers for the estimate range."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +36,14 @@ def trace_choices() -> list[tuple[str, str]]:
 
 
 def _floats(text: str, field: str) -> list[float]:
+    """Comma-separated finite numbers (``inf`` and ``nan`` parse as floats and then broke ``int()``: a 500)."""
     try:
-        return [float(x) for x in text.replace(";", ",").split(",") if x.strip()]
+        values = [float(x) for x in text.replace(";", ",").split(",") if x.strip()]
     except ValueError:
         raise forms.ValidationError(f"{field}: enter numbers separated by commas, like 0.2, 0.5, 0.8") from None
+    if not all(math.isfinite(v) and abs(v) < 2**53 for v in values):
+        raise forms.ValidationError(f"{field}: enter finite numbers (no inf or nan), like 0.2, 0.5, 0.8")
+    return values
 
 OPTIONAL_DEFAULTS = {"rate_scale": 1.0, "deadline_factor": 3.0, "era_slack": 4.0, "cura_max_deadline_s": 200.0, "predictor": "exact"}
 

@@ -156,3 +156,22 @@ def test_api_404s_are_json_even_outside_the_router(alice_api, client):
     assert resp.status_code == 404 and resp.json() == {"detail": "Not found."}
     page = client.get("/no-such-page/")
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("body", ["[]", '"x"', "5", "null", "true"])
+@pytest.mark.parametrize("path", ["/api/auth/token/", "/api/jobs/", "/api/bids/preview/"])
+def test_a_json_body_that_is_not_an_object_is_a_400_json_answer(alice_api, counts, path, body):
+    # the attack: these bodies parsed, and the views indexed them (500, an HTML page under /api/)
+    resp = alice_api.post(path, data=body, content_type="application/json")
+    assert resp.status_code == 400 and resp["Content-Type"].startswith("application/json")
+    assert "Expected a JSON object" in resp.json()["body"][0]
+    assert _nothing_written(counts)
+
+
+@pytest.mark.parametrize("alpha_err", [1e-320, 5e-324, 1e-4])
+def test_an_estimate_range_too_wide_is_a_field_error_not_a_500(alice_api, alpha_err):
+    body = {"deadline": 900, "alpha_err": alpha_err, "beta_err": 1.0,
+            "work": [{"resource_type": "map", "tasks": 2, "task_duration": 5.0}]}
+    for path in ("/api/deadline/quote/", "/api/deadline/book/"):
+        resp = alice_api.post(path, data=body, format="json")
+        assert resp.status_code == 400 and "alpha_err" in resp.json(), (path, resp.content[:200])
