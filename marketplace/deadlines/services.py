@@ -198,7 +198,7 @@ def _check_request(market: Market, deadline: object, alpha_err: object, beta_err
     try:
         a, b = float(alpha_err), float(beta_err)  # type: ignore[arg-type]
         check_error_range(a, b)
-        if not (MIN_ALPHA_ERR <= a and b <= MAX_BETA_ERR):
+        if not (a >= MIN_ALPHA_ERR and b <= MAX_BETA_ERR):
             raise ValueError(f"the estimate range must lie within [{MIN_ALPHA_ERR:g}, {MAX_BETA_ERR:g}] "
                              "(an estimate more than a thousand times off plans nothing)")
     except (TypeError, ValueError) as exc:
