@@ -39,6 +39,7 @@ from django.db import transaction
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.ledger.services import cura_money, money
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.validation import StateConflict
 from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.pools.services.pools import pool_settings_of
 from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, JobProfile, Run, VMType, learn_profile
@@ -311,12 +312,12 @@ def cura_job_cancel(*, job: CuraJob, user: object = None) -> CuraJob:
     hold; a waiting or reserved job received nothing and pays nothing. The rest is released.
 
     Raises:
-        ValidationError: the job has already ended.
+        StateConflict: the job has already ended (a ValidationError; the API answers 409, as for a market job).
     """
     market = Market.objects.select_for_update().defer("engine_state").get(pk=job.market_id)
     job = CuraJob.objects.select_for_update().get(pk=job.pk)
     if job.status not in CuraJob.LIVE:
-        raise ValidationError(f"Cura job {job.pk} has already ended ({job.status}).")
+        raise StateConflict({"status": f"Cura job {job.pk} has already ended ({job.status})."})
     types = list(VMInstanceType.objects.filter(market=market).select_related("pool"))
     ps = pool_settings_of(market=market)
     driver, ev = _load(market, types, ps)

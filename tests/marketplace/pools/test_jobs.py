@@ -174,7 +174,7 @@ def test_cancel_through_the_api_and_the_page(market: Market, rich: Tenant, bob: 
     assert bob_api.post(f"/api/cura/jobs/{job_id}/cancel/").status_code == 404  # another tenant's job
     done = alice_api.post(f"/api/cura/jobs/{job_id}/cancel/")
     assert done.status_code == 200 and done.data["status"] == "cancelled" and done.data["held"] == "0.0000"
-    assert alice_api.post(f"/api/cura/jobs/{job_id}/cancel/").status_code == 400  # already ended
+    assert alice_api.post(f"/api/cura/jobs/{job_id}/cancel/").status_code == 409  # already ended: a state conflict, as for a market job
     client = Client()
     client.force_login(rich.user)
     second = cura_job_submit(tenant=rich, job_type=4, deadline_in_s=900)
