@@ -147,6 +147,7 @@ def bid_submit(
     job_class = (job_class or name).strip()[:120]
     if use_adopted_utility:
         work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    slo_check(min_utility=min_utility, utility=utility, work=work)
     # Lock order: market, then the account (inside job_hold). Every other writer queues on the
     # market row, so from here to the commit each round trip counts: the lock and the version
     # bump are one statement.
@@ -168,6 +169,31 @@ def bid_submit(
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     enqueue_clearing(market_id=market.pk)
     return job
+
+
+def slo_reachable(*, utility: str, work: list[WorkItem]) -> float:
+    """The highest utility ``work`` can reach: every share at 1 on the types it uses (paper 000,
+    Sec. 3: linear ``sum_j w_j``, logscale ``sum_j w_j log 1 = 0``)."""
+    if utility == Job.Utility.LOG:
+        return 0.0
+    return float(sum(it.weight for it in work if it.tasks > 0))
+
+
+def slo_check(*, min_utility: float | None, utility: str, work: list[WorkItem]) -> None:
+    """Refuse an SLO that cannot be met (docs/economy.md, "SLOs"): an SLO job pays only if its
+    utility reaches ``min_utility`` (paper 000, Sec. 6), so an SLO above what full service reaches
+    would buy service for nothing.
+
+    Raises:
+        ValidationError: {"min_utility": ...} naming the highest reachable utility.
+    """
+    if min_utility is None:
+        return
+    top = slo_reachable(utility=utility, work=work)
+    if float(min_utility) > top * (1 + 1e-9) + 1e-12:
+        raise ValidationError({"min_utility": [
+            f"This SLO cannot be met: the most this bid's {utility} utility reaches, with all of every type it uses, is {top:g}. "
+            "An SLO job pays only when its SLO is met, so an SLO above that is refused."]})
 
 
 def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tuple[list[WorkItem], str]:

@@ -78,3 +78,26 @@ def test_an_infinite_slo_is_a_field_error(alice: Tenant, alice_api: APIClient) -
         {"resource_type": "map", "tasks": 1, "task_duration": 1.0}]}, format="json")
     assert resp.status_code == 400 and "min_utility" in resp.json()
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(("utility", "weights", "slo", "ok"), [
+    ("linear", (1.0, 0.0), 1e6, False),  # the attack: free service with an SLO nobody can meet
+    ("linear", (1.0, 0.5), 1.5, True),  # exactly full service on both types
+    ("linear", (1.0, 0.5), 1.5001, False),
+    ("log", (1.0, 1.0), 0.0, True),  # log 1 = 0 is the most a logscale utility reaches
+    ("log", (1.0, 1.0), 0.01, False),
+])
+def test_an_slo_above_what_full_service_reaches_is_refused(alice: Tenant, alice_api: APIClient, utility: str,
+                                                           weights: tuple[float, float], slo: float, ok: bool) -> None:
+    work = [WorkItem("map", 2, 60.0, weights[0]), WorkItem("reduce", 1, 60.0, weights[1])]
+    if ok:
+        assert bid_submit(tenant=alice, budget="10", utility=utility, min_utility=slo, work=work).min_utility == slo
+        return
+    with pytest.raises(ValidationError) as err:
+        bid_submit(tenant=alice, budget="10", utility=utility, min_utility=slo, work=work)
+    assert "cannot be met" in err.value.message_dict["min_utility"][0]
+    resp = alice_api.post("/api/jobs/", {"budget": "10", "utility": utility, "min_utility": slo, "work": [
+        {"resource_type": "map", "tasks": 2, "task_duration": 60.0, "weight": weights[0]},
+        {"resource_type": "reduce", "tasks": 1, "task_duration": 60.0, "weight": weights[1]}]}, format="json")
+    assert resp.status_code == 400 and "min_utility" in resp.json()
+    assert not Job.objects.exists()
