@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -157,10 +158,21 @@ class SwimRule:
 @dataclass(frozen=True)
 class TraceLimits:
     """Limits on reading a trace that did not come with the repository (an upload): at most
-    ``max_lines`` lines, read in at most ``max_seconds`` (checked every 1,000 lines)."""
+    ``max_lines`` lines, ``max_bytes`` bytes once decompressed (every gzip member counts) and
+    ``max_line_bytes`` bytes a line, read in at most ``max_seconds``; each is checked per chunk of
+    :data:`READ_CHUNK` bytes, so a line of a gigabyte is refused after its first chunks."""
 
     max_lines: int
     max_seconds: float
+    max_bytes: int = 64 * 2**20
+    max_line_bytes: int = 64 * 1024
+
+
+READ_CHUNK = 64 * 1024
+
+
+class _Reader(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
 
 
 MAX_SUBMIT_S = 1e10  # ~317 years of trace clock
@@ -170,19 +182,52 @@ MAX_PROCESSORS = 10_000_000
 
 
 def _open_text(path: Path, limits: TraceLimits | None = None) -> Iterator[str]:
-    """Lines of a plain or gzip-compressed text file, within ``limits`` (ValueError past them)."""
+    """Lines of a plain or gzip-compressed text file (every gzip member), within ``limits``.
+
+    Without limits (the repository's own traces) the file is read as it is. With limits it is
+    streamed in chunks of :data:`READ_CHUNK` decompressed bytes, and each chunk is checked
+    against the decompressed total, the line length, the line count and the time, so a hostile
+    file costs at most one chunk past a limit, never its whole size in memory.
+
+    Raises:
+        ValueError: past a limit, naming it.
+    """
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gz else open
-    deadline = None if limits is None else time.monotonic() + limits.max_seconds
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if limits is not None:
-                if lineno > limits.max_lines:
-                    raise ValueError(f"{path.name}: more than {limits.max_lines:,} lines; take a shorter trace")
-                if lineno % 1000 == 0 and deadline is not None and time.monotonic() > deadline:
-                    raise ValueError(f"{path.name}: reading took longer than {limits.max_seconds:g} s (at line {lineno:,})")
-            yield line
+    if limits is None:
+        opener = gzip.open if gz else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            yield from fh
+        return
+    deadline = time.monotonic() + limits.max_seconds
+    with (gzip.open(path, "rb") if gz else open(path, "rb")) as raw:
+        yield from _limited_lines(raw, path.name, limits, deadline)
+
+
+def _limited_lines(raw: _Reader, name: str, limits: TraceLimits, deadline: float) -> Iterator[str]:
+    total, lineno, pending = 0, 0, b""
+    while True:
+        chunk = raw.read(READ_CHUNK)
+        total += len(chunk)
+        if total > limits.max_bytes:
+            raise ValueError(f"{name}: more than {limits.max_bytes / 2**20:g} MB once decompressed; take a shorter trace")
+        if time.monotonic() > deadline:
+            raise ValueError(f"{name}: reading took longer than {limits.max_seconds:g} s (at line {lineno:,})")
+        pieces = (pending + chunk).split(b"\n")
+        pending = pieces.pop() if chunk else b""
+        if len(pending) > limits.max_line_bytes:
+            raise ValueError(f"{name}: line {lineno + 1:,} is longer than {limits.max_line_bytes:,} bytes")
+        for piece in pieces if chunk else [*pieces, pending]:
+            if not chunk and not piece:
+                continue
+            lineno += 1
+            if lineno > limits.max_lines:
+                raise ValueError(f"{name}: more than {limits.max_lines:,} lines; take a shorter trace")
+            if len(piece) > limits.max_line_bytes:
+                raise ValueError(f"{name}: line {lineno:,} is longer than {limits.max_line_bytes:,} bytes")
+            yield piece.decode("utf-8", errors="replace") + "\n"
+        if not chunk:
+            return
 
 
 def _number(text: str, where: str, what: str, lo: float, hi: float) -> float:

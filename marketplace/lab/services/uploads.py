@@ -42,8 +42,9 @@ def upload_dir() -> Path:
 
 
 def upload_limits() -> TraceLimits:
-    """The lines and seconds a worker may spend reading an uploaded trace."""
-    return TraceLimits(max_lines=int(settings.SIMULATION_UPLOAD_MAX_LINES), max_seconds=float(settings.SIMULATION_UPLOAD_CHECK_S))
+    """The lines, decompressed bytes, line length and seconds a worker may spend reading an uploaded trace."""
+    return TraceLimits(max_lines=int(settings.SIMULATION_UPLOAD_MAX_LINES), max_seconds=float(settings.SIMULATION_UPLOAD_CHECK_S),
+                       max_bytes=int(settings.SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES))
 
 
 def limit_text() -> str:
@@ -79,35 +80,56 @@ def upload_store(*, upload: Any) -> Path:
 def _write(upload: Any, path: Path) -> None:
     most, unpacked_most = int(settings.SIMULATION_UPLOAD_MAX_BYTES), int(settings.SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES)
     sent = unpacked = 0
-    inflate: Any = None
+    inflate: _Members | None = None
+    gz: bool | None = None
     with open(path, "wb") as out:
         for chunk in upload.chunks(CHUNK):
-            if inflate is None:
-                inflate = zlib.decompressobj(wbits=31) if chunk[:2] == GZIP_MAGIC else False
+            if gz is None:
+                gz = chunk[:2] == GZIP_MAGIC
+                inflate = _Members() if gz else None
             sent += len(chunk)
             if sent > most:
                 raise ValidationError({"upload": f"The file is larger than {limit_text()}."})
             out.write(chunk)
-            if inflate:
-                unpacked += _inflated(inflate, chunk, unpacked_most - unpacked)
+            if inflate is not None:
+                unpacked += inflate.feed(chunk, unpacked_most - unpacked)
                 if unpacked > unpacked_most:
                     raise ValidationError({"upload": f"The file decompresses to more than {unpacked_most / 2**20:g} MB "
                                                      f"(the limit is {limit_text()})."})
 
 
-def _inflated(inflate: Any, chunk: bytes, room: int) -> int:
-    """Bytes ``chunk`` inflates to, stopping just past ``room`` (never more in memory than a chunk's worth)."""
-    total, data = 0, chunk
-    try:
-        while data or inflate.unconsumed_tail:
-            piece = inflate.decompress(data or inflate.unconsumed_tail, CHUNK)
-            data = b""
-            total += len(piece)
-            if total > room or not piece:
-                break
-    except zlib.error:
-        raise ValidationError({"upload": "The file starts like gzip but is not a valid gzip stream."}) from None
-    return total
+class _Members:
+    """A gzip stream's decompressed size, member after member: ``gzip.open`` (the worker) reads every
+    member, so each one counts (a valid first member followed by a gigabyte of "a" in a second
+    member passed when only the first was counted)."""
+
+    def __init__(self) -> None:
+        self._inflate = zlib.decompressobj(wbits=31)
+
+    def feed(self, chunk: bytes, room: int) -> int:
+        """Bytes ``chunk`` inflates to, stopping just past ``room`` (never more in memory than a chunk's worth).
+
+        Raises:
+            ValidationError: {"upload": ...} for a corrupt stream.
+        """
+        total, data = 0, chunk
+        try:
+            while data or self._inflate.unconsumed_tail:
+                piece = self._inflate.decompress(data or self._inflate.unconsumed_tail, CHUNK)
+                data = b""
+                total += len(piece)
+                if total > room:
+                    break
+                if self._inflate.eof:  # a member ended: what follows is the next member (or padding)
+                    data = self._inflate.unused_data.lstrip(b"\x00")
+                    self._inflate = zlib.decompressobj(wbits=31)
+                    if not data:
+                        break
+                elif not piece:
+                    break
+        except zlib.error:
+            raise ValidationError({"upload": "The file starts like gzip but is not a valid gzip stream."}) from None
+        return total
 
 
 def upload_discard(path: str | Path) -> None:

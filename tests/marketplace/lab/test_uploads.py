@@ -155,3 +155,32 @@ def test_no_server_path_in_study_json_or_the_study_pages(client, staff, django_c
     doc = json.loads(bodies[1])
     assert doc["study"]["trace_name"] == "upload mine.tsv"
     assert "upload mine.tsv" in bodies[0].decode()
+
+
+def test_a_second_gzip_member_counts_towards_the_decompressed_limit(client, settings):
+    # the attack: gzip(one valid line) + gzip(1 GiB of "a"); only the first member was counted
+    settings.SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES = 2**20
+    two = gzip.compress(GOOD.splitlines(keepends=True)[0]) + gzip.compress(b"a" * (8 * 2**20))
+    response = client.post(reverse("sim"), _form(two, "two.tsv.gz"))
+    assert response.status_code == 400 and b"decompresses to more than 1 MB" in response.content
+    assert not SimulationStudy.objects.exists() and _files() == []
+
+
+def test_the_worker_reads_every_member_within_the_byte_and_line_length_limits(tmp_path):
+    from simulator.workloads.traces import TraceLimits, load_swim
+
+    # two members, each a valid part of the trace: both are read
+    lines = GOOD.splitlines(keepends=True)
+    path = tmp_path / "two.tsv.gz"
+    path.write_bytes(gzip.compress(b"".join(lines[:2])) + gzip.compress(b"".join(lines[2:])))
+    assert len(load_swim(path, limits=TraceLimits(max_lines=10**6, max_seconds=60))) == len(load_swim(path))
+    # one line of 1 MB (no newline) is refused by the line-length cap, checked per chunk
+    long_line = tmp_path / "long.tsv.gz"
+    long_line.write_bytes(gzip.compress(lines[0]) + gzip.compress(b"a" * 2**20))
+    with pytest.raises(ValueError, match="longer than"):
+        load_swim(long_line, limits=TraceLimits(max_lines=10**6, max_seconds=60, max_line_bytes=4096))
+    # and the decompressed total is capped however the lines are cut
+    many = tmp_path / "many.tsv.gz"
+    many.write_bytes(gzip.compress(lines[0] * 20000))
+    with pytest.raises(ValueError, match="MB once decompressed"):
+        load_swim(many, limits=TraceLimits(max_lines=10**9, max_seconds=60, max_bytes=2**16))
