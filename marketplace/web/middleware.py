@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
 
 from marketplace.web.text import BIDI_CONTROLS, inert
 
@@ -70,9 +71,19 @@ class RequestGuardMiddleware:
         except ValueError:
             return JsonResponse({"body": ["Content-Length is not a number."]}, status=400)
         largest = max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, int(settings.SIMULATION_UPLOAD_MAX_BYTES) + 2**20)  # the upload form's
-        if settings.DATA_UPLOAD_MAX_MEMORY_SIZE is not None and size > largest:  # over every view's limit: no need to route it
-            return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, size)
+        if settings.DATA_UPLOAD_MAX_MEMORY_SIZE is not None and size > largest and not self._answers_itself(request):
+            return body_too_big(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, size)  # over every view's limit: no need to go further
         return self.get_response(request)
+
+    @staticmethod
+    def _answers_itself(request: HttpRequest) -> bool:
+        """The view this path routes to answers a body over its limit with its own page (the upload
+        form): :meth:`process_view` refuses it there, still unread, once the user is known."""
+        try:
+            view = resolve(request.path_info).func
+        except Resolver404:
+            return False
+        return getattr(view, "body_too_big", None) is not None
 
     def process_view(self, request: HttpRequest, view: Callable[..., HttpResponse], args: Any, kwargs: Any) -> HttpResponse | None:
         """The body limit of the view that will read it (``allows_body``), before any middleware reads it (CSRF does)."""

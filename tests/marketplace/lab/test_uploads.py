@@ -184,3 +184,15 @@ def test_the_worker_reads_every_member_within_the_byte_and_line_length_limits(tm
     many.write_bytes(gzip.compress(lines[0] * 20000))
     with pytest.raises(ValueError, match="MB once decompressed"):
         load_swim(many, limits=TraceLimits(max_lines=10**9, max_seconds=60, max_bytes=2**16))
+
+
+def test_an_upload_over_every_limit_gets_the_form_s_message_not_the_api_s(client, settings):
+    # the finding: a 17 MB+ body was refused before routing, with raw JSON naming the API's 262,144 bytes
+    settings.SIMULATION_UPLOAD_MAX_BYTES = 512 * 1024
+    huge = 40 * 2**20  # over every view's limit: refused unread (only the header says how big)
+    answer = client.post(reverse("sim"), data=b"x", content_type="application/octet-stream", CONTENT_LENGTH=str(huge))
+    assert answer.status_code == 413 and answer["Content-Type"].startswith("text/html")
+    assert b"(40.0 MB) is larger than at most 0.5 MB as sent" in answer.content and b"262144" not in answer.content
+    # an API path over every limit still gets the API's JSON answer
+    api = client.post("/api/jobs/", data=b"x", content_type="application/json", CONTENT_LENGTH=str(huge))
+    assert api.status_code == 413 and api.json()["body"][0].endswith(f"limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
