@@ -311,6 +311,16 @@ class VMAwareScheduler:
             pool.prune(now)
         return done
 
+    def expiry_times(self, now: float) -> list[float]:
+        """When each waiting job becomes one that no configuration can finish by its deadline
+        (``deadline - fastest run``), for the instants after ``now``: a live driver steps there so a
+        waiting job is missed (and its money released) at that instant, not at the next arrival."""
+        return [t for i in self.waiting if (t := self.jobs[i].deadline - self.fastest(self.jobs[i])) > now + EPS]
+
+    def drop_missed(self, now: float) -> None:
+        """Move the waiting jobs that can no longer meet their deadline at ``now`` to :attr:`missed` (Sec. III-A)."""
+        self._drop_missed(now)
+
     def _drop_missed(self, now: float) -> None:
         late = [i for i in self.waiting if now + self.fastest(self.jobs[i]) > self.jobs[i].deadline + EPS]
         for i in late:

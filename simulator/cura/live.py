@@ -93,7 +93,7 @@ class CuraDriver:
 
     def next_time(self) -> float:
         """The next instant something happens without an arrival (``inf`` if none)."""
-        nxt = self.sched.next_time(self.now)
+        nxt = min(self.sched.next_time(self.now), *self.sched.expiry_times(self.now), math.inf)
         if self.reconfig is not None:  # the manager's windows follow one another, as while the simulator has arrivals
             nxt = min(nxt, self.reconfig.window_start + self.reconfig.window)
         return nxt
@@ -127,6 +127,7 @@ class CuraDriver:
             if not any(longer):
                 break
             self._replan_tentative()
+        sched.drop_missed(self.now)  # a waiting job past hope is missed now, whether or not anything was planned
         ev.missed += sched.missed
         if self.reconfig is not None:
             for job_id in sched.missed:
