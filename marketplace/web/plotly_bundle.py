@@ -10,7 +10,7 @@ Two bundles are served, both offline (no CDN), both at the plotly.js version the
   package's ``package_data`` by :class:`PlotlyBundleFinder` (nothing copied into the repository,
   so it cannot drift from the pinned version). Only a lab run page whose figures need another
   trace type (a paper's box plot or histogram, ``simulator.experiments``) loads it:
-  :func:`bundle_for`.
+  :func:`bundle_for`; the page also links the styles it would insert (:data:`BUNDLE_STYLES`).
 
 Both bundles insert the same global styles, so ``static/vendor/plotly/plotly-basic.css``
 (linked by ``templates/base.html``) serves either.
@@ -33,6 +33,15 @@ FULL_BUNDLE = "vendor/plotly/plotly.min.js"
 # reads them out of the bundle's text and compares).
 BASIC_TRACES = frozenset({"scatter", "bar", "pie"})
 PACKAGE_DATA = Path(plotly.__file__).parent / "package_data"
+# Styles a bundle inserts when it loads, as a <style> element with this id unless an element with
+# that id is already in the page: the full bundle's are maplibre-gl's (for map traces). The site's
+# Content-Security-Policy (style-src 'self') refuses such an element, so a page loading the bundle
+# links them from static/ under that id instead (static/vendor/plotly/README.md). The basic bundle
+# carries the same code but never runs it.
+BUNDLE_STYLES: dict[str, tuple[tuple[str, str], ...]] = {
+    BASIC_BUNDLE: (),
+    FULL_BUNDLE: (("vendor/plotly/maplibre-gl.css", "9f215cf04c5486422605d13261cb87401f4e7763b6296af81e98efbc0130da53"),),
+}
 
 
 def trace_types(figures: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -22,7 +22,7 @@ from plotly.basedatatypes import BaseTraceType
 
 import simulator.experiments
 from marketplace.lab.models import ExperimentRun
-from marketplace.web.plotly_bundle import BASIC_BUNDLE, BASIC_TRACES, FULL_BUNDLE, bundle_for
+from marketplace.web.plotly_bundle import BASIC_BUNDLE, BASIC_TRACES, BUNDLE_STYLES, FULL_BUNDLE, bundle_for
 
 ROOT = Path(__file__).resolve().parents[3]
 # the site-wide templates and each part's own, at any depth (settings.TEMPLATES["DIRS"] and app dirs)
@@ -115,6 +115,19 @@ def test_the_basic_bundle_registers_what_the_chooser_assumes_and_the_full_one_mo
     assert bundle_for([{"data": [{"type": "scatter"}]}, {"data": [{"type": "box"}]}]) == FULL_BUNDLE
 
 
+def test_a_page_loading_the_full_bundle_links_the_styles_it_would_insert():
+    """The full bundle inserts maplibre-gl's styles as a <style id=...> unless the id is taken (the
+    site's policy refuses the element: a console error on every lab page that loads it). Each style it
+    inserts is linked under its id, with the same rules. (The basic bundle never runs that code.)"""
+    text = Path(finders.find(FULL_BUNDLE)).read_text()
+    insert = re.compile(r'getElementById\("([\w-]+)"\)\)\{var (\w)=document\.createElement\("style"\);'
+                        r"\2\.id=\"\1\",\2\.textContent='([^'\\]*)'")
+    inserted = {m.group(1): m.group(3) for m in insert.finditer(text)}
+    assert inserted and len(inserted) == text.count('createElement("style");')  # the pattern reads every such insertion
+    linked = {style_id: Path(finders.find(href)).read_text().strip() for href, style_id in BUNDLE_STYLES[FULL_BUNDLE]}
+    assert linked == inserted
+
+
 def test_the_bundle_matches_the_plotly_package_and_is_small():
     head = BUNDLE.read_text()[:200]
     package = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:200]
@@ -144,6 +157,9 @@ def test_a_lab_run_page_loads_the_bundle_its_figures_need(db, trace, bundle):
     client.force_login(staff)
     body = client.get(reverse("lab-run", args=[run.pk])).content.decode()
     assert re.findall(r'src="/static/(vendor/plotly/[^"]+)"', body) == [bundle]
+    for href, style_id in BUNDLE_STYLES[bundle]:  # linked before the bundle runs
+        assert body.index(f'<link rel="stylesheet" href="/static/{href}" id="{style_id}">') < body.index(bundle)
+    assert body.count('<link rel="stylesheet"') == 2 + len(BUNDLE_STYLES[bundle])  # and site.css, plotly-basic.css
 
 
 def test_pages_link_the_favicon(client, db):
