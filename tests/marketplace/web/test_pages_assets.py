@@ -44,16 +44,18 @@ def _trace_types(source: Path) -> set[str]:
     found = set()
     tree = ast.parse(source.read_text())
     where = source.relative_to(ROOT)
+    imported = {f"{n.module}.{a.name}" if isinstance(n, ast.ImportFrom) else a.name
+                for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    if any(m.startswith("plotly.express") for m in imported):
+        pytest.fail(f"{where}: plotly.express figures' trace types cannot be read from the source")
+    uses_go = any(m.startswith("plotly.graph_objects") for m in imported)  # a Table(...) elsewhere is no trace
     for node in ast.walk(tree):
-        imported = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])]
-        if isinstance(node, ast.Import | ast.ImportFrom) and any(m.startswith("plotly.express") for m in imported):
-            pytest.fail(f"{where}: plotly.express figures' trace types cannot be read from the source")
         pairs: list[tuple[object, ast.expr]] = []
         if isinstance(node, ast.Dict):
             pairs = [(k.value, v) for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
             pairs = [(k.arg, k.value) for k in node.keywords]
-        elif isinstance(node, ast.Call):
+        elif isinstance(node, ast.Call) and uses_go:
             called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if called in GO_TRACES:
                 found.add(GO_TRACES[called])
