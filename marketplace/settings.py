@@ -282,12 +282,20 @@ SPECTACULAR_SETTINGS = {
 
 # --- Static files -----------------------------------------------------------
 # plotly.js is served locally (no CDN, the pages work offline): static/vendor/plotly/
-# holds plotly.js's minified "basic" partial bundle (scatter, bar, pie: 1.2 MB, not the
-# full 4.8 MB bundle), at the version the pinned plotly package bundles (README there).
+# holds plotly.js's minified "basic" partial bundle (scatter, bar, pie: 1.2 MB), at the
+# version the pinned plotly package bundles (README there), which every page loads; the
+# full 4.8 MB bundle comes from the plotly package itself (PlotlyBundleFinder) and only a
+# lab run whose figures need another trace type (box, histogram) loads it
+# (marketplace.web.plotly_bundle).
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root before collectstatic
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "marketplace.web.plotly_bundle.PlotlyBundleFinder",
+]
 WHITENOISE_USE_FINDERS = True
 
 # --- I18N -------------------------------------------------------------------

@@ -39,6 +39,7 @@ from marketplace.market import selectors
 from marketplace.market.roles import sees_all_tenants
 from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.middleware import allows_body
+from marketplace.web.plotly_bundle import BUNDLE_STYLES, bundle_for
 from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
@@ -127,6 +128,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     except experiments.UnknownExperiment:
         experiment = None
     figures = (run.result or {}).get("figures", []) if run.status == ExperimentRun.Status.DONE else []
+    bundle = bundle_for(figures)  # the basic bundle unless a figure needs the full one (box, histogram)
     context = {
         "nav": "lab",
         "run": run,
@@ -135,6 +137,8 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "params": public_params(run.params),
         "experiment": experiment,
         "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
+        "plotly_bundle": bundle,
+        "plotly_styles": BUNDLE_STYLES[bundle],
         "tables": (run.result or {}).get("tables", []),
         "summary": (run.result or {}).get("summary", ""),
     }
