@@ -18,6 +18,7 @@ from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
+from marketplace.slurm.models import SlurmReservation, SlurmStatus, SlurmTask
 
 __all__ = [
     "Account",
@@ -45,6 +46,9 @@ __all__ = [
     "ResourceType",
     "ShareSample",
     "SimulationStudy",
+    "SlurmReservation",
+    "SlurmStatus",
+    "SlurmTask",
     "Tenant",
     "VMInstanceType",
     "VMPool",

@@ -93,6 +93,16 @@ MARKET_PARTS = [
     "marketplace.lab.hooks.LabPart",  # the lab's requeue and upload upkeep
 ]
 
+# Who runs the tasks the market starts: "simulated" (the embedded cluster model, the default: make run,
+# the lab, every offline run) or "slurm" (a real Slurm cluster; make slurm-up starts one on this machine).
+# With slurm, departures, charges and the realised rate follow Slurm's job states (marketplace/slurm/).
+CLUSTER_BACKEND = env.str("CLUSTER_BACKEND", default="simulated")
+if CLUSTER_BACKEND not in ("simulated", "slurm"):
+    raise environ.ImproperlyConfigured(f"CLUSTER_BACKEND must be 'simulated' or 'slurm', not {CLUSTER_BACKEND!r}")
+SLURM_CLIENT = env.str("SLURM_CLIENT", default="marketplace.slurm.client.CliSlurmClient")
+if CLUSTER_BACKEND == "slurm":
+    MARKET_PARTS.append("marketplace.slurm.hooks.SlurmPart")
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "marketplace.web.middleware.RequestGuardMiddleware",  # NUL in query strings, oversize bodies: 4xx JSON

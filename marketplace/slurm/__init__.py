@@ -1,0 +1,1 @@
+"""The Slurm execution backend: the market's Plan decides, Slurm runs the tasks (``CLUSTER_BACKEND=slurm``)."""

@@ -1,0 +1,395 @@
+"""The market's Plan decides, Slurm executes: launches become Slurm array jobs, Slurm's job states
+become departures, its nodes become capacity, promises become advance reservations.
+
+The loop, per market (``hooks.SlurmPart`` calls these from the clock):
+
+1. :func:`slurm_poll` -- before a tick, outside any transaction: ``squeue --json`` and
+   ``sinfo --json``; each task row takes the state Slurm reports (running, completed, failed; a
+   submitted task Slurm no longer knows is lost); a partition whose nodes are drained or down is
+   a capacity change (audited, so quotes see it); jobs that did not come from the market hold
+   cores, which the engine sees as taken. An unreachable controller is recorded (since when) and
+   nothing else changes: bids are still accepted, dispatch pauses.
+2. :func:`engine_feed` -- inside the tick, under the market row lock: the ends the poll saw are
+   told to the engine once (``applied``), completions as departures at the simulated time Slurm's
+   end maps to, failures and losses as tasks to run again (up to ``max_retries`` retries each;
+   the tenant pays for no failed work).
+3. :func:`launches_record` -- inside the same tick, after its steps: each batch the engine started
+   becomes rows (one per task), each kill marks the batch's rows for ``scancel``.
+4. :func:`slurm_dispatch` -- after the tick commits, outside the lock: rows not yet submitted go
+   to Slurm as one array per batch, carrying the batch's key in ``--comment``; a key Slurm already
+   holds (a dispatcher killed after ``sbatch``) is adopted, never submitted twice.
+
+Times: the market clock follows the wall clock times ``clock_speed`` (1 in production), so a
+simulated time maps to a wall time through the last tick (``Market.clock_wall_at``,
+``Market.sim_time``). A task runs its command for ``duration / clock_speed`` wall seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from marketplace.market import hooks
+from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
+from marketplace.slurm.client import SlurmClient, SlurmJob, SlurmUnavailable
+from marketplace.slurm.models import SlurmReservation, SlurmStatus, SlurmTask
+
+if TYPE_CHECKING:
+    from simulator.market.engine import MarketEngine
+
+log = logging.getLogger(__name__)
+
+FAILED_STATES = frozenset({"FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED"})
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING"})
+LOST_AFTER_S = 30.0
+"""A submitted task that ``squeue`` has not listed for this long is lost (Slurm's ``MinJobAge``,
+300 s in the market's configuration, keeps a finished job listed far longer)."""
+
+_CLIENT: SlurmClient | None = None
+
+
+def slurm_client() -> SlurmClient:
+    """The process's Slurm client (``settings.SLURM_CLIENT``: a dotted path to a class or factory)."""
+    global _CLIENT
+    if _CLIENT is None:
+        _CLIENT = import_string(settings.SLURM_CLIENT)()
+    return _CLIENT
+
+
+def use_client(client: SlurmClient | None) -> None:
+    """Replace the process's client (tests point it at a fake); None: build it from the setting again."""
+    global _CLIENT
+    _CLIENT = client
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """The Slurm backend's own settings (``MarketPart.arguments``; staff set them per market).
+
+    ``max_retries``: how often a failed or lost task runs again before its job is given up
+    (each retry is a new Slurm job; failed work is never charged). ``commands``: the allow-list of
+    what a task may run (the first is the default; the demo and the replays run ``sleep`` for the
+    task's wall duration). ``time_limit_factor``: Slurm's time limit of a task is its wall duration
+    times this, plus a minute (a task that overruns it failed).
+    """
+
+    max_retries: int = 2
+    commands: tuple[str, ...] = ("sleep",)
+    time_limit_factor: float = 3.0
+
+
+def arguments(market: Market) -> Arguments:
+    """The backend's arguments for ``market`` (defaults where staff set nothing)."""
+    value = hooks.part_arguments(market, "slurm")
+    assert isinstance(value, Arguments)
+    return value
+
+
+# ------------------------------------------------------------------------------ time
+
+def wall_at(market: Market, sim: float) -> datetime:
+    """The wall-clock time of simulated time ``sim`` on the market's clock (through its last tick)."""
+    base = market.clock_wall_at or timezone.now()
+    return base + timedelta(seconds=(sim - market.sim_time) / market.clock_speed)
+
+
+def sim_at(market: Market, wall: datetime) -> float:
+    """The simulated time of wall-clock time ``wall`` on the market's clock (through its last tick)."""
+    base = market.clock_wall_at or timezone.now()
+    return market.sim_time + (wall - base).total_seconds() * market.clock_speed
+
+
+# ------------------------------------------------------------------------------ 1. poll
+
+def slurm_poll(*, market_id: int) -> SlurmStatus:
+    """Read Slurm's view and record it (outside any transaction; see the module's step 1).
+
+    Returns the market's status row. Never raises for an unreachable controller: it is recorded.
+    """
+    client = slurm_client()
+    status, _ = SlurmStatus.objects.get_or_create(market_id=market_id)
+    now = timezone.now()
+    try:
+        jobs = client.jobs()
+        partitions = client.partitions()
+        nodes = client.nodes()
+        version = status.version or client.version()
+    except SlurmUnavailable as exc:
+        if status.reachable or status.unreachable_since is None:
+            status.unreachable_since = now
+        status.reachable, status.error, status.polled_at = False, str(exc)[:300], now
+        status.save()
+        return status
+    ours = _tasks_update(market_id, jobs, now)
+    status.reachable, status.unreachable_since, status.error, status.version, status.polled_at = True, None, "", version, now
+    status.partitions = [p.as_json() for p in partitions]
+    status.nodes = [n.as_json() for n in nodes]
+    status.foreign_cpus = _foreign_cpus(jobs, ours)
+    status.save()
+    _capacity_follow(market_id, {p.name: p.usable_cpus for p in partitions})
+    return status
+
+
+def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime) -> set[int]:
+    """Each live task row takes Slurm's state; returns the Slurm job ids that are the market's."""
+    by_key: dict[tuple[str, int], SlurmJob] = {(j.comment, j.array_task_id): j for j in jobs if j.comment.startswith("mkt")}
+    live = list(SlurmTask.objects.filter(market_id=market_id, state__in=(*SlurmTask.LIVE, SlurmTask.State.CANCELLING)))
+    changed: list[SlurmTask] = []
+    for task in live:
+        job = by_key.get((task.key, task.index))
+        if job is None:
+            if task.state in (SlurmTask.State.SUBMITTED, SlurmTask.State.RUNNING) and task.submitted_at is not None \
+                    and (now - task.submitted_at).total_seconds() > LOST_AFTER_S:
+                task.state, task.reason, task.ended_at = SlurmTask.State.LOST, "Slurm no longer lists the job", now
+                changed.append(task)
+            continue
+        if _take_state(task, job):
+            changed.append(task)
+    SlurmTask.objects.bulk_update(changed, ["state", "slurm_job_id", "slurm_state", "reason", "exit_code", "started_at", "ended_at"])
+    return {j.job_id for j in jobs if j.comment.startswith("mkt")}
+
+
+def _take_state(task: SlurmTask, job: SlurmJob) -> bool:
+    """Copy Slurm's view of ``job`` onto ``task``; True when anything changed."""
+    before = (task.state, task.slurm_state, task.reason, task.started_at, task.ended_at)
+    task.slurm_job_id = task.slurm_job_id or job.array_job_id or job.job_id
+    task.slurm_state, task.reason = job.state, job.reason[:200]
+    if job.start_time is not None:
+        task.started_at = job.start_time
+    if task.state == SlurmTask.State.CANCELLING:
+        pass  # the market cancelled it: scancel's answer decides (slurm_dispatch)
+    elif job.state == "COMPLETED" and job.exit_code == 0:
+        task.state, task.ended_at, task.exit_code = SlurmTask.State.COMPLETED, job.end_time or timezone.now(), 0
+    elif job.state in FAILED_STATES or (job.state == "COMPLETED" and job.exit_code != 0) or job.state == "CANCELLED":
+        task.state, task.ended_at, task.exit_code = SlurmTask.State.FAILED, job.end_time or timezone.now(), job.exit_code
+        task.reason = (job.reason or job.state)[:200]
+    elif job.state in RUNNING_STATES:
+        task.state = SlurmTask.State.RUNNING
+    return before != (task.state, task.slurm_state, task.reason, task.started_at, task.ended_at)
+
+
+def _foreign_cpus(jobs: Sequence[SlurmJob], ours: set[int]) -> dict[str, int]:
+    """Cores each partition's running jobs hold that did not come from the market (someone's sbatch)."""
+    held: dict[str, int] = defaultdict(int)
+    for j in jobs:
+        if j.state in RUNNING_STATES and j.job_id not in ours and (j.array_job_id or 0) not in ours:
+            held[j.partition] += j.cpus
+    return dict(held)
+
+
+def _capacity_follow(market_id: int, usable: dict[str, int]) -> None:
+    """A partition whose usable cores (nodes neither drained nor down, capped by ``MaxCPUsPerNode``)
+    differ from its resource type's capacity changes the capacity, audited: quotes see it."""
+    from marketplace.market.services.config import resource_capacity_set
+
+    for rt in ResourceType.objects.filter(market_id=market_id):
+        cores = usable.get(rt.name)
+        if cores is not None and cores >= 1 and cores != rt.capacity:
+            log.warning("slurm: partition %s has %s usable cores, the market had %s", rt.name, cores, rt.capacity)
+            resource_capacity_set(resource_type=rt, capacity=int(cores))
+
+
+# ------------------------------------------------------------------------------ 2. feed
+
+def engine_feed(*, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+    """Tell the engine the ends the poll saw, once each (inside the tick; module step 2), and take
+    the cores held by jobs not from the market off its capacity."""
+    status = SlurmStatus.objects.filter(market_id=market.pk).first()
+    if status is not None and status.foreign_cpus:
+        engine.set_capacity([max(0, t.capacity - int(status.foreign_cpus.get(t.name, 0))) for t in types])
+    ended = list(SlurmTask.objects.filter(market_id=market.pk, state__in=SlurmTask.ENDED, applied=False).order_by("ended_at", "id"))
+    if not ended:
+        return
+    limit = arguments(market).max_retries
+    given_up: set[int] = set()
+    for (batch, state), rows in _groups(ended):
+        if not engine.knows(rows[0].job_id):
+            continue  # the job left meanwhile (cancelled): nothing to tell
+        if state == SlurmTask.State.COMPLETED:
+            at = min(max(sim_at(market, max(r.ended_at for r in rows if r.ended_at)), rows[0].sim_start), engine.now)
+            engine.complete(batch, len(rows), at=at)
+        else:
+            engine.fail(batch, len(rows))
+            if max(r.attempt for r in rows) > limit:
+                given_up.add(rows[0].job_id)
+    SlurmTask.objects.filter(pk__in=[r.pk for r in ended]).update(applied=True)
+    for job_id in given_up:
+        log.warning("slurm: job %s failed more than %s retries; it is cancelled", job_id, limit)
+        engine.cancel(job_id)
+
+
+def _groups(rows: Iterable[SlurmTask]) -> list[tuple[tuple[int, str], list[SlurmTask]]]:
+    """Rows by (batch, ended state), in the order of their first end."""
+    out: dict[tuple[int, str], list[SlurmTask]] = {}
+    for r in rows:
+        state = SlurmTask.State.COMPLETED if r.state == SlurmTask.State.COMPLETED else SlurmTask.State.FAILED
+        out.setdefault((r.batch_key, state), []).append(r)
+    return list(out.items())
+
+
+# ------------------------------------------------------------------------------ 3. record
+
+def launches_record(*, market: Market, engine: MarketEngine, types: list[ResourceType]) -> int:
+    """Rows for the batches the tick's engine started, and kills marked for scancel (module step 3).
+    Returns the number of task rows written. Registers :func:`slurm_dispatch` after the commit."""
+    launches, kills = engine.take_launches(), engine.take_kills()
+    if kills:
+        SlurmTask.objects.filter(market_id=market.pk, batch_key__in=list(kills), state__in=SlurmTask.LIVE).update(
+            state=SlurmTask.State.CANCELLING)
+    if not launches and not kills:
+        return 0
+    args = arguments(market)
+    attempts = _attempts(market.pk, {launch.job_id for launch in launches})
+    held = _reservation_names(market.pk)
+    written = 0
+    for launch in launches:
+        rt = types[launch.j]
+        wall = launch.duration_s / market.clock_speed
+        attempt = attempts.get((launch.job_id, launch.j), 0) + 1
+        rows = [SlurmTask(market=market, job_id=launch.job_id, resource_type=rt, batch_key=launch.key, index=i, key="",
+                          partition=rt.name, reservation=held.get((launch.job_id, rt.pk), ""), command=args.commands[0],
+                          sim_start=engine.now, duration=launch.duration_s, wall_seconds=wall, attempt=attempt)
+                for i in range(launch.units)]
+        first = SlurmTask.objects.bulk_create(rows[:1])[0]
+        key = f"mkt{market.pk}-t{first.pk}"
+        SlurmTask.objects.filter(pk=first.pk).update(key=key)
+        for r in rows[1:]:
+            r.key = key
+        SlurmTask.objects.bulk_create(rows[1:])
+        written += launch.units
+    transaction.on_commit(lambda: _dispatch_quietly(market.pk))
+    return written
+
+
+def _attempts(market_id: int, job_ids: set[int]) -> dict[tuple[int, int], int]:
+    """(job, resource column) -> tasks of it that failed or were lost so far (the next launch is a retry)."""
+    if not job_ids:
+        return {}
+    columns = {t.pk: j for j, t in enumerate(ResourceType.objects.filter(market_id=market_id).order_by("position", "id"))}
+    out: dict[tuple[int, int], int] = defaultdict(int)
+    for job_id, rt_id, attempt in SlurmTask.objects.filter(
+            market_id=market_id, job_id__in=job_ids, state__in=(SlurmTask.State.FAILED, SlurmTask.State.LOST),
+    ).values_list("job_id", "resource_type_id", "attempt"):
+        key = (job_id, columns.get(rt_id, -1))
+        out[key] = max(out[key], attempt)
+    return out
+
+
+def _reservation_names(market_id: int) -> dict[tuple[int, int], str]:
+    return {(r.job_id, r.resource_type_id): r.name
+            for r in SlurmReservation.objects.filter(market_id=market_id, created=True)}
+
+
+# ------------------------------------------------------------------------------ 4. dispatch
+
+def _dispatch_quietly(market_id: int) -> None:
+    try:
+        slurm_dispatch(market_id=market_id)
+    except SlurmUnavailable as exc:  # the next poll records it; the rows wait for the controller
+        log.warning("slurm: dispatch of market %s paused: %s", market_id, exc)
+
+
+def slurm_dispatch(*, market_id: int) -> int:
+    """Submit the rows not yet submitted, one array per batch, and scancel what the market cancelled
+    (module step 4). Idempotent: a batch whose key Slurm already holds is adopted, not resubmitted.
+    Returns the number of tasks submitted now.
+
+    Raises:
+        SlurmUnavailable: the controller did not answer (nothing is lost: the rows stay ``new``).
+    """
+    client = slurm_client()
+    new = list(SlurmTask.objects.filter(market_id=market_id, state=SlurmTask.State.NEW).order_by("id"))
+    cancelling = list(SlurmTask.objects.filter(market_id=market_id, state=SlurmTask.State.CANCELLING))
+    if cancelling:
+        ids = sorted({t.slurm_job_id for t in cancelling if t.slurm_job_id})
+        if ids:
+            client.cancel(ids)
+        SlurmTask.objects.filter(pk__in=[t.pk for t in cancelling]).update(state=SlurmTask.State.CANCELLED, applied=True)
+    if not new:
+        return 0
+    batches: dict[str, list[SlurmTask]] = {}
+    for t in new:
+        batches.setdefault(t.key, []).append(t)
+    known = {j.comment: (j.array_job_id or j.job_id) for j in client.jobs() if j.comment in batches}
+    market = Market.objects.only("clock_speed").get(pk=market_id)
+    factor = arguments(market).time_limit_factor
+    submitted = 0
+    for key, rows in batches.items():
+        job_id = known.get(key)
+        if job_id is None:
+            first = rows[0]
+            job_id = client.submit_array(
+                name=f"mkt{market_id}-job{first.job_id}", comment=key, partition=first.partition, count=len(rows),
+                command=_command(first), time_limit_s=math.ceil(first.wall_seconds * factor) + 60,
+                reservation=first.reservation or None,
+            )
+            submitted += len(rows)
+        SlurmTask.objects.filter(pk__in=[r.pk for r in rows], state=SlurmTask.State.NEW).update(
+            state=SlurmTask.State.SUBMITTED, slurm_job_id=job_id, submitted_at=timezone.now())
+    return submitted
+
+
+def _command(task: SlurmTask) -> str:
+    """What a task runs: the allowed command with the task's wall duration (``sleep 2.500``)."""
+    if task.command == "sleep":
+        return f"sleep {task.wall_seconds:.3f}"
+    return task.command
+
+
+# ------------------------------------------------------------------------------ 5. reservations
+
+def reservations_sync(*, market_id: int) -> tuple[int, int]:
+    """Make Slurm's advance reservations match the market's promises to active jobs (ERA
+    reservations, deadline bookings: ``hooks.promised_windows``): create what is missing, delete
+    what is no longer promised or has ended. Returns (created, deleted).
+
+    Raises:
+        SlurmUnavailable: the controller did not answer.
+    """
+    client = slurm_client()
+    market = Market.objects.defer("engine_state").get(pk=market_id)
+    types = list(ResourceType.objects.filter(market_id=market_id).order_by("position", "id"))
+    now = market.sim_time
+    wanted: dict[str, tuple[int, ResourceType, int, float, float]] = {}
+    for promise in hooks.promised_windows(market, types, now, math.inf):
+        if promise.end <= now or promise.job_id is None:
+            continue
+        rt = types[promise.j]
+        name = f"mkt{market_id}-job{promise.job_id}-{rt.name}"
+        wanted[name] = (promise.job_id, rt, promise.units, max(promise.start, now), promise.end)
+    have = {r.name: r for r in SlurmReservation.objects.filter(market_id=market_id)}
+    created = deleted = 0
+    for name, r in have.items():
+        if name not in wanted:
+            if r.created:
+                client.delete_reservation(name)
+            r.delete()
+            deleted += 1
+    for name, (job_id, rt, units, start, end) in wanted.items():
+        if name in have:
+            continue
+        starts, ends = wall_at(market, start), wall_at(market, end)
+        starts = max(starts, timezone.now() + timedelta(seconds=1))
+        row = SlurmReservation.objects.create(market_id=market_id, job_id=job_id, resource_type=rt, name=name, units=units,
+                                              sim_start=start, sim_end=end, starts_at=starts, ends_at=ends)
+        client.create_reservation(name=name, partition=rt.name, cores=units, start=starts,
+                                  duration_s=max(60, math.ceil((ends - starts).total_seconds())))
+        SlurmReservation.objects.filter(pk=row.pk).update(created=True)
+        created += 1
+    return created, deleted
+
+
+def describe(value: Any) -> str:
+    """A short text for logs and pages."""
+    return str(value)
