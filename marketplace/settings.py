@@ -100,6 +100,8 @@ CLUSTER_BACKEND = env.str("CLUSTER_BACKEND", default="simulated")
 if CLUSTER_BACKEND not in ("simulated", "slurm"):
     raise environ.ImproperlyConfigured(f"CLUSTER_BACKEND must be 'simulated' or 'slurm', not {CLUSTER_BACKEND!r}")
 SLURM_CLIENT = env.str("SLURM_CLIENT", default="marketplace.slurm.client.CliSlurmClient")
+# The engine's executor (simulator.cluster): the model ends tasks itself, or a real cluster reports their ends.
+CLUSTER_EXECUTOR = "external" if CLUSTER_BACKEND == "slurm" else "simulated"
 if CLUSTER_BACKEND == "slurm":
     MARKET_PARTS.append("marketplace.slurm.hooks.SlurmPart")
 

@@ -20,6 +20,9 @@ Event = tuple[float, int, int, Any]
 # WAKE only makes the cluster hand out free slots at its time (a reservation's
 # window opens or closes there, paper 001 Alg. 1).
 FINISH, ARRIVE, WAKE = 0, 1, 2
+# Payload tags (at priority FINISH) of the ends an external executor reports
+# (``simulator.cluster.model.Cluster.complete`` / ``fail``): done, or back to pending.
+DONE_EXT, FAIL_EXT = 3, 4
 
 
 class EventQueue:

@@ -34,6 +34,36 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class TaskLaunch:
+    """A batch of tasks the cluster model started that an external executor must run
+    (``Cluster(executor="external")``, a real cluster such as Slurm).
+
+    Attributes:
+        key: the batch's key; completions and failures name it (``Cluster.complete`` / ``fail``).
+        job_id: the job; j: the resource type (column); units: tasks in the batch (one slot each).
+        duration_s: simulated seconds each task works (the model's expectation).
+        shared: True when the fair-share stage started it, False for a reservation's units.
+        start: simulated time the model started it.
+    """
+
+    key: int
+    job_id: int
+    j: int
+    units: int
+    duration_s: float
+    shared: bool
+    start: float
+
+    def to_list(self) -> list[float | int | bool]:
+        return [self.key, self.job_id, self.j, self.units, self.duration_s, self.shared, self.start]
+
+    @classmethod
+    def from_list(cls, row: list[float | int | bool]) -> TaskLaunch:
+        key, job_id, j, units, duration, shared, start = row
+        return cls(int(key), int(job_id), int(j), int(units), float(duration), bool(shared), float(start))
+
+
+@dataclass(frozen=True)
 class JobFinished:
     """A departure. ``start_time`` is the first task's start (the submit time
     for a job without tasks); all times in seconds on the cluster clock."""
@@ -95,6 +125,7 @@ class AdvanceReport:
         started_tasks, finished_tasks: task starts and completions.
         first_starts: job_id -> time its first task started, for jobs that
             started during the call.
+        failed_tasks: tasks an external executor reported failed (back to pending).
     """
 
     now: float
@@ -104,3 +135,4 @@ class AdvanceReport:
     started_tasks: int
     finished_tasks: int
     first_starts: dict[int, float] = field(default_factory=dict)
+    failed_tasks: int = 0

@@ -93,6 +93,10 @@ class MarketPart:
         """Before a tick, outside any transaction and lock: read what the part's outside world says
         (a real cluster's job states, say), so the tick itself stays short."""
 
+    def engine_report(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+        """Every tick before its steps, on the tick's engine, in its transaction: what the outside world
+        reported since (a real cluster's task ends and the cores it has free)."""
+
     def engine_stepped(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
         """After a tick's steps, on the tick's engine, in its transaction: take what the steps
         decided for the outside world (the batches a real cluster must start)."""
@@ -191,6 +195,12 @@ def before_tick(market_id: int) -> None:
             p.before_tick(market_id)
         except Exception:
             log.exception("before-tick work of %s failed", p.name)
+
+
+def engine_report(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+    """Every part's :meth:`MarketPart.engine_report`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
+    for p in parts():
+        p.engine_report(market, engine, types)
 
 
 def engine_stepped(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:

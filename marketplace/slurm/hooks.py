@@ -36,7 +36,7 @@ class SlurmPart(MarketPart):
         except SlurmUnavailable as exc:
             log.warning("slurm: market %s: %s", market_id, exc)
 
-    def engine_sync(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
+    def engine_report(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
         services.engine_feed(market=market, engine=engine, types=types)
 
     def engine_stepped(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:

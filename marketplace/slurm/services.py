@@ -35,11 +35,14 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from marketplace.market import hooks
+from marketplace.market.adapters import resource_types
+from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.slurm.client import SlurmClient, SlurmJob, SlurmUnavailable
@@ -214,19 +217,35 @@ def engine_feed(*, market: Market, engine: MarketEngine, types: list[ResourceTyp
     limit = arguments(market).max_retries
     given_up: set[int] = set()
     for (batch, state), rows in _groups(ended):
-        if not engine.knows(rows[0].job_id):
-            continue  # the job left meanwhile (cancelled): nothing to tell
-        if state == SlurmTask.State.COMPLETED:
-            at = min(max(sim_at(market, max(r.ended_at for r in rows if r.ended_at)), rows[0].sim_start), engine.now)
-            engine.complete(batch, len(rows), at=at)
-        else:
-            engine.fail(batch, len(rows))
-            if max(r.attempt for r in rows) > limit:
-                given_up.add(rows[0].job_id)
+        job_id = rows[0].job_id
+        ends = [r.ended_at for r in rows if r.ended_at is not None]
+        at = sim_at(market, max(ends)) if ends else engine.now
+        at = min(max(at, rows[0].sim_start), engine.now)  # Slurm's seconds can fall a little outside the tick
+        try:
+            if state == SlurmTask.State.COMPLETED:
+                engine.complete(batch, len(rows), at=at)
+            else:
+                engine.fail(batch, len(rows), at=at)  # they run again (a new Slurm job): failed work is no service
+                if max(r.attempt for r in rows) > limit:
+                    given_up.add(job_id)
+        except (KeyError, ValueError):
+            continue  # the job left meanwhile (cancelled) or the batch already ended: nothing to tell
     SlurmTask.objects.filter(pk__in=[r.pk for r in ended]).update(applied=True)
-    for job_id in given_up:
-        log.warning("slurm: job %s failed more than %s retries; it is cancelled", job_id, limit)
-        engine.cancel(job_id)
+    if given_up:
+        transaction.on_commit(lambda: _give_up(sorted(given_up), limit))
+
+
+def _give_up(job_ids: list[int], limit: int) -> None:
+    """Cancel jobs whose tasks failed more than ``limit`` retries, by the cancellation rule (they pay
+    for the work that completed, never for failed work; docs/economy.md)."""
+    from marketplace.auction.services import job_cancel
+
+    for job in Job.objects.filter(pk__in=job_ids, status__in=Job.ACTIVE):
+        log.warning("slurm: job %s failed more than %s retries; it is cancelled", job.pk, limit)
+        try:
+            job_cancel(job=job)
+        except ValidationError as exc:  # it ended meanwhile
+            log.info("slurm: job %s: %s", job.pk, exc)
 
 
 def _groups(rows: Iterable[SlurmTask]) -> list[tuple[tuple[int, str], list[SlurmTask]]]:
@@ -251,15 +270,17 @@ def launches_record(*, market: Market, engine: MarketEngine, types: list[Resourc
         return 0
     args = arguments(market)
     attempts = _attempts(market.pk, {launch.job_id for launch in launches})
-    held = _reservation_names(market.pk)
+    held = _reservation_windows(market.pk)
     written = 0
     for launch in launches:
         rt = types[launch.j]
         wall = launch.duration_s / market.clock_speed
         attempt = attempts.get((launch.job_id, launch.j), 0) + 1
+        window = held.get((launch.job_id, rt.pk))  # a reservation's units run inside its Slurm reservation
+        inside = window is not None and not launch.shared and window[1] <= launch.start < window[2]
         rows = [SlurmTask(market=market, job_id=launch.job_id, resource_type=rt, batch_key=launch.key, index=i, key="",
-                          partition=rt.name, reservation=held.get((launch.job_id, rt.pk), ""), command=args.commands[0],
-                          sim_start=engine.now, duration=launch.duration_s, wall_seconds=wall, attempt=attempt)
+                          partition=rt.name, reservation=window[0] if inside and window else "", command=args.commands[0],
+                          sim_start=launch.start, duration=launch.duration_s, wall_seconds=wall, attempt=attempt)
                 for i in range(launch.units)]
         first = SlurmTask.objects.bulk_create(rows[:1])[0]
         key = f"mkt{market.pk}-t{first.pk}"
@@ -276,7 +297,7 @@ def _attempts(market_id: int, job_ids: set[int]) -> dict[tuple[int, int], int]:
     """(job, resource column) -> tasks of it that failed or were lost so far (the next launch is a retry)."""
     if not job_ids:
         return {}
-    columns = {t.pk: j for j, t in enumerate(ResourceType.objects.filter(market_id=market_id).order_by("position", "id"))}
+    columns = {t.pk: j for j, t in enumerate(resource_types(market_id))}
     out: dict[tuple[int, int], int] = defaultdict(int)
     for job_id, rt_id, attempt in SlurmTask.objects.filter(
             market_id=market_id, job_id__in=job_ids, state__in=(SlurmTask.State.FAILED, SlurmTask.State.LOST),
@@ -286,8 +307,9 @@ def _attempts(market_id: int, job_ids: set[int]) -> dict[tuple[int, int], int]:
     return out
 
 
-def _reservation_names(market_id: int) -> dict[tuple[int, int], str]:
-    return {(r.job_id, r.resource_type_id): r.name
+def _reservation_windows(market_id: int) -> dict[tuple[int, int], tuple[str, float, float]]:
+    """(job, resource type) -> (Slurm reservation name, simulated start, end) of the reservations Slurm holds."""
+    return {(r.job_id, r.resource_type_id): (r.name, r.sim_start, r.sim_end)
             for r in SlurmReservation.objects.filter(market_id=market_id, created=True)}
 
 
@@ -359,7 +381,7 @@ def reservations_sync(*, market_id: int) -> tuple[int, int]:
     """
     client = slurm_client()
     market = Market.objects.defer("engine_state").get(pk=market_id)
-    types = list(ResourceType.objects.filter(market_id=market_id).order_by("position", "id"))
+    types = resource_types(market_id)
     now = market.sim_time
     wanted: dict[str, tuple[int, ResourceType, int, float, float]] = {}
     for promise in hooks.promised_windows(market, types, now, math.inf):

@@ -30,7 +30,9 @@ from simulator.cluster.jobs import JobState, ReportBuilder, as_capacity
 from simulator.cluster.placement import LeafPlacement
 from simulator.cluster.stages import DispatchStage, default_stages
 from simulator.engine import EventQueue
-from simulator.records import Counts, FairnessSample
+from simulator.records import Counts, FairnessSample, TaskLaunch
+
+EXECUTORS = ("simulated", "external")
 
 
 class ClusterCore:
@@ -58,9 +60,13 @@ class ClusterCore:
         known_durations: tell the allocators each task's duration at start;
             False makes them estimate it (paper 002, Sec. 6.2.1).
         stages: the dispatch pipeline (default: reservations, then shared).
+        executor: who runs the tasks the model starts: "simulated" (the model: a batch ends
+            after its tasks' duration) or "external" (a real cluster: each start is a
+            :class:`~simulator.records.TaskLaunch` in :attr:`launches`, and a batch ends when
+            the caller reports it, ``Cluster.complete`` / ``Cluster.fail``).
 
     Raises:
-        ValueError: bad capacity, sample interval or names.
+        ValueError: bad capacity, sample interval, names or executor.
     """
 
     def __init__(
@@ -79,7 +85,10 @@ class ClusterCore:
         now: float = 0.0,
         known_durations: bool = True,
         stages: list[DispatchStage] | None = None,
+        executor: str = "simulated",
     ) -> None:
+        if executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
         if not sample_interval > 0:
             raise ValueError("sample_interval must be > 0 (inf for no samples)")
         FAIRSHARE.validate(policy)
@@ -109,9 +118,16 @@ class ClusterCore:
         self._next_key = 0
         self._next_seq = 0
         self._active: dict[int, JobState] = {}  # active jobs in arrival order (by seq)
+        # the external executor's books (saved): batches it runs, by key ([FINISH, job, j, key, units,
+        # shared, allocator key, start, expected end]), and the outboxes the caller drains
+        self.executor = executor
+        self._external: dict[int, list[Any]] = {}
+        self.launches: list[TaskLaunch] = []
+        self.kills: list[int] = []
         # the event loop's scratch (``simulator.cluster.model``), never saved: batches started
         # at the current instant and the report of the ``advance`` call under way
         self._batches: dict[tuple[int, int], list[Any]] = {}  # (job, type) -> event payload started now
+        self._fresh: list[list[Any]] = []  # external batches started at this dispatch (their launches)
         self._report: ReportBuilder | None = None
 
     @property

@@ -186,7 +186,9 @@ class ReportBuilder:
         self.first_starts: dict[int, float] = {}
         self.started = 0
         self.completed = 0
+        self.failed = 0
 
     def build(self, now: float) -> AdvanceReport:
         progress = {jid: job.counts() for jid, job in self.changed.items()}
-        return AdvanceReport(now, self.finished, self.samples, progress, self.started, self.completed, self.first_starts)
+        return AdvanceReport(now, self.finished, self.samples, progress, self.started, self.completed, self.first_starts,
+                             self.failed)

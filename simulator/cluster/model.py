@@ -43,8 +43,8 @@ from simulator.cluster import plan_apply, reconfigure
 from simulator.cluster import state as cluster_state
 from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
 from simulator.cluster.reservations import ReservationBook
-from simulator.engine import ARRIVE, FINISH, WAKE
-from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec
+from simulator.engine import ARRIVE, DONE_EXT, FAIL_EXT, FINISH, WAKE
+from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["AdvanceReport", "Cluster", "FairnessSample", "JobFinished", "JobSpec"]
 
@@ -110,6 +110,14 @@ class Cluster(ReservationBook):
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(key, self.now)
+        for key in [k for k, p in self._external.items() if p[1] == job_id]:  # the executor is told to kill them
+            _, _, j, _, units, shared, alloc_key, _, _ = self._external.pop(key)
+            job.drop(j, 0, units)
+            self._ledger.running[job.leaf, j] -= units
+            self._busy[j] -= units
+            if shared:
+                self._allocators[j].record_finish(alloc_key, self.now)
+            self.kills.append(key)
         self._retire(job)
 
     def set_shares(self, shares: Mapping[int, NDArray[np.float64]]) -> None:
@@ -144,6 +152,89 @@ class Cluster(ReservationBook):
         """Switch the fair-share policy, ``T_wait`` and/or the history mode, keeping usage where it
         can (``simulator.cluster.reconfigure``). Raises ValueError on a bad name, ``t_wait`` or length."""
         reconfigure.set_policy(self, policy=policy, t_wait=t_wait, history=history, history_length=history_length)
+
+    # ------------------------------------------------------- external executor
+
+    def complete(self, key: int, units: int, at: float) -> None:
+        """``units`` tasks of the external batch ``key`` ended well at simulated time ``at`` (a time
+        before ``now`` counts as ``now``): they are done at that time, inside the next :meth:`advance`
+        that reaches it, and a job whose last tasks they were departs then.
+
+        Raises:
+            KeyError: no running external batch has that key.
+            ValueError: ``units`` < 1 or more than the batch runs, or ``at`` is NaN.
+        """
+        self._report_end(DONE_EXT, key, units, at)
+
+    def fail(self, key: int, units: int, at: float) -> None:
+        """``units`` tasks of the external batch ``key`` failed at ``at`` (non-zero exit, a node or the
+        time limit; lost by the executor): they return to pending and are dispatched again. The
+        caller bounds the retries. Raises like :meth:`complete`."""
+        self._report_end(FAIL_EXT, key, units, at)
+
+    def _report_end(self, kind: int, key: int, units: int, at: float) -> None:
+        payload = self._external[key]
+        if not 1 <= units <= payload[4] or math.isnan(at):
+            raise ValueError(f"batch {key} runs {payload[4]} tasks: cannot end {units} at {at}")
+        self._events.push(max(float(at), self.now), FINISH, [kind, key, units])
+
+    def external_batches(self) -> list[TaskLaunch]:
+        """The batches the external executor runs now (units still running)."""
+        return [TaskLaunch(p[3], p[1], p[2], p[4], self._jobs[p[1]].spec.task_duration[p[2]], bool(p[5]), p[7])
+                for p in self._external.values()]
+
+    def simulate_external(self) -> None:
+        """Run on as the model: each external batch ends at its expected time (start + duration,
+        never before now) and later starts are simulated. For look-ahead copies (``waiting.estimate_start``)."""
+        for _, job_id, j, _, units, shared, alloc_key, _, expected_end in self._external.values():
+            self._events.push(max(expected_end, self.now), FINISH, [FINISH, job_id, j, alloc_key, units, shared])
+        self._external.clear()
+        self.executor = "simulated"
+
+    def take_launches(self) -> list[TaskLaunch]:
+        """The batches started since the last call, for the external executor to run (the outbox empties)."""
+        out, self.launches = self.launches, []
+        return out
+
+    def take_kills(self) -> list[int]:
+        """Keys of external batches killed since the last call (cancelled jobs), for the executor to stop."""
+        out, self.kills = self.kills, []
+        return out
+
+    def _external_end(self, key: int, units: int, *, failed: bool) -> None:
+        payload = self._external.get(key)
+        if payload is None:
+            return  # its job was cancelled meanwhile: the end is moot
+        _, job_id, j, _, running, shared, alloc_key, _, expected_end = payload
+        job = self._jobs[job_id]
+        units = min(units, running)
+        left = running - units
+        if left:
+            payload[4] = left
+        else:
+            del self._external[key]
+        if shared:  # the allocator's books: this batch ends now; what is left of it runs on as a new batch
+            allocator = self._allocators[j]
+            allocator.record_finish(alloc_key, self.now)
+            if left:
+                payload[6], self._next_key = self._next_key, self._next_key + 1
+                expected = max(expected_end - self.now, 0.0) if self.known_durations else None
+                allocator.record_start(payload[6], job.leaf, self.now, expected, left, app=job_id if job_id >= 0 else None)
+        if failed:
+            self._fail_units(job, j, units)
+        else:
+            self._finish_units(job, j, units)
+
+    def _fail_units(self, job: JobState, j: int, units: int) -> None:
+        before = job.eligible_pending(j, self.staged)
+        job.drop(j, -units, units)  # back to pending: dispatched again
+        self._count_eligible(job, j, job.eligible_pending(j, self.staged) - before)
+        self._ledger.running[job.leaf, j] -= units
+        self._busy[j] -= units
+        self.placement.invalidate(job.leaf, j)
+        self._touch(job)
+        assert self._report is not None
+        self._report.failed += units
 
     # ---------------------------------------------------------------- time
 
@@ -205,6 +296,8 @@ class Cluster(ReservationBook):
         if payload[0] == FINISH:
             _, job_id, j, key, units, shared = payload
             self._finish_batch(self._jobs[int(job_id)], int(j), int(key), int(units), int(shared))
+        elif payload[0] in (DONE_EXT, FAIL_EXT):
+            self._external_end(int(payload[1]), int(payload[2]), failed=payload[0] == FAIL_EXT)
         elif payload[0] == WAKE:
             pass  # a reservation window opens or closes: the dispatch after this time hands out slots
         else:
@@ -268,8 +361,13 @@ class Cluster(ReservationBook):
             self._allocators[j].record_more(batch[3], units)
         else:
             key, self._next_key = self._next_key, self._next_key + 1
-            payload = [FINISH, job.job_id, j, key, units, 1 if shared else 0]
-            self._events.push(self.now + duration, FINISH, payload)
+            if self.executor == "external":  # a real cluster runs it: its end is reported, not scheduled
+                payload = [FINISH, job.job_id, j, key, units, 1 if shared else 0, key, self.now, self.now + duration]
+                self._external[key] = payload
+                self._fresh.append(payload)
+            else:
+                payload = [FINISH, job.job_id, j, key, units, 1 if shared else 0]
+                self._events.push(self.now + duration, FINISH, payload)
             if shared:
                 self._batches[(job.job_id, j)] = payload
                 expected = duration if self.known_durations else None
@@ -280,11 +378,14 @@ class Cluster(ReservationBook):
         self._report.started += units
 
     def _finish_batch(self, job: JobState, j: int, key: int, units: int, shared: int) -> None:
+        if shared:
+            self._allocators[j].record_finish(key, self.now)
+        self._finish_units(job, j, units)
+
+    def _finish_units(self, job: JobState, j: int, units: int) -> None:
         moved = job.finish(j, units)
         self._ledger.running[job.leaf, j] -= units
         self._busy[j] -= units
-        if shared:
-            self._allocators[j].record_finish(key, self.now)
         if moved and self.staged and not job.is_finished():
             stage = job.stage
             self._count_eligible(job, stage, job.pending[stage])
@@ -316,6 +417,10 @@ class Cluster(ReservationBook):
             for stage in self.stages:
                 free = stage.hand_out(self, j, max(free, 0))
         self._batches.clear()
+        if self._fresh:  # the external executor's launches, with each batch's final size
+            self.launches += [TaskLaunch(p[3], p[1], p[2], p[4], self._jobs[p[1]].spec.task_duration[p[2]], bool(p[5]), p[7])
+                              for p in self._fresh]
+            self._fresh.clear()
 
     # ------------------------------------------------------- serialisation
 

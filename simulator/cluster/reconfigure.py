@@ -89,6 +89,9 @@ def _replay_running(c: ClusterCore) -> None:
             _, job_id, j, key, units, _ = payload
             duration = c._jobs[job_id].spec.task_duration[j]
             running.append((t_end - duration, key, job_id, j, units, duration))
+    for _, job_id, j, _, units, shared, alloc_key, start, expected_end in c._external.values():  # a real cluster's batches
+        if shared:
+            running.append((start, alloc_key, job_id, j, units, expected_end - start))
     for start, key, job_id, j, units, duration in sorted(running):
         expected = duration if c.known_durations else None
         c._allocators[j].record_start(key, c._jobs[job_id].leaf, min(start, c.now), expected, units, app=job_id if job_id >= 0 else None)

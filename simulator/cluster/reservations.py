@@ -48,4 +48,6 @@ class ReservationBook(ClusterCore):
         (the reservation look-ahead, ``simulator.cluster.lookahead``)."""
         return [
             (t, int(p[4]), int(p[1]), bool(p[5])) for t, _, _, p in self._events if p[0] == FINISH and int(p[2]) == j
+        ] + [  # a real cluster's batches end when reported: expected at their start + duration, never before now
+            (max(float(p[8]), self.now), int(p[4]), int(p[1]), bool(p[5])) for p in self._external.values() if int(p[2]) == j
         ]

@@ -14,6 +14,7 @@ from scheduler.registry import link_allocators
 from simulator.cluster.core import ClusterCore
 from simulator.cluster.jobs import JobState, inf_to_none, none_to_inf
 from simulator.engine import EventQueue
+from simulator.records import TaskLaunch
 
 STATE_FORMAT = 2
 
@@ -44,6 +45,8 @@ def dump(c: ClusterCore) -> dict[str, Any]:
         "events": c._events.to_state(),
         "allocators": [a.to_state() for a in c._allocators],
         "ledger": c._ledger.to_state(),
+        "executor": {"kind": c.executor, "running": [list(p) for p in c._external.values()],
+                     "launches": [t.to_list() for t in c.launches], "kills": list(c.kills)},
     }
 
 
@@ -63,6 +66,7 @@ def config_of(tree: QueueTree, state: dict[str, Any]) -> dict[str, Any]:
         "history": history, "history_length": none_to_inf(length),
         "policy": cfg["policy"], "t_wait": none_to_inf(cfg["t_wait"]), "dispatch": cfg["dispatch"], "staged": cfg["staged"],
         "seed": cfg["seed"], "sample_interval": none_to_inf(cfg["sample_interval"]), "known_durations": cfg["known_durations"],
+        "executor": state.get("executor", {}).get("kind", "simulated"),  # states saved before the seam ran simulated
     }
 
 
@@ -78,6 +82,11 @@ def restore(c: ClusterCore, tree: QueueTree, state: dict[str, Any]) -> None:
     c.placement.load(state["placement"])
     c._active = {jid: c._jobs[jid] for jid in sorted(c.active_jobs(), key=c.arrival_rank)}
     c._events = EventQueue.from_state(state["events"])
+    books = state.get("executor", {})
+    c._external = {int(p[3]): [int(p[0]), int(p[1]), int(p[2]), int(p[3]), int(p[4]), int(p[5]), int(p[6]), float(p[7]), float(p[8])]
+                   for p in books.get("running", [])}
+    c.launches = [TaskLaunch.from_list(row) for row in books.get("launches", [])]
+    c.kills = [int(k) for k in books.get("kills", [])]
     factory = type(c._allocators[0])
     c._allocators = [factory.from_state(tree, a) for a in state["allocators"]]
     link_allocators(c._allocators)

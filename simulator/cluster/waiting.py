@@ -159,6 +159,7 @@ def estimate_start(cluster: Cluster, job_id: int, *, max_events: int = 20_000) -
         return cluster.now  # already running
     copy = Cluster.from_state(cluster.tree, cluster.to_state())
     copy.sample_interval = math.inf  # no fairness samples needed
+    copy.simulate_external()  # a real cluster's tasks end, in the copy, when they are expected to
     for _ in range(max_events):
         try:
             _, running, done = copy.job_state(job_id)

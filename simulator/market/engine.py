@@ -40,7 +40,7 @@ from simulator.cluster.jobs import inf_to_none, none_to_inf
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.market.records import Bid, Charge, MarketConfig, StepReport
-from simulator.records import JobFinished, JobSpec
+from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in market_records
 
@@ -114,13 +114,14 @@ class MarketEngine:
     @classmethod
     def create(
         cls, capacity: Sequence[int], tree: QueueTree, config: MarketConfig, *, seed: int = 0, sample_interval: float = 60.0,
-        now: float = 0.0, staged: bool = True, known_durations: bool = True,
+        now: float = 0.0, staged: bool = True, known_durations: bool = True, executor: str = "simulated",
     ) -> MarketEngine:
-        """A new engine on a new cluster (arguments as for :class:`Cluster`)."""
+        """A new engine on a new cluster (arguments as for :class:`Cluster`; ``executor``: "simulated"
+        or "external", who runs the tasks the Plan starts)."""
         cluster = Cluster(
             capacity, tree, policy=config.fairshare, t_wait=config.t_wait, dispatch=config.dispatch, staged=staged,
             history=config.history, history_length=config.history_length,
-            seed=seed, sample_interval=sample_interval, now=now, known_durations=known_durations,
+            seed=seed, sample_interval=sample_interval, now=now, known_durations=known_durations, executor=executor,
         )
         return cls(cluster, config)
 
@@ -342,6 +343,50 @@ class MarketEngine:
                 books.accepted = True
                 charges.append(Charge(job_id, rule.amount, rule.kind, self.now))
         return charges
+
+    # ------------------------------------------------------------- the executor
+
+    @property
+    def executor(self) -> str:
+        """Who runs the tasks: "simulated" (the cluster model) or "external" (a real cluster)."""
+        return self.cluster.executor
+
+    def set_executor(self, kind: str) -> None:
+        """Switch who runs the tasks from now on. Allowed only while no task runs under the other one.
+
+        Raises:
+            ValueError: an unknown kind, or tasks still running under the other executor.
+        """
+        if kind == self.cluster.executor:
+            return
+        if kind not in ("simulated", "external"):
+            raise ValueError(f"unknown executor {kind!r}")
+        if any(self.cluster.busy()):
+            raise ValueError(f"cannot switch to the {kind} executor while tasks run under the {self.cluster.executor} one")
+        self.cluster.executor = kind
+
+    def complete(self, key: int, units: int, *, at: float) -> None:
+        """``units`` tasks of the external batch ``key`` ended well at simulated time ``at``: reported as
+        departures and charged by the next :meth:`step` that reaches ``at`` (``Cluster.complete``).
+        Raises KeyError (unknown batch) or ValueError (bad units or time)."""
+        self.cluster.complete(key, units, at)
+
+    def fail(self, key: int, units: int, *, at: float) -> None:
+        """``units`` tasks of the external batch ``key`` failed at ``at``: they run again; failed work is
+        never service (``Cluster.fail``). Raises like :meth:`complete`."""
+        self.cluster.fail(key, units, at)
+
+    def take_launches(self) -> list[TaskLaunch]:
+        """Batches started since the last call, for the external executor (``Cluster.take_launches``)."""
+        return self.cluster.take_launches()
+
+    def take_kills(self) -> list[int]:
+        """Keys of external batches killed since the last call (``Cluster.take_kills``)."""
+        return self.cluster.take_kills()
+
+    def external_batches(self) -> list[TaskLaunch]:
+        """The batches the external executor runs now."""
+        return self.cluster.external_batches()
 
     # -------------------------------------------------------------------- time
 

@@ -13,11 +13,13 @@ dispatches as the offline runner does; bids are cleared by the clearing task.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,6 +47,8 @@ from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Charge, StepReport
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class TickResult:
@@ -59,6 +63,7 @@ class TickResult:
 
 def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: SyncMarks) -> None:
     """Tell the engine about bids and cancellations since the last tick, capacities and parameters."""
+    _use_executor(engine, market)
     engine.set_capacity([t.capacity for t in context.types])
     config = adapters.market_config(market)
     if config != engine.config:
@@ -75,6 +80,15 @@ def _sync(engine: MarketEngine, market: Market, context: EngineContext, marks: S
     for spec, bid in adapters.job_specs(new, context.types, context.tree_map, engine.now):
         engine.submit(spec, bid)
     hooks.sync_engine(market, engine, context.types)  # what the parts hold (ERA: bookings)
+
+
+def _use_executor(engine: MarketEngine, market: Market) -> None:
+    """Who runs the tasks (``CLUSTER_EXECUTOR``: the model, or a real cluster that reports their ends).
+    A market switched while tasks run under the other executor switches once they have ended."""
+    try:
+        engine.set_executor(settings.CLUSTER_EXECUTOR)
+    except ValueError as exc:
+        log.info("market %s: %s", market.pk, exc)
 
 
 def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -> list[Charge]:
@@ -303,6 +317,7 @@ def cluster_advance(
         writes = _TickWrites()
         try:
             _sync(engine, market, context, marks)
+            hooks.engine_report(market, engine, context.types)  # what the outside reported (a real cluster's task ends)
             writes.acceptance += _apply_latest_plan(engine, market, marks)
             if market.cleared_version < market.state_version:
                 # bids or cancellations no clearing has seen (deferred, or the clearing

@@ -253,7 +253,7 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
             _requeue_running(market)
         engine = MarketEngine.create(
             [t.capacity for t in context.types], context.tree_map.tree, adapters.market_config(market), seed=market.pk,
-            sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, now=market.sim_time,
+            sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, now=market.sim_time, executor=settings.CLUSTER_EXECUTOR,
         )
     if market.engine_version:  # 0: nothing stored yet, so nothing to key a copy by
         with _CACHE_LOCK:
