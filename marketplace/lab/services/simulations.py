@@ -40,6 +40,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from marketplace.lab.adapters import live_workload
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services.experiments import experiment_cancel, experiment_execute, experiment_publish
 from marketplace.lab.services.runs import task_publish
@@ -305,7 +306,7 @@ def simulation_from_market(
 ) -> SimulationStudy:
     """"What if ``vary`` were each of ``values`` over the last ``window_h`` simulated hours?"
 
-    The market's jobs submitted in the window (``adapters.live_workload``:
+    The market's jobs submitted in the window (``lab.adapters.live_workload``:
     their bids as placed, the queue tree, the capacities) are written as a
     jobs document and replayed from an empty cluster at the window's start
     under the market's own settings (the baseline, added to ``values``) and
@@ -319,14 +320,12 @@ def simulation_from_market(
         ValidationError: ``window_h`` not > 0, no job in the window, or see
             :func:`simulation_plan`.
     """
-    from marketplace.market.adapters import live_workload
-
     if not sees_all_tenants(user):
         raise PermissionDenied("Only staff and cluster managers may replay the live market.")
     if not window_h > 0:
         raise ValidationError({"window_h": "The window must be longer than 0 simulated hours."})
     market.refresh_from_db()
-    doc = live_workload(market, since=max(0.0, market.sim_time - 3600.0 * window_h))
+    doc = live_workload(market=market, since=max(0.0, market.sim_time - 3600.0 * window_h))
     if not doc["jobs"]:
         raise ValidationError({"window_h": f"No job was submitted in the last {window_h:g} simulated hours."})
     live = doc.pop("live")
