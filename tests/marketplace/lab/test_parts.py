@@ -128,6 +128,17 @@ def test_parts_are_created_with_the_parent_and_published_after_commit(staff, dja
     assert all(p.enqueued_at is not None for p in _parts(run)) and ExperimentRun.objects.get(pk=run.pk).enqueued_at is None
 
 
+def test_the_in_thread_executor_is_the_kinds_registered_task(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    # given a split run whose parts were never published
+    run = _start(staff, django_capture_on_commit_callbacks, execute=False, values=[2, 3])
+    # when each part is executed as the in-thread mode does it (the part task, by name, here)
+    for part in _parts(run):
+        runs.KINDS["part"].execute(part.pk)
+    # then the parts ran, and the last one combined the parent
+    run.refresh_from_db()
+    assert sorted(CALLS) == [0, 1] and run.status == "done" and [r[1] for r in run.result["tables"][0]["rows"]] == [4, 9]
+
+
 def test_unsplit_runs_in_thread_mode_and_when_the_params_name_one_part(staff, django_capture_on_commit_callbacks, settings) -> None:  # type: ignore[no-untyped-def]
     one = _start(staff, django_capture_on_commit_callbacks, part=1)  # one part asked: run as it is
     assert (one.status, one.result["rows"], _parts(one)) == ("done", [[3, 9]], [])
