@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import csv
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -25,7 +25,21 @@ from marketplace.lab.charts import comparison_figures
 from marketplace.lab.files import jobs_rows, public_params, study_document, summary_rows
 from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.selectors import experiment_latest_done, experiment_parts, experiment_runs, runs_visible_to, studies_visible_to
+from marketplace.lab.selectors import (
+    experiment_get,
+    experiment_latest_done,
+    experiment_list,
+    experiment_part_count,
+    experiment_parts,
+    experiment_results,
+    experiment_visible,
+    simulation_get,
+    simulation_list,
+    simulation_run_count,
+    simulation_run_records,
+    simulation_runs,
+    simulation_visible,
+)
 from marketplace.lab.services.experiments import experiment_cancel, experiment_start
 from marketplace.lab.services.simulations import (
     simulation_cancel,
@@ -44,6 +58,14 @@ from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
+T = TypeVar("T")
+
+
+def _found(row: T | None) -> T:
+    """``row``, or 404 when the selector found none (missing, or hidden from this user)."""
+    if row is None:
+        raise Http404("No such run or study.")
+    return row
 
 
 def _param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
@@ -114,7 +136,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
         for name, exp in sorted(registry.items())
     ]
     status = 400 if errors else 200
-    runs = experiment_runs(limit=20, user=request.user)
+    runs = experiment_list(limit=20, user=request.user)
     return render_page(request, "lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
 
 
@@ -122,7 +144,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
     """One run: progress while it runs, then its summary, figures and tables."""
-    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk)
+    run = _found(experiment_get(run_id=pk, user=request.user))
     try:
         experiment: experiments.Experiment | None = experiments.get(run.name)
     except experiments.UnknownExperiment:
@@ -133,7 +155,7 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "nav": "lab",
         "run": run,
         "parts": [_part_row(p) for p in experiment_parts(run_id=run.pk)],
-        "siblings": ExperimentRun.objects.filter(parent_id=run.parent_id).count() if run.parent_id else 0,
+        "siblings": experiment_part_count(run_id=run.parent_id) if run.parent_id else 0,
         "params": public_params(run.params),
         "experiment": experiment,
         "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
@@ -161,7 +183,7 @@ def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller;
     a split run adds ``"parts"``: per part ``{"id", "part" (1-based), "label", "status", "progress", "attempts",
     "max_attempts", "wall_s", "worker"}``."""
-    run = get_object_or_404(runs_visible_to(user=request.user).defer("result", "error"), pk=pk)
+    run = _found(experiment_get(run_id=pk, user=request.user, with_result=False))
     body: dict[str, Any] = {"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
                             "max_attempts": run.max_attempts, "finished": run.finished}  # fmt: skip
     parts = experiment_parts(run_id=run.pk)
@@ -173,7 +195,8 @@ def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 @require_POST
 def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    get_object_or_404(runs_visible_to(user=request.user).only("pk"), pk=pk)
+    if not experiment_visible(run_id=pk, user=request.user):
+        raise Http404("No such run.")
     try:
         experiment_cancel(run_id=pk, user=request.user)
     except PermissionDenied:
@@ -186,7 +209,7 @@ def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The stored result (figures, tables, summary, params) as a JSON download."""
-    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
+    run = _found(experiment_get(run_id=pk, user=request.user, done=True))
     response = JsonResponse(run.result, json_dumps_params={"indent": 1})
     response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}.json"'
     return response
@@ -196,7 +219,7 @@ def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def lab_run_table_csv(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """Table ``index`` of a finished run as CSV."""
-    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, status=ExperimentRun.Status.DONE)
+    run = _found(experiment_get(run_id=pk, user=request.user, done=True))
     tables = (run.result or {}).get("tables", [])
     if not 0 <= index < len(tables):
         raise Http404("No such table.")
@@ -234,7 +257,8 @@ def sim_index(request: HttpRequest) -> HttpResponse:
             study = _start_study(request, form)
             if study is not None:
                 word = "checking the uploaded trace, then" if study.check_status else ""
-                messages.success(request, f"Study #{study.pk}: {word} {study.runs.count()} runs queued.".replace("  ", " "))
+                n = simulation_run_count(study_id=study.pk)
+                messages.success(request, f"Study #{study.pk}: {word} {n} runs queued.".replace("  ", " "))
                 return redirect("sim-study", pk=study.pk)
         status = 400
     return _index(request, form, LiveForm(prefix="live"), status)
@@ -256,7 +280,7 @@ def _start_study(request: HttpRequest, form: StudyForm) -> SimulationStudy | Non
 
 
 def _index(request: HttpRequest, form: StudyForm, live: LiveForm, status: int, upload_error: str = "") -> HttpResponse:
-    studies = studies_visible_to(user=request.user).select_related("created_by")[:20]
+    studies = simulation_list(user=request.user, limit=20)
     live_market = selectors.market_or_none() if sees_all_tenants(request.user) else None  # the live replay shows every tenant's bids
     context = {"nav": "sim", "form": form, "live_form": live, "studies": studies, "live_market": live_market,
                "upload_error": upload_error}
@@ -305,19 +329,15 @@ def live_comparison(study: SimulationStudy, results: dict[str, dict[str, Any]]) 
     return rows
 
 
-def _runs(study: SimulationStudy) -> list[ExperimentRun]:
-    return list(ExperimentRun.objects.filter(study=study).defer("result", "error").order_by("pk"))
-
-
 @login_required
 @require_GET
 def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
     """A study: its runs' progress, then the comparison and the summary table."""
-    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
-    runs = _runs(study)
+    study = _found(simulation_get(study_id=pk, user=request.user))
+    runs = simulation_runs(study_id=study.pk)
     finished = not any(r.status in ACTIVE for r in runs)
     if finished and study.summary is None and simulation_gather(study_id=study.pk):
-        study.refresh_from_db()
+        study = _found(simulation_get(study_id=pk, user=request.user))  # with the table just gathered
     figures: dict[str, list[dict[str, Any]]] = {}
     live_rows: list[list[Any]] = []
     if finished:
@@ -325,7 +345,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
         for r in runs:
             if r.status == ExperimentRun.Status.DONE:
                 first.setdefault(r.label, r.pk)
-        results = dict(ExperimentRun.objects.filter(pk__in=first.values()).values_list("pk", "result"))
+        results = experiment_results(run_ids=first.values())
         by_label = {label: results[pk] for label, pk in first.items()}
         figs = comparison_figures(list(by_label.items()), type_names=study_type_names(runs[0].params) if runs else None)
         live_rows = live_comparison(study, by_label) if study.live else []
@@ -340,7 +360,9 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
 @poller_revalidates
 def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
     """``{"finished", "runs": [{"id", "label", "seed", "status", "attempts", "max_attempts", "progress", "message"}]}`` for the poller."""
-    runs = _runs(get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk))
+    if not simulation_visible(study_id=pk, user=request.user):
+        raise Http404("No such study.")
+    runs = simulation_runs(study_id=pk)
     rows = [
         {"id": r.pk, "label": r.label, "seed": r.params.get("seed"), "status": r.status, "attempts": r.attempts,
          "max_attempts": r.max_attempts, "progress": r.progress, "message": r.message}
@@ -352,7 +374,8 @@ def sim_study_status(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 @require_POST
 def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    get_object_or_404(studies_visible_to(user=request.user).only("pk"), pk=pk)
+    if not simulation_visible(study_id=pk, user=request.user):
+        raise Http404("No such study.")
     n = simulation_cancel(study_id=pk, user=request.user)
     messages.info(request, f"Study #{pk}: cancel requested for {n} run(s).")
     return redirect("sim-study", pk=pk)
@@ -362,7 +385,7 @@ def sim_study_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """The summary table as CSV: per configuration and metric, mean, 95 % half-width and seeds."""
-    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
+    study = _found(simulation_get(study_id=pk, user=request.user))
     if not study.summary:
         raise Http404("The study has not finished.")
     response = HttpResponse(content_type="text/csv")
@@ -375,8 +398,8 @@ def sim_study_summary_csv(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole study as JSON: settings, summary, and per run its params, metrics and series."""
-    study = get_object_or_404(studies_visible_to(user=request.user), pk=pk)
-    runs = ExperimentRun.objects.filter(study=study).order_by("pk").values("id", "label", "status", "params", "result")
+    study = _found(simulation_get(study_id=pk, user=request.user))
+    runs = simulation_run_records(study_id=study.pk)
     settings_ = {"id": study.pk, "title": study.title, "workload": public_params(study.workload), "trace_name": study.trace_name,
                  "capacity": study.capacity, "base": study.base, "vary": study.vary, "live": study.live}  # fmt: skip
     body = study_document(settings_, study.summary, ({**r, "params": public_params(r["params"])} for r in runs))
@@ -389,7 +412,7 @@ def sim_study_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def sim_run_jobs_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """A finished run's per-job records as CSV (simulated seconds since the first arrival)."""
-    run = get_object_or_404(runs_visible_to(user=request.user), pk=pk, study__isnull=False, status=ExperimentRun.Status.DONE)
+    run = _found(experiment_get(run_id=pk, user=request.user, done=True, in_study=True))
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{pk}-jobs.csv"'
     csv.writer(response).writerows(csv_safe(jobs_rows(run.result["jobs"])))

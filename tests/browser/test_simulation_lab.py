@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from marketplace.lab.services import simulations as svc
+from marketplace.lab.services import runs
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
 
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
@@ -78,7 +78,7 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
             assert errors == [], errors
         finally:
             browser.close()
-            for thread in svc._threads:
+            for thread in runs._threads:
                 thread.join(timeout=60)
 
 
@@ -116,5 +116,5 @@ def test_a_synthetic_workload_on_vm_pools_shows_welfare_and_deadlines(chromium_p
             assert errors == [], errors
         finally:
             browser.close()
-            for thread in svc._threads:
+            for thread in runs._threads:
                 thread.join(timeout=60)

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from marketplace.lab.models import ExperimentRun
-from marketplace.lab.services.experiments import SIMULATION_QUEUE
+from marketplace.lab.services.runs import SIMULATION_QUEUE
 from marketplace.lab.services.simulations import simulation_start
 from simulator.whatif.run import FB2009
 from tests.integration.test_faults import _kill, _spawn, _sweeper, _wait_for, _wait_worker_ready, own_redis  # noqa: F401

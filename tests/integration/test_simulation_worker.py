@@ -19,7 +19,8 @@ from django.db import connection
 
 from marketplace.celery import app
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.services.experiments import SIMULATION_QUEUE, experiment_reap, experiment_start
+from marketplace.lab.services.experiments import experiment_reap, experiment_requeue, experiment_start
+from marketplace.lab.services.runs import SIMULATION_QUEUE
 from marketplace.lab.services.simulations import simulation_cancel, simulation_gather, simulation_start
 from simulator import experiments
 from simulator.whatif.run import FB2009
@@ -134,10 +135,13 @@ def test_a_killed_workers_run_is_not_redelivered_but_retried_by_the_reaper(real_
     # the message was acked on receipt: nothing is left queued or in kombu's unacked set to redeliver
     assert real_services.llen(SIMULATION_QUEUE) == 0 and real_services.hlen("unacked") == 0
     time.sleep(1.5)
-    # the reaper finds the lost run and, with an attempt left, queues it again (published with its backoff)
+    # the reaper finds the lost run and, with an attempt left, queues it again for after its backoff
     assert experiment_reap(stale_after_s=1.0) == 1
     run = ExperimentRun.objects.get(study=study)
     assert (run.status, run.attempts) == ("queued", 1) and run.message.startswith("worker lost (no heartbeat) on attempt 1 of 2")
+    # once the backoff is over, the sweeper's requeue publishes it
+    time.sleep(0.6)
+    assert experiment_requeue() == [run.pk]
     # a fresh worker runs it again, as attempt 2 (cancelled here: the 24 h run is long)
     again = _spawn("after")
     try:

@@ -7,21 +7,24 @@ seconds (which is also the heartbeat and the point where a cancel is seen),
 and stores the result or the error. With a real broker the run is a Celery
 task (``experiment_run_task``); with eager Celery (the embedded default) it
 runs in a background thread of the web process, so the page can show its
-progress instead of blocking the request.
+progress instead of blocking the request (``services.runs``).
 
 Retries (``ExperimentRun.max_attempts``): an attempt that raises, or whose
 worker died (``experiment_reap``), with attempts left goes back to queued with
 ``retry_at = now + backoff`` (``EXPERIMENT_RETRY_BACKOFF_S`` doubled per
-attempt, at most ``EXPERIMENT_RETRY_MAX_BACKOFF_S``) and is published again
-with that countdown; a cancel is never retried. Publication is recorded in
-``enqueued_at``: a run whose task never reached the broker (down at commit, or
-at the retry) keeps it None, and the sweeper's :func:`experiment_requeue`
-(``manage.py run_clock``, in process, and beat) publishes it once the broker is
-back. A duplicate publication is harmless: only one delivery claims the run.
+attempt, at most ``EXPERIMENT_RETRY_MAX_BACKOFF_S``); a cancel is never retried.
+In-thread, the retry's thread waits out the backoff; with a broker the retry
+stays unpublished and the sweeper publishes it once ``retry_at`` is due (the
+database, not a delayed broker message, holds the wait). Publication is
+recorded in ``enqueued_at``: a run whose task never reached the broker (down at
+commit, or a retry) keeps it None, and the sweeper's :func:`experiment_requeue`
+(``manage.py run_clock``, in process, and beat, every ``MARKET_SWEEP_S``)
+publishes it once due and the broker is back. A duplicate publication is
+harmless: only one delivery claims the run.
 
 Split runs (``services.parts``): with a broker, a run of an experiment that declares
 ``shards`` (and whose params do not already name one part) is a parent with one
-child run per part, each child its own ``PART_TASK`` on the ``simulation`` queue
+child run per part, each child its own task (``runs.KINDS["part"]``) on the ``simulation`` queue
 (``SIMULATION_MAX_ATTEMPTS`` attempts each); the parent is never published and is
 combined from its parts. In ``EXPERIMENTS_IN_THREAD`` mode (no broker) the run stays
 whole, one background thread.
@@ -30,7 +33,6 @@ whole, one background thread.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from datetime import timedelta
@@ -38,7 +40,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -52,17 +54,13 @@ from marketplace.lab.services.parts import (
     part_started,
     parts_create,
 )
+from marketplace.lab.services.runs import in_thread, run_kind, task_publish
 from simulator import experiments
 
 log = logging.getLogger(__name__)
 
-EXPERIMENT_TASK = "marketplace.tasks.experiment_run_task"
-SIMULATION_TASK = "marketplace.tasks.simulation_run_task"
-PART_TASK = "marketplace.tasks.experiment_part_task"
-SIMULATION_QUEUE = "simulation"
 PROGRESS_EVERY_S = 0.5
 Status = ExperimentRun.Status
-_threads: list[threading.Thread] = []  # eager mode only; tests may join them
 
 
 def experiment_start(*, name: str, params: dict[str, Any], user: Any) -> ExperimentRun:
@@ -81,7 +79,7 @@ def experiment_start(*, name: str, params: dict[str, Any], user: Any) -> Experim
     try:
         experiment = experiments.get(name)
         values = experiment.params(params)
-        parts = None if getattr(settings, "EXPERIMENTS_IN_THREAD", False) else experiments.split(experiment, values)
+        parts = None if in_thread() else experiments.split(experiment, values)
     except experiments.UnknownExperiment as exc:
         raise ValidationError({"name": str(exc.args[0])}) from None
     except (ValueError, TypeError) as exc:
@@ -96,64 +94,22 @@ def experiment_start(*, name: str, params: dict[str, Any], user: Any) -> Experim
 
 
 def experiment_publish(*, run_ids: list[int], countdown: float = 0.0) -> list[int]:
-    """Hand runs to the workers: a simulation-lab run as ``SIMULATION_TASK`` and a part of a
-    split run as ``PART_TASK``, both on the ``simulation`` queue, any other as
-    ``EXPERIMENT_TASK`` (a background thread after ``countdown`` s in
-    ``EXPERIMENTS_IN_THREAD`` mode). A parent (a run with parts) is never published.
-    Sets ``enqueued_at`` of each one published; a broker error is logged and leaves it
-    None for :func:`experiment_requeue`. Returns the ids published."""
+    """Hand runs to the workers, each as its kind's task (``services.runs.KINDS``: a
+    simulation-lab run, a part of a split run, or a plain run), after ``countdown`` wall
+    seconds (see :func:`services.runs.task_publish`). A parent (a run with parts) is never
+    published. Sets ``enqueued_at`` of each one handed; one the broker did not take keeps it
+    None for :func:`experiment_requeue`. Returns the ids published, in the order given."""
     rows = ExperimentRun.objects.filter(pk__in=run_ids).exclude(is_parent())
-    kinds = {pk: _kind(study, parent) for pk, study, parent in rows.values_list("pk", "study_id", "parent_id")}
-    published = []
-    for pk in run_ids:
-        if pk not in kinds:
-            continue
-        if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
-            thread = threading.Timer(countdown, _execute_in_thread, args=(pk, kinds[pk]))
-            thread.daemon = True
-            _threads.append(thread)
-            thread.start()
-        elif not _send(pk, kinds[pk], countdown):
-            continue
-        mark_enqueued([pk])
-        published.append(pk)
-    return published
-
-
-def _kind(study_id: int | None, parent_id: int | None) -> str:
-    return "simulation" if study_id is not None else "part" if parent_id is not None else "experiment"
-
-
-def mark_enqueued(run_ids: list[int]) -> None:
-    """Record that these runs' tasks reached the broker (those still queued: an eager run may be done already)."""
-    ExperimentRun.objects.filter(pk__in=run_ids, status=Status.QUEUED).update(enqueued_at=timezone.now())
-
-
-_TASKS = {"simulation": (SIMULATION_TASK, SIMULATION_QUEUE), "part": (PART_TASK, SIMULATION_QUEUE), "experiment": (EXPERIMENT_TASK, None)}
-
-
-def _send(run_id: int, kind: str, countdown: float) -> bool:
-    from marketplace.celery import app
-
-    task, queue = _TASKS[kind]
-    try:
-        app.signature(task, args=(run_id,), queue=queue).apply_async(countdown=countdown or None)
-    except Exception:  # the broker is down: the run stays queued, enqueued_at None, for the sweeper
-        log.exception("could not enqueue experiment run %s", run_id)
-        return False
-    return True
-
-
-def _execute_in_thread(run_id: int, kind: str = "experiment") -> None:
-    try:
-        if kind == "simulation":
-            from marketplace.lab.services.simulations import simulation_execute
-
-            simulation_execute(run_id=run_id)
-        else:
-            experiment_execute(run_id=run_id)
-    finally:
-        connection.close()
+    kinds = {pk: run_kind(study_id=study, parent_id=parent) for pk, study, parent in rows.values_list("pk", "study_id", "parent_id")}
+    # Stamped before publication: a worker that fails the run at once clears the stamp for its
+    # retry (_retry_or_fail), and a stamp written after the send would hide that retry from the sweeper.
+    stamp = timezone.now()
+    ExperimentRun.objects.filter(pk__in=list(kinds), status=Status.QUEUED).update(enqueued_at=stamp)
+    handed: set[int] = set()
+    for kind in dict.fromkeys(kinds.values()):  # each kind once, in the order first seen
+        handed.update(task_publish(kind=kind, ids=[pk for pk in run_ids if kinds.get(pk) == kind], countdown=countdown))
+    ExperimentRun.objects.filter(pk__in=[pk for pk in kinds if pk not in handed], enqueued_at=stamp).update(enqueued_at=None)
+    return [pk for pk in run_ids if pk in handed]
 
 
 def retry_backoff_s(attempt: int) -> float:
@@ -166,7 +122,7 @@ def retry_backoff_s(attempt: int) -> float:
 
 def _retry_or_fail(run_id: int, why: str, error: str) -> bool:
     """A running run's attempt ended badly: queue it again with backoff if it has attempts
-    left (True; its task is published with that countdown), else fail it (False)."""
+    left (True; published again once the backoff is over, see :func:`experiment_publish`), else fail it (False)."""
     attempts, most = ExperimentRun.objects.values_list("attempts", "max_attempts").get(pk=run_id)
     attempts = max(attempts, 1)  # a running run has been started at least once
     running = ExperimentRun.objects.filter(pk=run_id, status=Status.RUNNING)
@@ -283,17 +239,19 @@ def experiment_reap(*, stale_after_s: float | None = None) -> int:
 
 def experiment_requeue(*, grace_s: float = 5.0) -> list[int]:
     """Publish queued runs that are not with the broker: never published (the broker was
-    down at commit) for ``grace_s`` wall seconds, or a retry that is due and whose
-    countdown publication failed. The sweeper runs it (``manage.py run_clock`` in
+    down at commit) for ``grace_s`` wall seconds, or a retry whose backoff is over (with a
+    broker every retry is published here). The sweeper runs it (``manage.py run_clock`` in
     process, and beat); it reads only the database. A parent (a split run) is never
     published: its parts are. Returns the ids published."""
     now = timezone.now()
     due = ExperimentRun.objects.filter(status=Status.QUEUED, enqueued_at__isnull=True, cancel_requested=False).filter(
         Q(retry_at__isnull=True, created_at__lte=now - timedelta(seconds=grace_s)) | Q(retry_at__lte=now)
     ).exclude(study__check_status="checking").exclude(is_parent())  # an upload's runs wait for its check (simulation_check)
-    ids = list(due.order_by("pk").values_list("pk", flat=True))
-    if not ids:
+    rows = list(due.order_by("pk").values_list("pk", "retry_at"))
+    if not rows:
         return []
-    published = experiment_publish(run_ids=ids)
-    log.warning("re-enqueued %s of %s queued experiment runs the broker did not have: %s", len(published), len(ids), ids)
+    published = experiment_publish(run_ids=[pk for pk, _ in rows])
+    lost = [pk for pk, retry_at in rows if retry_at is None]  # a retry is expected here; these missed the broker at commit
+    if lost:
+        log.warning("re-enqueued queued experiment runs the broker did not have: %s (published now: %s)", lost, published)
     return published

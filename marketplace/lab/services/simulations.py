@@ -2,8 +2,8 @@
 
 A study (``SimulationStudy``) fans out one ``ExperimentRun`` of the
 registered ``simulation`` experiment per configuration and seed; each run is
-the task ``simulation_run_task`` on the ``simulation`` queue (a Celery
-``group``), and claims, reports progress, heartbeats, cancels and is reaped
+the task ``simulation_run_task`` on the ``simulation`` queue (published one
+by one, ``services.runs``), and claims, reports progress, heartbeats, cancels and is reaped
 exactly like any experiment run (``services.experiments``). The gather step
 is :func:`simulation_gather`: the run that finishes last (and the page, after
 a reaped run) builds the study's table; it is a pure function of the stored
@@ -18,8 +18,8 @@ broker's ``visibility_timeout`` (600 s, kept short for the market's own
 tasks); a worker killed mid-run leaves the run "running" without heartbeat
 and ``experiment_reap`` queues it again (with backoff) while it has attempts
 left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a run whose attempt
-raised is retried the same way. Runs whose publication failed (broker down)
-stay queued with ``enqueued_at`` None until the sweeper's
+raised is retried the same way. Runs whose publication failed (broker down),
+and retries, stay queued with ``enqueued_at`` None until the sweeper's
 ``experiment_requeue`` publishes them (``services.experiments``). The time limits are per task
 (``SIMULATION_TIME_LIMIT_S``).
 """
@@ -30,7 +30,6 @@ import itertools
 import json
 import logging
 import os
-import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -38,11 +37,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from marketplace.lab.adapters import live_workload
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.services.experiments import SIMULATION_QUEUE, SIMULATION_TASK, experiment_cancel, experiment_execute, mark_enqueued
+from marketplace.lab.services.experiments import experiment_cancel, experiment_execute, experiment_publish
+from marketplace.lab.services.runs import task_publish
 from marketplace.lab.services.uploads import upload_discard, upload_limits
 from marketplace.market.roles import sees_all_tenants
 from scheduler.registry import UnknownName
@@ -55,10 +56,8 @@ from simulator.workloads.traces import TraceLimits
 log = logging.getLogger(__name__)
 
 EXPERIMENT = "simulation"
-CHECK_TASK = "marketplace.tasks.simulation_check_task"
 SWEEPABLE = ("alpha", "t_wait", "seed", "mechanism", "fairshare", "dispatch", "predictor")
 MAX_RUNS = 64
-_threads: list[threading.Thread] = []  # eager mode only
 
 
 def memory_limit_bytes() -> int:
@@ -189,24 +188,10 @@ def simulation_start(
         )
         ids = [r.pk for r in runs]
         if uploaded:
-            transaction.on_commit(lambda: _enqueue_check(study.pk))
+            transaction.on_commit(lambda: task_publish(kind="check", ids=[study.pk]))
         else:
-            transaction.on_commit(lambda: _enqueue(ids))
+            transaction.on_commit(lambda: experiment_publish(run_ids=ids))
     return study
-
-
-def _enqueue_check(study_id: int) -> None:
-    if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
-        thread = threading.Thread(target=_check_in_thread, args=(study_id,), name=f"simulation-check-{study_id}", daemon=True)
-        _threads.append(thread)
-        thread.start()
-        return
-    from marketplace.celery import app
-
-    try:
-        app.signature(CHECK_TASK, args=(study_id,), queue=SIMULATION_QUEUE).apply_async()
-    except Exception:  # the broker is down: the sweeper's experiment_requeue publishes the check again
-        log.exception("could not enqueue the check of study %s", study_id)
 
 
 def simulation_check_requeue() -> list[int]:
@@ -216,16 +201,8 @@ def simulation_check_requeue() -> list[int]:
     stale = timezone.now() - timedelta(seconds=float(settings.SIMULATION_UPLOAD_CHECK_S) + 120.0)
     ids = list(SimulationStudy.objects.filter(check_status=SimulationStudy.Check.CHECKING, created_at__lt=stale)
                .order_by("pk").values_list("pk", flat=True)[:20])
-    for pk in ids:
-        _enqueue_check(pk)
+    task_publish(kind="check", ids=ids)
     return ids
-
-
-def _check_in_thread(study_id: int) -> None:
-    try:
-        simulation_check(study_id=study_id)
-    finally:
-        connection.close()
 
 
 def simulation_check(*, study_id: int) -> str:
@@ -250,7 +227,7 @@ def simulation_check(*, study_id: int) -> str:
     updated = SimulationStudy.objects.filter(pk=study.pk, check_status=SimulationStudy.Check.CHECKING).update(
         check_status=SimulationStudy.Check.PASSED, check_message=f"{len(runs)} run(s) queued.")
     if updated:
-        _enqueue([r.pk for r in runs])
+        experiment_publish(run_ids=[r.pk for r in runs])
     return SimulationStudy.Check.PASSED
 
 
@@ -263,33 +240,6 @@ def _refuse(study: SimulationStudy, runs: list[ExperimentRun], message: str) -> 
     upload_discard(study.workload.get("trace", ""))
     simulation_gather(study_id=study.pk)
     return SimulationStudy.Check.REFUSED
-
-
-def _enqueue(run_ids: list[int]) -> None:
-    if getattr(settings, "EXPERIMENTS_IN_THREAD", False):
-        thread = threading.Thread(target=_execute_in_thread, args=(run_ids,), name=f"simulation-{run_ids[0]}", daemon=True)
-        _threads.append(thread)
-        mark_enqueued(run_ids)
-        thread.start()
-        return
-    from celery import group
-
-    from marketplace.celery import app
-
-    try:
-        group(app.signature(SIMULATION_TASK, args=(pk,), queue=SIMULATION_QUEUE) for pk in run_ids).apply_async()
-    except Exception:  # the broker is down: the runs stay queued, unpublished, until the sweeper's experiment_requeue
-        log.exception("could not enqueue simulation runs %s", run_ids)
-        return
-    mark_enqueued(run_ids)
-
-
-def _execute_in_thread(run_ids: list[int]) -> None:
-    try:
-        for pk in run_ids:
-            simulation_execute(run_id=pk)
-    finally:
-        connection.close()
 
 
 def simulation_execute(*, run_id: int) -> str:
@@ -356,7 +306,7 @@ def simulation_from_market(
 ) -> SimulationStudy:
     """"What if ``vary`` were each of ``values`` over the last ``window_h`` simulated hours?"
 
-    The market's jobs submitted in the window (``adapters.live_workload``:
+    The market's jobs submitted in the window (``lab.adapters.live_workload``:
     their bids as placed, the queue tree, the capacities) are written as a
     jobs document and replayed from an empty cluster at the window's start
     under the market's own settings (the baseline, added to ``values``) and
@@ -370,14 +320,12 @@ def simulation_from_market(
         ValidationError: ``window_h`` not > 0, no job in the window, or see
             :func:`simulation_plan`.
     """
-    from marketplace.market.adapters import live_workload
-
     if not sees_all_tenants(user):
         raise PermissionDenied("Only staff and cluster managers may replay the live market.")
     if not window_h > 0:
         raise ValidationError({"window_h": "The window must be longer than 0 simulated hours."})
     market.refresh_from_db()
-    doc = live_workload(market, since=max(0.0, market.sim_time - 3600.0 * window_h))
+    doc = live_workload(market=market, since=max(0.0, market.sim_time - 3600.0 * window_h))
     if not doc["jobs"]:
         raise ValidationError({"window_h": f"No job was submitted in the last {window_h:g} simulated hours."})
     live = doc.pop("live")

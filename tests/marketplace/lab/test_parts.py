@@ -20,6 +20,7 @@ from django.utils import timezone
 from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services import experiments as svc
 from marketplace.lab.services import parts as parts_svc
+from marketplace.lab.services import runs
 from simulator import experiments
 from simulator.experiments import Experiment, table
 
@@ -116,15 +117,26 @@ def test_the_published_study_split_equals_its_plain_run(staff, django_capture_on
 
 def test_parts_are_created_with_the_parent_and_published_after_commit(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     sent: list[tuple[int, str]] = []
-    monkeypatch.setattr(svc, "_send", lambda run_id, kind, countdown: sent.append((run_id, kind)) or True)
+    monkeypatch.setattr(runs, "publish_task", lambda task, run_id: sent.append((run_id, task)) or True)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = svc.experiment_start(name="lab_sweep", params={}, user=staff)
         assert len(_parts(run)) == 3 and sent == []  # in the parent's transaction, nothing published yet
     for callback in callbacks:
         callback()
-    assert sent == [(p.pk, "part") for p in _parts(run)]  # the parent never
-    assert svc._TASKS["part"] == (svc.PART_TASK, svc.SIMULATION_QUEUE)
+    assert sent == [(p.pk, runs.KINDS["part"].task) for p in _parts(run)]  # the parent never
+    assert runs.KINDS["part"].queue == "simulation"
     assert all(p.enqueued_at is not None for p in _parts(run)) and ExperimentRun.objects.get(pk=run.pk).enqueued_at is None
+
+
+def test_the_in_thread_executor_is_the_kinds_registered_task(staff, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    # given a split run whose parts were never published
+    run = _start(staff, django_capture_on_commit_callbacks, execute=False, values=[2, 3])
+    # when each part is executed as the in-thread mode does it (the part task, by name, here)
+    for part in _parts(run):
+        runs.KINDS["part"].execute(part.pk)
+    # then the parts ran, and the last one combined the parent
+    run.refresh_from_db()
+    assert sorted(CALLS) == [0, 1] and run.status == "done" and [r[1] for r in run.result["tables"][0]["rows"]] == [4, 9]
 
 
 def test_unsplit_runs_in_thread_mode_and_when_the_params_name_one_part(staff, django_capture_on_commit_callbacks, settings) -> None:  # type: ignore[no-untyped-def]
@@ -230,15 +242,15 @@ def test_the_reaper_fails_the_parent_of_a_lost_part_without_attempts_left(staff,
 
 def test_the_sweeper_publishes_unpublished_parts_but_never_a_parent(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # given a split run started while the broker was down: nothing published
-    monkeypatch.setattr(svc, "_send", lambda run_id, kind, countdown: False)
+    monkeypatch.setattr(runs, "publish_task", lambda task, run_id: False)
     run = _start(staff, django_capture_on_commit_callbacks)
     assert all(p.enqueued_at is None for p in [run, *_parts(run)])
     ExperimentRun.objects.update(created_at=timezone.now() - timedelta(minutes=5))
     # when the broker is back, the sweeper's requeue publishes the parts only
     sent: list[tuple[int, str]] = []
-    monkeypatch.setattr(svc, "_send", lambda run_id, kind, countdown: sent.append((run_id, kind)) or True)
+    monkeypatch.setattr(runs, "publish_task", lambda task, run_id: sent.append((run_id, task)) or True)
     assert svc.experiment_requeue() == [p.pk for p in _parts(run)]
-    assert sent == [(p.pk, "part") for p in _parts(run)] and svc.experiment_publish(run_ids=[run.pk]) == []
+    assert sent == [(p.pk, runs.KINDS["part"].task) for p in _parts(run)] and svc.experiment_publish(run_ids=[run.pk]) == []
     assert svc.experiment_requeue() == []  # published now
 
 

@@ -1,6 +1,7 @@
 """Lab runs are retried a bounded number of times with backoff, a lost worker's run is queued
-again while it has attempts left, and runs whose publication failed (broker down) are
-published by the market sweeper once the broker is back."""
+again while it has attempts left, a retry is published by the market sweeper once its backoff
+is over, and runs whose publication failed (broker down) are published by the sweeper once the
+broker is back."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from celery import canvas
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from marketplace.celery import app
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services import experiments as exp
+from marketplace.lab.services import runs
 from marketplace.lab.services import simulations as svc
+from marketplace.market import resilience
 from marketplace.market.services.sweeper import market_sweep, sweeper_forget
 from simulator import experiments
 from simulator.whatif.run import FB2009
@@ -79,10 +82,18 @@ def test_a_failing_attempt_is_requeued_with_backoff_until_attempts_run_out(staff
     assert (run.status, run.attempts, len(published)) == ("failed", 3, 2) and "after 3 attempts" in run.message
 
 
-def test_a_transient_failure_is_retried_to_completion_and_the_study_gathers(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_transient_failure_is_retried_once_due_and_the_study_gathers(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # given a study whose first attempt raises (eager Celery runs it at commit)
     calls = _flaky(monkeypatch, failures=1)
-    study = _study(staff, django_capture_on_commit_callbacks, execute=True)  # eager Celery: the retry runs at once
+    study = _study(staff, django_capture_on_commit_callbacks, execute=True)
     (run,) = ExperimentRun.objects.filter(study=study)
+    # then its retry waits, unpublished, for its backoff: the sweeper leaves it alone until then
+    assert (run.status, run.attempts, run.enqueued_at, len(calls)) == ("queued", 1, None, 1)
+    assert market_sweep().requeued == []
+    # when the backoff is over, the sweeper publishes it, and it runs to completion
+    ExperimentRun.objects.filter(pk=run.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
+    assert market_sweep().requeued == [run.pk]
+    run.refresh_from_db()
     assert (run.status, run.attempts, len(calls)) == ("done", 2, 2)
     study.refresh_from_db()
     assert study.summary["failed"] == [] and [r[0] for r in study.summary["rows"]] == ["base"]
@@ -112,24 +123,45 @@ def test_a_lost_workers_run_is_queued_again_while_it_has_attempts(staff, django_
 
 
 class _Broker:
-    """Stops and restarts "the broker" for this process: every publication raises while it is down."""
+    """Stops and restarts "the broker" for this process: while it is down Celery is not eager and
+    every publication of a lab task raises as kombu does when Redis refuses connections."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.down = False
-        for cls in (canvas.Signature, canvas.group):
-            real = cls.apply_async
+        self._down = False
+        for kind in runs.KINDS.values():
+            task = app.tasks[kind.task]
+            monkeypatch.setattr(task, "delay", self._delay(task.delay))
 
-            def apply_async(sig: Any, *a: Any, _real: Any = real, **kw: Any) -> Any:
-                if self.down:
-                    raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-                return _real(sig, *a, **kw)
+    def _delay(self, real: Any) -> Any:
+        def delay(*args: Any) -> Any:
+            if self._down:
+                raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            return real(*args)
 
-            monkeypatch.setattr(cls, "apply_async", apply_async)
+        return delay
+
+    @property
+    def down(self) -> bool:
+        return self._down
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        self._down = value
+        app.conf.task_always_eager = not value  # up: eager Celery runs what is published, at once
+        if not value:
+            resilience.BROKER.reset()  # as if its retry period (RESILIENCE_RETRY_S) were over
 
 
-def test_runs_queued_while_the_broker_was_down_are_published_by_the_sweeper(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # given a study started while the broker is down: its commit-time publication fails
+@pytest.fixture
+def broker(monkeypatch):  # type: ignore[no-untyped-def]
+    resilience.BROKER.reset()
     broker = _Broker(monkeypatch)
+    yield broker
+    broker.down = False
+
+
+def test_runs_queued_while_the_broker_was_down_are_published_by_the_sweeper(staff, django_capture_on_commit_callbacks, broker) -> None:  # type: ignore[no-untyped-def]
+    # given a study started while the broker is down: its commit-time publication fails
     broker.down = True
     study = _study(staff, django_capture_on_commit_callbacks, execute=True)
     (run,) = ExperimentRun.objects.filter(study=study)
@@ -151,18 +183,20 @@ def test_runs_queued_while_the_broker_was_down_are_published_by_the_sweeper(staf
     assert study.summary is not None and study.summary["failed"] == []
 
 
-def test_a_due_retry_whose_publication_failed_is_published_by_the_sweeper(staff, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    broker = _Broker(monkeypatch)
+def test_a_due_retry_waits_for_the_broker_then_the_sweeper_sends_it(staff, django_capture_on_commit_callbacks, monkeypatch, broker) -> None:  # type: ignore[no-untyped-def]
+    # given a run whose first attempt failed, its backoff over, and the broker down
     study = _study(staff, django_capture_on_commit_callbacks, execute=False)
     (run,) = ExperimentRun.objects.filter(study=study)
     _flaky(monkeypatch, failures=1)
+    assert exp.experiment_execute(run_id=run.pk) == "queued"  # failed attempt 1
+    ExperimentRun.objects.filter(pk=run.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
     broker.down = True
-    assert exp.experiment_execute(run_id=run.pk) == "queued"  # failed attempt 1; its countdown publication fails too
+    # when the sweeper tries to publish the retry, it is not taken, and stays unpublished
+    assert market_sweep().requeued == []
     run.refresh_from_db()
     assert (run.status, run.enqueued_at, run.attempts) == ("queued", None, 1)
+    # then, the broker back, the next sweep publishes it and it completes on attempt 2
     broker.down = False
-    assert market_sweep().requeued == []  # the retry is not due yet
-    ExperimentRun.objects.filter(pk=run.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
     assert market_sweep().requeued == [run.pk]
     run.refresh_from_db()
     assert (run.status, run.attempts) == ("done", 2)

@@ -16,6 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from marketplace.lab.models import ExperimentRun, SimulationStudy
+from marketplace.lab.services import runs
 from marketplace.lab.services import simulations as svc
 from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
@@ -187,6 +188,6 @@ def test_the_run_task_is_acked_on_receipt_routed_to_its_queue_and_time_limited(s
     from marketplace.lab.tasks import simulation_run_task
 
     assert simulation_run_task.acks_late is False and simulation_run_task.reject_on_worker_lost is False
-    assert app.amqp.router.route({}, simulation_run_task.name)["queue"].name == svc.SIMULATION_QUEUE
+    assert app.amqp.router.route({}, simulation_run_task.name)["queue"].name == runs.KINDS["simulation"].queue == "simulation"
     assert simulation_run_task.soft_time_limit == settings.SIMULATION_TIME_LIMIT_S < simulation_run_task.time_limit
     assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] < settings.SIMULATION_TIME_LIMIT_S
