@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CORE = {"market", "ledger"}
 CONVENTIONS = {"web", "api"}  # what every page / every endpoint shares
-MECHANISMS = {"auction", "reservations", "fairshare", "deadlines", "pools", "lab", "dashboard"}
+MECHANISMS = {"auction", "reservations", "fairshare", "deadlines", "pools", "lab", "dashboard", "slurm"}
 PARTS = CORE | CONVENTIONS | MECHANISMS
 
 # part -> the parts it may import (the README's layout table, arrow for arrow)
@@ -31,7 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "deadlines": CORE | CONVENTIONS | {"auction"},
     "pools": CORE | CONVENTIONS,
     "lab": CORE | CONVENTIONS,
-    "dashboard": CORE | CONVENTIONS | {"auction", "fairshare"},
+    "dashboard": CORE | CONVENTIONS | {"auction", "fairshare", "slurm"},
+    "slurm": CORE | CONVENTIONS | {"auction"},  # the execution backend: gives up a job by the auction's cancellation rule
 }
 # what one mechanism part may import of another: its public layers
 PUBLIC_LAYERS = {"services", "selectors", "serializers", "models"}

@@ -112,10 +112,11 @@ def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_stud
 def test_the_live_replay_carries_slos(market, alice, bob, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     """Issue 10: SLO jobs (paper 000, Sec. 6) replayed from the live market keep their SLOs, so the
     baseline pays what the market charged, job by job (a job whose SLO was missed pays nothing)."""
-    # given the busy minutes run live, bob's linear jobs with SLOs of 50-150 % of their full-share utility
+    # given the busy minutes run live, bob's linear jobs with SLOs of 95-100 % of their full-share utility (above 100 %
+    # an SLO is refused at submission); over 12 minutes bob's jobs overlap, so some miss
     tenants = _tenants(market, alice, bob)
     _prepare(market)
-    replayed = _replay_live(market, tenants, _slice(start_hour=0.3, hours=0.1, seed=3), seed=5, slo=(0.5, 1.5))
+    replayed = _replay_live(market, tenants, _slice(start_hour=0.3, hours=0.2, seed=3), seed=5, slo=(0.95, 1.0))
     market.refresh_from_db()
     live = {r.job.pk: Job.objects.get(pk=r.job.pk) for r in replayed}
     with_slo = [j for j in live.values() if j.min_utility is not None]
