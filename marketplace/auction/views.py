@@ -28,7 +28,7 @@ from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
-from marketplace.market import selectors, visibility
+from marketplace.market import hooks, selectors, visibility
 from marketplace.market.models.jobs import Job
 from marketplace.web.charts import job_share_figure
 from marketplace.web.http_cache import poller_revalidates
@@ -186,6 +186,7 @@ def _job_context(request: HttpRequest, job: Job) -> dict[str, Any]:
     return {
         "nav": "jobs", "job": job, "row": row, "types": types, "work": list(job.work.all()), "own": job.tenant.user_id == request.user.pk,
         "shares": [(t, cell["share"]) for t, cell in zip(types, row["cells"], strict=True)], "active": job.status in Job.ACTIVE,
+        "executions": hooks.executions(job.market, [job.pk]).get(job.pk, [])[:50],  # its tasks on a real cluster (Slurm)
     }
 
 

@@ -33,6 +33,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.prices import one_unit_prices
 from marketplace.market.resilience import cache_get, cache_set
 from marketplace.market.services.config import market_configure
+from marketplace.slurm.selectors import backend_status
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.http_cache import poller_revalidates
@@ -161,6 +162,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "nav": "dashboard", "overview": overview, "resources": resources,
         "headline": {k.replace("-", "_"): v for k, v in headline["text"].items()},
         "is_tenant": selectors.tenant_of(user=request.user) is not None,
+        "backend": backend_status(market=market),
     }, market=market)
 
 

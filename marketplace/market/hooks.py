@@ -108,6 +108,13 @@ class MarketPart:
         """The sweeper's work for the part (outside any market's lock); returns the ids it acted on."""
         return []
 
+    def executions(self, market: Market, job_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        """Job -> how its tasks run outside the model, newest first, one dict per task with the keys ``id``
+        (the executor's id of it), ``executor``, ``state`` (the market's view: new, submitted, running,
+        completed, failed, lost, cancelled), ``executor_state``, ``reason``, ``exit_code``, ``where``,
+        ``reservation``, ``attempt``; shown on the job page and in the cluster API. Default: nothing."""
+        return {}
+
     def promises(self, market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Promise]:
         """The part's promises to active jobs whose window overlaps [start, end) (simulated s)."""
         return []
@@ -225,6 +232,15 @@ def run_sweep_work() -> list[int]:
         except Exception:
             log.exception("sweep work of %s failed", p.name)
     return done
+
+
+def executions(market: Market, job_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Every part's :meth:`MarketPart.executions`, merged (job -> its tasks outside the model)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for p in parts():
+        for job_id, rows in p.executions(market, job_ids).items():
+            out.setdefault(job_id, []).extend(rows)
+    return out
 
 
 def promised_windows(market: Market, types: Sequence[ResourceType], start: float, end: float) -> list[Promise]:

@@ -13,6 +13,7 @@ import numpy as np
 from django.db.models import F, QuerySet, Sum
 
 from marketplace.ledger.models import Tenant
+from marketplace.market import hooks
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
@@ -133,10 +134,14 @@ def cluster_allocation(*, market: Market) -> dict[str, Any]:
         .select_related("resource_type")
     }
     rows = []
-    for job_id in sorted(set(running) | set(booked)):
+    ids = sorted(set(running) | set(booked))
+    outside = hooks.executions(market, ids)  # what a real cluster runs of each (Slurm's job ids and states)
+    for job_id in ids:
         r = booked.get(job_id)
         rows.append({
             "job": job_id, "units": running.get(job_id, {}),
+            "executions": [{k: t[k] for k in ("id", "executor", "where", "state", "executor_state")}
+                           for t in outside.get(job_id, []) if t["state"] in ("submitted", "running")],
             "reservation": None if r is None else {
                 "resource_type": r.resource_type.name, "units": r.units, "start": r.start, "end": r.end,
                 "window": [r.arrival, r.deadline],

@@ -6,10 +6,10 @@ the engine started; after the tick commits those batches are submitted (``servic
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from marketplace.market.hooks import MarketPart
-from marketplace.slurm import services
+from marketplace.slurm import selectors, services
 from marketplace.slurm.client import SlurmUnavailable
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ class SlurmPart(MarketPart):
             services.slurm_dispatch(market_id=market_id)  # what a crashed dispatcher left (idempotent by key)
         except SlurmUnavailable as exc:
             log.warning("slurm: market %s: %s", market_id, exc)
+
+    def executions(self, market: Market, job_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        return selectors.job_executions(market=market, job_ids=job_ids)
 
     def engine_report(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
         services.engine_feed(market=market, engine=engine, types=types)

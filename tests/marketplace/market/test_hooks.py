@@ -66,7 +66,7 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["pools"] == {"tick_work"}
     assert by_name["lab"] == {"sweep_work"}
     assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_report",
-                               "engine_stepped", "tick_work", "sweep_work", "promises", "price_curve", "price_points"}
+                               "engine_stepped", "tick_work", "sweep_work", "executions", "promises", "price_curve", "price_points"}
 
 
 def test_a_part_that_is_not_a_market_part_is_refused_at_load(settings) -> None:

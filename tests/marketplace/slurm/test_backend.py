@@ -4,6 +4,7 @@ Slurm that lost its jobs; cores held by jobs that did not come from the market."
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -202,3 +203,60 @@ def test_a_drained_partition_is_a_capacity_change_quotes_see(market, alice, slur
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     assert market.resource_types.get(name="map").capacity == 7
     assert market.config_changes.filter(field="capacity[map]", new_value="7").exists()
+
+
+def test_slurm_check_lists_each_difference_and_fix_repairs_what_it_can(market, alice, slurm,
+                                                                        django_capture_on_commit_callbacks) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    job = _bid(alice)
+    market_clear(market_id=market.pk)
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    slurm.schedule()
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    out = io.StringIO()
+    call_command("slurm_check", stdout=out)  # in step: exit 0
+    assert "no difference" in out.getvalue()
+    # given an orphan (Slurm runs a market task the market cancelled without telling it) and a drained partition
+    orphan = SlurmTask.objects.filter(job=job).first()
+    SlurmTask.objects.filter(pk=orphan.pk).update(state=SlurmTask.State.CANCELLED)
+    slurm.caps["reduce"] = 3
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="2 difference"):
+        call_command("slurm_check", stdout=out)
+    assert "orphan task" in out.getvalue() and "capacity: partition reduce" in out.getvalue()
+    # when --fix runs, the orphan is scancelled and the capacity follows Slurm
+    out = io.StringIO()
+    call_command("slurm_check", "--fix", stdout=out)
+    assert "scancelled 1 orphan" in out.getvalue() and "no difference" in out.getvalue()
+    assert market.resource_types.get(name="reduce").capacity == 3
+
+
+def test_the_pages_and_the_cluster_api_show_what_runs_on_slurm(market, alice, slurm, django_capture_on_commit_callbacks,
+                                                                client, admin_user) -> None:
+    from rest_framework.test import APIClient
+
+    job = _bid(alice)
+    market_clear(market_id=market.pk)
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    slurm.schedule()
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    task = SlurmTask.objects.filter(job=job).order_by("index").first()
+    # the job page lists its Slurm job ids with their states
+    client.force_login(alice.user)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"{task.slurm_job_id}_0" in page and 'id="job-slurm"' in page and "RUNNING" in page
+    # the dashboard shows the backend: version, partitions, cores in use and free
+    board = client.get("/").content.decode()
+    assert "Cluster backend: Slurm" in board and "22.05.8" in board and "In use by the market" in board
+    # the cluster API reports what runs on Slurm
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    rows = {r["job"]: r for r in api.get("/api/cluster/allocation/").json()["jobs"]}
+    assert {e["id"] for e in rows[job.pk]["executions"]} == {f"{task.slurm_job_id}_{i}" for i in range(3)}
+    assert {e["executor_state"] for e in rows[job.pk]["executions"]} == {"RUNNING"}
+    # and when Slurm is away, the dashboard says since when
+    slurm.down = True
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    assert "Cluster unreachable since" in client.get("/").content.decode()
