@@ -11,7 +11,7 @@ HOURS ?= 3
 SPEEDUP ?= 30
 PORT ?= 8000
 
-.PHONY: setup run test test-fast bench load clean
+.PHONY: setup run test test-fast bench load clean slurm-up slurm-down
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,15 @@ bench: setup
 #   DATABASE_URL=postgres://... REDIS_URL=redis://... make load
 load: setup
 	bash bench/load.sh
+
+# A one-machine Slurm cluster (as root): Debian's slurm-wlm and munge, installed if missing, and
+# slurm.conf with one partition per market resource type (manage.py slurm_config); waits until the
+# node is up. Idempotent. `make slurm-down` stops the daemons.
+slurm-up:
+	bash docker/slurm/slurm-up.sh
+
+slurm-down:
+	bash docker/slurm/slurm-down.sh
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -7,7 +7,8 @@ Each benchmark runs as its own process with ``BENCH_FIGURES`` naming a file its
 own, and the suite exits with status 1 (after running the rest). Benchmarks that need
 PostgreSQL use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
 re-create); the simulation-lab sweep and the split lab run (``lab-sweep``) need ``DATABASE_URL``
-(PostgreSQL) and ``REDIS_URL`` and are skipped, saying so, without them.
+(PostgreSQL) and ``REDIS_URL`` and are skipped, saying so, without them. ``slurm-array`` needs a
+running Slurm (``make slurm-up``) and is skipped without one, except under ``CI``.
 
 The machine is shared: next to each figure the table gives the 1-minute load average when it
 was recorded; the benchmarks also report CPU-time figures, which move less with the load.
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "era": (["-m", "bench.bench_era"], ""),
     "fairshare-policies": (["bench/bench_fairshare_policies.py"], ""),
     "cura": (["bench/bench_cura.py", "--repeat", "1"], ""),
+    "slurm-array": (["bench/bench_slurm_array.py"], "slurm"),
 }
 
 
@@ -56,7 +58,17 @@ def _missing(need: str) -> str:
     """Why a benchmark cannot run here ("" if it can)."""
     if need == "lab" and not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
         return "needs DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+    if need == "slurm" and not os.environ.get("CI") and not _slurm_answers():
+        return "needs a running Slurm (make slurm-up, as root)"  # under CI it runs, and fails without Slurm
     return ""
+
+
+def _slurm_answers() -> bool:
+    """Whether ``sinfo`` reaches a controller on this machine."""
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def run(names: list[str]) -> tuple[list[Figure], list[tuple[str, str, float]]]:
