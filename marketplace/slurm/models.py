@@ -112,6 +112,8 @@ class SlurmStatus(models.Model):
     partitions = models.JSONField(default=list, blank=True)
     foreign_cpus = models.JSONField(default=dict, blank=True, help_text="Partition -> cores held by jobs not from the market.")
     polled_at = models.DateTimeField(null=True, blank=True)
+    anchor_wall = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last tick's end ...")
+    anchor_sim = models.FloatField(default=0.0, help_text="... and the market clock then: maps Slurm's times to the market's.")
 
     def __str__(self) -> str:
         return f"slurm for market {self.market_id}: {'up' if self.reachable else 'unreachable'}"

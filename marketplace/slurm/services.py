@@ -101,16 +101,30 @@ def arguments(market: Market) -> Arguments:
 
 # ------------------------------------------------------------------------------ time
 
+def _anchor(market: Market) -> tuple[datetime, float]:
+    """(wall time, simulated time) of the market's last tick as this backend recorded it (its end);
+    the market row's clock stamp before the first."""
+    status = SlurmStatus.objects.filter(market_id=market.pk).only("anchor_wall", "anchor_sim").first()
+    if status is not None and status.anchor_wall is not None:
+        return status.anchor_wall, status.anchor_sim
+    return market.clock_wall_at or timezone.now(), market.sim_time
+
+
 def wall_at(market: Market, sim: float) -> datetime:
-    """The wall-clock time of simulated time ``sim`` on the market's clock (through its last tick)."""
-    base = market.clock_wall_at or timezone.now()
-    return base + timedelta(seconds=(sim - market.sim_time) / market.clock_speed)
+    """The wall-clock time of simulated time ``sim`` on the market's clock (``clock_speed`` simulated
+    seconds per wall second since the last tick)."""
+    wall, at = _anchor(market)
+    return wall + timedelta(seconds=(sim - at) / market.clock_speed)
 
 
 def sim_at(market: Market, wall: datetime) -> float:
-    """The simulated time of wall-clock time ``wall`` on the market's clock (through its last tick)."""
-    base = market.clock_wall_at or timezone.now()
-    return market.sim_time + (wall - base).total_seconds() * market.clock_speed
+    """The simulated time of wall-clock time ``wall`` on the market's clock (inverse of :func:`wall_at`)."""
+    base, at = _anchor(market)
+    return at + (wall - base).total_seconds() * market.clock_speed
+
+
+def _anchor_set(market: Market, sim: float) -> None:
+    SlurmStatus.objects.update_or_create(market_id=market.pk, defaults={"anchor_wall": timezone.now(), "anchor_sim": sim})
 
 
 # ------------------------------------------------------------------------------ 1. poll
@@ -262,6 +276,7 @@ def _groups(rows: Iterable[SlurmTask]) -> list[tuple[tuple[int, str], list[Slurm
 def launches_record(*, market: Market, engine: MarketEngine, types: list[ResourceType]) -> int:
     """Rows for the batches the tick's engine started, and kills marked for scancel (module step 3).
     Returns the number of task rows written. Registers :func:`slurm_dispatch` after the commit."""
+    _anchor_set(market, engine.now)  # this tick's end: the wall time its clock stands for
     launches, kills = engine.take_launches(), engine.take_kills()
     if kills:
         SlurmTask.objects.filter(market_id=market.pk, batch_key__in=list(kills), state__in=SlurmTask.LIVE).update(
