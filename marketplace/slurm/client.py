@@ -2,9 +2,12 @@
 ``sinfo --json``, ``scontrol``, ``sdiag``), as ColdFront's Slurm plugin keeps ``sacctmgr`` behind one
 module. Everything else in the market uses :class:`SlurmClient`; tests use :class:`FakeSlurmClient`.
 
-Written against Slurm 22.05 (Debian 12): ``squeue --json`` lists every job, finished ones for
-``MinJobAge`` seconds, with ``job_id``, ``array_job_id``, ``array_task_id``, ``job_state``,
-``state_reason``, ``comment``, ``name``, ``partition``, ``start_time``/``end_time`` (epoch s),
+Written against Slurm 22.05 (Debian 12). With the controller down, ``squeue --json`` and ``sinfo
+--json`` exit 0 after about 9 s with an "Unspecified error" in ``errors``, so reads ping first
+(``scontrol ping``, instant either way). A pending array is one record (``array_task_id`` null,
+``array_task_string`` "3-399"), expanded here into its elements. ``exit_code`` is the raw wait
+status (768: exit 3). ``squeue --json`` lists every job (it ignores ``-j`` and ``-t``), finished ones
+for ``MinJobAge`` seconds, with ``job_id``, ``array_job_id``, ``array_task_id``, ``job_state``, ``comment``, ``name``, ``partition``, ``start_time``/``end_time`` (epoch s),
 ``cpus`` and ``exit_code``; ``sinfo --json`` lists nodes with ``state``, ``state_flags`` (``DRAIN``),
 ``cpus``, ``alloc_cpus`` and ``partitions``; ``scontrol`` has no ``--json`` in 22.05, so partitions
 and reservations are read from ``scontrol show ... -o`` (one ``key=value`` line each).
@@ -116,6 +119,10 @@ class SlurmClient(Protocol):
     """What the market asks of Slurm. Every method raises :class:`SlurmUnavailable` when the
     controller does not answer and :class:`SlurmError` when it refuses."""
 
+    def ping(self) -> None:
+        """Return when the controller answers; raise :class:`SlurmUnavailable` otherwise."""
+        ...
+
     def version(self) -> str: ...
 
     def jobs(self) -> list[SlurmJob]: ...
@@ -199,12 +206,31 @@ class CliSlurmClient:
             self._version = self._call("sinfo", "--version").strip()
         return self._version
 
+    def ping(self) -> None:
+        """Raise :class:`SlurmUnavailable` unless slurmctld answers (``scontrol ping``: about 10 ms up or
+        down, where every other command takes about 9 s to give up on a controller that is down)."""
+        try:
+            out = self._call("scontrol", "ping")
+        except SlurmError as exc:
+            raise SlurmUnavailable(str(exc)) from None
+        if " is UP" not in out:
+            raise SlurmUnavailable(out.strip()[:300] or "slurmctld does not answer")
+
+    def _json(self, *args: str) -> dict[str, Any]:
+        """A ``--json`` command's document. 22.05 exits 0 with ``{"errors": [...]}`` when the controller
+        is down, so an error there is an outage when ``scontrol ping`` says so, a refusal otherwise."""
+        doc = json.loads(self._call(*args))
+        if doc.get("errors"):
+            self.ping()
+            raise SlurmError(f"{shlex.join(args)}: {doc['errors']}"[:300])
+        return dict(doc)
+
     def jobs(self) -> list[SlurmJob]:
-        data = json.loads(self._call("squeue", "--json", "--all"))
-        return [_job(j) for j in data.get("jobs", [])]
+        self.ping()
+        return [job for j in self._json("squeue", "--json", "--all").get("jobs", []) for job in _jobs(j)]
 
     def nodes(self) -> list[Node]:
-        data = json.loads(self._call("sinfo", "--json"))
+        data = self._json("sinfo", "--json")
         return [Node(name=str(n["name"]), state=str(n.get("state", "")), cpus=int(n.get("cpus", 0)),
                      alloc_cpus=int(n.get("alloc_cpus", 0)), partitions=tuple(n.get("partitions") or ()),
                      flags=tuple(n.get("state_flags") or ()), reason=str(n.get("reason") or ""))
@@ -277,14 +303,37 @@ class CliSlurmClient:
                     canceled=counts.get("canceled", 0), failed=counts.get("failed", 0))
 
 
+def expand_indices(spec: str) -> list[int]:
+    """Array indices of an ``array_task_string``: "0-3,7,9-11:2%5" -> [0, 1, 2, 3, 7, 9, 11]."""
+    out: list[int] = []
+    for part in spec.split("%", 1)[0].split(","):
+        part = part.strip()
+        if part:
+            rng, _, step = part.partition(":")
+            lo, _, hi = rng.partition("-")
+            out += range(int(lo), int(hi or lo) + 1, int(step or 1))
+    return out
+
+
+def _jobs(j: dict[str, Any]) -> list[SlurmJob]:
+    """One record per element: a pending array is one record whose ``array_task_id`` is null and whose
+    ``array_task_string`` ("3-399") names its elements, which have no job ids of their own yet."""
+    if j.get("array_job_id") and j.get("array_task_id") is None and j.get("array_task_string"):
+        return [_job({**j, "array_task_id": k}) for k in expand_indices(str(j["array_task_string"]))]
+    return [_job(j)]
+
+
 def _job(j: dict[str, Any]) -> SlurmJob:
     array_task = j.get("array_task_id")
     array_job = j.get("array_job_id")
+    state = j.get("job_state")
+    if isinstance(state, list):  # later Slurm versions: a list of flags
+        state = state[0] if state else "UNKNOWN"
     return SlurmJob(
         job_id=int(j["job_id"]), array_job_id=int(array_job) if array_job else None,
         array_task_id=int(array_task) if isinstance(array_task, int) and array_job else None,
         name=str(j.get("name") or ""), comment=str(j.get("comment") or ""), partition=str(j.get("partition") or ""),
-        state=str(j.get("job_state") or ""), reason=str(j.get("state_reason") or ""),
+        state=str(state or ""), reason=str(j.get("state_reason") or ""),
         exit_code=int(j.get("exit_code") or 0), cpus=int(j.get("cpus") or 0),
         start_time=_epoch(j.get("start_time")), end_time=_epoch(j.get("end_time")), reservation=str(j.get("resv_name") or ""),
     )

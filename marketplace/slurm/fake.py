@@ -31,6 +31,9 @@ class FakeSlurmClient:
         if self.down:
             raise SlurmUnavailable("Unable to contact slurm controller (connect failure)")
 
+    def ping(self) -> None:
+        self._up()
+
     def version(self) -> str:
         self._up()
         return "slurm-wlm 22.05.8 (fake)"

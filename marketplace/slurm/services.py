@@ -138,6 +138,7 @@ def slurm_poll(*, market_id: int) -> SlurmStatus:
     status, _ = SlurmStatus.objects.get_or_create(market_id=market_id)
     now = timezone.now()
     try:
+        client.ping()  # at once when the controller is down (the --json reads take 9 s to give up)
         jobs = client.jobs()
         partitions = client.partitions()
         nodes = client.nodes()
