@@ -2,15 +2,18 @@
 ``sinfo --json``, ``scontrol``, ``sdiag``), as ColdFront's Slurm plugin keeps ``sacctmgr`` behind one
 module. Everything else in the market uses :class:`SlurmClient`; tests use :class:`FakeSlurmClient`.
 
-Written against Slurm 22.05 (Debian 12). With the controller down, ``squeue --json`` and ``sinfo
---json`` exit 0 after about 9 s with an "Unspecified error" in ``errors``, so reads ping first
-(``scontrol ping``, instant either way). A pending array is one record (``array_task_id`` null,
-``array_task_string`` "3-399"), expanded here into its elements. ``exit_code`` is the raw wait
-status (768: exit 3). ``squeue --json`` lists every job (it ignores ``-j`` and ``-t``), finished ones
-for ``MinJobAge`` seconds, with ``job_id``, ``array_job_id``, ``array_task_id``, ``job_state``, ``comment``, ``name``, ``partition``, ``start_time``/``end_time`` (epoch s),
-``cpus`` and ``exit_code``; ``sinfo --json`` lists nodes with ``state``, ``state_flags`` (``DRAIN``),
-``cpus``, ``alloc_cpus`` and ``partitions``; ``scontrol`` has no ``--json`` in 22.05, so partitions
-and reservations are read from ``scontrol show ... -o`` (one ``key=value`` line each).
+Written against Slurm 22.05 (Debian 12):
+
+- With the controller down, ``squeue --json`` and ``sinfo --json`` exit 0 after about 9 s with an
+  "Unspecified error" in ``errors``, so reads ping first (``scontrol ping``, instant either way).
+- ``squeue --json`` lists every job (it ignores ``-j`` and ``-t``), finished ones for ``MinJobAge``
+  seconds: ``job_id``, ``array_job_id``, ``array_task_id``, ``job_state``, ``state_reason``,
+  ``comment``, ``name``, ``partition``, ``start_time``/``end_time`` (epoch s), ``cpus``, ``exit_code``
+  (the raw wait status: 768 is exit 3). A pending array is one record (``array_task_id`` null,
+  ``array_task_string`` "3-399"), expanded here into its elements.
+- ``sinfo --json`` lists nodes only: ``state``, ``state_flags`` (``DRAIN``), ``cpus``, ``alloc_cpus``,
+  ``partitions``. ``scontrol`` has no ``--json`` in 22.05, so partitions and reservations are read
+  from ``scontrol show ... -o`` (one ``key=value`` line each).
 """
 
 from __future__ import annotations
