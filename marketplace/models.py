@@ -4,7 +4,7 @@ app label ``marketplace`` (no table moved when the code did). Code imports a mod
 from marketplace.auction.models import AdoptedUtility
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.ledger.models import Account, IdempotencyKey, LedgerEntry, Tenant
+from marketplace.ledger.models import Account, IdempotencyKey, LedgerEntry
 from marketplace.market.models.allocation import (
     AllocationSnapshot,
     FairnessSample,
@@ -16,6 +16,7 @@ from marketplace.market.models.allocation import (
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 

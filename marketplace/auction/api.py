@@ -30,11 +30,12 @@ from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
 from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
-from marketplace.ledger.models import Tenant
+from marketplace.ledger.selectors import job_money
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 
 
 class AdoptSerializer(serializers.Serializer):
@@ -187,7 +188,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk]), "slo": self._slo([job])}
+        ctx = self.get_serializer_context() | {"money": job_money(job_ids=[job.pk]), "slo": self._slo([job])}
         return Response(JobSerializer(job, context=ctx).data)
 
     def _slo(self, jobs: list[Job]) -> dict[int, object]:
@@ -256,7 +257,7 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
     ids = [r["id"] for r in rows]
     if not ids:
         return []
-    return _format(rows, market, _work_rows(ids), selectors.job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
+    return _format(rows, market, _work_rows(ids), job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
 
 
 def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:

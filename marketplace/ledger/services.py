@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
-from marketplace.ledger.models import Account, LedgerEntry, Tenant
-from marketplace.market import roles, rows
-from marketplace.market.models.jobs import Job
+from marketplace.infra import rows
+from marketplace.ledger.models import Account, LedgerEntry
+
+
+class Job(Protocol):
+    """What the ledger reads and writes of a job (the core's ``market.models.jobs.Job``, passed in:
+    the ledger imports nothing of the core): its id, its tenant, and the charge it has paid so far."""
+
+    pk: Any
+    tenant_id: int
+    charged: Decimal
+
 
 _DELTAS: dict[str, tuple[int, int]] = {
     LedgerEntry.Kind.DEPOSIT: (1, 0),
@@ -127,7 +138,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
-    Two statements whatever the number of movements (``services.rows``: this runs for every
+    Two statements whatever the number of movements (``infra.rows``: this runs for every
     bid, cancellation and departure, while the market row is held): the account's balances
     move by the movements' sum in one ``UPDATE ... RETURNING`` that takes the row lock and
     refuses a negative result in its WHERE clause (rounded to the money's 4 places, which
@@ -311,7 +322,7 @@ def _clean(direction: str, amount: Decimal, reason: str) -> tuple[str, str]:
     return DIRECTIONS[direction], reason
 
 
-def account_adjust(*, tenant: Tenant, direction: str, amount: Decimal, reason: str, user: object) -> LedgerEntry:
+def account_adjust(*, tenant: Model, direction: str, amount: Decimal, reason: str, user: object) -> LedgerEntry:
     """Credit or debit ``amount`` on ``tenant``'s available balance, with ``reason``.
 
     Raises:
@@ -320,7 +331,8 @@ def account_adjust(*, tenant: Tenant, direction: str, amount: Decimal, reason: s
             more than 4 decimal places, or a debit above the available balance), ``reason``
             (shorter than 5 or longer than 200 characters).
     """
-    if not roles.is_staff(user):
+    # the core's rule (market.roles.is_staff), read off the user: the ledger imports no core
+    if not (user and getattr(user, "is_authenticated", False) and getattr(user, "is_staff", False)):
         raise PermissionDenied("Only staff may credit or debit an account.")
     kind, reason = _clean(direction, amount, reason)
     memo = f"{direction} by {getattr(user, 'get_username', lambda: 'staff')()}: {reason}"[:REASON_MAX]

@@ -13,8 +13,8 @@ from typing import ClassVar
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 
 RATE = {"max_digits": 24, "decimal_places": 12}
 

@@ -36,9 +36,10 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import cura_money, money
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.pools.services.pools import pool_settings_of
 from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, JobProfile, Run, VMType, learn_profile

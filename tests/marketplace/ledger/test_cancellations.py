@@ -18,11 +18,12 @@ from django.db.models import Sum
 
 from marketplace.auction.services import WorkItem, bid_submit, job_cancel
 from marketplace.deadlines.services import deadline_book
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_deposit, ledger_reconcile
 from marketplace.market.models.allocation import RateSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit

@@ -44,11 +44,12 @@ from rest_framework.test import APIClient
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile, money
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget

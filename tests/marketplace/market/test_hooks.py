@@ -11,6 +11,7 @@ import pytest
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.lab.services.experiments import experiment_requeue
+from marketplace.ledger import hooks as ledger_hooks
 from marketplace.market import hooks
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.services.clearing import market_clear
@@ -36,11 +37,12 @@ def test_part() -> Iterator[str]:
 def test_the_parts_register_what_the_core_used_to_call_by_name() -> None:
     # given the app registry is ready (pytest-django set it up)
     # then ERA keeps reserved jobs out of the auction and books them at sync, Cura works on the
-    # tick and the lab's runs are published again by the sweeper
+    # tick, the ledger's expired idempotency keys are purged and the lab's runs are published again by the sweeper
     assert hooks.HOOKS.clearing_exclusions["reservations"] is reserved_job_ids
     assert hooks.HOOKS.engine_syncs["reservations"] is book_missing
     assert set(hooks.HOOKS.tick_work) == {"pools"}
-    assert set(hooks.HOOKS.sweep_work) == {"lab"}
+    assert set(hooks.HOOKS.sweep_work) == {"ledger", "lab"}
+    assert hooks.HOOKS.sweep_work["ledger"] is ledger_hooks.sweep_work
     assert set(hooks.HOOKS.promise_sources) == {"reservations", "deadlines"}
     # issue 22: the jobs sold at a fixed price, the one price curve (ERA's) and the prices offered
     assert set(hooks.HOOKS.fixed_prices) == {"reservations", "deadlines"}

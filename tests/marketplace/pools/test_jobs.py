@@ -19,9 +19,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import Sum
 
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_deposit, ledger_reconcile, money
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
