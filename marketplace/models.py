@@ -17,7 +17,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.models.tenants import Tenant
-from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
+from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "AllocationSnapshot",
     "ConfigChange",
     "CuraJob",
+    "CuraLedgerLink",
     "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",

@@ -64,7 +64,6 @@ class LedgerEntry(models.Model):
     available_after = models.DecimalField(**MONEY)
     held_after = models.DecimalField(**MONEY)
     job = models.ForeignKey("marketplace.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entries")
-    cura_job = models.ForeignKey("marketplace.CuraJob", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entries")
     memo = models.CharField(max_length=200, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

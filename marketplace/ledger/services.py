@@ -126,15 +126,16 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     return amount
 
 
-def cura_money(*, tenant_id: int, cura_job_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
-    """Hold, charge or release money of a Cura job (paper 004; ``services.cura``): one
-    account lock, entries linked to the Cura job. Raises ValidationError like :func:`job_hold`."""
-    _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user, cura_job_id=cura_job_id)
+def tenant_movements(*, tenant_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> list[LedgerEntry]:
+    """Several movements without a core job on a tenant's account, under one account lock, inside the
+    caller's transaction (no savepoint); movements of amount 0 are skipped. Returns the entries
+    written, in order, so that a part links them to what it moved money for (Cura's jobs:
+    ``pools.models.CuraLedgerLink``). Raises ValidationError like :func:`job_hold`."""
+    return _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user)
 
 
 def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job | None,
-               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False,
-               cura_job_id: int | None = None) -> list[LedgerEntry]:
+               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False) -> list[LedgerEntry]:
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
@@ -175,7 +176,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
             _check(available, held, amount, d_avail, d_held)  # between movements (the sum's end is checked above)
             available += d_avail
             held += d_held
-            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, cura_job_id, memo, by, now))
+            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, memo, by, now))
         ids = rows.insert_rows(LedgerEntry, _ENTRY_FIELDS, entries, returning_pk=True)
     return [LedgerEntry(pk=entry_id, **dict(zip(_ENTRY_ATTRS, e, strict=True))) for entry_id, e in zip(ids, entries, strict=True)]
 
@@ -220,9 +221,9 @@ def _apply_statement(key: str) -> str:
 
 
 _ENTRY_FIELDS = ("account", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                 "job", "cura_job", "memo", "created_by", "created_at")
+                 "job", "memo", "created_by", "created_at")
 _ENTRY_ATTRS = ("account_id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                "job_id", "cura_job_id", "memo", "created_by_id", "created_at")
+                "job_id", "memo", "created_by_id", "created_at")
 _ACCOUNTS = rows.table(Account)
 _AVAILABLE = rows.column(Account, "available")
 _HELD = rows.column(Account, "held")

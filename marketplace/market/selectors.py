@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
 
-from marketplace.ledger.money import DEADLINE_PRICE_UNIT, price_unit
+from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
@@ -142,7 +142,7 @@ def market_overview(*, market: Market) -> dict[str, object]:
             for t in types
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
-        "spot": {"unit": price_unit(DEADLINE_PRICE_UNIT), "realised_rate": realised_rates(market=market, types=types),
+        "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
                  "price_level": price_level(market=market)},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,

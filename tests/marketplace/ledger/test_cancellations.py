@@ -126,7 +126,7 @@ def test_a_cura_job_cancelled_while_running_pays_the_vm_seconds_it_held(market: 
     want = (Decimal(job.vms) * job.vm_type.price * Decimal(repr(ran))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
     assert ran == pytest.approx(100.0) and 0 < job.charged == want <= held
     assert job.held == 0
-    entry = LedgerEntry.objects.get(cura_job=job, kind="charge")
+    entry = LedgerEntry.objects.get(cura_link__cura_job=job, kind="charge")
     assert f"{job.vms} VMs" in entry.memo and "100 s of its run" in entry.memo
 
 
@@ -134,4 +134,4 @@ def test_a_cura_job_cancelled_before_it_ran_pays_nothing(market: Market, pools: 
     # a job reserved for later (or started this very instant): no VM-second has been used yet
     job = cura_job_cancel(job=cura_job_submit(tenant=pools, job_type=3, deadline_in_s=20000))
     assert job.status == CuraJob.Status.CANCELLED and job.charged == 0 and job.held == 0
-    assert not LedgerEntry.objects.filter(cura_job=job, kind="charge").exists()
+    assert not LedgerEntry.objects.filter(cura_link__cura_job=job, kind="charge").exists()

@@ -246,9 +246,10 @@ class MoneyMachine(RuleBasedStateMachine):
 
     @invariant()
     def each_cura_jobs_money_is_in_exactly_one_state(self) -> None:
+        linked = LedgerEntry.objects.filter(cura_link__cura_job__market=self.market)
         sums: dict[tuple[int, str], Decimal] = {
-            (r["cura_job_id"], r["kind"]): r["s"]
-            for r in LedgerEntry.objects.filter(cura_job__market=self.market).values("cura_job_id", "kind").annotate(s=Sum("amount"))
+            (r["cura_link__cura_job_id"], r["kind"]): r["s"]
+            for r in linked.values("cura_link__cura_job_id", "kind").annotate(s=Sum("amount"))
         }
         for job in CuraJob.objects.filter(market=self.market):
             hold = sums.get((job.pk, "hold"), Decimal(0))
@@ -337,7 +338,7 @@ def test_the_cura_rules_hold_charge_and_release(settings) -> None:  # type: igno
         machine.ledgers_reconcile_and_balances_are_non_negative()
         done = CuraJob.objects.get(pk=ran)
         assert done.status == CuraJob.Status.DONE and done.charged > 0
-        assert LedgerEntry.objects.get(cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
+        assert LedgerEntry.objects.get(cura_link__cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
         assert CuraJob.objects.get(pk=dropped).status == CuraJob.Status.CANCELLED
     finally:
         machine.teardown()

@@ -105,7 +105,7 @@ def test_money_hold_charge_release(market: Market, rich: Tenant) -> None:
     assert a.charged == money(a.vms * vm.price * runtime)
     assert b.charged == 0 and rich.account.held == 0
     assert rich.account.available == before - a.charged
-    sums = dict(LedgerEntry.objects.filter(cura_job=a).values_list("kind").annotate(s=Sum("amount")))
+    sums = dict(LedgerEntry.objects.filter(cura_link__cura_job=a).values_list("kind").annotate(s=Sum("amount")))
     assert sums["hold"] == sums["charge"] + sums["release"]
     with pytest.raises(ValidationError):
         cura_job_cancel(job=a)
@@ -131,7 +131,7 @@ def test_a_job_that_can_no_longer_meet_its_deadline_is_missed_and_released(marke
     cluster_advance(market_id=market.pk, until=10_000.0)
     missed = CuraJob.objects.get(pk=ids[1])
     assert missed.status == CuraJob.Status.MISSED and missed.start_s is None
-    sums = dict(LedgerEntry.objects.filter(cura_job=missed).values_list("kind").annotate(s=Sum("amount")))
+    sums = dict(LedgerEntry.objects.filter(cura_link__cura_job=missed).values_list("kind").annotate(s=Sum("amount")))
     assert missed.charged == 0 and missed.held == 0 and sums == {"hold": sums["hold"], "release": sums["hold"]}
     others = CuraJob.objects.filter(pk__in=[i for i in ids if i is not None]).exclude(pk=ids[1])
     assert {j.status for j in others} == {CuraJob.Status.DONE}
