@@ -129,8 +129,8 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
 def tenant_movements(*, tenant_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> list[LedgerEntry]:
     """Several movements without a core job on a tenant's account, under one account lock, inside the
     caller's transaction (no savepoint); movements of amount 0 are skipped. Returns the entries
-    written, in order, so that a part links them to what it moved money for (Cura's jobs:
-    ``pools.models.CuraLedgerLink``). Raises ValidationError like :func:`job_hold`."""
+    written, in order, so that a part links them to what it moved money for (in a table of its own).
+    Raises ValidationError like :func:`job_hold`."""
     return _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user)
 
 
