@@ -13,11 +13,12 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from marketplace.fairshare.selectors import twait_hint
-from marketplace.ledger.models import Account, LedgerEntry, Tenant
+from marketplace.ledger.models import Account, LedgerEntry
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.config import T_WAIT_REQUIRED, market_configure, parse_t_wait, queue_save, resource_capacity_set
 from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from marketplace.market.hooks import MarketPart
+
 
 class MarketplaceConfig(AppConfig):
     name = "marketplace"
@@ -16,3 +18,16 @@ class MarketplaceConfig(AppConfig):
         from marketplace.market import tasks as market_tasks  # noqa: F401
 
         hooks.reload_parts()
+
+
+class LedgerPart(MarketPart):
+    """The ledger's part, built here in the glue: the ledger sits below the core and imports none of it,
+    so it cannot subclass the core's ``MarketPart`` itself. Its sweep work purges expired idempotency
+    keys (``ledger.hooks.sweep_work``)."""
+
+    name = "ledger"
+
+    def sweep_work(self) -> list[int]:
+        from marketplace.ledger import hooks as ledger_hooks  # models: only once the app registry is ready
+
+        return ledger_hooks.sweep_work()

@@ -4,7 +4,7 @@ app label ``marketplace`` (no table moved when the code did). Code imports a mod
 from marketplace.auction.models import AdoptedUtility
 from marketplace.deadlines.models import DeadlineBooking
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.ledger.models import Account, IdempotencyKey, LedgerEntry, Tenant
+from marketplace.ledger.models import Account, IdempotencyKey, LedgerEntry
 from marketplace.market.models.allocation import (
     AllocationSnapshot,
     FairnessSample,
@@ -16,7 +16,8 @@ from marketplace.market.models.allocation import (
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue, ResourceType
-from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
+from marketplace.market.models.tenants import Tenant
+from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from marketplace.slurm.models import SlurmReservation, SlurmStatus, SlurmTask
 
@@ -26,6 +27,7 @@ __all__ = [
     "AllocationSnapshot",
     "ConfigChange",
     "CuraJob",
+    "CuraLedgerLink",
     "DeadlineBooking",
     "ExperimentRun",
     "FairnessSample",

@@ -91,6 +91,7 @@ MARKET_PARTS = [
     "marketplace.deadlines.hooks.DeadlinesPart",  # deadline bookings (003)
     "marketplace.pools.hooks.PoolsPart",  # Cura VM pools (004)
     "marketplace.lab.hooks.LabPart",  # the lab's requeue and upload upkeep
+    "marketplace.apps.LedgerPart",  # the ledger's idempotency purge (built in the glue: the ledger imports no core)
 ]
 
 # Who runs the tasks the market starts: "simulated" (the embedded cluster model, the default: make run,
@@ -163,11 +164,11 @@ else:
 
 # --- Cache (Redis when present) ---------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-# Short timeouts: the cache is an optimisation, and marketplace.market.resilience treats
+# Short timeouts: the cache is an optimisation, and marketplace.infra.resilience treats
 # its failures as misses, so a Redis outage slows no page for long.
 CACHES = {
     "default": (
-        {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
+        {"BACKEND": "marketplace.infra.cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
          "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -192,7 +193,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 90
 # Short socket timeouts and one quick publish retry: with Redis down, a request
-# pays at most about a second once (marketplace.market.resilience then stops trying for
+# pays at most about a second once (marketplace.infra.resilience then stops trying for
 # RESILIENCE_RETRY_S) and the sweeper does the clearing instead.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600, "socket_connect_timeout": 1, "socket_timeout": 5}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}

@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import factory
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 
 TWO_LEVEL = {

@@ -27,7 +27,7 @@ earlier one with the same id (a database recreated under a cache that kept its b
 Answers carry ``ETag``, ``Cache-Control: private, no-cache`` (a client may keep the
 body but must revalidate) and ``Vary: Accept, Authorization, Cookie``. Only ``200``
 JSON answers are tagged and cached; anything else (errors, the browsable API) passes
-through untouched. A cache outage is a miss (``marketplace.market.resilience``).
+through untouched. A cache outage is a miss (``marketplace.infra.resilience``).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from django.utils.http import parse_etags
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.market.models.market import Market
-from marketplace.market.resilience import cache_get, cache_set
 
 CACHE_S = 60  # a body is stored under its tag, which names one version: it is never stale, only unused
 LOCAL_MAX = 256  # bodies kept per process

@@ -26,9 +26,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from marketplace.api.conditional import marked_market
-from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.validation import StateConflict
 
 PAGE_SIZE = 50

@@ -25,16 +25,16 @@ from marketplace.api.conventions import created, request_tenant, service_errors,
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.auction import api as job_list
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
 from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
-from marketplace.ledger.models import Tenant
+from marketplace.ledger.selectors import job_money
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 
 
 class AdoptSerializer(serializers.Serializer):
@@ -182,12 +182,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         tenant = request_tenant(request)
-        rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
-        return self.get_paginated_response(job_list.job_dicts(list(rows), tenant_market(tenant, request)))
+        rows = self.paginate_queryset(self.filter_queryset(page_values(self.get_queryset())))
+        return self.get_paginated_response(job_dicts(list(rows), tenant_market(tenant, request)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
-        ctx = self.get_serializer_context() | {"money": selectors.job_money(job_ids=[job.pk]), "slo": self._slo([job])}
+        ctx = self.get_serializer_context() | {"money": job_money(job_ids=[job.pk]), "slo": self._slo([job])}
         return Response(JobSerializer(job, context=ctx).data)
 
     def _slo(self, jobs: list[Job]) -> dict[int, object]:
@@ -207,7 +207,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                              use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return created(request, job_list.placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
+        return created(request, placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
 
     @staticmethod
     def location_of(body: dict[str, Any]) -> str:
@@ -223,7 +223,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             job = job_cancel(job=job, user=request.user)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(job_list.cancelled_job_dict(job, job.market))
+        return Response(cancelled_job_dict(job, job.market))
 
 
 # JobSerializer's plain model fields, in its order (queue, held, work, shares and slo are computed).
@@ -256,7 +256,7 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
     ids = [r["id"] for r in rows]
     if not ids:
         return []
-    return _format(rows, market, _work_rows(ids), selectors.job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
+    return _format(rows, market, _work_rows(ids), job_money(job_ids=ids), selectors.current_shares(market=market, job_ids=ids))
 
 
 def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:

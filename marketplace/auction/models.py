@@ -8,8 +8,8 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job
+from marketplace.market.models.tenants import Tenant
 
 
 class AdoptedUtility(models.Model):

@@ -13,7 +13,7 @@ from marketplace.auction import charts as charts_abacus
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.forms import BidForm
 from marketplace.auction.services import adopted_work
-from marketplace.ledger.models import Tenant
+from marketplace.market.models.tenants import Tenant
 
 
 def preview_for_form(form: BidForm, tenant: Tenant) -> dict[str, Any] | None:

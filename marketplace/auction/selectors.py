@@ -16,11 +16,12 @@ import numpy as np
 from django.core.exceptions import ValidationError
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
-from marketplace.ledger.models import Tenant
+from marketplace.ledger.selectors import job_money
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level
 from marketplace.market.services.market import engine_context
 from marketplace.web import charts
@@ -262,7 +263,7 @@ def suggested_budget(*, level: float, work: float) -> float:
 def job_rows(jobs: list[Job], market: Market, types: list[ResourceType]) -> list[dict[str, Any]]:
     """Jobs as table rows: money from the ledger, current shares, progress per resource type."""
     ids = [j.pk for j in jobs]
-    money = selectors.job_money(job_ids=ids)
+    money = job_money(job_ids=ids)
     shares = selectors.current_shares(market=market, job_ids=ids)
     paths = selectors.queue_paths(market=market)
     rows = []

@@ -17,12 +17,13 @@ from django.db.models import Sum
 
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import AdoptedUtility, WorkItem
-from marketplace.ledger.models import Tenant
+from marketplace.infra import rows
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
-from marketplace.market import adapters, hooks, rows
+from marketplace.market import adapters, hooks
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.market import engine_context, enqueue_clearing, market_lock_and_bump
 from marketplace.market.services.rates import Served, rates_record
 from marketplace.market.validation import StateConflict, parse_decimal_strict

@@ -26,10 +26,11 @@ from marketplace.auction.selectors import job_rows
 from marketplace.auction.services import bid_submit, cancellation_preview, job_cancel, utility_fit_adopt
 from marketplace.fairshare import selectors as selectors_fairshare
 from marketplace.ledger.idempotency import form_submit_once
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
+from marketplace.ledger.selectors import account_of, job_ledger
 from marketplace.market import hooks, selectors, visibility
 from marketplace.market.models.jobs import Job
+from marketplace.market.models.tenants import Tenant
 from marketplace.web.charts import job_share_figure
 from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
@@ -97,7 +98,7 @@ def bid_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
             return redirect("job-detail", pk=job_id)
     return render_page(request, "auction/bid_form.html", {
-        "nav": "bid", "form": form, "account": selectors.account_of(tenant=tenant), "tenant": tenant,
+        "nav": "bid", "form": form, "account": account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
     }, market=tenant.market)
 
@@ -174,7 +175,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         origin=job.sim_submit_time, title="Share history within the queue",
     )
     return render_page(request, "auction/job_detail.html", _job_context(request, job) | {
-        "figure": figure, "ledger": selectors.job_ledger(job=job), "waiting": selectors_fairshare.job_waiting(job=job),
+        "figure": figure, "ledger": job_ledger(job=job), "waiting": selectors_fairshare.job_waiting(job=job),
         "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
 

@@ -37,12 +37,14 @@ from marketplace.dashboard.serializers import (
     PriceSampleSerializer,
     RateSampleSerializer,
 )
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.selectors import account_of, job_money, tenant_ledger
 from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
 from marketplace.market import roles, selectors
 from marketplace.market import visibility as selectors_visibility
 from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.models.jobs import Job
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import rate_series
 from marketplace.market.services.config import market_configure
 
@@ -98,7 +100,7 @@ class StaffJobsView(generics.ListAPIView):
         market = selectors.market_default()
         ids = [j.pk for j in page]
         ctx = self.get_serializer_context() | {
-            "money": selectors.job_money(job_ids=ids), "shares": selectors.current_shares(market=market, job_ids=ids),
+            "money": job_money(job_ids=ids), "shares": selectors.current_shares(market=market, job_ids=ids),
             "queue_paths": selectors.queue_paths(market=market),
         }
         return self.get_paginated_response(StaffJobSerializer(page, many=True, context=ctx).data)
@@ -291,7 +293,7 @@ class AccountView(APIView):
     @extend_schema(responses=AccountSerializer)
     def get(self, request: Request) -> Response:
         tenant = request_tenant(request)
-        acct = selectors.account_of(tenant=tenant)
+        acct = account_of(tenant=tenant)
         body = {"tenant": tenant.name, "currency": currency(), "available": acct.available, "held": acct.held}
         return Response(AccountSerializer(body).data)
 
@@ -307,4 +309,4 @@ class LedgerView(generics.ListAPIView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return LedgerEntry.objects.none()
-        return selectors.tenant_ledger(tenant=request_tenant(self.request))
+        return tenant_ledger(tenant=request_tenant(self.request))

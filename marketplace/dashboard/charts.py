@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from marketplace.ledger.money import ABACUS_PRICE_UNIT, DEADLINE_PRICE_UNIT, price_unit
+from marketplace.ledger.money import SLOT, SLOT_SECOND, price_unit
 from marketplace.web.charts import (
     COLORWAY,
     RHO,
@@ -131,7 +131,7 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
         for resource, group in group_by(rows, "resource").items()
     ]
     return make_figure(traces, base_layout("Implied price per resource type", time_axis_title(unit),
-                                           f"Implied price ({price_unit(ABACUS_PRICE_UNIT)})", yaxis={"rangemode": "tozero"}))
+                                           f"Implied price ({price_unit(SLOT)})", yaxis={"rangemode": "tozero"}))
 
 
 SOURCE_SYMBOLS = {"reservation quote": "diamond", "deadline booking": "triangle-up"}
@@ -179,7 +179,7 @@ def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[
                                "x": [axis_value(r["sim_time"], unit) for r in points],
                                "y": [finite_or_none(r["price"]) for r in points]})
     return make_figure(traces, base_layout("Prices in one unit: spot, reservation and deadline", time_axis_title(unit),
-                                           price_unit(DEADLINE_PRICE_UNIT), yaxis={"type": "log"}))
+                                           price_unit(SLOT_SECOND), yaxis={"type": "log"}))
 
 
 def dashboard_figures(

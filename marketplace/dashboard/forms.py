@@ -9,10 +9,10 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MAX_ADJUSTMENT, PLACES, REASON_MAX, REASON_MIN
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.config import T_WAIT_REQUIRED, parse_t_wait
 from marketplace.web.forms import positive
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, history_choices

@@ -23,15 +23,17 @@ from marketplace.auction.selectors import job_rows
 from marketplace.dashboard.charts import dashboard_figures
 from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, StaffJobFilterForm
 from marketplace.fairshare.selectors import twait_guidance_rows
+from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.idempotency import form_submit_once
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
+from marketplace.ledger.selectors import account_of, tenant_ledger
 from marketplace.ledger.services import account_adjust
 from marketplace.market import roles, selectors
 from marketplace.market import visibility as selectors_visibility
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
-from marketplace.market.resilience import cache_get, cache_set
 from marketplace.market.services.config import market_configure
 from marketplace.slurm.selectors import backend_status
 from marketplace.web import charts
@@ -218,8 +220,8 @@ def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only
 def account(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     return render_page(request, "dashboard/account.html", {
-        "nav": "account", "tenant": tenant, "account": selectors.account_of(tenant=tenant),
-        "page": paginate(request, selectors.tenant_ledger(tenant=tenant)),
+        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant),
+        "page": paginate(request, tenant_ledger(tenant=tenant)),
     }, market=tenant.market)
 
 
@@ -231,7 +233,7 @@ def ledger_csv(request: HttpRequest) -> StreamingHttpResponse:
     rows = (
         [e.pk, e.created_at.isoformat(), e.kind, e.amount, e.available_delta, e.held_delta, e.available_after, e.held_after,
          blank(e.job_id), e.memo]
-        for e in selectors.tenant_ledger(tenant=tenant).iterator(chunk_size=500)
+        for e in tenant_ledger(tenant=tenant).iterator(chunk_size=500)
     )
     return csv_response(f"ledger-{tenant.name}.csv", header, rows)
 

@@ -57,12 +57,12 @@ from marketplace.deadlines.selectors import (
     start_candidates,
     unit_prices,
 )
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money
 from marketplace.market import adapters
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import market_outlook
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
 from marketplace.web.text import seconds_text

@@ -24,10 +24,11 @@ from marketplace.auction.models import WorkItem
 from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.deadlines.charts import deadline_payment_figure
 from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
+from marketplace.ledger.selectors import account_of
 from marketplace.market import selectors
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import cluster_now
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
@@ -120,7 +121,7 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
     return render_page(request, "deadlines/quote.html", {
         "nav": "deadline", "form": form, "quote": quote, "rows": _quote_rows(quote) if quote else [], "figure": figure,
         "fastest_text": seconds_text(quote.fastest_time) if quote is not None else "",
-        "account": selectors.account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
+        "account": account_of(tenant=tenant), "now": market.sim_time, "now_hms": charts.format_hms(market.sim_time),
         "price": quote.price if quote is not None and quote.feasible else Decimal("0"),
         "cluster_now": cluster_now(market=market),
     }, market=market)

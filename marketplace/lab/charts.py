@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.ledger.money import ABACUS_PRICE_UNIT, money_title, price_unit
+from marketplace.ledger.money import SLOT, money_title, price_unit
 from marketplace.web.text import chart_text
 from simulator.experiments import figure
 
@@ -61,7 +61,7 @@ def comparison_figures(runs: list[tuple[str, dict[str, Any]]], type_names: list[
     ]  # fmt: skip
     economic = [
         figure(f"Clearing price, {names[j]}", _lines(runs, lambda r, j=j: (r["prices"]["t"][j], r["prices"]["price"][j])),
-               x_title=SIM_T, y_title=f"unit price ({price_unit(ABACUS_PRICE_UNIT)})")
+               x_title=SIM_T, y_title=f"unit price ({price_unit(SLOT)})")
         for j in range(m)
     ]  # fmt: skip
     economic.append(

@@ -17,7 +17,7 @@ A key is bound to the request it was first used with (method, path and body,
 as a SHA-256 :func:`request_fingerprint`): reusing it for another request is a
 :class:`KeyReused` (the API answers 422). Keys expire after
 ``settings.IDEMPOTENCY_KEY_TTL_S`` (default 24 h): an expired key is a new key,
-and :func:`idempotency_purge` deletes expired rows (the market sweeper runs it).
+and :func:`idempotency_purge` deletes expired rows (the market sweeper runs it: ``ledger.hooks``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from marketplace.infra import rows
 from marketplace.ledger.models import IdempotencyKey
-from marketplace.market import rows
 
 KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces, as Stripe's keys
 

@@ -1,4 +1,4 @@
-"""Tenants, their accounts and the append-only ledger.
+"""Tenants' accounts and the append-only ledger (the ``Tenant`` is the core's: ``market.models.tenants``).
 
 Every money movement is a ``LedgerEntry``; an account's ``available`` and
 ``held`` are the running sums of its entries' deltas (``ledger_reconcile``
@@ -14,40 +14,20 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from marketplace.market.models.locking import NoKeyLockManager
-from marketplace.market.models.market import Market
-from marketplace.market.models.queues import Queue
+from marketplace.infra.locking import NoKeyLockManager
 
 MONEY = {"max_digits": 18, "decimal_places": 4}
-
-
-class Tenant(models.Model):
-    """A tenant of the cluster: a login, and the leaf queue its jobs go to by default."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant")
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="tenants")
-    name = models.CharField(max_length=100)
-    default_queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="tenants")
-
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
-
-    class Meta:
-        ordering: ClassVar[list[str]] = ["name"]
-        constraints = (models.UniqueConstraint(fields=["market", "name"], name="tenant_unique_name"),)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Account(models.Model):
     """A tenant's money: ``available`` to bid, ``held`` for running bids."""
 
-    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="account")
+    tenant = models.OneToOneField("marketplace.Tenant", on_delete=models.CASCADE, related_name="account")
     available = models.DecimalField(default=Decimal("0"), **MONEY)
     held = models.DecimalField(default=Decimal("0"), **MONEY)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
     class Meta:
         constraints = (
@@ -84,7 +64,6 @@ class LedgerEntry(models.Model):
     available_after = models.DecimalField(**MONEY)
     held_after = models.DecimalField(**MONEY)
     job = models.ForeignKey("marketplace.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entries")
-    cura_job = models.ForeignKey("marketplace.CuraJob", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entries")
     memo = models.CharField(max_length=200, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

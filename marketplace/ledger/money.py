@@ -21,11 +21,11 @@ MONEY_PLACES = 4
 MONEY_QUANTUM = Decimal(1).scaleb(-MONEY_PLACES)  # Decimal("0.0001")
 MIN_SHOWN_PLACES = 2
 
-# The unit of each kind of price (what one price number buys).
-ABACUS_PRICE_UNIT = "slot"  # implied price: Σ sub-budgets ÷ capacity (paper 000, Sec. 3)
-ERA_PRICE_UNIT = "unit-slot"  # one unit of a resource for one time slot (paper 001, Sec. 3)
-DEADLINE_PRICE_UNIT = "slot-second"  # one slot for one simulated second (paper 003, Sec. 3)
-POOL_PRICE_UNIT = "VM-second"  # one VM for one simulated second (paper 004, Sec. III-A)
+# The units prices are given in, named by what one price number buys (not by the mechanism that prices).
+SLOT = "slot"  # one slot of a resource type: the auction's implied price, Σ sub-budgets ÷ capacity (paper 000, Sec. 3)
+UNIT_SLOT = "unit-slot"  # one unit of a resource for one time slot (ERA's slots, paper 001, Sec. 3)
+SLOT_SECOND = "slot-second"  # one slot for one simulated second: the spot rate, deadline quotes (paper 003, Sec. 3)
+VM_SECOND = "VM-second"  # one VM for one simulated second (Cura's pools, paper 004, Sec. III-A)
 
 
 def currency() -> str:

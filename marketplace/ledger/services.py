@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
-from marketplace.ledger.models import Account, LedgerEntry, Tenant
-from marketplace.market import roles, rows
-from marketplace.market.models.jobs import Job
+from marketplace.infra import rows
+from marketplace.ledger.models import Account, LedgerEntry
+
+
+class Job(Protocol):
+    """What the ledger reads and writes of a job (the core's ``market.models.jobs.Job``, passed in:
+    the ledger imports nothing of the core): its id, its tenant, and the charge it has paid so far."""
+
+    pk: Any
+    tenant_id: int
+    charged: Decimal
+
 
 _DELTAS: dict[str, tuple[int, int]] = {
     LedgerEntry.Kind.DEPOSIT: (1, 0),
@@ -115,19 +126,20 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     return amount
 
 
-def cura_money(*, tenant_id: int, cura_job_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
-    """Hold, charge or release money of a Cura job (paper 004; ``services.cura``): one
-    account lock, entries linked to the Cura job. Raises ValidationError like :func:`job_hold`."""
-    _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user, cura_job_id=cura_job_id)
+def tenant_movements(*, tenant_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> list[LedgerEntry]:
+    """Several movements without a core job on a tenant's account, under one account lock, inside the
+    caller's transaction (no savepoint); movements of amount 0 are skipped. Returns the entries
+    written, in order, so that a part links them to what it moved money for (in a table of its own).
+    Raises ValidationError like :func:`job_hold`."""
+    return _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user)
 
 
 def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, job: Job | None,
-               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False,
-               cura_job_id: int | None = None) -> list[LedgerEntry]:
+               movements: list[tuple[str, Decimal, str]], user: object = None, savepoint: bool = False) -> list[LedgerEntry]:
     """Several movements of one job under one account lock (entries chain in order);
     the account by its id or its tenant's.
 
-    Two statements whatever the number of movements (``services.rows``: this runs for every
+    Two statements whatever the number of movements (``infra.rows``: this runs for every
     bid, cancellation and departure, while the market row is held): the account's balances
     move by the movements' sum in one ``UPDATE ... RETURNING`` that takes the row lock and
     refuses a negative result in its WHERE clause (rounded to the money's 4 places, which
@@ -164,7 +176,7 @@ def _post_many(*, account_id: int | None = None, tenant_id: int | None = None, j
             _check(available, held, amount, d_avail, d_held)  # between movements (the sum's end is checked above)
             available += d_avail
             held += d_held
-            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, cura_job_id, memo, by, now))
+            entries.append((pk, kind, amount, d_avail, d_held, available, held, job_id, memo, by, now))
         ids = rows.insert_rows(LedgerEntry, _ENTRY_FIELDS, entries, returning_pk=True)
     return [LedgerEntry(pk=entry_id, **dict(zip(_ENTRY_ATTRS, e, strict=True))) for entry_id, e in zip(ids, entries, strict=True)]
 
@@ -209,9 +221,9 @@ def _apply_statement(key: str) -> str:
 
 
 _ENTRY_FIELDS = ("account", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                 "job", "cura_job", "memo", "created_by", "created_at")
+                 "job", "memo", "created_by", "created_at")
 _ENTRY_ATTRS = ("account_id", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",
-                "job_id", "cura_job_id", "memo", "created_by_id", "created_at")
+                "job_id", "memo", "created_by_id", "created_at")
 _ACCOUNTS = rows.table(Account)
 _AVAILABLE = rows.column(Account, "available")
 _HELD = rows.column(Account, "held")
@@ -311,7 +323,7 @@ def _clean(direction: str, amount: Decimal, reason: str) -> tuple[str, str]:
     return DIRECTIONS[direction], reason
 
 
-def account_adjust(*, tenant: Tenant, direction: str, amount: Decimal, reason: str, user: object) -> LedgerEntry:
+def account_adjust(*, tenant: Model, direction: str, amount: Decimal, reason: str, user: object) -> LedgerEntry:
     """Credit or debit ``amount`` on ``tenant``'s available balance, with ``reason``.
 
     Raises:
@@ -320,7 +332,8 @@ def account_adjust(*, tenant: Tenant, direction: str, amount: Decimal, reason: s
             more than 4 decimal places, or a debit above the available balance), ``reason``
             (shorter than 5 or longer than 200 characters).
     """
-    if not roles.is_staff(user):
+    # the core's rule (market.roles.is_staff), read off the user: the ledger imports no core
+    if not (user and getattr(user, "is_authenticated", False) and getattr(user, "is_staff", False)):
         raise PermissionDenied("Only staff may credit or debit an account.")
     kind, reason = _clean(direction, amount, reason)
     memo = f"{direction} by {getattr(user, 'get_username', lambda: 'staff')()}: {reason}"[:REASON_MAX]

@@ -4,8 +4,8 @@ Reads only. The spot auction's realised rate (``RateSample``, written by ``servi
 when auction jobs leave the market) is the market's reference price:
 
 * :func:`rate_series` -- the samples, for the API and the charts;
-* :func:`spot_curve` -- the realised rate of one resource type by level of demand over the
-  recent window (``scheduler.era.spot.SpotCurve``), which ERA's prices are anchored to;
+* :func:`recent_samples` -- the samples of the recent window (``MARKET_RATE_WINDOW_S``), from which
+  ``reservations.adapters.spot_curve`` fits the rate by level of demand that ERA's prices are anchored to;
 * :func:`realised_rates` -- each type's realised rate over the window (charged / slot-seconds);
 * :func:`price_level` -- the rate a new tenant's money is sized by: the realised rate over
   every type, or ``MARKET_REFERENCE_RATE`` before the market has sold anything;
@@ -27,7 +27,6 @@ from marketplace.market.models.allocation import RateSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from scheduler.era.spot import SpotCurve
 
 DEFAULT_WINDOW_S = 86400.0  # a day of simulated time: ERA's demand cycle (paper 001, Sec. 5.3)
 
@@ -50,23 +49,15 @@ def rate_series(*, market: Market, resource: str | None = None) -> QuerySet[Rate
     return qs.filter(resource_type__name=resource) if resource else qs
 
 
-def _recent(market: Market) -> QuerySet[RateSample]:
+def recent_samples(*, market: Market) -> QuerySet[RateSample]:
+    """The realised-rate samples of the recent window: the last ``MARKET_RATE_WINDOW_S`` simulated seconds."""
     return RateSample.objects.filter(market=market, sim_time__gte=market.sim_time - window_s())
-
-
-def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | None:
-    """The type's realised rate by level of demand over the window (None: nothing sold yet)."""
-    rows = list(_recent(market).filter(resource_type=resource_type).values_list("utilisation", "charged", "slot_seconds"))
-    if not rows:
-        return None
-    u, c, w = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
-    return SpotCurve.fit(u, c, w)
 
 
 def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
     """Type name -> charged / slot-seconds over the window (None: nothing sold on it yet)."""
     sums = {r["resource_type_id"]: (r["c"] or 0.0, r["w"] or 0.0)
-            for r in _recent(market).values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
+            for r in recent_samples(market=market).values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
     out: dict[str, float | None] = {}
     for t in types:
         c, w = sums.get(t.pk, (0.0, 0.0))
@@ -77,7 +68,7 @@ def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str
 def price_level(*, market: Market) -> float:
     """The market's price level, money per slot-second: the realised rate over every type in the
     window, or :func:`reference_rate` before anything was sold."""
-    sums = _recent(market).aggregate(c=Sum("charged"), w=Sum("slot_seconds"))
+    sums = recent_samples(market=market).aggregate(c=Sum("charged"), w=Sum("slot_seconds"))
     w = float(sums["w"] or 0.0)
     return float(sums["c"] or 0.0) / w if w > 0 else reference_rate()
 

@@ -5,18 +5,17 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
 
-from marketplace.ledger.models import Account, LedgerEntry, Tenant
-from marketplace.ledger.money import DEADLINE_PRICE_UNIT, price_unit
+from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level, realised_rates
 
 
@@ -29,22 +28,6 @@ def market_default() -> Market:
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
     """A tenant's jobs, newest first, with their work rows."""
     return Job.objects.filter(tenant=tenant).select_related("queue").prefetch_related("work__resource_type").order_by("-id")
-
-
-def tenant_ledger(*, tenant: Tenant) -> QuerySet[LedgerEntry]:
-    return LedgerEntry.objects.filter(account__tenant=tenant).select_related("job").order_by("-id")
-
-
-def job_money(*, job_ids: list[int]) -> dict[int, tuple[Decimal, Decimal]]:
-    """job id -> (amount held now, amount charged), from the ledger."""
-    held = defaultdict(Decimal)
-    charged = defaultdict(Decimal)
-    entries = LedgerEntry.objects.filter(job_id__in=job_ids).values_list("job_id", "kind", "amount", "held_delta")
-    for job_id, kind, amount, held_delta in entries:
-        held[job_id] += held_delta
-        if kind == LedgerEntry.Kind.CHARGE:
-            charged[job_id] += amount
-    return {j: (held[j], charged[j]) for j in job_ids}
 
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
@@ -159,7 +142,7 @@ def market_overview(*, market: Market) -> dict[str, object]:
             for t in types
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
-        "spot": {"unit": price_unit(DEADLINE_PRICE_UNIT), "realised_rate": realised_rates(market=market, types=types),
+        "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
                  "price_level": price_level(market=market)},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,
@@ -190,10 +173,6 @@ def price_series(*, market: Market, resource: str | None = None) -> QuerySet[Pri
 
 def leaf_queues(*, market: Market) -> list[Queue]:
     return [q for q in Queue.objects.filter(market=market).prefetch_related("children") if not q.children.all()]
-
-
-def account_of(*, tenant: Tenant) -> Account:
-    return Account.objects.get(tenant=tenant)
 
 
 # --- Pages: lists, charts and settings --------------------------------------------------------
@@ -350,11 +329,6 @@ def mean_task_duration(*, market: Market, last_jobs: int = 100) -> float | None:
 def config_history(*, market: Market) -> QuerySet:
     """The market's configuration audit trail, newest first."""
     return market.config_changes.select_related("changed_by").order_by("-changed_at", "-id")
-
-
-def job_ledger(*, job: Job) -> QuerySet[LedgerEntry]:
-    """A job's ledger entries (hold, charge, release), oldest first."""
-    return LedgerEntry.objects.filter(job=job).order_by("id")
 
 
 def queue_tree_nodes(*, market: Market) -> list[Queue]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from marketplace.infra.resilience import publish_task
 from marketplace.market.models.market import Market
-from marketplace.market.resilience import publish_task
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_tick
 from marketplace.market.services.market import clearing_finished, clearing_pace, clearing_started

@@ -21,10 +21,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from marketplace.ledger.models import Tenant
 from marketplace.market import roles, selectors
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import ClassVar
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 
 RATE = {"max_digits": 24, "decimal_places": 12}
 
@@ -110,6 +110,18 @@ class CuraJob(models.Model):
 
     def __str__(self) -> str:
         return f"Cura job {self.pk} ({self.status})"
+
+
+class CuraLedgerLink(models.Model):
+    """Which Cura job a ledger entry moved money for (its hold, charge or release): written by the
+    pools' services with the entries (``services.jobs._money``). Pools keeps the link, so the
+    ledger names no part."""
+
+    entry = models.OneToOneField("marketplace.LedgerEntry", primary_key=True, on_delete=models.CASCADE, related_name="cura_link")
+    cura_job = models.ForeignKey(CuraJob, on_delete=models.PROTECT, related_name="ledger_links")
+
+    def __str__(self) -> str:
+        return f"entry {self.entry_id} -> Cura job {self.cura_job_id}"
 
 
 class PoolReconfiguration(models.Model):

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
 
 

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_http_methods
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools import charts as charts_pools
 from marketplace.pools import selectors as selectors_pools
 from marketplace.pools.forms import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm

@@ -23,7 +23,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook, market_outlook
-from marketplace.market.prices import spot_curve
+from marketplace.market.prices import recent_samples
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
@@ -140,6 +140,17 @@ class EraState:
     busy: np.ndarray
     fill: np.ndarray
     curve: SpotCurve | None
+
+
+def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | None:
+    """The type's realised spot rate by level of demand over the recent window
+    (``market.prices.recent_samples``; ``scheduler.era.spot.SpotCurve``), which ERA's prices are
+    anchored to (docs/economy.md). None: nothing sold in the window yet."""
+    rows = list(recent_samples(market=market).filter(resource_type=resource_type).values_list("utilisation", "charged", "slot_seconds"))
+    if not rows:
+        return None
+    u, c, w = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
+    return SpotCurve.fit(u, c, w)
 
 
 def era_state(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None,

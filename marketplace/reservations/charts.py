@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from marketplace.ledger.money import DEADLINE_PRICE_UNIT, currency, money_title, price_unit
+from marketplace.ledger.money import SLOT_SECOND, currency, money_title, price_unit
 from marketplace.web.charts import Figure, axis_value, base_layout, finite_or_none, make_figure, time_axis_title, time_unit
 
 
@@ -64,7 +64,7 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
     slot = curve["slot_seconds"]
     anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
     return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} s; "
-                                           f"{anchor})", time_axis_title(unit), price_unit(DEADLINE_PRICE_UNIT)))
+                                           f"{anchor})", time_axis_title(unit), price_unit(SLOT_SECOND)))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:

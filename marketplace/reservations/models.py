@@ -17,10 +17,11 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from marketplace.ledger.models import MONEY, Tenant
+from marketplace.ledger.models import MONEY
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 
 
 class ReservationSettings(models.Model):

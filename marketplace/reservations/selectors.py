@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 from django.db.models import F, QuerySet, Sum
 
-from marketplace.ledger.models import Tenant
 from marketplace.market import hooks
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote
 

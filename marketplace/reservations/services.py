@@ -33,11 +33,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace.auction.services import parse_budget
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import job_charge, job_hold, money
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.market import market_changed
 from marketplace.market.validation import StateConflict
 from marketplace.reservations import adapters as ra

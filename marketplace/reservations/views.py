@@ -13,9 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import format_money
+from marketplace.ledger.selectors import account_of
 from marketplace.market import selectors
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import cluster_now
 from marketplace.reservations import adapters as ra
 from marketplace.reservations import charts as rc
@@ -59,7 +60,7 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("reservation-quote", pk=quote.pk)
     return render_page(request, "reservations/new.html", {
-        "nav": "reserve", "form": form, "settings": s, "account": selectors.account_of(tenant=tenant),
+        "nav": "reserve", "form": form, "settings": s, "account": account_of(tenant=tenant),
         "cluster_now": cluster_now(market=market),
     }, market=market)
 

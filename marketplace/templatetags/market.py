@@ -20,7 +20,7 @@ def money(value: object, arg: str = "") -> str:
 
 
 @register.filter
-def price(value: object, per: str = m.ABACUS_PRICE_UNIT) -> str:
+def price(value: object, per: str = m.SLOT) -> str:
     return m.format_price(value, per)
 
 
@@ -36,5 +36,5 @@ def currency() -> str:
 
 
 @register.simple_tag
-def price_unit(per: str = m.ABACUS_PRICE_UNIT) -> str:
+def price_unit(per: str = m.SLOT) -> str:
     return m.price_unit(per)

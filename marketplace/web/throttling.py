@@ -17,7 +17,7 @@
   delayed by a cache lookup).
 
 Rates live in the cache and fail open: a cache outage (Redis down) lets requests through
-rather than answering 500 (``marketplace.market.resilience``). Credential limits do not
+rather than answering 500 (``marketplace.infra.resilience``). Credential limits do not
 switch off: while the cache is down they count in this process's memory
 (:data:`LOCAL_FALLBACK`, logged once).
 """
@@ -41,7 +41,7 @@ from django.http import HttpRequest
 from rest_framework import throttling
 from rest_framework.request import Request
 
-from marketplace.market.resilience import CACHE
+from marketplace.infra.resilience import CACHE
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 
 CHROMIUM = Path("/usr/bin/chromium")

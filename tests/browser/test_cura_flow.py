@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS
 

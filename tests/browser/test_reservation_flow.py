@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 from marketplace.reservations.models import Reservation
 from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login

@@ -29,9 +29,9 @@ from django.db.models import Count
 from rest_framework.test import APIClient
 
 from marketplace.celery import app
+from marketplace.infra import resilience
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile
-from marketplace.market import resilience
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market

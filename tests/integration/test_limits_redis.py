@@ -11,8 +11,8 @@ import pytest
 from django.core.cache import caches
 from rest_framework.test import APIClient
 
-from marketplace.ledger.models import Tenant
-from marketplace.market import resilience
+from marketplace.infra import resilience
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 from marketplace.web import throttling
 
@@ -22,7 +22,7 @@ PASSWORD = "pw-for-tests-1"
 
 @pytest.fixture
 def redis_cache(real_services, settings):  # type: ignore[no-untyped-def]
-    settings.CACHES = {"default": {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache",
+    settings.CACHES = {"default": {"BACKEND": "marketplace.infra.cache.SharedClientRedisCache",
                                    "LOCATION": os.environ["REDIS_URL"]}}
     settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (500, 300), "token": (20, 300)}
     caches["default"].clear()
@@ -56,7 +56,7 @@ def test_parallel_wrong_passwords_on_redis_get_at_most_the_limits_answers(redis_
 
 
 def test_with_redis_unreachable_the_limits_count_per_process(real_services, settings, dave):
-    settings.CACHES = {"default": {"BACKEND": "marketplace.market.redis_cache.SharedClientRedisCache",
+    settings.CACHES = {"default": {"BACKEND": "marketplace.infra.cache.SharedClientRedisCache",
                                    "LOCATION": "redis://127.0.0.1:1/0", "OPTIONS": {"socket_connect_timeout": 0.2}}}
     settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (500, 300), "token": (20, 300)}
     resilience.CACHE.reset()

@@ -2,7 +2,7 @@
 live clock and fixed steps), clearings and configuration changes on one market at once all
 get through, none fails, and the ledger reconciles after.
 
-Every writer locks the market row first (``FOR NO KEY UPDATE``: ``marketplace.market.models.locking``)
+Every writer locks the market row first (``FOR NO KEY UPDATE``: ``marketplace.infra.locking``)
 and an account after it. A version of the bid that inserted its job before locking the row
 (a ``KEY SHARE`` lock through the foreign key, upgraded later) deadlocked under ``make load``
 (12 "deadlock detected" in a minute with three gunicorn processes) and was dropped; this

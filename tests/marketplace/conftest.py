@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from tests.factories import MarketFactory, TenantFactory, leaf
 
 

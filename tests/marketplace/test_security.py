@@ -22,8 +22,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from marketplace.api.authentication import forget_tokens
+from marketplace.infra import resilience
 from marketplace.management.commands.seed_demo import DEMO_TENANTS
-from marketplace.market import resilience
 from marketplace.web import throttling
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ sends it to. :func:`task_publish` hands ids to a kind's task in one of two ways:
 
 * ``EXPERIMENTS_IN_THREAD`` (the embedded default, no broker): one daemon thread of this
   process runs the task bodies in order, as a worker would, after ``countdown`` seconds;
-* otherwise each id is published through ``market.resilience.publish_task``, behind its
+* otherwise each id is published through ``infra.resilience.publish_task``, behind its
   circuit breaker: when the broker is down nothing is raised, the id is simply not handed,
   and the sweeper publishes it later from the database (``experiments.experiment_requeue``,
   ``simulations.simulation_check_requeue``).
@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection
 
 from marketplace.celery import app
-from marketplace.market.resilience import publish_task
+from marketplace.infra.resilience import publish_task
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.ledger.models import Tenant
 from marketplace.management.progress import Progress, progress
 from marketplace.market import adapters
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import fair_share_deposit, price_level
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance

@@ -7,10 +7,11 @@ from typing import ClassVar
 from django.db import models
 from django.db.models import Q
 
-from marketplace.ledger.models import MONEY, Tenant
-from marketplace.market.models.locking import NoKeyLockManager
+from marketplace.infra.locking import NoKeyLockManager
+from marketplace.ledger.models import MONEY
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 
 
 class Job(models.Model):
@@ -65,7 +66,7 @@ class Job(models.Model):
     submitted_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]

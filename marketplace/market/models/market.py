@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from marketplace.market.models.locking import NoKeyLockManager
+from marketplace.infra.locking import NoKeyLockManager
 from scheduler.registry import dispatch_choices, fairshare_choices, history_choices, mechanism_choices
 
 
@@ -66,7 +66,7 @@ class Market(models.Model):
     clearings = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
     class Meta:
         constraints = (

@@ -8,7 +8,7 @@ from typing import ClassVar
 from django.db import models
 from django.db.models import Q
 
-from marketplace.market.models.locking import NoKeyLockManager
+from marketplace.infra.locking import NoKeyLockManager
 from marketplace.market.models.market import Market
 
 
@@ -48,7 +48,7 @@ class Queue(models.Model):
     )
     max_share = models.FloatField(default=1.0, help_text="Maximum fraction of the cluster this queue may hold (1 = no cap).")
 
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["id"]
@@ -87,7 +87,7 @@ class ResourceType(models.Model):
     stage = models.PositiveSmallIntegerField(default=0)
     unit = models.CharField(max_length=20, default="slot")
 
-    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (models.locking)
+    objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["stage", "id"]

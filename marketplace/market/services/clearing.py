@@ -22,11 +22,12 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
-from marketplace.market import adapters, hooks, rows
+from marketplace.infra import rows
+from marketplace.market import adapters, hooks
 from marketplace.market.models.allocation import AllocationSnapshot, PriceSample
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from marketplace.market.services.market import engine_context, engine_load, engine_marks
+from marketplace.market.services.market import active_job_ids, engine_context, engine_load, engine_marks
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
@@ -134,7 +135,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     marks = engine_marks(market=market)
     extra, gone = [], []
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
-        active_ids = rows.active_job_ids(market_id=market_id)
+        active_ids = active_job_ids(market_id=market_id)
         new = [pk for pk in active_ids if not engine.knows(pk)]
         new = sorted(set(new) - hooks.excluded_from_clearing(new))  # jobs a part serves itself (ERA: reserved) never join the auction
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)

@@ -23,18 +23,19 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from marketplace.infra import rows
 from marketplace.ledger.services import job_charge, job_settle, jobs_held_amounts, money
-from marketplace.market import adapters, hooks, rows
+from marketplace.market import adapters, hooks
 from marketplace.market.models.allocation import FairnessSample, MarketSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from marketplace.market.rows import active_job_ids
 from marketplace.market.services.clearing import plan_store
 from marketplace.market.services.market import (
     ENGINE_FIELDS,
     EngineContext,
     SyncMarks,
+    active_job_ids,
     engine_context,
     engine_forget,
     engine_load,

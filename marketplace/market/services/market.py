@@ -27,11 +27,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from marketplace.market import adapters, rows, structure
+from marketplace.infra import rows
+from marketplace.infra.resilience import cache_add, cache_delete, publish_task
+from marketplace.market import adapters, structure
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from marketplace.market.resilience import cache_add, cache_delete, publish_task
 from simulator.market.engine import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,11 @@ class EngineContext:
     @property
     def signature(self) -> str:
         return f"{self.tree_map.signature}|{[t.pk for t in self.types]}"
+
+
+def active_job_ids(*, market_id: int) -> set[int]:
+    """Ids of the market's queued and running jobs (read by every tick that follows a bid)."""
+    return rows.ids_where(Job, equal={"market": market_id}, within=("status", Job.ACTIVE))
 
 
 def engine_context(market: Market) -> EngineContext:

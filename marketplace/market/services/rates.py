@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from marketplace.market import rows
+from marketplace.infra import rows
 from marketplace.market.models.allocation import RateSample
 from marketplace.market.models.queues import ResourceType
 

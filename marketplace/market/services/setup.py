@@ -9,10 +9,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.ledger.models import Account, Tenant
+from marketplace.ledger.models import Account
 from marketplace.ledger.services import account_deposit
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.market import new_structure_version
 
 DEFAULT_RESOURCES: Mapping[str, int] = {"map": 100, "reduce": 50}  # Abacus on Hadoop: map and reduce slots

@@ -24,8 +24,8 @@ and L = 4 s: 5.5 s + clearing time, documented as 10 s
 (``settings.MARKET_STALENESS_BOUND_S``; the integration tests assert it).
 
 Run by ``manage.py run_clock`` (in-process: works while the broker is down) and
-by Celery beat's ``sweep_markets_task``. It also purges expired idempotency keys,
-and runs the parts' sweep work (``market.hooks``; the lab publishes experiment and
+by Celery beat's ``sweep_markets_task``. It also runs the sweep work registered in
+``market.hooks`` (the ledger purges expired idempotency keys; the lab publishes experiment and
 simulation runs that are queued but not with the broker: their publication failed
 while the broker was down, or a failed attempt's retry is due).
 """
@@ -34,23 +34,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 
 from django.db.models import F
 
-from marketplace.ledger.idempotency import idempotency_purge
 from marketplace.market import hooks
 from marketplace.market.models.market import Market
 from marketplace.market.services.clearing import market_clear
 
 log = logging.getLogger(__name__)
 
-PURGE_EVERY_S = 600.0
-
 _SEEN: dict[int, int] = {}  # market id -> state_version it was behind at, at this process's previous sweep
 _LOCK = threading.Lock()
-_LAST_PURGE = [0.0]
 
 
 @dataclass
@@ -90,24 +85,11 @@ def market_sweep(*, grace: bool = True) -> SweepResult:
         result.outcomes[pk] = outcome.status
         if outcome.status == "cleared":
             log.warning("market %s: cleared by the sweeper (version %s; trigger lost or lease expired)", pk, outcome.state_version)
-    _purge_now_and_then()
-    result.requeued = hooks.run_sweep_work()  # the parts' own (the lab: runs whose publication failed)
+    result.requeued = hooks.run_sweep_work()  # the ledger's key purge, the parts' own (the lab: runs whose publication failed)
     return result
-
-
-def _purge_now_and_then() -> None:
-    now = time.monotonic()
-    if now - _LAST_PURGE[0] < PURGE_EVERY_S:
-        return
-    _LAST_PURGE[0] = now
-    try:
-        idempotency_purge()
-    except Exception:
-        log.exception("idempotency key purge failed")
 
 
 def sweeper_forget() -> None:
     """Forget what previous sweeps saw (tests; a new process starts empty)."""
     with _LOCK:
         _SEEN.clear()
-    _LAST_PURGE[0] = 0.0

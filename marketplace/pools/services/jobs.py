@@ -36,11 +36,13 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from marketplace.ledger.models import LedgerEntry, Tenant
-from marketplace.ledger.services import cura_money, money
+from marketplace.infra import rows
+from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.services import money, tenant_movements
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.validation import StateConflict
-from marketplace.pools.models import CuraJob, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
+from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.pools.services.pools import pool_settings_of
 from scheduler.cura.profiles import PAPER_PROFILES, PAPER_SIZES, JobProfile, Run, VMType, learn_profile
 from scheduler.cura.reconfig import ReconfigurationManager
@@ -204,10 +206,17 @@ def _place(job: CuraJob, types: list[VMInstanceType], p: Placement, status: str,
         job.finished_s = p.end
 
 
+def _money(*, tenant_id: int, cura_job_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
+    """Hold, charge or release money of a Cura job (paper 004): one account lock, and each entry
+    linked to the Cura job (``CuraLedgerLink``). Raises ValidationError like ``ledger.services.job_hold``."""
+    entries = tenant_movements(tenant_id=tenant_id, movements=movements, user=user)
+    rows.insert_rows(CuraLedgerLink, ("entry", "cura_job"), [(e.pk, cura_job_id) for e in entries])
+
+
 def _settle(job: CuraJob, amount: Decimal, memo: str = "") -> None:
     """Charge ``amount`` of the hold (never more than held) and release the rest."""
     amount = min(amount, job.held)
-    cura_money(tenant_id=job.tenant_id, cura_job_id=job.pk, movements=[
+    _money(tenant_id=job.tenant_id, cura_job_id=job.pk, movements=[
         (CHARGE, amount, memo or f"Cura job {job.pk}: its configuration's cost"),
         (RELEASE, job.held - amount, f"rest of the hold of Cura job {job.pk}"),
     ])
@@ -277,7 +286,7 @@ def cura_job_submit(
     if not placed and _earliest_on_timeline(driver.sched, sj, now) > sj.deadline + 1e-9:
         raise ValidationError({"deadline_in_s": _too_soon(_earliest_on_timeline(driver.sched, sj, now) - now)})
     hold = money(_dearest(driver.sched, sj))
-    cura_money(tenant_id=tenant.pk, cura_job_id=job.pk, movements=[(HOLD, hold, f"hold for Cura job {job.pk}")], user=user)
+    _money(tenant_id=tenant.pk, cura_job_id=job.pk, movements=[(HOLD, hold, f"hold for Cura job {job.pk}")], user=user)
     CuraJob.objects.filter(pk=job.pk).update(held=hold)
     _apply(market, types, driver, ev)
     _store(ps, types, driver)

@@ -148,13 +148,14 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
     cluster_advance(market_id=market.pk, seconds=400.0)
     assert {j.status for j in Job.objects.filter(tenant=alice)} >= {"finished", "cancelled"}
     from marketplace.auction import selectors as selectors_abacus
+    from marketplace.ledger.selectors import job_money
     from marketplace.market import selectors
 
     for page in (1, 2):
         got = alice_api.get(f"/api/jobs/?page={page}").json()
         jobs = list(selectors.tenant_jobs(tenant=alice)[(page - 1) * 50: page * 50])
         ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
-               "money": selectors.job_money(job_ids=[j.pk for j in jobs]),
+               "money": job_money(job_ids=[j.pk for j in jobs]),
                "slo": selectors_abacus.slo_status(market=market, jobs=[j for j in jobs if j.min_utility is not None])}
         expected = JobSerializer(jobs, many=True, context=ctx).data
         assert got["results"] == [dict(e) for e in expected]
@@ -163,11 +164,12 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
 
 def _serializer_json(job: Job, market) -> dict:  # type: ignore[no-untyped-def]
     from marketplace.auction import selectors as selectors_abacus
+    from marketplace.ledger.selectors import job_money
     from marketplace.market import selectors
 
     job = selectors.tenant_jobs(tenant=job.tenant).get(pk=job.pk)
     ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
-           "money": selectors.job_money(job_ids=[job.pk]),
+           "money": job_money(job_ids=[job.pk]),
            "slo": selectors_abacus.slo_status(market=market, jobs=[job] if job.min_utility is not None else [])}
     return dict(JobSerializer(job, context=ctx).data)
 

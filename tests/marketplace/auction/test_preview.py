@@ -13,10 +13,11 @@ from rest_framework.test import APIClient
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from marketplace.auction.selectors import utility_fits
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job
+from marketplace.market.models.tenants import Tenant
 from simulator.whatif.run import FB2009
 from simulator.workloads.traces import TraceJob, job_class
 

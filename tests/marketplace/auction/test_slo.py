@@ -15,10 +15,10 @@ from rest_framework.test import APIClient
 from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.ledger.models import Tenant
-from marketplace.market import selectors
+from marketplace.ledger.selectors import job_money
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 
@@ -63,7 +63,7 @@ def test_pool_status_is_shown_and_only_a_met_slo_is_charged(market: Market, alic
     # then the rich job met its SLO and paid; the poor one waited, missed it and paid nothing
     assert rich.achieved_utility >= 0.8 and rich.charged == Decimal("100")
     assert poor.achieved_utility < 0.6 and poor.charged == Decimal("0")
-    assert selectors.job_money(job_ids=[poor.pk])[poor.pk][0] == 0  # its hold was released
+    assert job_money(job_ids=[poor.pk])[poor.pk][0] == 0  # its hold was released
     body = alice_api.get(f"/api/jobs/{poor.pk}/").json()
     assert body["slo"]["met"] is False and body["achieved_utility"] == pytest.approx(poor.achieved_utility)
     page = client.get(reverse("job-detail", args=[poor.pk])).content.decode()

@@ -14,9 +14,9 @@ from scipy.optimize import lsq_linear  # type: ignore[import-untyped]
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.auction.services import bid_submit, utility_fit_adopt
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 

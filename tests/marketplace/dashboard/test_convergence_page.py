@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 
 

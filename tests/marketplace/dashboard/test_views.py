@@ -19,11 +19,12 @@ from django.urls import reverse
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
 from marketplace.dashboard.views import MAX_POINTS
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import FairnessSample, MarketSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.queues import Queue
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.web.shortcuts import PAGE_SIZE

@@ -18,9 +18,9 @@ from rest_framework.test import APIClient
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.fairshare import selectors as selectors_fairshare
-from marketplace.ledger.models import Tenant
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.web import charts

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services import experiments as svc
-from marketplace.ledger.models import Tenant
+from marketplace.market.models.tenants import Tenant
 from simulator import experiments
 from simulator.experiments import Experiment, figure, table
 

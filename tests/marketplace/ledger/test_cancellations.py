@@ -18,11 +18,12 @@ from django.db.models import Sum
 
 from marketplace.auction.services import WorkItem, bid_submit, job_cancel
 from marketplace.deadlines.services import deadline_book
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_deposit, ledger_reconcile
 from marketplace.market.models.allocation import RateSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
@@ -125,7 +126,7 @@ def test_a_cura_job_cancelled_while_running_pays_the_vm_seconds_it_held(market: 
     want = (Decimal(job.vms) * job.vm_type.price * Decimal(repr(ran))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
     assert ran == pytest.approx(100.0) and 0 < job.charged == want <= held
     assert job.held == 0
-    entry = LedgerEntry.objects.get(cura_job=job, kind="charge")
+    entry = LedgerEntry.objects.get(cura_link__cura_job=job, kind="charge")
     assert f"{job.vms} VMs" in entry.memo and "100 s of its run" in entry.memo
 
 
@@ -133,4 +134,4 @@ def test_a_cura_job_cancelled_before_it_ran_pays_nothing(market: Market, pools: 
     # a job reserved for later (or started this very instant): no VM-second has been used yet
     job = cura_job_cancel(job=cura_job_submit(tenant=pools, job_type=3, deadline_in_s=20000))
     assert job.status == CuraJob.Status.CANCELLED and job.charged == 0 and job.held == 0
-    assert not LedgerEntry.objects.filter(cura_job=job, kind="charge").exists()
+    assert not LedgerEntry.objects.filter(cura_link__cura_job=job, kind="charge").exists()

@@ -44,11 +44,12 @@ from rest_framework.test import APIClient
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import ledger_reconcile, money
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget
@@ -245,9 +246,10 @@ class MoneyMachine(RuleBasedStateMachine):
 
     @invariant()
     def each_cura_jobs_money_is_in_exactly_one_state(self) -> None:
+        linked = LedgerEntry.objects.filter(cura_link__cura_job__market=self.market)
         sums: dict[tuple[int, str], Decimal] = {
-            (r["cura_job_id"], r["kind"]): r["s"]
-            for r in LedgerEntry.objects.filter(cura_job__market=self.market).values("cura_job_id", "kind").annotate(s=Sum("amount"))
+            (r["cura_link__cura_job_id"], r["kind"]): r["s"]
+            for r in linked.values("cura_link__cura_job_id", "kind").annotate(s=Sum("amount"))
         }
         for job in CuraJob.objects.filter(market=self.market):
             hold = sums.get((job.pk, "hold"), Decimal(0))
@@ -336,7 +338,7 @@ def test_the_cura_rules_hold_charge_and_release(settings) -> None:  # type: igno
         machine.ledgers_reconcile_and_balances_are_non_negative()
         done = CuraJob.objects.get(pk=ran)
         assert done.status == CuraJob.Status.DONE and done.charged > 0
-        assert LedgerEntry.objects.get(cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
+        assert LedgerEntry.objects.get(cura_link__cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
         assert CuraJob.objects.get(pk=dropped).status == CuraJob.Status.CANCELLED
     finally:
         machine.teardown()

@@ -54,7 +54,7 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     # then each configured part is loaded once, in MARKET_PARTS order, by its name
     loaded = hooks.parts()
     assert [type(p).__module__ + "." + type(p).__qualname__ for p in loaded] == list(settings.MARKET_PARTS)
-    assert [p.name for p in loaded] == ["reservations", "deadlines", "pools", "lab"]
+    assert [p.name for p in loaded] == ["reservations", "deadlines", "pools", "lab", "ledger"]
     # and each overrides exactly the hooks the core used to call by name
     def overridden(p: hooks.MarketPart) -> set[str]:
         return {h for h in HOOK_NAMES if getattr(type(p), h) is not getattr(hooks.MarketPart, h)}
@@ -65,6 +65,7 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["deadlines"] == {"fixed_price_jobs", "promises", "price_points"}
     assert by_name["pools"] == {"tick_work"}
     assert by_name["lab"] == {"sweep_work"}
+    assert by_name["ledger"] == {"sweep_work"}  # expired idempotency keys are purged by the sweeper
     assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_report",
                                "engine_stepped", "tick_work", "sweep_work", "executions", "promises", "price_curve", "price_points"}
 

@@ -21,13 +21,13 @@ import pytest
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import account_deposit, ledger_reconcile, money
 from marketplace.management.commands.replay_trace import _advance_to
 from marketplace.market.adapters import offline_replay, resource_types
 from marketplace.market.models.allocation import AllocationSnapshot, PriceSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.config import market_configure, resource_capacity_set
 from marketplace.market.services.market import clearings_deferred

@@ -18,11 +18,11 @@ from django.core.management import call_command
 
 from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.deadlines.services import deadline_book, deadline_quote
-from marketplace.ledger.models import Tenant
 from marketplace.market import adapters
 from marketplace.market.models.allocation import RateSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import bidders_rate, one_unit_prices, price_level, realised_rates, reference_rate
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance

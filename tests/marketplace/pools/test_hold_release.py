@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import account_deposit, ledger_reconcile
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.jobs import cura_job_submit

@@ -19,9 +19,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import Sum
 
-from marketplace.ledger.models import LedgerEntry, Tenant
+from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_deposit, ledger_reconcile, money
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clock import cluster_advance
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
@@ -104,7 +105,7 @@ def test_money_hold_charge_release(market: Market, rich: Tenant) -> None:
     assert a.charged == money(a.vms * vm.price * runtime)
     assert b.charged == 0 and rich.account.held == 0
     assert rich.account.available == before - a.charged
-    sums = dict(LedgerEntry.objects.filter(cura_job=a).values_list("kind").annotate(s=Sum("amount")))
+    sums = dict(LedgerEntry.objects.filter(cura_link__cura_job=a).values_list("kind").annotate(s=Sum("amount")))
     assert sums["hold"] == sums["charge"] + sums["release"]
     with pytest.raises(ValidationError):
         cura_job_cancel(job=a)
@@ -130,7 +131,7 @@ def test_a_job_that_can_no_longer_meet_its_deadline_is_missed_and_released(marke
     cluster_advance(market_id=market.pk, until=10_000.0)
     missed = CuraJob.objects.get(pk=ids[1])
     assert missed.status == CuraJob.Status.MISSED and missed.start_s is None
-    sums = dict(LedgerEntry.objects.filter(cura_job=missed).values_list("kind").annotate(s=Sum("amount")))
+    sums = dict(LedgerEntry.objects.filter(cura_link__cura_job=missed).values_list("kind").annotate(s=Sum("amount")))
     assert missed.charged == 0 and missed.held == 0 and sums == {"hold": sums["hold"], "release": sums["hold"]}
     others = CuraJob.objects.filter(pk__in=[i for i in ids if i is not None]).exclude(pk=ids[1])
     assert {j.status for j in others} == {CuraJob.Status.DONE}

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import account_deposit
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
 from marketplace.pools.services.jobs import cura_job_submit
 from marketplace.pools.services.pools import pool_resize, pool_settings_of, pool_settings_update, pools_setup_paper, vm_type_save

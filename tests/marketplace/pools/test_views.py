@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import account_deposit
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.pools.models import CuraJob
 from marketplace.pools.services.pools import pool_settings_update, pools_setup_paper
 

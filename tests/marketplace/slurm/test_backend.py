@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
-from marketplace.ledger.models import Tenant
 from marketplace.ledger.services import ledger_reconcile
 from marketplace.market import hooks
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
+from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.slurm import services

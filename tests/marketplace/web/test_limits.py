@@ -16,7 +16,7 @@ import redis
 from django.contrib.auth.hashers import MD5PasswordHasher
 from rest_framework.test import APIClient
 
-from marketplace.market import resilience
+from marketplace.infra import resilience
 from marketplace.web import throttling
 
 PASSWORD = "pw-for-tests-1"  # tests.factories' password

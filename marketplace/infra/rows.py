@@ -20,8 +20,6 @@ from typing import Any
 
 from django.db import connection, models
 
-from marketplace.market.models.jobs import Job
-
 _MONEY_PLACES: dict[int, Decimal] = {}
 _NATIVE = frozenset({int, float, str, bool, type(None)})  # every driver binds these as they are
 
@@ -248,21 +246,20 @@ def _update_joined(model: type[models.Model], names: tuple[str, ...], keys: tupl
         cursor.execute(sql, _columns(fields, prepared))
 
 
-def active_job_ids(*, market_id: int) -> set[int]:
-    """Ids of the market's queued and running jobs (read by every tick that follows a bid)."""
-    status = column(Job, "status")
+def ids_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]]) -> set[int]:
+    """Ids of ``model``'s rows whose columns equal ``equal`` and whose ``within[0]`` is one of
+    ``within[1]`` (the clock's read of a market's active jobs, after every bid)."""
+    name, values = within
+    where = " AND ".join([*(f"{column(model, k)} = %s" for k in equal), f"{column(model, name)} IN ({', '.join(['%s'] * len(values))})"])
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id FROM {table(Job)} WHERE {column(Job, 'market')} = %s AND {status} IN (%s, %s)",
-            [market_id, *Job.ACTIVE],
-        )
+        cursor.execute(f"SELECT id FROM {table(model)} WHERE {where}", [*equal.values(), *values])
         return {int(r[0]) for r in cursor.fetchall()}
 
 
 def lock_suffix() -> str:
     """The row lock of a raw SELECT: PostgreSQL's ``FOR NO KEY UPDATE``, the lock an UPDATE of the
     row takes, which lets other transactions insert rows that reference it meanwhile (a bid's
-    new job its market, while a tick holds the market; ``models.locking``); SQLite locks the
+    new job its market, while a tick holds the market; ``infra.locking``); SQLite locks the
     database at ``BEGIN IMMEDIATE`` instead."""
     if connection.vendor == "postgresql":
         return " FOR NO KEY UPDATE"

@@ -1,4 +1,4 @@
-"""services.rows stores and reads exactly what the ORM would (the clock's hot path uses it)."""
+"""infra.rows stores and reads exactly what the ORM would (the clock's hot path uses it)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.db import transaction
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
+from marketplace.infra import rows
 from marketplace.ledger.models import LedgerEntry
-from marketplace.market import rows
 from marketplace.market.models.allocation import ShareSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
@@ -75,7 +75,7 @@ def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
     rows.update_rows(Job, ("status",), ("id", "status"), [(Job.Status.FINISHED, job.pk, Job.Status.QUEUED)])
     job.refresh_from_db()
     assert job.status == "running"
-    assert rows.active_job_ids(market_id=market.pk) == {job.pk}
+    assert rows.ids_where(Job, equal={"market": market.pk}, within=("status", Job.ACTIVE)) == {job.pk}
     assert rows.to_decimal(0.1 + 0.2, 4) == Decimal("0.3000")
 
 
@@ -105,7 +105,7 @@ def test_insert_instances_stores_what_save_would(market, alice):
 
 @pytest.mark.parametrize("name", ["Market", "Job", "ResourceType", "Queue", "Tenant", "Account"])
 def test_row_locks_on_rows_others_reference_are_no_key(name):
-    """models.locking: select_for_update on these models takes FOR NO KEY UPDATE, so inserts that
+    """infra.locking: select_for_update on these models takes FOR NO KEY UPDATE, so inserts that
     reference a locked row (a job its market) are not held up, and no FOR UPDATE waiter can
     deadlock with a transaction that references the row and then locks it."""
     import marketplace.models as m

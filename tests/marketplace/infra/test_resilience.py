@@ -16,8 +16,8 @@ from kombu.exceptions import OperationalError
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.celery import app
+from marketplace.infra import resilience
 from marketplace.ledger.models import LedgerEntry
-from marketplace.market import resilience
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market

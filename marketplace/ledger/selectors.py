@@ -1,0 +1,41 @@
+"""The ledger's reads: a tenant's account and entries, a job's entries and money (no writes here).
+
+A tenant or a job is passed as the core's model instance (``market.models``) or its id: the
+ledger filters on the foreign key and imports nothing of the core.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+from django.db.models import Model, QuerySet
+
+from marketplace.ledger.models import Account, LedgerEntry
+
+
+def tenant_ledger(*, tenant: Model) -> QuerySet[LedgerEntry]:
+    """A tenant's ledger entries, newest first, with their jobs."""
+    return LedgerEntry.objects.filter(account__tenant=tenant).select_related("job").order_by("-id")
+
+
+def job_money(*, job_ids: list[int]) -> dict[int, tuple[Decimal, Decimal]]:
+    """job id -> (amount held now, amount charged), from the ledger."""
+    held: defaultdict[int, Decimal] = defaultdict(Decimal)
+    charged: defaultdict[int, Decimal] = defaultdict(Decimal)
+    entries = LedgerEntry.objects.filter(job_id__in=job_ids).values_list("job_id", "kind", "amount", "held_delta")
+    for job_id, kind, amount, held_delta in entries:
+        held[job_id] += held_delta
+        if kind == LedgerEntry.Kind.CHARGE:
+            charged[job_id] += amount
+    return {j: (held[j], charged[j]) for j in job_ids}
+
+
+def account_of(*, tenant: Model) -> Account:
+    """The tenant's account (Account.DoesNotExist if it has none)."""
+    return Account.objects.get(tenant=tenant)
+
+
+def job_ledger(*, job: Model) -> QuerySet[LedgerEntry]:
+    """A job's ledger entries (hold, charge, release), oldest first."""
+    return LedgerEntry.objects.filter(job=job).order_by("id")
