@@ -13,11 +13,11 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from marketplace.celery import app
+from marketplace.infra import resilience
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services import experiments as exp
 from marketplace.lab.services import runs
 from marketplace.lab.services import simulations as svc
-from marketplace.market import resilience
 from marketplace.market.services.sweeper import market_sweep, sweeper_forget
 from simulator import experiments
 from simulator.whatif.run import FB2009
