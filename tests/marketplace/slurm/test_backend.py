@@ -5,6 +5,7 @@ Slurm that lost its jobs; cores held by jobs that did not come from the market."
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -260,3 +261,28 @@ def test_the_pages_and_the_cluster_api_show_what_runs_on_slurm(market, alice, sl
     slurm.down = True
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     assert "Cluster unreachable since" in client.get("/").content.decode()
+
+
+def test_an_era_reservation_is_a_slurm_advance_reservation_its_tasks_run_in(market, alice, slurm,
+                                                                            django_capture_on_commit_callbacks) -> None:
+    from marketplace.reservations.services import reservation_accept, reservation_quote
+
+    # given an accepted ERA reservation of 2 map units for 300 s, its window opening at 60 s
+    r = reservation_accept(quote=reservation_quote(tenant=alice, resource_type="map", units=2, duration=300, arrival=60,
+                                                   deadline=3600))
+    # when the clock ticks, Slurm holds a reservation of those cores for that window (as wall time)
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    held = {x.name: x for x in slurm.reservations()}
+    name = f"mkt{market.pk}-job{r.job_id}-map"
+    assert name in held and held[name].cores == 2 and held[name].partition == "map"
+    window = (held[name].end - held[name].start).total_seconds()  # Slurm's durations are whole minutes
+    assert window == max(60, math.ceil((r.end - max(r.start, market.sim_time)) / market.clock_speed))
+    # and once the window opens, the reserved job's tasks are submitted into it
+    _tick(market, r.start + 1.0, django_capture_on_commit_callbacks)
+    tasks = SlurmTask.objects.filter(job_id=r.job_id)
+    assert tasks.exists() and set(tasks.values_list("reservation", flat=True)) == {name}
+    assert {j.reservation for j in slurm.by_comment(tasks.first().key)} == {name}
+    # when the job is cancelled, the Slurm reservation is deleted: the market and Slurm agree
+    job_cancel(job=Job.objects.get(pk=r.job_id))
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    assert name not in {x.name for x in slurm.reservations()}
