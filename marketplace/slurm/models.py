@@ -20,8 +20,9 @@ class SlurmTask(models.Model):
     """One task of a market job as Slurm runs it: one element of the array submitted for its batch.
 
     ``batch_key`` is the engine's batch key (``simulator.cluster``); ``key`` (the array's idempotency
-    key, in its ``--comment``) is ``mkt<market>-t<pk of the batch's first row>``, unique for good even
-    when an engine restarts its batch numbering. ``sim_start`` and ``duration`` are simulated seconds;
+    key, in its ``--comment``) is ``mkt<market>-<token>-t<pk of the batch's first row>``, unique for good
+    even when an engine restarts its batch numbering, and apart from another database's keys on the
+    same Slurm (``SlurmStatus.token``). ``sim_start`` and ``duration`` are simulated seconds;
     ``submitted_at`` .. ``ended_at`` are wall-clock times Slurm reported.
     """
 
@@ -112,6 +113,7 @@ class SlurmStatus(models.Model):
     partitions = models.JSONField(default=list, blank=True)
     foreign_cpus = models.JSONField(default=dict, blank=True, help_text="Partition -> cores held by jobs not from the market.")
     polled_at = models.DateTimeField(null=True, blank=True)
+    token = models.CharField(max_length=12, blank=True, help_text="This installation's mark in its task keys (a Slurm may serve several).")
     anchor_wall = models.DateTimeField(null=True, blank=True, help_text="Wall time of the last tick's end ...")
     anchor_sim = models.FloatField(default=0.0, help_text="... and the market clock then: maps Slurm's times to the market's.")
 

@@ -79,9 +79,10 @@ def differences(*, market: Market, client: SlurmClient) -> list[Difference]:
     Raises:
         SlurmUnavailable: the controller did not answer.
     """
-    jobs = [j for j in client.jobs() if j.comment.startswith(f"mkt{market.pk}-")]
+    prefix = f"mkt{market.pk}-{_token(market)}-"
+    jobs = [j for j in client.jobs() if j.comment.startswith(prefix)]
     out = _task_differences(market, jobs)
-    out += _reservation_differences(market, {r.name: r for r in client.reservations()})
+    out += _reservation_differences(market, {r.name: r for r in client.reservations()}, prefix)
     out += _capacity_differences(market, {p.name: p for p in client.partitions()})
     return out
 
@@ -105,7 +106,12 @@ def _task_differences(market: Market, jobs: list[SlurmJob]) -> list[Difference]:
     return out
 
 
-def _reservation_differences(market: Market, held: dict[str, Any]) -> list[Difference]:
+def _token(market: Market) -> str:
+    status = SlurmStatus.objects.filter(market=market).only("token").first()
+    return status.token if status is not None and status.token else "none"
+
+
+def _reservation_differences(market: Market, held: dict[str, Any], prefix: str) -> list[Difference]:
     out: list[Difference] = []
     ours = {r.name: r for r in SlurmReservation.objects.filter(market=market)}
     for name, r in ours.items():
@@ -114,7 +120,7 @@ def _reservation_differences(market: Market, held: dict[str, Any]) -> list[Diffe
         elif name in held and held[name].cores != r.units:
             out.append(Difference("reservation size", name, f"{r.units} cores", f"{held[name].cores} cores", True))
     for name in held:
-        if name.startswith(f"mkt{market.pk}-") and name not in ours:
+        if name.startswith(prefix) and name not in ours:
             out.append(Difference("reservation unknown to the market", name, "none", "held", True))
     return out
 

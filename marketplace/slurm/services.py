@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -123,8 +124,26 @@ def sim_at(market: Market, wall: datetime) -> float:
     return at + (wall - base).total_seconds() * market.clock_speed
 
 
-def _anchor_set(market: Market, sim: float) -> None:
-    SlurmStatus.objects.update_or_create(market_id=market.pk, defaults={"anchor_wall": timezone.now(), "anchor_sim": sim})
+def key_prefix(market_id: int) -> str:
+    """``mkt<market>-<token>-``: what starts every task key and reservation name of this market in this
+    installation (another database's market 1 on the same Slurm has another token)."""
+    status, _ = SlurmStatus.objects.get_or_create(market_id=market_id)
+    if not status.token:
+        status.token = uuid.uuid4().hex[:8]
+        status.save(update_fields=["token"])
+    return f"mkt{market_id}-{status.token}-"
+
+
+def _anchor_set(market: Market, sim: float) -> str:
+    """Record the tick's anchor; returns the installation's token for task keys (made on first use)."""
+    status, _ = SlurmStatus.objects.get_or_create(market_id=market.pk)
+    status.anchor_wall, status.anchor_sim = timezone.now(), sim
+    fields = ["anchor_wall", "anchor_sim"]
+    if not status.token:
+        status.token = uuid.uuid4().hex[:8]
+        fields.append("token")
+    status.save(update_fields=fields)
+    return status.token
 
 
 # ------------------------------------------------------------------------------ 1. poll
@@ -149,7 +168,7 @@ def slurm_poll(*, market_id: int) -> SlurmStatus:
         status.reachable, status.error, status.polled_at = False, str(exc)[:300], now
         status.save()
         return status
-    ours = _tasks_update(market_id, jobs, now)
+    ours = _tasks_update(market_id, jobs, now, key_prefix(market_id))
     status.reachable, status.unreachable_since, status.error, status.version, status.polled_at = True, None, "", version, now
     status.partitions = [p.as_json() for p in partitions]
     status.nodes = [n.as_json() for n in nodes]
@@ -159,9 +178,9 @@ def slurm_poll(*, market_id: int) -> SlurmStatus:
     return status
 
 
-def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime) -> set[int]:
-    """Each live task row takes Slurm's state; returns the Slurm job ids that are the market's."""
-    by_key: dict[tuple[str, int], SlurmJob] = {(j.comment, j.array_task_id): j for j in jobs if j.comment.startswith("mkt")}
+def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime, prefix: str) -> set[int]:
+    """Each live task row takes Slurm's state; returns the Slurm job ids that are this market's."""
+    by_key: dict[tuple[str, int], SlurmJob] = {(j.comment, j.array_task_id): j for j in jobs if j.comment.startswith(prefix)}
     live = list(SlurmTask.objects.filter(market_id=market_id, state__in=(*SlurmTask.LIVE, SlurmTask.State.CANCELLING)))
     changed: list[SlurmTask] = []
     for task in live:
@@ -175,7 +194,7 @@ def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime) -> se
         if _take_state(task, job):
             changed.append(task)
     SlurmTask.objects.bulk_update(changed, ["state", "slurm_job_id", "slurm_state", "reason", "exit_code", "started_at", "ended_at"])
-    return {j.job_id for j in jobs if j.comment.startswith("mkt")}
+    return {j.job_id for j in jobs if j.comment.startswith(prefix)}
 
 
 def _take_state(task: SlurmTask, job: SlurmJob) -> bool:
@@ -277,7 +296,7 @@ def _groups(rows: Iterable[SlurmTask]) -> list[tuple[tuple[int, str], list[Slurm
 def launches_record(*, market: Market, engine: MarketEngine, types: list[ResourceType]) -> int:
     """Rows for the batches the tick's engine started, and kills marked for scancel (module step 3).
     Returns the number of task rows written. Registers :func:`slurm_dispatch` after the commit."""
-    _anchor_set(market, engine.now)  # this tick's end: the wall time its clock stands for
+    token = _anchor_set(market, engine.now)  # this tick's end: the wall time its clock stands for
     launches, kills = engine.take_launches(), engine.take_kills()
     if kills:
         SlurmTask.objects.filter(market_id=market.pk, batch_key__in=list(kills), state__in=SlurmTask.LIVE).update(
@@ -299,7 +318,7 @@ def launches_record(*, market: Market, engine: MarketEngine, types: list[Resourc
                           sim_start=launch.start, duration=launch.duration_s, wall_seconds=wall, attempt=attempt)
                 for i in range(launch.units)]
         first = SlurmTask.objects.bulk_create(rows[:1])[0]
-        key = f"mkt{market.pk}-t{first.pk}"
+        key = f"mkt{market.pk}-{token}-t{first.pk}"
         SlurmTask.objects.filter(pk=first.pk).update(key=key)
         for r in rows[1:]:
             r.key = key
@@ -399,12 +418,13 @@ def reservations_sync(*, market_id: int) -> tuple[int, int]:
     market = Market.objects.defer("engine_state").get(pk=market_id)
     types = resource_types(market_id)
     now = market.sim_time
+    prefix = key_prefix(market_id)
     wanted: dict[str, tuple[int, ResourceType, int, float, float]] = {}
     for promise in hooks.promised_windows(market, types, now, math.inf):
         if promise.end <= now or promise.job_id is None:
             continue
         rt = types[promise.j]
-        name = f"mkt{market_id}-job{promise.job_id}-{rt.name}"
+        name = f"{prefix}job{promise.job_id}-{rt.name}"
         wanted[name] = (promise.job_id, rt, promise.units, max(promise.start, now), promise.end)
     have = {r.name: r for r in SlurmReservation.objects.filter(market_id=market_id)}
     created = deleted = 0

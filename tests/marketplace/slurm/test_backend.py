@@ -70,7 +70,7 @@ def test_a_bid_runs_as_a_slurm_array_departs_when_slurm_says_and_is_charged(mark
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     tasks = list(SlurmTask.objects.filter(job=job))
     assert len(tasks) == 3 and {t.state for t in tasks} == {SlurmTask.State.SUBMITTED} and {t.partition for t in tasks} == {"map"}
-    assert slurm.submissions == [(tasks[0].key, 3)] and tasks[0].key.startswith(f"mkt{market.pk}-t")
+    assert slurm.submissions == [(tasks[0].key, 3)] and tasks[0].key.startswith(services.key_prefix(market.pk))
     assert {t.command for t in tasks} == {"sleep"} and tasks[0].wall_seconds == pytest.approx(60.0 / market.clock_speed)
     # and ticks while Slurm runs them change nothing: the model does not end them by their duration
     slurm.schedule()
@@ -273,7 +273,7 @@ def test_an_era_reservation_is_a_slurm_advance_reservation_its_tasks_run_in(mark
     # when the clock ticks, Slurm holds a reservation of those cores for that window (as wall time)
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     held = {x.name: x for x in slurm.reservations()}
-    name = f"mkt{market.pk}-job{r.job_id}-map"
+    name = f"{services.key_prefix(market.pk)}job{r.job_id}-map"
     assert name in held and held[name].cores == 2 and held[name].partition == "map"
     window = (held[name].end - held[name].start).total_seconds()  # Slurm's durations are whole minutes
     assert window == max(60, math.ceil((r.end - max(r.start, market.sim_time)) / market.clock_speed))
