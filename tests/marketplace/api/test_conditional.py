@@ -140,7 +140,7 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
     cancelled and with an SLO, on both pages."""
     for k in range(55):
         bid_submit(tenant=alice, budget=str(Decimal("0.3001") * (k + 1)), work=WORK if k % 2 else WORK[:1], name=f"j{k}",
-                   utility="log" if k % 3 == 0 else "linear", min_utility=0.2 if k % 5 == 0 else None)
+                   utility="log" if k % 3 == 0 else "linear", min_utility=(-0.5 if k % 3 == 0 else 0.2) if k % 5 == 0 else None)
     market_clear(market_id=market.pk)
     cluster_advance(market_id=market.pk, seconds=90.0)
     job_cancel(job=Job.objects.filter(tenant=alice, status__in=Job.ACTIVE).order_by("id").last())
@@ -174,7 +174,7 @@ def _serializer_json(job: Job, market) -> dict:  # type: ignore[no-untyped-def]
     return dict(JobSerializer(job, context=ctx).data)
 
 
-@pytest.mark.parametrize("extra", [{}, {"min_utility": 0.2, "utility": "log"}, {"budget": "0.3001"}], ids=["plain", "slo", "odd budget"])
+@pytest.mark.parametrize("extra", [{}, {"min_utility": -0.5, "utility": "log"}, {"budget": "0.3001"}], ids=["plain", "slo", "odd budget"])
 def test_a_bid_and_a_cancellation_answer_the_serializers_output(alice_api, alice, market, extra):
     """Oracle: the answer to POST /api/jobs/ (built from the objects the bid wrote, not read back)
     and to its cancellation (read back) equal JobSerializer's JSON of the job read from the database
