@@ -174,7 +174,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
         """No filter and no ordering asked (the pollers' usual request): the list as it is, newest
-        first (``selectors.tenant_jobs``), without building the filter form."""
+        first (``market.selectors.tenant_jobs``), without building the filter form."""
         if self.action == "list" and not set(self.request.query_params) - {"page", "page_size", "format"}:
             return queryset
         return super().filter_queryset(queryset)
@@ -261,7 +261,7 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
 
 def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:
     """``JobSerializer(job).data`` for a bid placed in the current transaction, from the objects
-    ``services.bids.bid_submit`` wrote instead of reading them back: its work rows are ``works``
+    ``auction.services.bid_submit`` wrote instead of reading them back: its work rows are ``works``
     (with their resource types), all of its budget is held and nothing charged, and it has no
     share yet (no Plan has seen it: its clearing runs after the commit)."""
     work_rows = [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
@@ -270,7 +270,7 @@ def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str,
 
 
 def cancelled_job_dict(job: Job, market: Market) -> dict[str, Any]:
-    """``JobSerializer(job).data`` for a job ``services.bids.job_cancel`` has just cancelled (``job``
+    """``JobSerializer(job).data`` for a job ``auction.services.job_cancel`` has just cancelled (``job``
     as it returned it, read under the lock and updated): nothing is held any more (the whole hold
     was released); its work rows and its share in the latest Plan are read."""
     return _format([_row(job)], market, _work_rows([job.pk]), {job.pk: (Decimal("0"), job.charged)},

@@ -1,7 +1,7 @@
 """Bids: submitting and cancelling jobs (paper 000, Sec. 3: a budget and a utility).
 
 Data flow: validate, then in one transaction lock the market row and bump its state
-version (one statement: ``services.market.market_lock_and_bump``), write the job with
+version (one statement: ``market.services.market.market_lock_and_bump``), write the job with
 its work and place the budget hold; after commit, the clearing is enqueued.
 """
 
@@ -34,7 +34,7 @@ MAX_TASK_DURATION_S = 7 * 24 * 3600.0
 
 
 def parse_budget(value: object) -> Decimal:
-    """A positive, finite money amount with at most 4 decimals (``validation.parse_decimal_strict``).
+    """A positive, finite money amount with at most 4 decimals (``market.validation.parse_decimal_strict``).
 
     Raises:
         ValidationError: {"budget": ...} for non-numeric (including non-ASCII digits,
@@ -224,7 +224,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     """Cancel an active job; the cluster drops its tasks at the next tick (its running tasks are killed).
 
     Money (docs/economy.md, "Cancellations"): a job at a price fixed at acceptance (an ERA
-    reservation, a deadline booking: ``hooks.fixed_price_jobs``) keeps that
+    reservation, a deadline booking: ``market.hooks.fixed_price_jobs``) keeps that
     price paid and gets the rest of its hold back; an auction job pays for the service it received,
     :func:`cancellation_charge` (its budget times the fraction of its work done, at most its hold),
     and gets the rest back. The ledger memo names what was paid for; the payment adds to the spot

@@ -1,6 +1,6 @@
 """Pages for Abacus's tenant extras (paper 000, Secs. 5-6): utility fits and the price preview.
 
-Thin views: reads through ``selectors_abacus``, writes through ``services.utility``.
+Thin views: reads through ``auction.selectors``, writes through ``auction.services.utility_fit_adopt``.
 """
 
 from __future__ import annotations

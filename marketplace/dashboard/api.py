@@ -2,7 +2,7 @@
 
 ``GET /api/staff/jobs/`` (staff and cluster managers: read-only, every tenant) and
 ``POST /api/staff/ledger/adjust/`` (staff only; ``Idempotency-Key`` like the other money
-POSTs; field errors per field; one audited ledger entry, ``services.ledger_adjust``).
+POSTs; field errors per field; one audited ledger entry, ``ledger.services.account_adjust``).
 """
 
 from __future__ import annotations

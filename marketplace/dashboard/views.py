@@ -1,6 +1,6 @@
 """Staff pages: every tenant's jobs, and crediting or debiting an account with a reason.
 
-Both read through ``selectors_visibility`` / write through ``services.ledger_adjust``;
+Both read through ``selectors_visibility`` / write through ``ledger.services.account_adjust``;
 a non-staff user gets 403 (the navigation does not offer these links to them).
 """
 

@@ -48,7 +48,7 @@ def account_deposit(*, account: Account, amount: Decimal, memo: str = "", user: 
 
 def tenant_post(*, tenant_id: int, kind: str, amount: Decimal, memo: str, user: object) -> LedgerEntry:
     """One movement without a job on a tenant's account, in a savepoint of its own
-    (``services.ledger_adjust``'s credits and debits)."""
+    (``account_adjust``'s credits and debits)."""
     return _post_many(tenant_id=tenant_id, job=None, movements=[(kind, amount, memo)], user=user, savepoint=True)[0]
 
 
@@ -116,7 +116,7 @@ def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
 
 
 def cura_money(*, tenant_id: int, cura_job_id: int, movements: list[tuple[str, Decimal, str]], user: object = None) -> None:
-    """Hold, charge or release money of a Cura job (paper 004; ``services.cura``): one
+    """Hold, charge or release money of a Cura job (paper 004; ``pools.services.jobs``): one
     account lock, entries linked to the Cura job. Raises ValidationError like :func:`job_hold`."""
     _post_many(tenant_id=tenant_id, job=None, movements=[m for m in movements if m[1] > 0], user=user, cura_job_id=cura_job_id)
 
@@ -271,10 +271,10 @@ def ledger_reconcile(*, account: Account) -> list[str]:
     return problems
 
 
-MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (services.bids.MAX_BUDGET)
+MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (auction.services.MAX_BUDGET)
 
 
-PLACES = 4  # the ledger's decimal places (models.accounts.MONEY)
+PLACES = 4  # the ledger's decimal places (ledger.models.MONEY)
 
 
 QUANTUM = Decimal(1).scaleb(-PLACES)

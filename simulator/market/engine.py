@@ -42,7 +42,7 @@ from simulator.integrals import ShareIntegrals
 from simulator.market.records import Bid, Charge, MarketConfig, StepReport
 from simulator.records import JobFinished, JobSpec
 
-__all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in market_records
+__all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
 
 STATE_FORMAT = 1
 

@@ -1,6 +1,6 @@
 """``manage.py simulate``: a simulation-lab study without the web, for scripts and CI.
 
-The same validation (``services.simulations.simulation_plan``), the same pure run
+The same validation (``lab.services.simulations.simulation_plan``), the same pure run
 (the registered ``simulation`` experiment) and the same result files as the pages
 (``marketplace.lab.files``): ``summary.csv``, ``study.json`` and one
 ``run-<n>-jobs.csv`` per run, under ``--out``. Runs go one after the other in

@@ -19,8 +19,8 @@ The paper does not give the number of tasks per job nor the cluster's slots
   "about 6:1" from its task times alone (60 s : 10 s); a job's map:reduce work
   is in its task-time ratio only with as many reduce tasks as map tasks.
 * ``CAPACITY`` equal for map and reduce: Hadoop 0.20's task trackers offer the
-  same number of map and reduce slots (``mapred.tasktracker.{map,reduce}.
-  tasks.maximum``, 2 and 2 by default) on every node.
+  same number of map and reduce slots (``mapred.tasktracker.map.tasks.maximum``
+  and ``...reduce.tasks.maximum``, 2 and 2 by default) on every node.
 * The load: 10 tasks per job on 20 + 20 slots put the offered load at about
   124 % of the map slots and 93 % of the reduce slots, so a backlog builds in
   the 30 minutes and drains after. Fig. 10 needs one: its total completion
