@@ -10,12 +10,12 @@ class MarketplaceConfig(AppConfig):
         # Register the Celery tasks in every process (web, worker, commands):
         # services enqueue them by name and never import this module.
         # The parts plug into the core's clearing, tick and sweeper (market.hooks): the core names no part.
-        from marketplace.deadlines import hooks as deadline_hooks
-        from marketplace.lab import hooks as lab_hooks
-        from marketplace.lab import tasks as lab_tasks  # noqa: F401
-        from marketplace.market import tasks as market_tasks  # noqa: F401
-        from marketplace.pools import hooks as pool_hooks
-        from marketplace.reservations import hooks as reservation_hooks
+        import marketplace.deadlines.hooks
+        import marketplace.lab.hooks
+        import marketplace.lab.tasks
+        import marketplace.market.tasks
+        import marketplace.pools.hooks
+        import marketplace.reservations.hooks
 
-        for part in (reservation_hooks, deadline_hooks, pool_hooks, lab_hooks):
-            part.register()
+        for part in (marketplace.reservations, marketplace.deadlines, marketplace.pools, marketplace.lab):
+            part.hooks.register()

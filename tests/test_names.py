@@ -255,3 +255,33 @@ def unbound_compounds() -> list[str]:
 def test_comments_and_docstrings_name_no_compound_that_is_gone() -> None:
     gone = unbound_compounds()
     assert not gone, "layer-and-part compounds that name nothing:\n" + "\n".join(gone)
+
+
+# a layer's name and its singular (``market_service``)
+LAYER_WORDS = LAYERS | {layer.removesuffix("s") for layer in LAYERS}
+
+
+def compound_aliases() -> list[str]:
+    """``path:line: import`` for every import of a project module under an alias that joins a layer's name
+    to another word (``selectors as selectors_abacus``, ``hooks as deadline_hooks``): the layer-and-part
+    compound the layout removed from module names, brought back as a name in the code."""
+    out = []
+    for folder in (*TOPS, "tests", "bench"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    pairs = [(f"{node.module}.{a.name}", a.asname) for a in node.names]
+                elif isinstance(node, ast.Import):
+                    pairs = [(a.name, a.asname) for a in node.names]
+                else:
+                    continue
+                for target, alias in pairs:
+                    words = alias.split("_") if alias else []
+                    if target in MODULES and len(words) > 1 and set(words) & LAYER_WORDS:
+                        out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target} as {alias}")
+    return out
+
+
+def test_no_import_alias_brings_back_a_compound_name() -> None:
+    found = compound_aliases()
+    assert not found, "aliases that join a layer to a part; import the names, or the module by its path:\n" + "\n".join(found)

@@ -128,7 +128,7 @@ def audience(request: Request, scope: str) -> str:
     """Who an answer is for: the user (``scope="user"``), or the role (``"market"``: staff or any
     other login). A ``"market"`` view may differ only between staff and the rest (the market
     state's staff fields); one that shows a cluster manager or a tenant more than public data
-    (``selectors_visibility``) takes ``scope="user"``, as the allocation does."""
+    (``market.visibility``) takes ``scope="user"``, as the allocation does."""
     user = request.user
     if scope == "user":
         return f"user:{user.pk}"

@@ -25,9 +25,8 @@ from marketplace.api.conventions import created, request_tenant, service_errors,
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.auction import api as job_list
-from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
+from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
 from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
 from marketplace.ledger.models import Tenant
@@ -41,7 +40,7 @@ class AdoptSerializer(serializers.Serializer):
     job_class = serializers.CharField(max_length=120)
 
 
-def _fit_json(c: selectors_abacus.ClassFit) -> dict[str, Any]:
+def _fit_json(c: ClassFit) -> dict[str, Any]:
     fit = c.fit
     return {
         "job_class": c.job_class, "utility": c.utility, "jobs": c.jobs, "jobs_needed": c.needed,
@@ -59,7 +58,7 @@ class UtilityFitsView(APIView):
 
     @extend_schema(responses=None)
     def get(self, request: Request) -> Response:
-        return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=request_tenant(request))])
+        return Response([_fit_json(c) for c in utility_fits(tenant=request_tenant(request))])
 
 
 def _valid_bid(request: Request, tenant: Tenant) -> tuple[dict[str, Any], list[WorkItem]]:
@@ -100,7 +99,7 @@ class UtilityAdoptView(APIView):
                          "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
 
 
-def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
+def _preview_json(preview: Preview) -> dict[str, Any]:
     at = preview.at_entered
     return {
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
@@ -131,7 +130,7 @@ class BidPreviewView(APIView):
         try:
             if d.get("use_adopted_utility"):
                 work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
-            preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+            preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
                                                    min_utility=d.get("min_utility"))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
@@ -182,8 +181,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @conditional(scope="user", market="tenant")
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         tenant = request_tenant(request)
-        rows = self.paginate_queryset(self.filter_queryset(job_list.page_values(self.get_queryset())))
-        return self.get_paginated_response(job_list.job_dicts(list(rows), tenant_market(tenant, request)))
+        rows = self.paginate_queryset(self.filter_queryset(page_values(self.get_queryset())))
+        return self.get_paginated_response(job_dicts(list(rows), tenant_market(tenant, request)))
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         job = self.get_object()
@@ -194,7 +193,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         slo_jobs = [j for j in jobs if j.min_utility is not None]
         if not slo_jobs:
             return {}
-        return dict(selectors_abacus.slo_status(market=tenant_market(request_tenant(self.request)), jobs=slo_jobs))
+        return dict(slo_status(market=tenant_market(request_tenant(self.request)), jobs=slo_jobs))
 
     @extend_schema(request=BidSerializer, responses={201: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -207,7 +206,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                              use_adopted_utility=d.get("use_adopted_utility", False))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return created(request, job_list.placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
+        return created(request, placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
 
     @staticmethod
     def location_of(body: dict[str, Any]) -> str:
@@ -223,7 +222,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             job = job_cancel(job=job, user=request.user)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(job_list.cancelled_job_dict(job, job.market))
+        return Response(cancelled_job_dict(job, job.market))
 
 
 # JobSerializer's plain model fields, in its order (queue, held, work, shares and slo are computed).
@@ -325,7 +324,7 @@ def _slo(rows: list[dict[str, Any]], market: Market) -> dict[int, dict[str, obje
     jobs = [Job(id=r["id"], status=r["status"], utility=r["utility"], min_utility=r["min_utility"],
                 achieved_utility=r["achieved_utility"]) for r in slo_rows]
     out = {}
-    for pk, slo in selectors_abacus.slo_status(market=market, jobs=jobs).items():
+    for pk, slo in slo_status(market=market, jobs=jobs).items():
         out[pk] = {"in_pool": slo.in_pool, "predicted_utility": slo.predicted, "achieved_utility": slo.achieved,
                    "met": slo.met}
     return out

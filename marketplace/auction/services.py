@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Sum
 
-from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import AdoptedUtility, WorkItem
+from marketplace.auction.selectors import class_training_data
 from marketplace.ledger.models import Tenant
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
@@ -307,7 +307,7 @@ def utility_fit_adopt(*, tenant: Tenant, job_class: str, user: object = None) ->
     if not job_class:
         raise ValidationError({"job_class": "Name the job class to adopt a fit for."})
     types = [t.name for t in adapters.resource_types(tenant.market_id)]
-    kind, points = selectors_abacus.class_training_data(tenant=tenant, job_class=job_class, types=types)
+    kind, points = class_training_data(tenant=tenant, job_class=job_class, types=types)
     if len(points) < len(types):
         raise ValidationError({"job_class": f"{len(points)} completed job(s) of class {job_class!r}; a fit needs at least {len(types)}."})
     fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)

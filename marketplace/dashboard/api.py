@@ -39,8 +39,7 @@ from marketplace.dashboard.serializers import (
 )
 from marketplace.ledger.models import LedgerEntry, Tenant
 from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
-from marketplace.market import roles, selectors
-from marketplace.market import visibility as selectors_visibility
+from marketplace.market import roles, selectors, visibility
 from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.prices import rate_series
@@ -90,8 +89,8 @@ class StaffJobsView(generics.ListAPIView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return Job.objects.none()
-        viewer = selectors_visibility.viewer_of(user=self.request.user)
-        return selectors_visibility.staff_job_list(market=selectors.market_default(), viewer=viewer).select_related("tenant")
+        viewer = visibility.viewer_of(user=self.request.user)
+        return visibility.staff_job_list(market=selectors.market_default(), viewer=viewer).select_related("tenant")
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -180,13 +179,13 @@ class AllocationView(APIView):
 
     Staff and cluster managers get every active job (``scope`` "all"); a tenant gets its
     own jobs and, for the others, only the per-queue totals (``scope`` "own"; see
-    ``selectors_visibility``)."""
+    ``market.visibility``)."""
 
     @extend_schema(responses=AllocationSerializer)
     @conditional(scope="user")
     def get(self, request: Request) -> Response:
         market = default_market(request)
-        view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
+        view = visibility.allocation_for(market=market, viewer=visibility.viewer_of(user=request.user))
         snap = selectors.latest_snapshot(market=market)
         return Response({
             "sim_time": market.sim_time,

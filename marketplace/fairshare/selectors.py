@@ -98,7 +98,7 @@ def job_waiting(*, job: Job) -> dict[str, Any] | None:
             continue
         r = explain_wait(cluster, job.pk, j)
         ahead = {row["id"]: row for row in Job.objects.filter(pk__in=r.jobs_ahead).values("id", "name", "budget", "tenant_id")}
-        # Privacy (selectors_visibility): another tenant's job ahead is shown without its id,
+        # Privacy (market.visibility): another tenant's job ahead is shown without its id,
         # name or budget; the sum of the budgets ahead is an aggregate and stays.
         mine = {pk for pk, row in ahead.items() if row["tenant_id"] == job.tenant_id}
         names = {pk: (row["name"] or f"#{pk}") if pk in mine else OTHER_TENANT_JOB for pk, row in ahead.items()}
