@@ -1,4 +1,4 @@
-"""Paper 000, Sec. 7.1.2, Fig. 9b (issue 10, item 6b): user 3's reported map:reduce weight
+"""Paper 000, Sec. 7.1.2, Fig. 9b: user 3's reported map:reduce weight
 ratio against every user's job efficiency, with 95 % confidence intervals over seeds, and
 the set-up's knobs exposed for a sensitivity study.
 

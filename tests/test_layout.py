@@ -1,4 +1,4 @@
-"""The layout holds (issue 21; README "Layout"): one package per part of the market, imports only
+"""The layout holds (README "Layout"): one package per part of the market, imports only
 along the arrows the README's table allows, no part reaching into another's internals, Django
 glue alone at the top of ``marketplace/``, and no module named by a part-and-layer compound.
 

@@ -285,3 +285,33 @@ def compound_aliases() -> list[str]:
 def test_no_import_alias_brings_back_a_compound_name() -> None:
     found = compound_aliases()
     assert not found, "aliases that join a layer to a part; import the names, or the module by its path:\n" + "\n".join(found)
+
+
+# A section of the product specification or a numbered issue lives outside the repository; a reference
+# names a page of docs/, a section of the README or a paper's section instead. Another project's issue
+# (``kombu issue 582``) is that project's public record and may be named.
+OUTSIDE = re.compile(r"\b" + "SP" + "EC" + r"\b|\b[Ii]ssues? #?\d+")
+OTHER_PROJECTS = re.compile(r"\b(kombu|celery|django|plotly|numpy|scipy) issue \d+")
+
+
+def outside_references() -> list[str]:
+    """``path:line: text`` for every mention of the specification or of a numbered issue in a text file
+    under ``marketplace/``, ``scheduler/``, ``simulator/``, ``tests/`` or ``bench/``."""
+    out = []
+    for folder in (*TOPS, "tests", "bench"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                for match in OUTSIDE.finditer(OTHER_PROJECTS.sub("", line)):
+                    out.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)}")
+    return out
+
+
+def test_the_repository_stands_alone() -> None:
+    found = outside_references()
+    assert not found, "references to material outside the repository; name docs/, the README or a paper:\n" + "\n".join(found)

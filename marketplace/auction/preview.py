@@ -1,4 +1,4 @@
-"""The bid form's price preview: the form's values in, a page-ready preview out (issue 10, item 3).
+"""The bid form's price preview: the form's values in, a page-ready preview out (paper 000's auction run on a copy of the market).
 
 A dry run (``bid_preview``): nothing is placed, held or stored.
 """

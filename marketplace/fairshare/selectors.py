@@ -153,7 +153,7 @@ DEFAULT_T_TASK = 60.0  # the paper's example: tasks of one minute
 
 
 def twait_explorer(*, t_wait: float, t_task: float | None) -> dict[str, Any]:
-    """The starvation example (paper 002, Sec. 5.2.1; SPEC 3.3) under H-LTRF with ``t_wait``
+    """The starvation example (paper 002, Sec. 5.2.1) under H-LTRF with ``t_wait``
     (seconds, inf = off), next to the naive hierarchy and LTRF, with tasks of ``t_task``
     seconds (the market's mean task duration; one minute if unknown) as one slot.
 

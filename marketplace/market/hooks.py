@@ -1,4 +1,4 @@
-"""Where the parts plug into the market's core, so that the core names no part (issue 21).
+"""Where the parts plug into the market's core, so that the core names no part (README, "Layout").
 
 The clearing, the clock's tick and the sweeper do work that belongs to a mechanism: ERA's
 reserved jobs stay out of the auction and are booked in the engine (paper 001), Cura's VM

@@ -1,4 +1,4 @@
-"""REST API for ERA reservations (paper 001, Secs. 2.3.1-2.3.2; SPEC 3.2).
+"""REST API for ERA reservations (paper 001, Secs. 2.3.1-2.3.2).
 
 Tenants: quotes (create, list, show, accept, decline), the one-shot request and
 their reservations. Everyone signed in: the price curve. Cluster managers (the

@@ -1,4 +1,4 @@
-"""Reservations with dynamic prices and quotes (ERA, paper 001, Secs. 2.3 and 3.1; SPEC 3.2).
+"""Reservations with dynamic prices and quotes (ERA, paper 001, Secs. 2.3 and 3.1).
 
 * :func:`reservation_quote` -- price a request ("W units of a resource type for
   T seconds inside [A, D), worth at most V") without committing: the cheapest
@@ -95,7 +95,7 @@ def parse_value(value: object) -> Decimal | None:
 
 def _window(*, market: Market, rt: ResourceType, s: ReservationSettings, units: object, duration: object,
             arrival: object, deadline: object) -> Window:
-    """Field-level checks of a request, then its slots (SPEC 3.2). Nothing is written.
+    """Field-level checks of a request, then its slots (paper 001, Secs. 2.3 and 3.1). Nothing is written.
 
     Raises:
         ValidationError: per field: units not a whole number in [1, capacity]; a

@@ -6,7 +6,7 @@ experiment per configuration, each a Celery task on the ``simulation`` queue;
 :func:`simulator.whatif.run.simulate`; the result is its compact form
 (:func:`simulator.whatif.run.compact_result`: series, prices, per-job records,
 metrics) plus the figures and table every experiment page shows. Sources:
-paper 001, Sec. 2-4 (the ERA simulator's system and economic metrics); SPEC §4.
+paper 001, Sec. 2-4 (the ERA simulator's system and economic metrics); README, "Simulation lab".
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ EXPERIMENT = register(
     Experiment(
         name="simulation",
         title="Simulation lab: one configuration on a trace",
-        source="paper 001, Sec. 2-4; SPEC §4 (what-if)",
+        source="paper 001, Sec. 2-4; README, Simulation lab (what-if)",
         run=run,
         defaults={
             "trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 2.0, "time_scale": 1.0,

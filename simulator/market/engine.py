@@ -1,4 +1,4 @@
-"""One market step, shared by the live market and every offline run (SPEC 2).
+"""One market step, shared by the live market and every offline run (README, "How the market runs").
 
 :class:`MarketEngine` owns the cluster model (``simulator.cluster.model``), the bids
 of its jobs and the Plan in force. Its four verbs are the whole market loop:

@@ -1,7 +1,7 @@
 """The simulation lab's run: one workload, one cluster, one market configuration.
 
-A what-if run (issue 14; paper 001, Sec. 2-4: "the same core code" connected
-to a simulated cloud, with system and economic metrics; SPEC §2 and §4) is
+A what-if run (README, "Simulation lab"; paper 001, Sec. 2-4: "the same core code" connected
+to a simulated cloud, with system and economic metrics) is
 :func:`simulate`: a trace window (SWIM TSV or SWF, with slice, time scaling
 and tenant mapping, :class:`WorkloadSpec`) replayed by
 :func:`simulator.runner.run` (the live market's engine) under one

@@ -1,4 +1,4 @@
-"""Synthetic workloads of the papers' set-ups, replayed by the simulation lab like a trace (SPEC §4).
+"""Synthetic workloads of the papers' set-ups, replayed by the simulation lab like a trace (docs/mechanisms.md, "Workloads").
 
 Each generator returns a :class:`Synthetic`: the jobs as :class:`~simulator.workloads.traces.TraceJob`
 rows (what ``simulator.runner.run`` replays) and per job its :class:`JobTerms` (value,

@@ -33,7 +33,7 @@ The paper does not give the number of tasks per job nor the cluster's slots
   before its maps). With bids only on the types a job still has tasks of
   (``whole_job_bids=False``, the market engine's rule) user 3's short reduces
   end early, its whole budget then moves to the maps whatever ratio it
-  reported, and Fig. 9b is flat (issue 10).
+  reported, and Fig. 9b is flat.
 
 Map and reduce are two *independent* resource types (``STAGED = False``): a
 job's reduce tasks may run while its maps do. The paper says so ("We regard Map

@@ -257,7 +257,7 @@ def test_a_tenant_of_a_second_market_is_tagged_by_that_market(alice_api, alice, 
 
 
 def test_the_pages_pollers_revalidate_with_their_etag(alice, bob, market):  # type: ignore[no-untyped-def]
-    """The dashboard's poller (issue 8, item 5): an ETag, a 304 while nothing changed, and a new
+    """The dashboard's poller (README, "API"): an ETag, a 304 while nothing changed, and a new
     body (and tag) once the market moved; the browser keeps it and always revalidates."""
     from django.test import Client
 

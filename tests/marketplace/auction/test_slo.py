@@ -1,6 +1,6 @@
 """SLO jobs through the live market: the bid carries an SLO, the clearing builds the
 prolific pool, the tenant sees in-pool / predicted / achieved, and only a met SLO is
-charged (paper 000, Sec. 6; issue 10, item 1)."""
+charged (paper 000, Sec. 6)."""
 
 from __future__ import annotations
 

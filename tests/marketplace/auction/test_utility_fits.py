@@ -1,4 +1,4 @@
-"""Utility learning in the marketplace (paper 000, Sec. 5; issue 10, item 2): completed jobs
+"""Utility learning in the marketplace (paper 000, Sec. 5): completed jobs
 store their average job resource, the tenant's page and API show the fit, and adopting it
 sets the weights of new bids."""
 

@@ -1,4 +1,4 @@
-"""Units and money on the pages (issue 8, item 3): one currency, and amounts shown exactly.
+"""Units and money on the pages: one currency, and amounts shown exactly.
 
 The rule (``marketplace.ledger.money``): money is kept to 4 decimal places and every amount the
 services accept is shown to that precision; more places are refused by the service (so the
@@ -89,7 +89,7 @@ def test_smallest_budget_is_shown_exactly_with_the_currency(market, alice, setti
 
 
 def test_times_are_labelled_simulated_or_wall_clock(market, alice):
-    # one clock on every page (issue 22, item 7): simulated time is "the market clock", labelled the same way
+    # one clock on every page (docs/economy.md, "One clock"): simulated time is "the market clock", labelled the same way
     bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 10.0)])
     client = _client(alice.user)
     jobs = re.sub(r"<[^>]+>", "", client.get(reverse("job-list")).content.decode())

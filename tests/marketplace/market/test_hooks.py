@@ -1,4 +1,4 @@
-"""The core's hooks (issue 21): the clearing, the tick and the sweeper call what the parts
+"""The core's hooks (README, "Layout"): the clearing, the tick and the sweeper call what the parts
 registered, and the parts register exactly what the core used to call by name."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_the_parts_register_what_the_core_used_to_call_by_name() -> None:
     assert set(hooks.HOOKS.tick_work) == {"pools"}
     assert set(hooks.HOOKS.sweep_work) == {"lab"}
     assert set(hooks.HOOKS.promise_sources) == {"reservations", "deadlines"}
-    # issue 22: the jobs sold at a fixed price, the one price curve (ERA's) and the prices offered
+    # docs/economy.md: the jobs sold at a fixed price, the one price curve (ERA's) and the prices offered
     assert set(hooks.HOOKS.fixed_prices) == {"reservations", "deadlines"}
     assert set(hooks.HOOKS.price_curves) == {"reservations"}
     assert set(hooks.HOOKS.price_points) == {"reservations", "deadlines"}

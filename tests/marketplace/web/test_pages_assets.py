@@ -1,4 +1,4 @@
-"""Page assets (issue 8, item 6): the plotly.js partial bundle covers every trace type the
+"""Page assets: the plotly.js partial bundle covers every trace type the
 site draws and matches the pinned plotly package; every static file a template names
 exists; the favicon and the error pages are in the site's style."""
 

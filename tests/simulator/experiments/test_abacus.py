@@ -1,4 +1,4 @@
-"""Paper 000's experiments on the Table 1 workload (issue 10, item 6), on small parameters.
+"""Paper 000's experiments on the Table 1 workload (paper 000, Sec. 7), on small parameters.
 
 Each test checks a property the paper states, on our simulator: these are the
 claims the closing note compares; a change of the engine that breaks one shows
