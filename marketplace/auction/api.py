@@ -28,7 +28,7 @@ from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
 from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
-from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
+from marketplace.auction.services import bid_submit, bid_terms, bid_work_errors, job_cancel, utility_fit_adopt
 from marketplace.ledger.models import Tenant
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
@@ -126,12 +126,11 @@ class BidPreviewView(APIView):
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
         d, work = _valid_bid(request, tenant)
-        utility = d["utility"]
         try:
-            if d.get("use_adopted_utility"):
-                work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
+            _, work, utility = bid_terms(tenant=tenant, name=d.get("name", ""), job_class=d.get("job_class") or "", work=work,
+                                         utility=d["utility"], use_adopted_utility=d.get("use_adopted_utility", False))
             preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
-                                                   min_utility=d.get("min_utility"))
+                                  min_utility=d.get("min_utility"))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
         return Response(_preview_json(preview))

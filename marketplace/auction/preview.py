@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from marketplace.auction.charts import price_preview_figure
 from marketplace.auction.forms import BidForm
 from marketplace.auction.selectors import bid_preview
-from marketplace.auction.services import adopted_work
+from marketplace.auction.services import bid_terms
 from marketplace.ledger.models import Tenant
 
 
@@ -22,12 +22,11 @@ def preview_for_form(form: BidForm, tenant: Tenant) -> dict[str, Any] | None:
     if not form.is_valid():
         return None
     d = form.cleaned_data
-    work, utility = form.work(), d["utility"]
     try:
-        if d.get("use_adopted_utility"):
-            work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
+        _, work, utility = bid_terms(tenant=tenant, name=d.get("name") or "", job_class=d.get("job_class") or "", work=form.work(),
+                                     utility=d["utility"], use_adopted_utility=bool(d.get("use_adopted_utility")))
         preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
-                                               min_utility=d.get("min_utility"))
+                              min_utility=d.get("min_utility"))
     except ValidationError as exc:
         form.add_service_errors(exc)
         return None

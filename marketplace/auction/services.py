@@ -144,9 +144,8 @@ def bid_submit(
         ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
     """
     amount = _check_bid(tenant, budget, utility, min_utility, work, use_adopted_utility)
-    job_class = (job_class or name).strip()[:120]
-    if use_adopted_utility:
-        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    job_class, work, utility = bid_terms(tenant=tenant, name=name, job_class=job_class, work=work, utility=utility,
+                                         use_adopted_utility=use_adopted_utility)
     # Lock order: market, then the account (inside job_hold). Every other writer queues on the
     # market row, so from here to the commit each round trip counts: the lock and the version
     # bump are one statement.
@@ -168,6 +167,24 @@ def bid_submit(
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     enqueue_clearing(market_id=market.pk)
     return job
+
+
+def bid_terms(*, tenant: Tenant, name: str, job_class: str, work: list[WorkItem], utility: str,
+              use_adopted_utility: bool) -> tuple[str, list[WorkItem], str]:
+    """``(job class, work, utility kind)`` a bid is placed and previewed with: the one rule of the
+    adopted utility (paper 000, Sec. 5), for the bid itself and for both previews (page and API).
+
+    The job class is ``job_class``, else the bid's ``name`` (stripped, at most 120 characters). With
+    ``use_adopted_utility`` the work's weights and the utility kind are the fit the tenant adopted
+    for that class (:func:`adopted_work`); otherwise ``work`` and ``utility`` as given.
+
+    Raises:
+        ValidationError: {"use_adopted_utility": ...} when no fit was adopted for the class.
+    """
+    job_class = (job_class or name).strip()[:120]
+    if use_adopted_utility:
+        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    return job_class, work, utility
 
 
 def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tuple[list[WorkItem], str]:
