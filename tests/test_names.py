@@ -315,3 +315,23 @@ def outside_references() -> list[str]:
 def test_the_repository_stands_alone() -> None:
     found = outside_references()
     assert not found, "references to material outside the repository; name docs/, the README or a paper:\n" + "\n".join(found)
+
+
+def test_the_simulator_imports_no_experiment() -> None:
+    # the experiments sit on top of the simulator: a workload, the cluster or the market that imported one
+    # would make every experiment's set-up part of the layers below it (the Table 1 workload lives in
+    # simulator/workloads/table1.py for this reason)
+    upward = []
+    for path in sorted((ROOT / "simulator").rglob("*.py")):
+        if "experiments" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names]  # ``from simulator import experiments`` too
+            else:
+                continue
+            upward += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names
+                       if name == "simulator.experiments" or name.startswith("simulator.experiments.")]
+    assert not upward, "imports of an experiment below the experiments:\n" + "\n".join(upward)

@@ -11,8 +11,8 @@ message starts with the parameter's name.
 * ``abacus_table1`` — paper 000, Sec. 7.1.2, Table 1: three users submit MapReduce
   jobs by independent Poisson processes (2, 1.5 and 1.1 jobs / min; task times
   30/20, 15/40, 60/10 s; budget $200; true utility linear, ``T_m x + T_r y``).
-  The task counts (10 map, 4 reduce) and the +-20 % per-job task-time spread are
-  ``simulator.experiments.abacus.setup``'s documented choices (the paper gives
+  The task counts (10 map, 10 reduce) and the +-20 % per-job task-time spread are
+  ``simulator.workloads.table1``'s documented choices (the paper gives
   neither). The paper has no deadlines: a job's deadline is its submit time plus
   ``deadline_factor`` times its ideal time (its stages back to back, one wave each),
   so "deadline met" reads "slowdown <= deadline_factor". Value: the budget.
@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, table1_jobs
 from simulator.workloads.traces import SwimRule, TraceJob
 
 GENERATORS = ("abacus_table1", "era_classes", "cura_mix")
@@ -160,8 +161,6 @@ def poisson_times(rng: np.random.Generator, rate_per_s: float, span_s: float) ->
 
 def abacus_table1(spec: GeneratorSpec) -> Synthetic:
     """Paper 000, Table 1 (module docstring): users ``u0..u2``, in groups ``g0..``."""
-    from simulator.experiments.abacus.setup import MAP_TASKS, REDUCE_TASKS, TABLE1, table1_jobs
-
     raw = table1_jobs(TABLE1, seed=spec.seed, minutes=spec.hours * 60.0, rate_scale=spec.rate_scale)
     jobs, terms = [], {}
     for j in raw:

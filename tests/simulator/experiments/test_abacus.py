@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from simulator import experiments
-from simulator.experiments.abacus.setup import TABLE1, alone_s, simulate, table1_jobs, true_bid
+from simulator.experiments.abacus.setup import alone_s, simulate, true_bid
+from simulator.workloads.table1 import TABLE1, table1_jobs
 
 
 def test_table1_workload_has_the_papers_rates() -> None:

@@ -12,7 +12,6 @@ import pytest
 from scipy import stats
 
 from simulator.cura.pools import parse_pools, pool_capacity
-from simulator.experiments.abacus.setup import JITTER, MAP_TASKS, REDUCE_TASKS, TABLE1
 from simulator.workloads.synthetic import (
     CURA_RATE_PER_S,
     CURA_SIZES_B,
@@ -25,6 +24,7 @@ from simulator.workloads.synthetic import (
     era_class_of,
     generate,
 )
+from simulator.workloads.table1 import JITTER, MAP_TASKS, REDUCE_TASKS, TABLE1
 from simulator.workloads.traces import SwimRule
 
 Z = 4.5  # a seeded draw is fixed; 4.5 standard errors leave room for any seed a maintainer may pick
