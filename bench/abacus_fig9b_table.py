@@ -1,4 +1,4 @@
-"""Paper 000, Sec. 7.1.2, Fig. 9b (issue 10, item 6b): user 3's reported map:reduce weight
+"""Paper 000, Sec. 7.1.2, Fig. 9b: user 3's reported map:reduce weight
 ratio against every user's job efficiency, with 95 % confidence intervals over seeds, and
 the set-up's knobs exposed for a sensitivity study.
 
@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from simulator.experiments.abacus.setup import CAPACITY, MAP_TASKS, REDUCE_TASKS, TABLE1, Job, simulate, table1_jobs
+from simulator.experiments.abacus.setup import CAPACITY, simulate
 from simulator.market.records import Bid
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, Job, table1_jobs
 
 TRUE_RATIO = TABLE1[2].map_s / TABLE1[2].reduce_s
 

@@ -1,7 +1,7 @@
 """A straightforward reference of the Abacus auction in plain Python loops (for bench_auction).
 
 The same O(n m)-per-round algorithm as ``scheduler.abacus.auction.auction`` (paper 000,
-Algorithms 1-2 with the SPEC 3.1 erratum; Newton-scaled, damped simultaneous
+Algorithms 1-2 with its erratum (docs/mechanisms.md); Newton-scaled, damped simultaneous
 rounds, the same convergence test), written entry by entry with lists and
 ``math`` for one leaf queue where every job demands every resource type and
 starts cold. It exists to measure what the vectorised code buys, and its outputs

@@ -1,4 +1,4 @@
-"""Rounds of the Abacus auction across alpha, both utilities (issue 10, item 4).
+"""Rounds of the Abacus auction across alpha, both utilities (paper 000, Sec. 4.2).
 
 Paper 000's set-up (Sec. 7.1.1: 32 users, 4 resource types, budgets U[50, 200],
 weights U[0.5, 2]), default tol 1e-6 and cap 1000 rounds, seeds 0..seeds-1; then

@@ -1,5 +1,5 @@
 """Wall time and rounds of the Abacus auction: vectorised vs a plain-Python reference,
-cold vs warm start (issue 10, item 5).
+cold vs warm start (paper 000, Sec. 4.2).
 
 Instances follow paper 000, Sec. 7.1.1 (budgets U[50, 200], weights U[0.5, 2],
 one leaf queue), alpha 0.5, tol 1e-6. Columns:

@@ -13,7 +13,7 @@ repeats so far, and the new one). The bids are placed inside
 ``services.market.clearings_deferred`` (as ``replay_trace --drain`` places them), so no
 clearing runs at their commit: with eager Celery, a bid's own clearing would clear the
 market before the timed ``market_clear``, which then returns "current" after one UPDATE
-and one SELECT (the figure of issue 26: 1.4 ms, 0 rounds). ``--hollow`` places the bids
+and one SELECT (the hollow figure: 1.4 ms, 0 rounds). ``--hollow`` places the bids
 that way, to show the benchmark refusing that measurement (exit status 3).
 
 Runs on a throw-away SQLite database, or on PostgreSQL with ``--postgres``: the database
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from bench import scratch_db  # noqa: E402
 from bench.figures import record, require, run_guarded  # noqa: E402
 
-GOALS_PG = {1000: 15.0, 5000: 60.0, 10_000: 150.0}  # issue 26: market_clear p50 on PostgreSQL, ms
+GOALS_PG = {1000: 15.0, 5000: 60.0, 10_000: 150.0}  # README, "Tests and benchmarks": market_clear p50 on PostgreSQL, ms
 
 
 def main() -> int:
@@ -50,7 +50,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=21)
     scratch_db.add_arguments(parser)
     parser.add_argument("--profile", action="store_true", help="cProfile the timed clearings of the last size; print the top 25")
-    parser.add_argument("--hollow", action="store_true", help="let each bid clear at its commit (the no-op issue 26 found)")
+    parser.add_argument("--hollow", action="store_true", help="let each bid clear at its commit (the hollow no-op)")
     args = parser.parse_args()
     scratch_db.django_on_scratch(args)
     run(args)

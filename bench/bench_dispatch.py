@@ -5,7 +5,7 @@ types), ``--units`` units alternating between the types; every 50 units one job'
 eligibility flips through a fresh mask array, as ``simulator.cluster.placement`` rebuilds
 its cached members when a job runs out of (or gets) eligible tasks. The same calls go to
 ``bench.dispatch_reference.ReferenceDispatcher`` (the dict of Python floats updated job by
-job, as before issue 26) and to ``ShareDispatcher``; each is timed ``--repeat`` times (a
+job, as before the fast ledgers) and to ``ShareDispatcher``; each is timed ``--repeat`` times (a
 fresh dispatcher each time) and the median CPU time per unit is reported, with the speed-up.
 ``--ledgers`` also times the new dispatcher with each ledger kind forced (Python lists,
 numpy vectors), the measurement behind ``scheduler.dispatch._SMALL_LEDGER``.

@@ -1,4 +1,4 @@
-"""Medians of the fair-share pieces added for paper 002 (issue 11).
+"""Medians of the fair-share pieces added for paper 002.
 
 * ``unit_task_schedule`` on the starvation example (Sec. 5.2.1; 12 units, 87 slots);
 * one replay of a KTH-SP2 slice per policy on the engine's cluster (the

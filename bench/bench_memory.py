@@ -158,7 +158,7 @@ async def _drive(base: str, users: list[tuple[str, str, str]], total: int, worke
             elif kind == "POST cancel":
                 code, body = await client.request("POST", f"/api/jobs/{mine.pop(rng.randrange(len(mine)))}/cancel/", b"", "",
                                                   {"Idempotency-Key": uuid.uuid4().hex})
-                code = 200 if code == 409 else code  # the job finished meanwhile (a state conflict since issue 23): not an error
+                code = 200 if code == 409 else code  # the job finished meanwhile (a state conflict): not an error
             else:
                 code, body = await client.request("GET", PATHS.get(kind, kind.split(" ", 1)[1]))
             if code >= 400:

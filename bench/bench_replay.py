@@ -14,7 +14,7 @@ agree job by job.
 
 What it proves it timed (``bench.figures.require``): every trace job of the slice became a
 bid (none rejected) and finished, live and offline; the live market cleared; and the two
-runs agree job by job (completion time and charge). Its figure is issue 26's second
+runs agree job by job (completion time and charge). Its figure is the second
 target: >= 2,500 simulated seconds per wall second on FB-2009 hours 0-3.
 
 Usage: .venv/bin/python bench/bench_replay.py [--hours 3] [--start-hour 0] [--repeat 3]
@@ -153,7 +153,7 @@ def main() -> None:
     record(f"offline runner, same jobs as the live drain, {slice_}", off_med, unit="sim s/s")
 
 
-GOAL = 2500.0  # issue 26: simulated seconds per wall second of the live drain, hours 0-3
+GOAL = 2500.0  # README's goal: simulated seconds per wall second of the live drain, hours 0-3
 
 
 if __name__ == "__main__":

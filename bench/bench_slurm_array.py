@@ -1,4 +1,4 @@
-"""Slurm's own start rate on this machine: one job array of short tasks (issue 34, item 11).
+"""Slurm's own start rate on this machine: one job array of short tasks.
 
 Submits one ``sbatch --array`` of ``--tasks`` one-CPU tasks that each ``sleep --seconds`` on
 the ``--partition`` partition (``make slurm-up``: map, capped at 40 CPUs) and polls ``sdiag``

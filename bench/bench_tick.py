@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench import scratch_db  # noqa: E402
 from bench.figures import record, require, run_guarded  # noqa: E402
 
-GOAL_MS = {400: 50.0}  # issue 26: the tick at 400 active jobs, p50
+GOAL_MS = {400: 50.0}  # README's goal: the tick at 400 active jobs, p50
 
 
 def main() -> int:

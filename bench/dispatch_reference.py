@@ -1,4 +1,4 @@
-"""The stride dispatcher as it was before issue 26, kept as the reference for the fast one.
+"""The stride dispatcher as it was before its ledgers were vectorised, kept as the reference for the fast one.
 
 A verbatim copy of ``scheduler.dispatch`` at commit c3830cc (``ShareDispatcher`` renamed
 ``ReferenceDispatcher``): plain Python dict lookups and updates for every eligible job on

@@ -9,7 +9,7 @@ A diagnosis, not a benchmark: for each seed it prints, on the headline's FB-2009
 * ``constant 2.0``: Basic-Econ with a reserve price between the classes' unit values
   ($0.5-1.5 for the largest class, $5-15 for the others), i.e. perfect class separation;
 * ``covering``: Basic-Econ with the predictors counting every history request whose
-  window covers t (the rule the headline used before issue 24);
+  window covers t (the rule the headline used before the fidelity report);
 * ``arriving``: the same demand, but only of history requests arriving between the
   current request's arrival and t. That is the paper's interface (Sec. 3.2: "the demand
   that arrives from the current time till t") and now the predictors' default

@@ -196,7 +196,7 @@ class ReservationSettingsAdmin(ReadOnlyAdmin):  # changes would bypass the audit
     list_display = ("market", "predictor", "slot_seconds", "horizon_slots", "reserve_price", "list_price", "max_discount")
 
 
-# VM pools (paper 004): read-only here; staff edit them on the audited pools page (views_pools).
+# VM pools (paper 004): read-only here; staff edit them on the audited pools page (pools.views).
 @admin.register(VMInstanceType)
 class VMInstanceTypeAdmin(ReadOnlyAdmin):
     list_display = ("name", "vcpus", "memory_gb", "price", "market")

@@ -13,9 +13,9 @@ class MarketplaceConfig(AppConfig):
         # services enqueue them by name and never import this module.
         # The parts plug into the core through one surface (market.hooks.MarketPart), loaded from
         # settings.MARKET_PARTS in that order: load them now, so a wrong path fails at start.
-        from marketplace.lab import tasks as lab_tasks  # noqa: F401
+        import marketplace.lab.tasks
+        import marketplace.market.tasks  # noqa: F401
         from marketplace.market import hooks
-        from marketplace.market import tasks as market_tasks  # noqa: F401
 
         hooks.reload_parts()
 
@@ -28,6 +28,6 @@ class LedgerPart(MarketPart):
     name = "ledger"
 
     def sweep_work(self) -> list[int]:
-        from marketplace.ledger import hooks as ledger_hooks  # models: only once the app registry is ready
+        from marketplace.ledger.hooks import sweep_work  # models: only once the app registry is ready
 
-        return ledger_hooks.sweep_work()
+        return sweep_work()

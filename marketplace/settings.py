@@ -213,7 +213,7 @@ CELERY_BEAT_SCHEDULE = {
     # drives the same service itself when no beat runs.
     "cluster-tick": {"task": "marketplace.tasks.cluster_tick_task", "schedule": 1.0, "args": ()},
     "experiment-reap": {"task": "marketplace.tasks.experiment_reap_task", "schedule": 60.0, "args": ()},
-    # Clears markets whose trigger was lost or whose clearing worker died (services.sweeper).
+    # Clears markets whose trigger was lost or whose clearing worker died (market.services.sweeper).
     "sweep-markets": {"task": "marketplace.tasks.sweep_markets_task", "schedule": env.float("MARKET_SWEEP_S", default=1.5), "args": ()},
 }
 
@@ -334,16 +334,16 @@ EXPERIMENT_STALE_S = 300.0
 IDEMPOTENCY_KEY_TTL_S = env.int("IDEMPOTENCY_KEY_TTL_S", default=24 * 3600)  # how long an Idempotency-Key is remembered
 # A clearing renews its lease before each attempt; a dead worker's lease expires after
 # MARKET_LEASE_S and the sweeper (every MARKET_SWEEP_S) takes it over. Together they
-# bound how long a committed change waits for its clearing (services.sweeper).
+# bound how long a committed change waits for its clearing (market.services.sweeper).
 MARKET_LEASE_S = env.float("MARKET_LEASE_S", default=4.0)
 MARKET_SWEEP_S = env.float("MARKET_SWEEP_S", default=1.5)
 MARKET_STALENESS_BOUND_S = 10.0
 MARKET_CLEARING_DELAY_S = env.float("MARKET_CLEARING_DELAY_S", default=0.0)  # fault injection for the crash tests only
 # A worker starts a market's next clearing at least this long after its last one ended
-# (services.market.clearing_pace): the changes of the wait join one clearing instead of
+# (market.services.market.clearing_pace): the changes of the wait join one clearing instead of
 # each starting its own solve. 0 turns it off; eager Celery (no broker) never waits.
 MARKET_CLEARING_MIN_INTERVAL_S = env.float("MARKET_CLEARING_MIN_INTERVAL_S", default=0.1)
-# Simulation lab (services.simulations): one task per configuration on its own
+# Simulation lab (lab.services.simulations): one task per configuration on its own
 # queue, acked early (never redelivered, so no relation to the broker's
 # visibility_timeout), killed after SIMULATION_TIME_LIMIT_S; a run refused
 # before it starts when its estimate exceeds SIMULATION_MEMORY_LIMIT_MB (None:
@@ -359,7 +359,7 @@ SIMULATION_UPLOAD_MAX_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_MB", default=
 SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB", default=64) * 2**20)
 SIMULATION_UPLOAD_MAX_LINES = env.int("SIMULATION_UPLOAD_MAX_LINES", default=200_000)
 SIMULATION_UPLOAD_CHECK_S = env.int("SIMULATION_UPLOAD_CHECK_S", default=60)
-# Retries (services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
+# Retries (lab.services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
 # times (a raised attempt or a lost worker), waiting EXPERIMENT_RETRY_BACKOFF_S
 # doubled per attempt (at most EXPERIMENT_RETRY_MAX_BACKOFF_S) before the next.
 SIMULATION_MAX_ATTEMPTS = env.int("SIMULATION_MAX_ATTEMPTS", default=3)

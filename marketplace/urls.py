@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from marketplace.api import urls as api_urls
+from marketplace.api import urls as api
 from marketplace.auction import urls as auction
 from marketplace.dashboard import urls as dashboard
 from marketplace.deadlines import urls as deadlines
@@ -24,7 +24,7 @@ urlpatterns = [
     *web.urlpatterns,
     *(pattern for part in PARTS for pattern in part.urlpatterns),
     path("admin/", admin.site.urls),
-    path("api/", include([*(pattern for part in PARTS for pattern in part.api_urlpatterns), *api_urls.urlpatterns])),
+    path("api/", include([*(pattern for part in PARTS for pattern in part.api_urlpatterns), *api.urlpatterns])),
     # any other /api/ path: the JSON 404, in debug too (Django's debug 404 page is HTML)
     re_path(r"^api/(?P<rest>.+)$", csrf_exempt(not_found), name="api-not-found"),
 ]

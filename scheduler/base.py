@@ -1,7 +1,7 @@
 """The mechanism interface (conventions: pluggable policies chosen by name).
 
 A mechanism clears a market snapshot into a :class:`~scheduler.plan.Plan`
-(SPEC 2, "The engine"); ``scheduler.registry.MECHANISMS`` names them.
+(README, "The engine"); ``scheduler.registry.MECHANISMS`` names them.
 """
 
 from __future__ import annotations

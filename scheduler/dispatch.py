@@ -1,4 +1,4 @@
-"""Turning auction shares into unit-by-unit dispatch (SPEC 3.1 "Dispatch").
+"""Turning auction shares into unit-by-unit dispatch (paper 000, Sec. 3; docs/mechanisms.md, "Dispatch").
 
 When a unit of resource type j frees inside a leaf queue, it goes to one of the
 queue's jobs with pending work for j (the *eligible* jobs). Two rules:
@@ -31,7 +31,7 @@ vector (plain Python lists for k <= ``_SMALL_LEDGER``, where numpy's per-call
 overhead is the larger cost). The arithmetic is the rule's, in the same order
 (``credit + share``, ``- 1`` for the winner, clip to [-2, 2]), so choices and
 credits are bit-identical to a dict of Python floats updated job by job
-(issue 26; ``bench/dispatch_reference.py`` is that reference, and a property
+(``bench/dispatch_reference.py`` is that reference, and a property
 test holds the two equal). A ledger's credits go back to the dict when
 ``to_state`` or ``forget`` needs them, or when another id array claims one of
 its jobs for the same resource (the leaf's membership changed).

@@ -1,7 +1,7 @@
-"""The Plan: what one market clearing decides (SPEC 2, "The engine").
+"""The Plan: what one market clearing decides (README, "The engine").
 
 A clearing turns a :class:`~scheduler.types.MarketSnapshot` into a
-:class:`Plan`. In the SPEC's terms a Plan holds
+:class:`Plan`. A Plan holds
 
 * **reservations** -- ``(job, resource type, units, [start, end))`` in
   simulated seconds, decided by reservation-type mechanisms (ERA, paper 001
@@ -89,7 +89,7 @@ class Reservation:
 
 @dataclass(frozen=True)
 class PaymentRule:
-    """What a job pays, and when (SPEC 2; paper 000 Secs. 3 and 6; paper 001 Sec. 3.1).
+    """What a job pays, and when (README, "The engine"; paper 000 Secs. 3 and 6; paper 001 Sec. 3.1).
 
     Attributes:
         kind: ``"at_completion"`` -- ``amount`` is charged when the job

@@ -1,7 +1,7 @@
 """Every policy of the market, chosen by name: one registry per stage.
 
-A market names three stages (SPEC 2, "Each stage's policy is chosen per market
-by a name from one registry per stage"):
+A market names three stages, each's policy by a name from one registry per stage
+(README, "The engine"):
 
 * :data:`FAIRSHARE` -- the fair-share policy across queues, which picks the
   leaf queue that gets a free unit: ``fifo``, ``static``, ``mlrf``, ``ltrf``, ``hltrf``
@@ -144,7 +144,7 @@ for _policy in FAIRSHARE_POLICIES:
     FAIRSHARE.add(_policy, _FAIRSHARE_LABELS[_policy], partial(FairShareAllocator, policy=_policy))
 
 
-# the published schedulers (issue 25): each module cites its paper
+# the published schedulers (docs/published_schedulers.md): each module cites its paper
 FAIRSHARE.add("drf", "DRF (dominant resource fairness, as YARN's Fair Scheduler)", DrfAllocator)
 FAIRSHARE.add("slurm", "Slurm classic fair share (2^(-U/S), decayed usage)", SlurmAllocator)
 FAIRSHARE.add("karma", "Karma (credits over quanta, guaranteed share)", KarmaAllocator)

@@ -4,7 +4,7 @@
   "success rate ... the fraction of jobs that successfully meet their deadlines"):
   a job met its deadline iff it finished at or before it. A job that never finished
   did not meet it.
-* **Welfare** (paper 001, Sec. 4; SPEC §3.2: "value of accepted and completed jobs,
+* **Welfare** (paper 001, Sec. 4: "value of accepted and completed jobs,
   and as a fraction of all requested value"): the sum of the values ``V_j`` of the
   jobs that met their deadline; ``welfare_share`` divides it by the value of all
   submitted jobs.

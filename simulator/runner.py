@@ -1,7 +1,7 @@
 """Offline what-if runs: a trace replayed through the market engine.
 
-The loop is the live market's, on a simulated clock (SPEC 2, data flow of a
-bid), through the same :class:`~simulator.market.engine.MarketEngine`: every job
+The loop is the live market's, on a simulated clock (README, "Data flow of a
+bid"), through the same :class:`~simulator.market.engine.MarketEngine`: every job
 arrival and every departure re-clears the market with the configured
 mechanism (Abacus by default, paper 000, Alg. 1-2) and the Plan drives the
 cluster's dispatch until the next arrival or departure; departures are
@@ -40,7 +40,7 @@ class MarketParams:
 
     Attributes:
         alpha, tol, max_rounds: auction exponent, relative tolerance and
-            round cap (paper 000, Sec. 3; SPEC 3.1).
+            round cap (paper 000, Sec. 3).
         mechanism: within-queue mechanism, a name in
             ``scheduler.registry.MECHANISMS``.
         utility: "linear" or "log" for every job, or job -> kind.

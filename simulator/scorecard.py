@@ -1,4 +1,4 @@
-"""Per-job fairness of a finished run: finish-time fairness rho for every job (issue 25).
+"""Per-job fairness of a finished run: finish-time fairness rho for every job (docs/published_schedulers.md).
 
 Every run of the lab, whatever its policy, is scored by one set of metrics
 (``simulator.whatif.run.compact_result``, which calls this module): job

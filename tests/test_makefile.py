@@ -1,4 +1,4 @@
-"""Issue 23, item 19: `make run` stops cleanly on Ctrl-C (its recipe's trap must not re-enter itself)."""
+"""`make run` stops cleanly on Ctrl-C (its recipe's trap must not re-enter itself)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``scheduler/`` and ``simulator/`` are pure (conventions 1; SPEC 2): no module of
+"""``scheduler/`` and ``simulator/`` are pure (README "Layout"): no module of
 either imports Django, Celery or ``marketplace``, directly or through another module."""
 
 from __future__ import annotations

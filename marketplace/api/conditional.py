@@ -2,7 +2,7 @@
 
 Every answer of these endpoints is a function of database rows that only change
 together with the market's row: bids, cancellations, departures, reservations and
-configuration changes raise ``state_version`` (``services.market.market_changed``) or
+configuration changes raise ``state_version`` (``market.services.market.market_changed``) or
 change a configuration column; a clearing raises ``cleared_version`` and ``clearings``
 and writes the prices; a clock tick moves ``sim_time`` and stores the engine under a new
 ``engine_version`` (tasks started and finished, samples, charges); the queue tree and the
@@ -18,7 +18,7 @@ earlier one with the same id (a database recreated under a cache that kept its b
   and fairness per queue). Rendered bodies are cached under the tag, in this process (a
   small LRU) and in the shared cache (Redis), so all web processes compute each version
   once. ``depends="ticks"`` keys an endpoint that reads only what ticks write (the fairness
-  and market samples: ``services.cluster``), so neither a bid nor a clearing invalidates it;
+  and market samples: ``market.services.clock``), so neither a bid nor a clearing invalidates it;
   ``depends="samples"`` keys an endpoint that reads only what ticks and clearings
   write (samples, prices) on those marks alone, so a bid does not invalidate it.
 * ``@conditional(scope="user")`` -- per caller (a tenant's jobs, the allocation):
@@ -128,7 +128,7 @@ def audience(request: Request, scope: str) -> str:
     """Who an answer is for: the user (``scope="user"``), or the role (``"market"``: staff or any
     other login). A ``"market"`` view may differ only between staff and the rest (the market
     state's staff fields); one that shows a cluster manager or a tenant more than public data
-    (``selectors_visibility``) takes ``scope="user"``, as the allocation does."""
+    (``market.visibility``) takes ``scope="user"``, as the allocation does."""
     user = request.user
     if scope == "user":
         return f"user:{user.pk}"
@@ -163,7 +163,7 @@ _Handler = Callable[..., Response]
 def conditional(*, scope: str, depends: str = "all", market: str = "default") -> Callable[[_Handler], Callable[..., HttpResponse]]:
     """Decorate a DRF ``get`` (or ``list``) method: ETag, 304 and, for ``scope="market"``, a shared body cache.
 
-    ``market="default"``: the view shows the first market (``selectors.market_default``);
+    ``market="default"``: the view shows the first market (``market.selectors.market_default``);
     ``"tenant"``: the caller's own market (``request.user.tenant.market_id``; no tag without a tenant).
     """
     if scope not in ("market", "user") or depends not in DEPENDS or market not in ("default", "tenant"):

@@ -152,7 +152,7 @@ def tenant_market(tenant: Tenant, request: Request | None = None) -> Market:
 
 
 def default_market(request: Request) -> Market:
-    """``selectors.market_default()``, from the marks ``@conditional`` read for ``request`` if it did."""
+    """``market.selectors.market_default()``, from the marks ``@conditional`` read for ``request`` if it did."""
     return marked_market(request) or selectors.market_default()
 
 

@@ -6,7 +6,7 @@
 
 Without the header the method runs as before. A replayed ``201`` carries ``Location`` again when
 the view names it from the answer's body (``location_of(body) -> path``). With it, the method runs at most
-once per (user, key) (``services.idempotency.idempotent_call``): a repeat of the
+once per (user, key) (``ledger.idempotency.idempotent_call``): a repeat of the
 same request gets the first 2xx answer again, with ``Idempotent-Replayed: true``,
 and moves nothing; a repeat with another body or path is a 422; a malformed key
 is a 400. Keys expire after ``IDEMPOTENCY_KEY_TTL_S`` (24 h).

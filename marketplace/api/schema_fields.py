@@ -59,7 +59,6 @@ def _docs() -> dict[str, str]:
         "alternatives": "The next cheapest starts: [start (simulated s), price (money)].",
         "offers": "Quotes offered for this request, a count.",
         "capacity_map": "Slots per resource type name.", "terminated": "Ids of jobs that ended.",
-        "consumption": "Job id -> {resource type: slots in use}.",
         # enumerations (their values are listed in the enum's own schema)
         "utility": "Utility kind of the bid: linear or log (logscale; paper 000, Sec. 3); see the enum.",
         "kind": "Kind of ledger entry (hold, release, charge, deposit, credit, debit, ...); see the enum.",

@@ -25,10 +25,10 @@ from marketplace.api.conventions import created, request_tenant, service_errors,
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
+from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
-from marketplace.auction.services import adopted_work, bid_submit, bid_work_errors, job_cancel, utility_fit_adopt
+from marketplace.auction.services import bid_submit, bid_terms, bid_work_errors, job_cancel, utility_fit_adopt
 from marketplace.ledger.selectors import job_money
 from marketplace.market import selectors
 from marketplace.market.models.jobs import Job, JobWork
@@ -41,7 +41,7 @@ class AdoptSerializer(serializers.Serializer):
     job_class = serializers.CharField(max_length=120)
 
 
-def _fit_json(c: selectors_abacus.ClassFit) -> dict[str, Any]:
+def _fit_json(c: ClassFit) -> dict[str, Any]:
     fit = c.fit
     return {
         "job_class": c.job_class, "utility": c.utility, "jobs": c.jobs, "jobs_needed": c.needed,
@@ -59,7 +59,7 @@ class UtilityFitsView(APIView):
 
     @extend_schema(responses=None)
     def get(self, request: Request) -> Response:
-        return Response([_fit_json(c) for c in selectors_abacus.utility_fits(tenant=request_tenant(request))])
+        return Response([_fit_json(c) for c in utility_fits(tenant=request_tenant(request))])
 
 
 def _valid_bid(request: Request, tenant: Tenant) -> tuple[dict[str, Any], list[WorkItem]]:
@@ -100,7 +100,7 @@ class UtilityAdoptView(APIView):
                          "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
 
 
-def _preview_json(preview: selectors_abacus.Preview) -> dict[str, Any]:
+def _preview_json(preview: Preview) -> dict[str, Any]:
     at = preview.at_entered
     return {
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
@@ -127,12 +127,11 @@ class BidPreviewView(APIView):
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
         d, work = _valid_bid(request, tenant)
-        utility = d["utility"]
         try:
-            if d.get("use_adopted_utility"):
-                work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
-            preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
-                                                   min_utility=d.get("min_utility"))
+            _, work, utility = bid_terms(tenant=tenant, name=d.get("name", ""), job_class=d.get("job_class") or "", work=work,
+                                         utility=d["utility"], use_adopted_utility=d.get("use_adopted_utility", False))
+            preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+                                  min_utility=d.get("min_utility"))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
         return Response(_preview_json(preview))
@@ -174,7 +173,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
         """No filter and no ordering asked (the pollers' usual request): the list as it is, newest
-        first (``selectors.tenant_jobs``), without building the filter form."""
+        first (``market.selectors.tenant_jobs``), without building the filter form."""
         if self.action == "list" and not set(self.request.query_params) - {"page", "page_size", "format"}:
             return queryset
         return super().filter_queryset(queryset)
@@ -194,7 +193,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         slo_jobs = [j for j in jobs if j.min_utility is not None]
         if not slo_jobs:
             return {}
-        return dict(selectors_abacus.slo_status(market=tenant_market(request_tenant(self.request)), jobs=slo_jobs))
+        return dict(slo_status(market=tenant_market(request_tenant(self.request)), jobs=slo_jobs))
 
     @extend_schema(request=BidSerializer, responses={201: JobSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -261,7 +260,7 @@ def job_dicts(rows: list[dict[str, Any]], market: Market) -> list[dict[str, Any]
 
 def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:
     """``JobSerializer(job).data`` for a bid placed in the current transaction, from the objects
-    ``services.bids.bid_submit`` wrote instead of reading them back: its work rows are ``works``
+    ``auction.services.bid_submit`` wrote instead of reading them back: its work rows are ``works``
     (with their resource types), all of its budget is held and nothing charged, and it has no
     share yet (no Plan has seen it: its clearing runs after the commit)."""
     work_rows = [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
@@ -270,7 +269,7 @@ def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str,
 
 
 def cancelled_job_dict(job: Job, market: Market) -> dict[str, Any]:
-    """``JobSerializer(job).data`` for a job ``services.bids.job_cancel`` has just cancelled (``job``
+    """``JobSerializer(job).data`` for a job ``auction.services.job_cancel`` has just cancelled (``job``
     as it returned it, read under the lock and updated): nothing is held any more (the whole hold
     was released); its work rows and its share in the latest Plan are read."""
     return _format([_row(job)], market, _work_rows([job.pk]), {job.pk: (Decimal("0"), job.charged)},
@@ -325,7 +324,7 @@ def _slo(rows: list[dict[str, Any]], market: Market) -> dict[int, dict[str, obje
     jobs = [Job(id=r["id"], status=r["status"], utility=r["utility"], min_utility=r["min_utility"],
                 achieved_utility=r["achieved_utility"]) for r in slo_rows]
     out = {}
-    for pk, slo in selectors_abacus.slo_status(market=market, jobs=jobs).items():
+    for pk, slo in slo_status(market=market, jobs=jobs).items():
         out[pk] = {"in_pool": slo.in_pool, "predicted_utility": slo.predicted, "achieved_utility": slo.achieved,
                    "met": slo.met}
     return out

@@ -45,12 +45,12 @@ class BidForm(forms.Form):
     name = forms.CharField(max_length=120, required=False, label="Job name",
                            widget=forms.TextInput(attrs={"placeholder": "e.g. nightly-etl", "autocomplete": "off"}))
     budget = forms.CharField(
-        strip=False,  # " 5 " is refused, as in the API (validation.parse_decimal_strict)
+        strip=False,  # " 5 " is refused, as in the API (market.validation.parse_decimal_strict)
         label="Budget", help_text="Held now, charged when the job completes. A positive amount, at most 4 decimal places.",
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
     # A fresh key per rendered form: submitting it twice (a double click, a reload after a
-    # timeout) places one bid (views.bid_new, services.idempotency).
+    # timeout) places one bid (views.bid_new, ledger.idempotency).
     idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=255,
                                       initial=lambda: uuid.uuid4().hex)
     utility = forms.ChoiceField(
@@ -139,6 +139,6 @@ class JobFilterForm(forms.Form):
     q = forms.CharField(max_length=120, required=False, label="Name contains", strip=True)
 
     def filters(self) -> dict[str, str]:
-        """``{"status", "scope", "search"}`` for ``selectors.tenant_job_list`` ("" = no filter)."""
+        """``{"status", "scope", "search"}`` for ``market.selectors.tenant_job_list`` ("" = no filter)."""
         d = self.cleaned_data if self.is_valid() else {}
         return {"status": d.get("status") or "", "scope": d.get("scope") or "all", "search": d.get("q") or ""}

@@ -1,6 +1,6 @@
-"""The bid form's price preview: the form's values in, a page-ready preview out (issue 10, item 3).
+"""The bid form's price preview: the form's values in, a page-ready preview out (paper 000's auction run on a copy of the market).
 
-A dry run (``selectors_abacus.bid_preview``): nothing is placed, held or stored.
+A dry run (``bid_preview``): nothing is placed, held or stored.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from marketplace.auction import charts as charts_abacus
-from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.charts import price_preview_figure
 from marketplace.auction.forms import BidForm
-from marketplace.auction.services import adopted_work
+from marketplace.auction.selectors import bid_preview
+from marketplace.auction.services import bid_terms
 from marketplace.market.models.tenants import Tenant
 
 
@@ -22,12 +22,11 @@ def preview_for_form(form: BidForm, tenant: Tenant) -> dict[str, Any] | None:
     if not form.is_valid():
         return None
     d = form.cleaned_data
-    work, utility = form.work(), d["utility"]
     try:
-        if d.get("use_adopted_utility"):
-            work, utility = adopted_work(tenant=tenant, job_class=(d.get("job_class") or d["name"]).strip(), work=work)
-        preview = selectors_abacus.bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
-                                               min_utility=d.get("min_utility"))
+        _, work, utility = bid_terms(tenant=tenant, name=d.get("name") or "", job_class=d.get("job_class") or "", work=form.work(),
+                                     utility=d["utility"], use_adopted_utility=bool(d.get("use_adopted_utility")))
+        preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+                              min_utility=d.get("min_utility"))
     except ValidationError as exc:
         form.add_service_errors(exc)
         return None
@@ -35,5 +34,5 @@ def preview_for_form(form: BidForm, tenant: Tenant) -> dict[str, Any] | None:
     return {
         "preview": preview, "rows": rows, "at": next(r for r in rows if r["budget"] == preview.entered),
         "suggested": next((r for r in rows if r["budget"] == preview.suggested), None),
-        "figure": charts_abacus.price_preview_figure(rows, types=preview.types, entered=preview.entered),
+        "figure": price_preview_figure(rows, types=preview.types, entered=preview.entered),
     }

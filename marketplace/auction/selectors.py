@@ -2,7 +2,7 @@
 SLO status, utility fits, and the price preview (a dry run on a copy of the engine).
 
 Selectors read; nothing here writes. The Plan is the latest stored clearing
-(``adapters.latest_plan``).
+(``market.adapters.latest_plan``).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ PREVIEW_NOTE = (
 
 def engine_copy(*, market: Market) -> MarketEngine:
     """A private copy of the market's engine, synced with the active jobs and the newest
-    Plan like a tick does (``services.cluster._sync``), built from the stored state: reads only.
+    Plan like a tick does (``market.services.clock._sync``), built from the stored state: reads only.
     Stepping or clearing it changes nothing stored and no other copy."""
     context = engine_context(market)
     state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}

@@ -88,7 +88,7 @@ class JobSerializer(serializers.ModelSerializer):
                 "met": status.met}
 
     def get_queue(self, job: Job) -> str:
-        paths = self.context.get("queue_paths")  # one query for the page (selectors.queue_paths), not one per job
+        paths = self.context.get("queue_paths")  # one query for the page (market.selectors.queue_paths), not one per job
         return paths[job.queue_id] if paths and job.queue_id in paths else job.queue.path
 
     def get_shares(self, job: Job) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Bids: submitting and cancelling jobs (paper 000, Sec. 3: a budget and a utility).
 
 Data flow: validate, then in one transaction lock the market row and bump its state
-version (one statement: ``services.market.market_lock_and_bump``), write the job with
+version (one statement: ``market.services.market.market_lock_and_bump``), write the job with
 its work and place the budget hold; after commit, the clearing is enqueued.
 """
 
@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Sum
 
-from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import AdoptedUtility, WorkItem
+from marketplace.auction.selectors import class_training_data
 from marketplace.infra import rows
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
@@ -35,7 +35,7 @@ MAX_TASK_DURATION_S = 7 * 24 * 3600.0
 
 
 def parse_budget(value: object) -> Decimal:
-    """A positive, finite money amount with at most 4 decimals (``validation.parse_decimal_strict``).
+    """A positive, finite money amount with at most 4 decimals (``market.validation.parse_decimal_strict``).
 
     Raises:
         ValidationError: {"budget": ...} for non-numeric (including non-ASCII digits,
@@ -145,9 +145,8 @@ def bid_submit(
         ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
     """
     amount = _check_bid(tenant, budget, utility, min_utility, work, use_adopted_utility)
-    job_class = (job_class or name).strip()[:120]
-    if use_adopted_utility:
-        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    job_class, work, utility = bid_terms(tenant=tenant, name=name, job_class=job_class, work=work, utility=utility,
+                                         use_adopted_utility=use_adopted_utility)
     slo_check(min_utility=min_utility, utility=utility, work=work)
     # Lock order: market, then the account (inside job_hold). Every other writer queues on the
     # market row, so from here to the commit each round trip counts: the lock and the version
@@ -195,6 +194,22 @@ def slo_check(*, min_utility: float | None, utility: str, work: list[WorkItem]) 
         raise ValidationError({"min_utility": [
             f"This SLO cannot be met: the most this bid's {utility} utility reaches, with all of every type it uses, is {top:g}. "
             "An SLO job pays only when its SLO is met, so an SLO above that is refused."]})
+def bid_terms(*, tenant: Tenant, name: str, job_class: str, work: list[WorkItem], utility: str,
+              use_adopted_utility: bool) -> tuple[str, list[WorkItem], str]:
+    """``(job class, work, utility kind)`` a bid is placed and previewed with: the one rule of the
+    adopted utility (paper 000, Sec. 5), for the bid itself and for both previews (page and API).
+
+    The job class is ``job_class``, else the bid's ``name`` (stripped, at most 120 characters). With
+    ``use_adopted_utility`` the work's weights and the utility kind are the fit the tenant adopted
+    for that class (:func:`adopted_work`); otherwise ``work`` and ``utility`` as given.
+
+    Raises:
+        ValidationError: {"use_adopted_utility": ...} when no fit was adopted for the class.
+    """
+    job_class = (job_class or name).strip()[:120]
+    if use_adopted_utility:
+        work, utility = adopted_work(tenant=tenant, job_class=job_class, work=work)
+    return job_class, work, utility
 
 
 def adopted_work(*, tenant: Tenant, job_class: str, work: list[WorkItem]) -> tuple[list[WorkItem], str]:
@@ -251,7 +266,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     """Cancel an active job; the cluster drops its tasks at the next tick (its running tasks are killed).
 
     Money (docs/economy.md, "Cancellations"): a job at a price fixed at acceptance (an ERA
-    reservation, a deadline booking: ``hooks.fixed_price_jobs``) keeps that
+    reservation, a deadline booking: ``market.hooks.fixed_price_jobs``) keeps that
     price paid and gets the rest of its hold back; an auction job pays for the service it received,
     :func:`cancellation_charge` (its budget times the fraction of its work done, at most its hold),
     and gets the rest back. The ledger memo names what was paid for; the payment adds to the spot
@@ -334,7 +349,7 @@ def utility_fit_adopt(*, tenant: Tenant, job_class: str, user: object = None) ->
     if not job_class:
         raise ValidationError({"job_class": "Name the job class to adopt a fit for."})
     types = [t.name for t in adapters.resource_types(tenant.market_id)]
-    kind, points = selectors_abacus.class_training_data(tenant=tenant, job_class=job_class, types=types)
+    kind, points = class_training_data(tenant=tenant, job_class=job_class, types=types)
     if len(points) < len(types):
         raise ValidationError({"job_class": f"{len(points)} completed job(s) of class {job_class!r}; a fit needs at least {len(types)}."})
     fit = fit_utility([p[0] for p in points], [p[1] for p in points], kind)

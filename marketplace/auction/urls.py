@@ -16,7 +16,7 @@ urlpatterns = [
     path("jobs/live.json", views.job_list_live, name="job-list-live"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("jobs.csv", views.job_list_csv, name="job-list-csv"),
-    path("utility/", views.utility_fits, name="utility-fits"),
+    path("utility/", views.utility_fits_view, name="utility-fits"),
     path("utility/adopt/", views.utility_fit_adopt_view, name="utility-fit-adopt"),
 ]
 

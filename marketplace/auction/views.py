@@ -1,6 +1,6 @@
 """Pages for Abacus's tenant extras (paper 000, Secs. 5-6): utility fits and the price preview.
 
-Thin views: reads through ``selectors_abacus``, writes through ``services.utility``.
+Thin views: reads through ``auction.selectors``, writes through ``auction.services.utility_fit_adopt``.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from marketplace.auction import charts as charts_abacus
 from marketplace.auction import preview as bid_preview
-from marketplace.auction import selectors as selectors_abacus
+from marketplace.auction.charts import utility_fit_figure
 from marketplace.auction.forms import BidForm, JobFilterForm
-from marketplace.auction.selectors import job_rows
+from marketplace.auction.selectors import job_rows, slo_status, utility_fits
 from marketplace.auction.services import bid_submit, cancellation_preview, job_cancel, utility_fit_adopt
-from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.fairshare.selectors import job_waiting
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.money import format_money
 from marketplace.ledger.selectors import account_of, job_ledger
@@ -39,7 +38,7 @@ from marketplace.web.text import chart_text
 
 def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
     rows = []
-    for n, c in enumerate(selectors_abacus.utility_fits(tenant=tenant)):
+    for n, c in enumerate(utility_fits(tenant=tenant)):
         fit = c.fit
         row: dict[str, Any] = {"c": c, "figure": None, "weights": [], "fid": f"fit-figure-{n}"}
         if fit is not None:
@@ -48,7 +47,7 @@ def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
                  "adopted": None if c.adopted is None else c.adopted.get(t)}
                 for k, t in enumerate(c.types)
             ]
-            row["figure"] = charts_abacus.utility_fit_figure(
+            row["figure"] = utility_fit_figure(
                 c.points, fit.weights.tolist(), fit.intercept, kind=fit.kind,
                 title=f"Class {chart_text(c.job_class)}: fit against measurement")
         rows.append(row)
@@ -57,7 +56,7 @@ def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
 
 @tenant_required
 @require_GET
-def utility_fits(request: HttpRequest) -> HttpResponse:
+def utility_fits_view(request: HttpRequest) -> HttpResponse:
     """The tenant's job classes with their fitted utility weights (paper 000, Sec. 5)."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     rows = _fit_rows(tenant)
@@ -175,8 +174,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         origin=job.sim_submit_time, title="Share history within the queue",
     )
     return render_page(request, "auction/job_detail.html", _job_context(request, job) | {
-        "figure": figure, "ledger": job_ledger(job=job), "waiting": selectors_fairshare.job_waiting(job=job),
-        "slo": selectors_abacus.slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
+        "figure": figure, "ledger": job_ledger(job=job), "waiting": job_waiting(job=job),
+        "slo": slo_status(market=market, jobs=[job])[job.pk] if job.min_utility is not None else None,
     }, market=market)
 
 

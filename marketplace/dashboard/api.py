@@ -2,7 +2,7 @@
 
 ``GET /api/staff/jobs/`` (staff and cluster managers: read-only, every tenant) and
 ``POST /api/staff/ledger/adjust/`` (staff only; ``Idempotency-Key`` like the other money
-POSTs; field errors per field; one audited ledger entry, ``services.ledger_adjust``).
+POSTs; field errors per field; one audited ledger entry, ``ledger.services.account_adjust``).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from marketplace.dashboard.serializers import (
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.selectors import account_of, job_money, tenant_ledger
 from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, account_adjust
-from marketplace.market import roles, selectors
-from marketplace.market import visibility as selectors_visibility
+from marketplace.market import roles, selectors, visibility
 from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.tenants import Tenant
@@ -92,8 +91,8 @@ class StaffJobsView(generics.ListAPIView):
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):
             return Job.objects.none()
-        viewer = selectors_visibility.viewer_of(user=self.request.user)
-        return selectors_visibility.staff_job_list(market=selectors.market_default(), viewer=viewer).select_related("tenant")
+        viewer = visibility.viewer_of(user=self.request.user)
+        return visibility.staff_job_list(market=selectors.market_default(), viewer=viewer).select_related("tenant")
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -182,13 +181,13 @@ class AllocationView(APIView):
 
     Staff and cluster managers get every active job (``scope`` "all"); a tenant gets its
     own jobs and, for the others, only the per-queue totals (``scope`` "own"; see
-    ``selectors_visibility``)."""
+    ``market.visibility``)."""
 
     @extend_schema(responses=AllocationSerializer)
     @conditional(scope="user")
     def get(self, request: Request) -> Response:
         market = default_market(request)
-        view = selectors_visibility.allocation_for(market=market, viewer=selectors_visibility.viewer_of(user=request.user))
+        view = visibility.allocation_for(market=market, viewer=visibility.viewer_of(user=request.user))
         snap = selectors.latest_snapshot(market=market)
         return Response({
             "sim_time": market.sim_time,

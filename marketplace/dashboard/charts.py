@@ -139,7 +139,7 @@ SOURCE_SYMBOLS = {"reservation quote": "diamond", "deadline booking": "triangle-
 
 def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[str, float] | None = None,
                       deadline_window_s: float = 3600.0) -> Figure:
-    """Every price of the market in one unit, money per slot-second (issue 22), per resource type:
+    """Every price of the market in one unit, money per slot-second (docs/economy.md), per resource type:
     the spot auction's realised rate so far (solid), the price curve reservation and deadline
     quotes price from over the coming hours (dotted; ERA's, anchored to the spot rate), the
     deadline quote's unit price for the next ``deadline_window_s`` (the curve's mean over it,

@@ -31,7 +31,7 @@ class StaffJobFilterForm(forms.Form):
 class LedgerAdjustForm(forms.Form):
     """Field checks here (the browser shows them at once); the service checks them again."""
 
-    # A fresh key per rendered form: a double click books one adjustment (services.idempotency).
+    # A fresh key per rendered form: a double click books one adjustment (ledger.idempotency).
     idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=255, initial=lambda: uuid.uuid4().hex)
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), to_field_name="name")
     direction = forms.ChoiceField(choices=[("credit", "Credit (add to available)"), ("debit", "Debit (take from available)")],

@@ -1,6 +1,6 @@
 """Staff pages: every tenant's jobs, and crediting or debiting an account with a reason.
 
-Both read through ``selectors_visibility`` / write through ``services.ledger_adjust``;
+Both read through ``market.visibility`` / write through ``ledger.services.account_adjust``;
 a non-staff user gets 403 (the navigation does not offer these links to them).
 """
 
@@ -29,8 +29,7 @@ from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
 from marketplace.ledger.selectors import account_of, tenant_ledger
 from marketplace.ledger.services import account_adjust
-from marketplace.market import roles, selectors
-from marketplace.market import visibility as selectors_visibility
+from marketplace.market import roles, selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
@@ -65,8 +64,8 @@ def staff_jobs(request: HttpRequest) -> HttpResponse:
     if filters.is_valid():
         tenant = filters.cleaned_data["tenant"].name if filters.cleaned_data["tenant"] else None
         status = filters.cleaned_data["status"] or None
-    viewer = selectors_visibility.viewer_of(user=request.user)
-    page = paginate(request, selectors_visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
+    viewer = visibility.viewer_of(user=request.user)
+    page = paginate(request, visibility.staff_job_list(market=market, viewer=viewer, tenant=tenant, status=status))
     types = selectors.resource_types_of(market=market)
     query = "&".join(f"{k}={v}" for k, v in (("tenant", tenant), ("status", status)) if v)
     return render_page(request, "dashboard/staff_jobs.html", {
@@ -178,8 +177,8 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     if market is None:
         return JsonResponse({"detail": "No market exists yet."}, status=404)
     # The share chart carries job names: the viewer's own jobs for a tenant, every tenant's for
-    # staff and cluster managers (selectors_visibility); "?jobs=mine" narrows staff to their own.
-    viewer = selectors_visibility.viewer_of(user=request.user)
+    # staff and cluster managers (market.visibility); "?jobs=mine" narrows staff to their own.
+    viewer = visibility.viewer_of(user=request.user)
     only_own = request.GET.get("jobs") == "mine"
     # The figures change only with a clearing (prices, shares) or a new sample (fairness,
     # utilisation): cached per cleared version and newest sample, shared by every viewer;
@@ -194,16 +193,16 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     return JsonResponse(payload, encoder=PlotlyJSONEncoder)
 
 
-def _chart_scope(viewer: selectors_visibility.Viewer, only_own: bool) -> str:
+def _chart_scope(viewer: visibility.Viewer, only_own: bool) -> str:
     """The cache key's part for whose jobs the figures show."""
     if viewer.all_tenants and not only_own:
         return "all"
     return f"t{viewer.tenant.pk}" if viewer.tenant else "none"
 
 
-def _dashboard_figures(market: Market, viewer: selectors_visibility.Viewer, only_own: bool) -> dict[str, charts.Figure]:
+def _dashboard_figures(market: Market, viewer: visibility.Viewer, only_own: bool) -> dict[str, charts.Figure]:
     times = selectors.sample_times(market=market, max_points=MAX_POINTS)
-    labels = selectors_visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
+    labels = visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
     return dashboard_figures(
         resources=[(t.name, t.capacity) for t in selectors.resource_types_of(market=market)],
         fairness=selectors.fairness_points(market=market, times=times),

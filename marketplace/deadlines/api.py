@@ -1,4 +1,4 @@
-"""REST API of deadline quotes and bookings (paper 003; ``services.deadlines``).
+"""REST API of deadline quotes and bookings (paper 003; ``deadlines.services``).
 
 ``POST /api/deadline/quote/`` answers "what is the cheapest way to finish this
 work by D?" without writing anything; ``POST /api/deadline/book/`` books it

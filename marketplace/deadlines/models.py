@@ -13,7 +13,7 @@ from marketplace.market.models.market import Market
 
 
 class DeadlineBooking(models.Model):
-    """The quote a job was booked at (``services.deadlines.deadline_book``).
+    """The quote a job was booked at (``deadlines.services.deadline_book``).
 
     Times prefixed ``sim_`` are simulated seconds on the market clock; the
     others are lengths in simulated seconds. The job holds ``slots[j]`` units of

@@ -1,4 +1,4 @@
-"""Deadline quotes and bookings: "what is the cheapest way to finish by D?" (paper 003; SPEC 3.4).
+"""Deadline quotes and bookings: "what is the cheapest way to finish by D?" (paper 003).
 
 A tenant gives its job's work (tasks x seconds per task, per resource type), a
 deadline on the market clock and, optionally, the range of its estimate
@@ -385,7 +385,7 @@ def deadline_book(
 
 def _book_reservations(market: Market, job: Job, quote: DeadlineQuote, reservations: list[Reservation], price: float) -> None:
     """Put the job and its reservations into the market engine (the caller holds the market
-    lock). The seam to ERA's booking (issue 9) at merge time.
+    lock): the same seam as ERA's booking (``MarketEngine.book``).
 
     The Plan in force is applied again with the new reservations, so the next tick
     dispatches the job through them even before the clearing this booking triggers.

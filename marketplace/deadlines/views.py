@@ -4,7 +4,7 @@ One page, ``/deadline/``: the tenant enters its work (tasks x seconds per task
 per resource type), the deadline on the market clock and its estimate's range;
 "Get quote" shows the resource vector, time, payment, the guarantee interval
 and the payment-against-deadline chart; "Book" books the quote at no more than
-the price shown (``services.deadlines.deadline_book``).
+the price shown (``deadlines.services.deadline_book``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conventions import request_tenant
-from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.fairshare.selectors import fairshare_table, job_waiting
 from marketplace.market import selectors
 
 
@@ -20,10 +20,10 @@ class JobWaitingView(APIView):
     usage per weight, its wait against T_wait, its share; and an estimated start
     (simulated seconds, if no other job arrives). ``{"waiting": false}`` when it is not waiting."""
 
-    @extend_schema(responses={200: OpenApiResponse(description="The explanation (see selectors_fairshare.job_waiting).")})
+    @extend_schema(responses={200: OpenApiResponse(description="The explanation (see job_waiting).")})
     def get(self, request: Request, pk: int) -> Response:
         job = get_object_or_404(selectors.tenant_jobs(tenant=request_tenant(request)), pk=pk)
-        explanation = selectors_fairshare.job_waiting(job=job)
+        explanation = job_waiting(job=job)
         if explanation is None:
             return Response({"job": job.pk, "waiting": False})
         return Response({"job": job.pk, "waiting": True} | explanation)
@@ -34,6 +34,6 @@ class FairShareView(APIView):
     accumulated usage (as the policy weighs it, and measured), fairness degree now (null:
     infinite), demand and running units (Slurm's ``sshare``)."""
 
-    @extend_schema(responses={200: OpenApiResponse(description="The table (see selectors_fairshare.fairshare_table).")})
+    @extend_schema(responses={200: OpenApiResponse(description="The table (see fairshare_table).")})
     def get(self, request: Request) -> Response:
-        return Response(selectors_fairshare.fairshare_table(market=selectors.market_default()))
+        return Response(fairshare_table(market=selectors.market_default()))

@@ -98,7 +98,7 @@ def job_waiting(*, job: Job) -> dict[str, Any] | None:
             continue
         r = explain_wait(cluster, job.pk, j)
         ahead = {row["id"]: row for row in Job.objects.filter(pk__in=r.jobs_ahead).values("id", "name", "budget", "tenant_id")}
-        # Privacy (selectors_visibility): another tenant's job ahead is shown without its id,
+        # Privacy (market.visibility): another tenant's job ahead is shown without its id,
         # name or budget; the sum of the budgets ahead is an aggregate and stays.
         mine = {pk for pk, row in ahead.items() if row["tenant_id"] == job.tenant_id}
         names = {pk: (row["name"] or f"#{pk}") if pk in mine else OTHER_TENANT_JOB for pk, row in ahead.items()}
@@ -153,7 +153,7 @@ DEFAULT_T_TASK = 60.0  # the paper's example: tasks of one minute
 
 
 def twait_explorer(*, t_wait: float, t_task: float | None) -> dict[str, Any]:
-    """The starvation example (paper 002, Sec. 5.2.1; SPEC 3.3) under H-LTRF with ``t_wait``
+    """The starvation example (paper 002, Sec. 5.2.1) under H-LTRF with ``t_wait``
     (seconds, inf = off), next to the naive hierarchy and LTRF, with tasks of ``t_task``
     seconds (the market's mean task duration; one minute if unknown) as one slot.
 

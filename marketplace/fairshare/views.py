@@ -1,5 +1,5 @@
 """Fair-share pages: the sshare-like table for every tenant, and the T_wait explorer's data
-(paper 002, Sec. 4-5; Eq. 7). Reads come from ``selectors_fairshare``."""
+(paper 002, Sec. 4-5; Eq. 7). Reads come from ``fairshare.selectors``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from marketplace.fairshare import charts as charts_fairshare
-from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.fairshare.charts import twait_explorer_figure
+from marketplace.fairshare.selectors import fairshare_table, twait_explorer
 from marketplace.market import selectors
 from marketplace.market.services.config import parse_t_wait
 from marketplace.web.shortcuts import render_page
@@ -25,7 +25,7 @@ def fairshare_page(request: HttpRequest) -> HttpResponse:
     tenant = selectors.tenant_of(user=request.user)
     own = tenant.default_queue.path if tenant is not None and tenant.default_queue_id else None
     return render_page(request, "fairshare/table.html", {
-        "nav": "fairshare", "table": selectors_fairshare.fairshare_table(market=market), "own_queue": own,
+        "nav": "fairshare", "table": fairshare_table(market=market), "own_queue": own,
     }, market=market)
 
 
@@ -41,5 +41,5 @@ def twait_explorer_data(request: HttpRequest) -> JsonResponse:
         t_wait = parse_t_wait(request.GET.get("t_wait", ""))
     except ValidationError as exc:
         return JsonResponse({"errors": exc.message_dict}, status=400)
-    explorer = selectors_fairshare.twait_explorer(t_wait=t_wait, t_task=selectors.mean_task_duration(market=market))
-    return JsonResponse(explorer | {"figure": charts_fairshare.twait_explorer_figure(explorer)})
+    explorer = twait_explorer(t_wait=t_wait, t_task=selectors.mean_task_duration(market=market))
+    return JsonResponse(explorer | {"figure": twait_explorer_figure(explorer)})

@@ -3,7 +3,7 @@
 * :func:`publish_task` -- enqueue a Celery task by name; when the broker does
   not answer, log and return False instead of raising. The write that asked
   for the task has committed already (tasks are published after commit), and
-  the market sweeper (``services.sweeper``) redoes whatever the lost task would
+  the market sweeper (``market.services.sweeper``) redoes whatever the lost task would
   have done, so the caller answers success. Under eager Celery (tests, no
   ``REDIS_URL``) the task runs in-process and its exceptions propagate.
 * :func:`cache_get` / :func:`cache_set` / :func:`cache_add` / :func:`cache_delete` -- the
@@ -89,7 +89,7 @@ def cache_get(key: str) -> Any:
 
 
 def cache_set(key: str, value: Any, timeout: float) -> None:
-    """``cache.set(...)``; nothing when the cache fails."""
+    """Django's cache ``set``; nothing when the cache fails."""
     if not CACHE.allows():
         return
     try:

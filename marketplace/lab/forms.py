@@ -13,7 +13,7 @@ from marketplace.lab.services.uploads import limit_text
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
 from simulator.experiments.ltrf.traces import SEARCH
 from simulator.whatif.run import FB2009, PREDICTORS
-from simulator.workloads.synthetic import GENERATORS
+from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATORS
 
 GENERATOR_LABELS = {
     "abacus_table1": "Abacus Table 1: 3 users, Poisson arrivals (paper 000, Sec. 7.1.2)",
@@ -44,7 +44,7 @@ def _floats(text: str, field: str) -> list[float]:
         raise forms.ValidationError(f"{field}: enter finite numbers (no inf or nan), like 0.2, 0.5, 0.8")
     return values
 
-OPTIONAL_DEFAULTS = {"rate_scale": 1.0, "deadline_factor": 3.0, "era_slack": 4.0, "cura_max_deadline_s": 200.0, "predictor": "exact"}
+OPTIONAL_DEFAULTS = {**GENERATOR_DEFAULTS, "predictor": "exact"}  # the generators' one table of defaults
 
 
 class StudyForm(forms.Form):
@@ -62,13 +62,13 @@ class StudyForm(forms.Form):
         required=False, choices=[("", "none: replay the trace"), *((g, GENERATOR_LABELS[g]) for g in GENERATORS)],
         help_text="a synthetic workload instead of the trace: `hours` of its arrivals, drawn afresh for each seed",
     )  # fmt: skip
-    rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=1.0,
+    rate_scale = forms.FloatField(required=False, min_value=0.001, max_value=1000, initial=GENERATOR_DEFAULTS["rate_scale"],
                                   help_text="multiplies a generator's arrival rates")  # fmt: skip
-    deadline_factor = forms.FloatField(required=False, min_value=1, max_value=1e6, initial=3.0,
+    deadline_factor = forms.FloatField(required=False, min_value=1, max_value=1e6, initial=GENERATOR_DEFAULTS["deadline_factor"],
                                        help_text="a trace or Table 1 job's deadline: submit + this many ideal run times")  # fmt: skip
-    era_slack = forms.FloatField(required=False, min_value=1.5, max_value=1e6, initial=4.0,
+    era_slack = forms.FloatField(required=False, min_value=1.5, max_value=1e6, initial=GENERATOR_DEFAULTS["era_slack"],
                                  help_text="ERA jobs: largest window / duration factor")  # fmt: skip
-    cura_max_deadline_s = forms.FloatField(required=False, min_value=0, max_value=1e9, initial=200.0,
+    cura_max_deadline_s = forms.FloatField(required=False, min_value=0, max_value=1e9, initial=GENERATOR_DEFAULTS["cura_max_deadline_s"],
                                            help_text="Cura jobs: largest deadline slack beyond the ideal time (simulated s)")  # fmt: skip
     capacity = forms.CharField(initial="40, 20", help_text="slots per type: map, reduce (SWF, ERA: processors / units)")
     vm_pools = forms.CharField(required=False, label="VM pools",

@@ -1,4 +1,4 @@
-"""Idempotent execution of a money-moving request (``models.idempotency``).
+"""Idempotent execution of a money-moving request (``ledger.models.IdempotencyKey``).
 
 :func:`idempotent_call` runs a request at most once per (user, key):
 

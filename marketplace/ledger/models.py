@@ -45,7 +45,7 @@ class LedgerEntry(models.Model):
     Deltas by kind: deposit (+available), hold (-available, +held),
     charge (-held), release (+available, -held); staff adjustments credit
     (+available) and debit (-available), with the reason as memo and the staff
-    member as ``created_by`` (``services.ledger_adjust``).
+    member as ``created_by`` (``ledger.services.account_adjust``).
     """
 
     class Kind(models.TextChoices):

@@ -1,8 +1,8 @@
 """How money is shown: one currency (``settings.MARKET_CURRENCY``) and one rule for decimals.
 
-The rule: money is kept to ``MONEY_PLACES`` (4) decimal places (``models.accounts.MONEY``)
+The rule: money is kept to ``MONEY_PLACES`` (4) decimal places (``ledger.models.MONEY``)
 and every accepted amount is shown exactly. The services refuse amounts with more places
-(``services.bids.parse_budget``, which the bid form and the API both reach), and
+(``auction.services.parse_budget``, which the bid form and the API both reach), and
 :func:`format_money` shows at least two decimals and up to four, so the display precision
 is the storage precision: 0.0001 is shown as ``0.0001``, never ``0.00``.
 

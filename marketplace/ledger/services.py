@@ -59,7 +59,7 @@ def account_deposit(*, account: Account, amount: Decimal, memo: str = "", user: 
 
 def tenant_post(*, tenant_id: int, kind: str, amount: Decimal, memo: str, user: object) -> LedgerEntry:
     """One movement without a job on a tenant's account, in a savepoint of its own
-    (``services.ledger_adjust``'s credits and debits)."""
+    (``account_adjust``'s credits and debits)."""
     return _post_many(tenant_id=tenant_id, job=None, movements=[(kind, amount, memo)], user=user, savepoint=True)[0]
 
 
@@ -283,10 +283,10 @@ def ledger_reconcile(*, account: Account) -> list[str]:
     return problems
 
 
-MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (services.bids.MAX_BUDGET)
+MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (auction.services.MAX_BUDGET)
 
 
-PLACES = 4  # the ledger's decimal places (models.accounts.MONEY)
+PLACES = 4  # the ledger's decimal places (ledger.models.MONEY)
 
 
 QUANTUM = Decimal(1).scaleb(-PLACES)

@@ -1,4 +1,4 @@
-"""How busy the cluster is now and when its slots free: what quotes promise capacity from (issue 22).
+"""How busy the cluster is now and when its slots free: what quotes promise capacity from (docs/economy.md).
 
 Reads only. The live engine (``services.market.engine_load``: this process's copy, or the stored
 state) knows every running batch's end (task durations are known) and every job's queued tasks,

@@ -1,4 +1,4 @@
-"""The market's price level in one unit, money per slot-second (issue 22; docs/economy.md).
+"""The market's price level in one unit, money per slot-second (docs/economy.md).
 
 Reads only. The spot auction's realised rate (``RateSample``, written by ``services.rates``
 when auction jobs leave the market) is the market's reference price:
@@ -118,7 +118,7 @@ def rate_points(*, market: Market, span_s: float = 900.0, max_points: int = 500)
 
 def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: float = 7200.0,
                     since_s: float = 86400.0) -> dict[str, list[dict[str, object]]]:
-    """Every price of the market in money per slot-second, for one chart (issue 22): the spot
+    """Every price of the market in money per slot-second, for one chart (docs/economy.md): the spot
     market's realised rate over time (:func:`rate_points`), the price curve quotes price from over
     the next ``ahead_s`` seconds (``hooks.price_curve``: one more unit of each type, per slot), and
     the prices the parts offered in the last ``since_s`` seconds (``hooks.offered_prices``:

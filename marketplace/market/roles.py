@@ -2,7 +2,7 @@
 
 * **anonymous** -- only the log-in page and the API's token endpoint and schema;
 * **tenant** -- a user with a ``Tenant``: bids, jobs, account, reservations of its own,
-  and the public market data (see ``selectors_visibility``);
+  and the public market data (see ``market.visibility``);
 * **staff** (``is_staff``) -- market settings, VM pools, every tenant's jobs, ledger
   adjustments; sees every tenant's data;
 * **cluster manager** -- a member of the ``cluster-manager`` group (or a superuser): the

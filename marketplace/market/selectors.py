@@ -376,7 +376,7 @@ def queue_tree_rows(*, market: Market) -> list[dict[str, Any]]:
 
 def clearing_convergence(*, market: Market, last: int = 200) -> dict[str, Any]:
     """Convergence of the market's newest ``last`` clearings (paper 000, Alg. 1 capped at
-    ``max_rounds``; SPEC 3.1: non-convergence is reported, never silent).
+    ``max_rounds``: non-convergence is reported, never silent).
 
     Returns ``{"checked", "unconverged", "max_rounds", "median_rounds", "worst"}``;
     ``worst`` lists up to 5 unconverged clearings (id, sim_time s, rounds, jobs, KKT residual).

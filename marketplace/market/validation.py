@@ -6,7 +6,7 @@ strips spaces, and ``"1e3"``, ``"NaN"`` and ``"Infinity"`` all parse. A money
 field accepts none of that: only ASCII ``[0-9]+(.[0-9]+)?`` with an optional
 leading minus (refused later by the range checks), or a JSON number. Every
 money or amount field (``api.fields.StrictDecimalField``, the bid form through
-``services.bids.parse_budget``, the services themselves) parses through
+``auction.services.parse_budget``, the services themselves) parses through
 :func:`parse_decimal_strict`, so the layers agree on what a number is.
 """
 

@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="simulationstudy", name="check_message", field=models.TextField(blank=True, default=""),
         ),
-        # labels (issue 23, item 17): plain words beside the symbols; a charge is not always on completion
+        # labels: plain words beside the symbols; a charge is not always on completion
         migrations.AlterField(
             model_name="adoptedutility",
             name="utility",

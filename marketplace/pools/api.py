@@ -17,8 +17,8 @@ from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
-from marketplace.pools import selectors as selectors_pools
 from marketplace.pools.models import CuraJob
+from marketplace.pools.selectors import cura_jobs_of, pool_rows
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
@@ -64,7 +64,7 @@ def _pools_state() -> dict[str, Any]:
         "pools": [
             {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": str(r["type"].price),
              "price_per_slot_second": r["slot_rate"], "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
-            for r in selectors_pools.pool_rows(market=market)
+            for r in pool_rows(market=market)
         ],
     }
 
@@ -105,7 +105,7 @@ class CuraJobsView(generics.GenericAPIView):
 
     @extend_schema(responses=CuraJobSerializer(many=True))
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(selectors_pools.cura_jobs_of(tenant=request_tenant(request))))
+        page = self.paginate_queryset(self.filter_queryset(cura_jobs_of(tenant=request_tenant(request))))
         return self.get_paginated_response(CuraJobSerializer(page, many=True).data)
 
     @extend_schema(request=CuraJobInSerializer, responses=CuraJobSerializer)
@@ -126,7 +126,7 @@ class CuraJobCancelView(APIView):
 
     @extend_schema(request=None, responses=CuraJobSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        job = selectors_pools.cura_jobs_of(tenant=request_tenant(request)).filter(pk=pk).first()
+        job = cura_jobs_of(tenant=request_tenant(request)).filter(pk=pk).first()
         if job is None:
             raise NotFound("No such Cura job of yours.")
         try:

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_http_methods
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
 from marketplace.market.models.tenants import Tenant
-from marketplace.pools import charts as charts_pools
-from marketplace.pools import selectors as selectors_pools
+from marketplace.pools.charts import pool_figures
 from marketplace.pools.forms import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.pools.models import VMPool
+from marketplace.pools.selectors import cura_jobs_of, pool_rows, pool_series, reconfigurations, vm_types_of
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import (
     SETTINGS_FIELDS,
@@ -81,12 +81,12 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"{pool.vm_type.name} pool: {size_form.cleaned_data['size']} VMs.")
             return redirect("pools")
-    types = selectors_pools.vm_types_of(market=market)
-    sizes_fig, util_fig = charts_pools.pool_figures(selectors_pools.pool_series(market=market, types=types))
+    types = vm_types_of(market=market)
+    sizes_fig, util_fig = pool_figures(pool_series(market=market, types=types))
     return render_page(request, "pools/admin.html", {
         "nav": "pools", "settings_form": settings_form, "type_form": type_form, "size_form": size_form,
-        "rows": selectors_pools.pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig,
-        "reconfigurations": paginate(request, selectors_pools.reconfigurations(market=market)),
+        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig,
+        "reconfigurations": paginate(request, reconfigurations(market=market)),
         "size_error_pool": size_form["pool"].value() if size_form.errors else None,
     }, market=market)
 
@@ -111,8 +111,8 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
                                           f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")
     return render_page(request, "pools/jobs.html", {
-        "nav": "cura", "form": form, "page": paginate(request, selectors_pools.cura_jobs_of(tenant=tenant)),
-        "pools": selectors_pools.pool_rows(market=tenant.market),
+        "nav": "cura", "form": form, "page": paginate(request, cura_jobs_of(tenant=tenant)),
+        "pools": pool_rows(market=tenant.market),
     }, market=tenant.market)
 
 
@@ -121,7 +121,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
 def cura_job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Tenants: withdraw a Cura job that has not ended; it pays for the VM-seconds it ran, the rest is released."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
-    job = get_object_or_404(selectors_pools.cura_jobs_of(tenant=tenant), pk=pk)
+    job = get_object_or_404(cura_jobs_of(tenant=tenant), pk=pk)
     try:
         done = cura_job_cancel(job=job, user=request.user)
     except ValidationError as exc:

@@ -88,7 +88,7 @@ def past_requests(market: Market, resource_type: ResourceType, s: ReservationSet
 
 
 def predictor_of(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int) -> Any:
-    """The configured predictor (SPEC 3.2), learning from past requests on a daily cycle."""
+    """The configured predictor (paper 001, Sec. 3.2; docs/mechanisms.md, "ERA"), learning from past requests on a daily cycle."""
     if s.predictor == ReservationSettings.Predictor.CONSTANT:
         return ConstantPrice(s.reserve_price)
     history = past_requests(market, resource_type, s)

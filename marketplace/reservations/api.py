@@ -1,4 +1,4 @@
-"""REST API for ERA reservations (paper 001, Secs. 2.3.1-2.3.2; SPEC 3.2).
+"""REST API for ERA reservations (paper 001, Secs. 2.3.1-2.3.2).
 
 Tenants: quotes (create, list, show, accept, decline), the one-shot request and
 their reservations. Everyone signed in: the price curve. Cluster managers (the
@@ -13,7 +13,6 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -29,16 +28,18 @@ from marketplace.api.conventions import created, request_tenant, service_errors
 from marketplace.api.fields import MoneyField, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
-from marketplace.auction.services import job_cancel
 from marketplace.market import roles, selectors
-from marketplace.market.models.jobs import Job
-from marketplace.market.models.queues import ResourceType
 from marketplace.market.roles import CLUSTER_MANAGER
-from marketplace.market.services.config import resource_capacity_set
-from marketplace.market.services.market import market_changed
 from marketplace.reservations import selectors as rsel
 from marketplace.reservations.models import Reservation, ReservationQuote
-from marketplace.reservations.services import QuoteMoved, reservation_accept, reservation_decline, reservation_quote, reservation_request
+from marketplace.reservations.services import (
+    QuoteMoved,
+    cluster_update,
+    reservation_accept,
+    reservation_decline,
+    reservation_quote,
+    reservation_request,
+)
 
 
 class RequestSerializer(serializers.Serializer):
@@ -276,15 +277,23 @@ class UpdateSerializer(serializers.Serializer):
     capacity = serializers.DictField(child=serializers.IntegerField(min_value=1), required=False,
                                      help_text="Resource type name -> units now under the cluster's management.")
     terminated = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Ids of jobs that ended.")
-    consumption = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField(min_value=0)), required=False,
-                                        help_text="Job id -> {resource type: units in use} (recorded in the answer).")
-    pending = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField(min_value=0)), required=False,
-                                    help_text="Job id -> {resource type: waiting tasks} (recorded in the answer).")
+
+    # The paper's update may also carry the jobs' actual consumption and waiting tasks. The market's
+    # cluster is its own simulated one, which counts both itself; a field it cannot act on is refused,
+    # not acknowledged and dropped.
+    NOT_ACCEPTED = ("consumption", "pending")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        sent = [name for name in self.NOT_ACCEPTED if name in self.initial_data]
+        if sent:
+            raise ValidationError(dict.fromkeys(sent, "Not accepted: the market's simulated cluster counts the jobs' units in use "
+                                                      "and waiting tasks itself."))
+        return attrs
 
 
 class ClusterUpdateView(APIView):
-    """update: capacity changes and terminations re-plan (a market change, so a clearing);
-    consumption and pending tasks are acknowledged (the simulated cluster reports its own)."""
+    """update (paper 001, Sec. 2.3.2): capacity changes and terminations re-plan
+    (``reservations.services.cluster_update``)."""
 
     permission_classes = (IsClusterManager,)
 
@@ -292,24 +301,9 @@ class ClusterUpdateView(APIView):
     def post(self, request: Request) -> Response:
         data = UpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        d = data.validated_data
-        market = selectors.market_default()
-        types = {t.name: t for t in ResourceType.objects.filter(market=market)}
-        unknown = [n for n in d.get("capacity", {}) if n not in types]
-        if unknown:
-            raise ValidationError({"capacity": f"Unknown resource types: {', '.join(unknown)}."})
-        ended = []
         try:
-            with transaction.atomic():
-                for name, units in d.get("capacity", {}).items():
-                    resource_capacity_set(resource_type=types[name], capacity=units, user=request.user)
-                for job in Job.objects.filter(market=market, pk__in=d.get("terminated", []), status__in=Job.ACTIVE).order_by("pk"):
-                    job_cancel(job=job, user=request.user)  # frees its units and its promised capacity
-                    ended.append(job.pk)
-                if not d.get("capacity") and not ended:
-                    locked = type(market).objects.select_for_update().get(pk=market.pk)
-                    market_changed(market=locked)  # a re-plan on request
+            update = cluster_update(market=selectors.market_default(), capacity=data.validated_data.get("capacity", {}),
+                                    terminated=data.validated_data.get("terminated", []), user=request.user)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response({"capacity": d.get("capacity", {}), "terminated": ended, "consumption": d.get("consumption", {}),
-                         "pending": d.get("pending", {}), "replanned": True})
+        return Response({"capacity": update.capacity, "terminated": update.terminated, "replanned": True})

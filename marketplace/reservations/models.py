@@ -1,4 +1,4 @@
-"""ERA reservations (paper 001, Secs. 2-3; SPEC 3.2): settings, quotes and accepted reservations.
+"""ERA reservations (paper 001, Secs. 2-3): settings, quotes and accepted reservations.
 
 A tenant asks for "W units of a resource type for T seconds inside [A, D),
 worth at most V". A :class:`ReservationQuote` answers with the cheapest start

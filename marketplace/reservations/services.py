@@ -1,4 +1,4 @@
-"""Reservations with dynamic prices and quotes (ERA, paper 001, Secs. 2.3 and 3.1; SPEC 3.2).
+"""Reservations with dynamic prices and quotes (ERA, paper 001, Secs. 2.3 and 3.1).
 
 * :func:`reservation_quote` -- price a request ("W units of a resource type for
   T seconds inside [A, D), worth at most V") without committing: the cheapest
@@ -13,6 +13,8 @@
 * :func:`reservation_book` -- book given units of a type in [start, end) at a
   given price for a new job: the one write every reservation goes through
   (ERA's acceptance, and deadline bookings of paper 003).
+* :func:`cluster_update` -- ERA's ``update`` from the cluster (paper 001, Sec. 2.3.2):
+  capacity changes and ended jobs, each a market change, so the market re-plans.
 
 Money: a quote holds nothing (it is not a commitment, as EC2 Capacity Blocks
 offerings are not); a booking holds its price and charges it at once through
@@ -32,12 +34,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from marketplace.auction.services import parse_budget
+from marketplace.auction.services import job_cancel, parse_budget
 from marketplace.ledger.services import job_charge, job_hold, money
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
+from marketplace.market.services.config import resource_capacity_set
 from marketplace.market.services.market import market_changed
 from marketplace.market.validation import StateConflict
 from marketplace.reservations import adapters as ra
@@ -95,7 +98,7 @@ def parse_value(value: object) -> Decimal | None:
 
 def _window(*, market: Market, rt: ResourceType, s: ReservationSettings, units: object, duration: object,
             arrival: object, deadline: object) -> Window:
-    """Field-level checks of a request, then its slots (SPEC 3.2). Nothing is written.
+    """Field-level checks of a request, then its slots (paper 001, Secs. 2.3 and 3.1). Nothing is written.
 
     Raises:
         ValidationError: per field: units not a whole number in [1, capacity]; a
@@ -387,3 +390,41 @@ def reservation_book(
     s.save(update_fields=["book_version"])
     market_changed(market=market)
     return reservation
+
+
+@dataclass(frozen=True)
+class ClusterUpdate:
+    """What an update changed: the capacities set (resource type name -> slots) and the ids of the
+    jobs it ended (the active ones among those named, in id order)."""
+
+    capacity: dict[str, int]
+    terminated: list[int]
+
+
+def cluster_update(*, market: Market, capacity: dict[str, int], terminated: list[int], user: object = None) -> ClusterUpdate:
+    """ERA's optional ``update`` from the cluster (paper 001, Sec. 2.3.2): the cluster tells ERA its
+    actual state so that ERA re-plans.
+
+    ``capacity`` (resource type name -> slots now under the cluster's management) sets each type's
+    capacity (audited, applied at the next tick); every job of ``terminated`` that is still active is
+    cancelled (its units and its promised capacity are free again; it pays as any cancellation does).
+    Each is a market change, so the next clearing re-plans; an update that changes nothing still asks
+    for a re-plan. One transaction: an update is applied whole or not at all.
+
+    Raises ValidationError ``{"capacity": ...}`` for a resource type name the market does not have
+    (nothing written), or a service's refusal of a capacity (``resource_capacity_set``).
+    """
+    types = {t.name: t for t in ResourceType.objects.filter(market=market)}
+    unknown = [name for name in capacity if name not in types]
+    if unknown:
+        raise ValidationError({"capacity": f"Unknown resource types: {', '.join(unknown)}."})
+    ended: list[int] = []
+    with transaction.atomic():
+        for name, units in capacity.items():
+            resource_capacity_set(resource_type=types[name], capacity=units, user=user)
+        for job in Job.objects.filter(market=market, pk__in=terminated, status__in=Job.ACTIVE).order_by("pk"):
+            job_cancel(job=job, user=user)  # frees its units and its promised capacity
+            ended.append(job.pk)
+        if not capacity and not ended:
+            market_changed(market=Market.objects.select_for_update().get(pk=market.pk))  # a re-plan on request
+    return ClusterUpdate(capacity=dict(capacity), terminated=ended)

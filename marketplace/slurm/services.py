@@ -408,7 +408,7 @@ def _command(task: SlurmTask) -> str:
 
 def reservations_sync(*, market_id: int) -> tuple[int, int]:
     """Make Slurm's advance reservations match the market's promises to active jobs (ERA
-    reservations, deadline bookings: ``hooks.promised_windows``): create what is missing, delete
+    reservations, deadline bookings: ``market.hooks.promised_windows``): create what is missing, delete
     what is no longer promised or has ended. Returns (created, deleted).
 
     Raises:

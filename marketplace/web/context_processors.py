@@ -12,7 +12,7 @@ from marketplace.market import roles as roles_module
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:
-    """``roles``: the logged-in user's roles (``roles.Roles``), read lazily (pages that do not
+    """``roles``: the logged-in user's roles (``market.roles.Roles``), read lazily (pages that do not
     render the navigation cost no query). ``templates/_nav.html`` offers only the links the
     role can use, so no one is shown a link that answers 403."""
     return {"roles": SimpleLazyObject(lambda: roles_module.roles_of(getattr(request, "user", None))),

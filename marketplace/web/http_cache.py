@@ -1,4 +1,4 @@
-"""HTTP revalidation for the pages' pollers (issue 8, item 5: ETag and If-None-Match on what
+"""HTTP revalidation for the pages' pollers (ETag and If-None-Match on what
 pollers read).
 
 The dashboard and the lab pages poll JSON every few seconds (``static/js/dashboard.js``,

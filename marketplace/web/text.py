@@ -1,5 +1,5 @@
 """User text made harmless where it is shown: bidirectional controls made visible, and chart
-labels escaped for plotly (issue 23, items 7 and 9).
+labels escaped for plotly.
 
 * Right-to-left overrides and their kin (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)
   reorder the text around them: a job named ``"invoice\u202egpj.exe"`` reads as

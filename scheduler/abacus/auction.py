@@ -11,7 +11,7 @@ others' (Algorithms 1 and 2):
 
     x_ij  = (du_i/ds_ij) * s_ij * (1 - s_ij)
     b'_ij = b_i * x_ij / sum_l x_il       (sum over job i's OWN resources:
-                                           SPEC 3.1 erratum to Algorithm 2)
+                                           erratum to Algorithm 2, docs/mechanisms.md)
 
 A fixed point makes ``du_i/db_ij = alpha * x_ij / b_ij`` equal across the
 resources job ``i`` bids on, which is the KKT condition of job ``i`` maximising
@@ -192,7 +192,7 @@ def _shares_and_rest(sub_budgets: FloatArray, mk: _Market) -> tuple[FloatArray, 
 
 
 def _best_response(sub_budgets: FloatArray, mk: _Market) -> FloatArray:
-    """b'_ij = b_i x_ij / sum_l x_il (Algorithm 2 with the SPEC 3.1 erratum)."""
+    """b'_ij = b_i x_ij / sum_l x_il (Algorithm 2 with its erratum, docs/mechanisms.md)."""
     return _best_response_from(*_shares_and_rest(sub_budgets, mk), mk)
 
 

@@ -1,4 +1,4 @@
-"""Utility-function estimation from completed jobs (paper 000, Sec. 5; SPEC 3.1).
+"""Utility-function estimation from completed jobs (paper 000, Sec. 5).
 
 A tenant may bid a budget only; the job then gets the default utility (linear,
 equal weights). After ``k >= m`` completed jobs of the same tenant and job

@@ -1,5 +1,5 @@
 """Read-outs of the auction's result: implied prices and the KKT residual (paper 000, Sec. 4.2,
-Lemma 2; SPEC 3.1). Re-exported by ``scheduler.abacus.auction``."""
+Lemma 2). Re-exported by ``scheduler.abacus.auction``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ FloatArray = NDArray[np.float64]
 def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
     """(m,) unit price per resource type: total sub-budget on j divided by C_j.
 
-    Money per slot (SPEC 3.1 / plan.Diagnostics.prices). ``sub_budgets`` is (n, m),
+    Money per slot (paper 000, Sec. 4.2 / plan.Diagnostics.prices). ``sub_budgets`` is (n, m),
     ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
     negative or non-finite sub-budgets, or non-positive capacity.
     """

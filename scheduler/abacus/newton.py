@@ -1,4 +1,4 @@
-"""Joint Newton solve of the auction's equilibrium (paper 000, Sec. 4.2, Lemma 2; SPEC 3.1).
+"""Joint Newton solve of the auction's equilibrium (paper 000, Sec. 4.2, Lemma 2).
 
 Algorithm 2 moves each job toward its best response to the others' bids. When a
 small budget meets a large one (budgets 1e-2 against 1e6) with linear utilities

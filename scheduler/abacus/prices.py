@@ -1,7 +1,7 @@
 """The auction's equilibrium at alpha = 1 solved in prices (paper 000, Sec. 4.2, Eq. 1, Lemma 2).
 
 At alpha = 1, Eq. 1 is s_ij = b_ij / p_j with p_j = sum_l b_lj the money bid on
-resource j (its "price", SPEC 3.1's implied price times C_j). Job i's KKT
+resource j (its "price", the implied price of paper 000, Sec. 4.2, times C_j). Job i's KKT
 condition du_i/db_ij = lambda_i (<= lambda_i where b_ij = 0) then fixes its share
 of j from t_ij = lambda_i p_j / w_ij alone:
 

@@ -1,4 +1,4 @@
-"""SLO-based Abacus: the prolific pool (paper 000, Sec. 6; SPEC 3.1 "SLO variant").
+"""SLO-based Abacus: the prolific pool (paper 000, Sec. 6).
 
 A job may add a minimum utility ``m_i`` (its SLO) to its bid ``(b_i, u_i)``; it
 pays its budget only if its SLO was met (``PaymentRule.if_slo_met``, settled by
@@ -223,6 +223,6 @@ class AbacusSloPolicy(AbacusPolicy):
 
 class AbacusNoPoolPolicy(AbacusPolicy):
     """Abacus with SLO payments but no prolific pool: every job bids, SLO jobs pay
-    only if met (the comparison of paper 000, Sec. 6 / issue 10 item 6f)."""
+    only if met (the comparison of paper 000, Sec. 6)."""
 
     name = "abacus_no_pool"

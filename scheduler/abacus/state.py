@@ -1,4 +1,4 @@
-"""The auction's shared state: its validated inputs and its result (paper 000, Sec. 3; SPEC 3.1).
+"""The auction's shared state: its validated inputs and its result (paper 000, Sec. 3).
 
 Every module of the auction (``auction``, ``steps``, ``kkt``, ``newton``, ``prices``) reads
 these types; keeping them here lets those modules import each other one way only.

@@ -1,4 +1,4 @@
-"""Algorithm 2's step, made to converge (paper 000, Sec. 3, Algorithms 1-2; SPEC 3.1).
+"""Algorithm 2's step, made to converge (paper 000, Sec. 3, Algorithms 1-2).
 
 The auction's rounds (``scheduler.abacus.auction``) move each job's sub-budgets toward its
 best response. The plain step of Algorithm 2 is exact at alpha = 0 but far too short

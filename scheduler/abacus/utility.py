@@ -2,7 +2,7 @@
 
 Job i's utility is ``u_i(s_i) = sum_j g_ij(s_ij)`` over its allocation
 probabilities (shares) s_ij, with ``g_ij`` linear (``w_ij s_ij``) or logscale
-(``w_ij log s_ij``), ``w_ij >= 0`` (SPEC 3.1). The auction
+(``w_ij log s_ij``), ``w_ij >= 0`` (paper 000, Sec. 3). The auction
 (``scheduler.abacus.auction``) needs the marginal term ``x_ij = (du_i/ds_ij) s_ij
 (1 - s_ij)`` of its best response (Alg. 2, line 3); the market engine needs
 the utility itself to settle SLO payments (Sec. 6).

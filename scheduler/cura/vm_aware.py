@@ -410,7 +410,7 @@ class VMAwareScheduler:
         return tuple(p.reservation() for p in [*self.started.values(), *self.tentative.values()])
 
     def to_plan(self) -> Plan:
-        """The scheduler's decisions as a clearing's Plan (SPEC 2, "The engine"): the
+        """The scheduler's decisions as a clearing's Plan (README, "The engine"): the
         reservations (resource = VM type index, units = VMs) and, for each reserved
         job, a price fixed at acceptance equal to its configuration's resource cost
         (paper 004 leaves pricing out, footnote 2; the cost is the natural figure).

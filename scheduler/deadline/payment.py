@@ -1,4 +1,4 @@
-"""Deadline quotes at minimum payment (paper 003, Sections 2-4; SPEC 3.4).
+"""Deadline quotes at minimum payment (paper 003, Sections 2-4).
 
 A task has a workload vector ``l`` over R dimensions (unit-seconds: e.g. slot-
 seconds of map work and of reduce work), a deadline ``D`` (seconds) and an
@@ -12,7 +12,7 @@ and, under pay-by-reserve, it pays
 
     P(r) = (1/R) * b . r * T(r)                                  (Eq. 2)
 
-(the SPEC keeps the paper's ``1/R``; its Fig. 2 plots ``b . r * T`` without it).
+(the code keeps the paper's ``1/R``, docs/mechanisms.md; its Fig. 2 plots ``b . r * T`` without it).
 ``P`` is unchanged by scaling ``r``, so by Cauchy-Schwarz its least value is
 ``theta * (sum_k sqrt(l_k b_k))^2 / R``, reached on the ray
 ``r_k ~ sqrt(l_k / b_k)`` (Eq. 12); the smallest vector on that ray that meets
@@ -56,7 +56,7 @@ class DeadlineAllocation:
         payment: money, ``P(r) = (1/R) b . r T(r)`` (Eq. 2).
         feasible: False when even the whole availability misses the deadline
             (then ``resources = available`` and ``exec_time`` is the real,
-            longer time: SPEC 3.4's form of Lemma 1, with theta).
+            longer time: Lemma 1 with theta, docs/mechanisms.md).
         capped: (R,) True where ``r_k = a_k`` (a binding limit, Alg. 1 line 8).
         node: index of the chosen candidate node (0 for a single node).
         node_payments: (P,) payment on each candidate node (inf where infeasible).
@@ -83,7 +83,7 @@ def exec_time(workload: ArrayLike, resources: ArrayLike, theta: float = 1.0) -> 
 
 
 def payment(workload: ArrayLike, resources: ArrayLike, prices: ArrayLike, theta: float = 1.0) -> float:
-    """Pay-by-reserve payment ``P(r) = (1/R) b . r T(r)`` (paper 003, Eq. 2; SPEC 3.4), money."""
+    """Pay-by-reserve payment ``P(r) = (1/R) b . r T(r)`` (paper 003, Eq. 2), money."""
     l_ = np.asarray(workload, dtype=np.float64)
     reserve = float(np.dot(np.asarray(prices, dtype=np.float64), np.asarray(resources, dtype=np.float64)))
     t = exec_time(l_, resources, theta)
@@ -171,7 +171,7 @@ def min_payment(
     workload: ArrayLike, deadline: float, prices: ArrayLike, available: ArrayLike, *, theta: float = 1.0,
 ) -> DeadlineAllocation:
     """The resource vector that finishes ``workload`` by ``deadline`` at the least
-    payment (paper 003, Algorithm 1 with Theorem 1's CO-STEP; SPEC 3.4).
+    payment (paper 003, Algorithm 1 with Theorem 1's CO-STEP).
 
     Args:
         workload: (R,) work per dimension, unit-seconds, >= 0, not all 0.

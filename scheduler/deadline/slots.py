@@ -1,4 +1,4 @@
-"""Whole slots: the cheapest integer resource vector that meets a deadline (SPEC 3.4).
+"""Whole slots: the cheapest integer resource vector that meets a deadline (paper 003, Eqs. 1-2; docs/mechanisms.md, "Whole slots").
 
 The market hands out whole units (slots), so the continuous optimum of
 ``scheduler.deadline.payment.min_payment`` (paper 003, Alg. 1) must become an integer
@@ -200,7 +200,7 @@ def min_payment_slots(
     theta: float = 1.0, tasks: Sequence[int] | None = None,
 ) -> SlotAllocation:
     """The cheapest whole-slot vector that finishes ``workload`` by ``deadline``
-    (SPEC 3.4 on paper 003's Eqs. 1-2; exact branch and bound, module docstring).
+    (paper 003's Eqs. 1-2 in whole slots, docs/mechanisms.md; exact branch and bound, module docstring).
 
     Args:
         workload, deadline, prices, available, theta: as

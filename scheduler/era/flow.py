@@ -1,4 +1,4 @@
-"""The LP-based predictor's allocation LP solved exactly as a flow (paper 001, Sec. 3.2; SPEC 3.2).
+"""The LP-based predictor's allocation LP solved exactly as a flow (paper 001, Sec. 3.2).
 
 The LP (``scheduler.era.predictors.solve_allocation_lp``) reads
 

@@ -16,7 +16,7 @@ interface (:class:`ReservationMechanism`):
 * ``commit(units, start, duration)`` / ``release(units, start, end)`` -- add or
   take back promised capacity (an accepted quote; a job that finished early).
 
-:class:`BasicEcon` is Algorithm 1 of paper 001 (SPEC 3.2); :class:`Greedy`
+:class:`BasicEcon` is Algorithm 1 of paper 001 (Sec. 3.1); :class:`Greedy`
 (FirstFit) and :class:`OnDemand` are the baselines of its Sec. 4.
 """
 
@@ -184,7 +184,7 @@ def _first_min(totals: FloatArray, scores: FloatArray | None = None) -> int | No
 
 
 class BasicEcon(_Promises):
-    """Basic-Econ scheduling and pricing (paper 001, Sec. 3.1, Algorithm 1; SPEC 3.2).
+    """Basic-Econ scheduling and pricing (paper 001, Sec. 3.1, Algorithm 1).
 
     For each slot t of the window and each additional unit i = 1..W the unit
     price is ``price_t(i) = inverse_demand(t, C - promised[t] - i)`` (infinite

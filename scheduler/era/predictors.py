@@ -1,4 +1,4 @@
-"""Demand predictors for ERA's Basic-Econ pricing (paper 001, Sec. 3.2; SPEC 3.2).
+"""Demand predictors for ERA's Basic-Econ pricing (paper 001, Sec. 3.2).
 
 A predictor is any object with ``inverse_demand(t, quantity) -> price``: the
 highest unit price (money per unit-slot) at which the predicted demand in slot
@@ -7,7 +7,7 @@ the price of the i-th additional unit of slot t as the inverse demand at
 ``C - promised[t] - i`` (paper 001, Alg. 1 line 7). Every predictor here takes
 numpy arrays of slots and quantities (broadcast together) as well as scalars.
 
-Three predictors, as the paper and the SPEC list them:
+Three predictors (docs/mechanisms.md, "ERA"):
 
 * :class:`ConstantPrice` -- a fixed reserve price whatever the quantity;
 * :class:`SpreadingPredictor` -- past requests spread evenly over their windows
@@ -303,7 +303,7 @@ class SpreadingPredictor(DemandCurves):
 
 @dataclass(frozen=True)
 class LPSolution:
-    """The fractional allocation of past requests (paper 001, Sec. 3.2; SPEC 3.2).
+    """The fractional allocation of past requests (paper 001, Sec. 3.2).
 
     Attributes:
         accepted: (n,) y_j in [0, 1], the fraction of request j served.
@@ -319,7 +319,7 @@ class LPSolution:
 
 
 def solve_allocation_lp(requests: Sequence[PastRequest], capacity: float, horizon: int) -> LPSolution:
-    """Value-maximising fractional allocation of ``requests`` on ``capacity`` units (SPEC 3.2).
+    """Value-maximising fractional allocation of ``requests`` on ``capacity`` units (paper 001, Sec. 3.2).
 
     maximise sum_j V_j y_j subject to sum_t x_jt = y_j W_j T_j (each request's
     unit-slots), sum_j x_jt <= C (each slot), 0 <= x_jt <= W_j, 0 <= y_j <= 1,
@@ -364,7 +364,7 @@ def solve_allocation_lp(requests: Sequence[PastRequest], capacity: float, horizo
 
 
 def solve_allocation_flow(requests: Sequence[PastRequest], capacity: float, horizon: int) -> LPSolution:
-    """The allocation LP of :func:`solve_allocation_lp`, solved exactly as a flow (SPEC 3.2).
+    """The allocation LP of :func:`solve_allocation_lp`, solved exactly as a flow (paper 001, Sec. 3.2).
 
     The LP is a transportation problem (requests supply W_j T_j unit-slots, at most
     W_j into each slot of their window, slots take C); greedy by value per unit-slot

@@ -1,4 +1,4 @@
-"""ERA's demand as the whole live market sees it: the spot auction's demand and price (issue 22).
+"""ERA's demand as the whole live market sees it: the spot auction's demand and price (docs/economy.md).
 
 Paper 001 prices the i-th unit of slot t at the inverse demand of the quantity left,
 ``price_t(i) = inverse_demand(t, C - promised[t] - i)`` (Alg. 1 line 7), and learns the demand

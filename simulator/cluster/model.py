@@ -3,7 +3,7 @@
 A cluster has ``C_j`` slots of each of m resource types and a queue tree
 whose leaves hold jobs. Every task occupies one slot of its type for its
 duration. Whenever slots are free, they are offered to an ordered list of
-dispatch stages (``simulator.cluster.stages``; SPEC 2, "the engine") that apply the
+dispatch stages (``simulator.cluster.stages``; README, "The engine") that apply the
 latest Plan (``scheduler.plan``):
 
 1. reservations in force get their units first (ERA, paper 001);
@@ -129,7 +129,7 @@ class Cluster(ReservationBook):
         plan_apply.set_shares(self, shares)
 
     def set_plan(self, plan: Plan) -> None:
-        """Apply a clearing's Plan: its shares and its reservations (SPEC 2;
+        """Apply a clearing's Plan: its shares and its reservations (README, "The engine";
         ``simulator.cluster.plan_apply.set_plan``).
 
         Raises:

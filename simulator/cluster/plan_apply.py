@@ -1,4 +1,4 @@
-"""Applying a clearing's Plan to the cluster model (SPEC 2, "the engine").
+"""Applying a clearing's Plan to the cluster model (README, "The engine").
 
 The shares go to the within-leaf dispatcher (paper 000, Sec. 3); jobs named
 by a reservation leave the shared stage and run only through their
@@ -44,7 +44,7 @@ def set_shares(cluster: ClusterCore, shares: Mapping[int, NDArray[np.float64]]) 
     cluster.placement.set_shares(new)
 
 def set_plan(cluster: ClusterCore, plan: Plan) -> None:
-    """Apply a clearing's Plan: its shares and its reservations (SPEC 2).
+    """Apply a clearing's Plan: its shares and its reservations (README, "How the market runs").
 
     Jobs named by a reservation leave the shared stage: they run only
     through their reservations. Reservations of unknown jobs are kept

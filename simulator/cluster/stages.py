@@ -1,4 +1,4 @@
-"""Dispatch stages: how the cluster applies a Plan to its free units (SPEC 2).
+"""Dispatch stages: how the cluster applies a Plan to its free units (README, "How the market runs").
 
 When units of resource type j are free at time t, the cluster offers them to
 an ordered list of stages; each stage starts what it decides and passes on the

@@ -1,4 +1,4 @@
-"""Cura's reservations executed by the market engine (SPEC 2: one engine for every mechanism).
+"""Cura's reservations executed by the market engine (README, "The engine": one engine for every mechanism).
 
 A market backed by VM pools has one resource type per VM type, its capacity
 the pool size. :func:`run_on_engine` drives ``scheduler.cura.vm_aware.VMAwareScheduler``

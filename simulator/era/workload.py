@@ -2,7 +2,7 @@
 execution, and the paper's metrics (welfare, share of requested value, revenue, late jobs).
 
 Requests are in integer slots. :func:`fb2009_requests` derives the paper's
-"6 job classes" workload from the FB-2009 trace (SPEC 4): each trace job becomes
+"6 job classes" workload from the FB-2009 trace (paper 001, Sec. 4): each trace job becomes
 "W units for T slots in [A, D)" (W = its map and reduce tasks, capped; T = its
 task-seconds spread over W units, in slots; A = its submit slot; D = A + T
 times a random slack), its class is the sextile of its size W * T (by rank, ties broken at random: most trace

@@ -1,4 +1,4 @@
-"""Headline rows for the experiments that predate issue 24's fidelity rows, read from their own result.
+"""Headline rows for the experiments that predate the fidelity report's rows (docs/fidelity.md), read from their own result.
 
 These experiments put their numbers beside the paper in a "Beside the paper" (or summary)
 table but return no ``headlines``; their modules are left as they are (another change is

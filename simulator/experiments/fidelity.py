@@ -1,4 +1,4 @@
-"""Fidelity helpers shared by the paper experiments (issue 24): intervals, verdicts, headline rows
+"""Fidelity helpers shared by the paper experiments (docs/fidelity.md): intervals, verdicts, headline rows
 and the set-up statements each experiment's page carries.
 
 Statistics. Where a figure is stochastic an experiment runs several seeds and
@@ -140,7 +140,7 @@ HEADLINE_COLUMNS = ("quote (section)", "paper", "ours (mean [95 % CI], n)", "ver
 def headline_table(rows: Sequence[Mapping[str, str]], note: str = "") -> dict[str, Any]:
     """The headline rows as a result table (the page shows what the report shows)."""
     cells = [[f"\"{r['quote']}\" ({r['section']})", r["paper_value"], r["ours"], r["verdict"], r["cause"]] for r in rows]
-    return table("Headlines beside the paper (issue 24's fidelity report)", HEADLINE_COLUMNS, cells,
+    return table("Headlines beside the paper (the fidelity report, docs/fidelity.md)", HEADLINE_COLUMNS, cells,
                  note=note or "Verdicts by the rule in simulator/experiments/fidelity.py, fixed before the runs.")
 
 

@@ -1,4 +1,4 @@
-"""The fidelity report (issue 24): every paper experiment run once, one row per headline.
+"""The fidelity report (docs/fidelity.md): every paper experiment run once, one row per headline.
 
 ``python -m simulator.experiments report`` runs each experiment of :data:`PAPER_EXPERIMENTS`
 at its defaults (the full size; ``--quick`` overlays the CI size of :data:`QUICK`) and writes
@@ -217,7 +217,7 @@ def run(params: Params, progress: Progress) -> Result:
 EXPERIMENT = register(Experiment(
     name="fidelity_report",
     title="Fidelity report: each paper's headlines under the paper's own set-up",
-    source="papers 000-004 (issue 24)",
+    source="papers 000-004 (docs/fidelity.md)",
     run=run,
     defaults={"size": "full"},
     description=("Runs every paper experiment and puts each headline beside the paper: the quote with its section, the "

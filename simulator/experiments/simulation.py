@@ -6,7 +6,7 @@ experiment per configuration, each a Celery task on the ``simulation`` queue;
 :func:`simulator.whatif.run.simulate`; the result is its compact form
 (:func:`simulator.whatif.run.compact_result`: series, prices, per-job records,
 metrics) plus the figures and table every experiment page shows. Sources:
-paper 001, Sec. 2-4 (the ERA simulator's system and economic metrics); SPEC §4.
+paper 001, Sec. 2-4 (the ERA simulator's system and economic metrics); README, "Simulation lab".
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from simulator.whatif.run import (
     load_workload,
     simulate,
 )
+from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATOR_PARAMETERS
 
 WORKLOAD_KEYS = ("trace", "trace_format", "start_hour", "hours", "time_scale", "tenants", "groups", "max_jobs", "workload_seed",
-                 "generator", "rate_scale", "deadline_factor", "era_slack", "cura_max_deadline_s")
+                 "generator", *GENERATOR_DEFAULTS)
 CONFIG_KEYS = ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "seed", "sample_interval", "predictor")
 CLUSTER_KEYS = ("capacity", "vm_pools")
 
@@ -48,9 +49,7 @@ def specs(params: Params) -> tuple[WorkloadSpec, list[int], ConfigSpec]:
         hours=float(params["hours"]), time_scale=float(params["time_scale"]), tenants=int(params["tenants"]),
         groups=int(params["groups"]), max_jobs=int(params["max_jobs"]),
         seed=int(params["workload_seed"]) + (int(params["seed"]) if params["generator"] else 0),
-        generator=str(params["generator"]), rate_scale=float(params["rate_scale"]),
-        deadline_factor=float(params["deadline_factor"]), era_slack=float(params["era_slack"]),
-        cura_max_deadline_s=float(params["cura_max_deadline_s"]),
+        generator=str(params["generator"]), **{name: float(params[name]) for name in GENERATOR_DEFAULTS},
     )
     config = ConfigSpec(
         mechanism=str(params["mechanism"]), fairshare=str(params["fairshare"]), dispatch=str(params["dispatch"]),
@@ -114,12 +113,12 @@ EXPERIMENT = register(
     Experiment(
         name="simulation",
         title="Simulation lab: one configuration on a trace",
-        source="paper 001, Sec. 2-4; SPEC §4 (what-if)",
+        source="paper 001, Sec. 2-4; README, Simulation lab (what-if)",
         run=run,
         defaults={
             "trace": str(FB2009), "trace_format": "auto", "start_hour": 0.0, "hours": 2.0, "time_scale": 1.0,
-            "tenants": 8, "groups": 2, "max_jobs": 0, "workload_seed": 0, "generator": "", "rate_scale": 1.0,
-            "deadline_factor": 3.0, "era_slack": 4.0, "cura_max_deadline_s": 200.0, "capacity": [100, 50], "vm_pools": "",
+            "tenants": 8, "groups": 2, "max_jobs": 0, "workload_seed": 0, "generator": "", **GENERATOR_DEFAULTS,
+            "capacity": [100, 50], "vm_pools": "",
             "mechanism": "abacus", "fairshare": "hltrf", "dispatch": "stride", "alpha": 0.5, "t_wait": 30.0,
             "seed": 0, "sample_interval": 60.0, "predictor": "exact",
         },
@@ -133,10 +132,7 @@ EXPERIMENT = register(
             "alpha": "Abacus auction exponent in [0, 1]",
             "generator": "'' replays the trace; abacus_table1 (paper 000 Table 1), era_classes (paper 001 Sec. 4), "
                          "cura_mix (paper 004 Sec. IV-A) generate `hours` of arrivals",
-            "rate_scale": "multiplies a generator's arrival rates",
-            "deadline_factor": "a trace or Table 1 job's deadline: submit + this many ideal run times",
-            "era_slack": "ERA jobs' largest window / duration factor (>= 1.5)",
-            "cura_max_deadline_s": "Cura jobs' largest deadline slack beyond their ideal time (simulated s)",
+            **{p.name: p.help for p in GENERATOR_PARAMETERS},
             "vm_pools": "cluster as VM pools, e.g. 'c2:10, c8:4' (overrides capacity; simulator.cura.pools)",
             "predictor": "task-duration predictor of the dispatcher: exact (known at start) or none",
         },

@@ -1,1 +1,1 @@
-"""One market step (MarketEngine), shared by the live market and every offline run (SPEC 2)."""
+"""One market step (MarketEngine), shared by the live market and every offline run (README, "How the market runs")."""

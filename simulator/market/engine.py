@@ -1,4 +1,4 @@
-"""One market step, shared by the live market and every offline run (SPEC 2).
+"""One market step, shared by the live market and every offline run (README, "How the market runs").
 
 :class:`MarketEngine` owns the cluster model (``simulator.cluster.model``), the bids
 of its jobs and the Plan in force. Its four verbs are the whole market loop:
@@ -42,7 +42,7 @@ from simulator.integrals import ShareIntegrals
 from simulator.market.records import Bid, Charge, MarketConfig, StepReport
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
-__all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in market_records
+__all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
 
 STATE_FORMAT = 1
 

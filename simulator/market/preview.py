@@ -1,4 +1,4 @@
-"""Price preview: what a budget would buy in the market as it stands (issue 10, item 3).
+"""Price preview: what a budget would buy in the market as it stands (paper 000's auction on a copy).
 
 For a bid not yet placed, and a few candidate budgets, compute on *copies* of a
 market engine (``simulator.market.engine.MarketEngine``; the engine passed in is never

@@ -1,5 +1,5 @@
 """The market step's records: a job's bid, the market's configuration, a charge, and
-what one step reports (``simulator.market.engine.MarketEngine``; SPEC 2)."""
+what one step reports (``simulator.market.engine.MarketEngine``; README, "The engine")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The simulation lab's run: one workload, one cluster, one market configuration.
 
-A what-if run (issue 14; paper 001, Sec. 2-4: "the same core code" connected
-to a simulated cloud, with system and economic metrics; SPEC §2 and §4) is
+A what-if run (README, "Simulation lab"; paper 001, Sec. 2-4: "the same core code" connected
+to a simulated cloud, with system and economic metrics) is
 :func:`simulate`: a trace window (SWIM TSV or SWF, with slice, time scaling
 and tenant mapping, :class:`WorkloadSpec`) replayed by
 :func:`simulator.runner.run` (the live market's engine) under one
@@ -31,7 +31,7 @@ from scheduler.fairshare.fairness import QueueTree
 from simulator.outcomes import deadline_met, realised_utility, trace_terms, utility_total, welfare
 from simulator.runner import MarketParams, RunResult, draw_bid, run
 from simulator.scorecard import finish_time_fairness, rho_summary
-from simulator.workloads.synthetic import GeneratorSpec, JobTerms, generate
+from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATOR_PARAMETER, GeneratorSpec, JobTerms, generate
 from simulator.workloads.traces import SwimRule, TraceJob, TraceLimits, load_swf, load_swim
 
 REPO_TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
@@ -81,10 +81,10 @@ class WorkloadSpec:
     max_jobs: int = 0
     seed: int = 0
     generator: str = ""
-    rate_scale: float = 1.0
-    deadline_factor: float = 3.0
-    era_slack: float = 4.0
-    cura_max_deadline_s: float = 200.0
+    rate_scale: float = GENERATOR_DEFAULTS["rate_scale"]
+    deadline_factor: float = GENERATOR_DEFAULTS["deadline_factor"]
+    era_slack: float = GENERATOR_DEFAULTS["era_slack"]
+    cura_max_deadline_s: float = GENERATOR_DEFAULTS["cura_max_deadline_s"]
 
     def synthetic(self) -> GeneratorSpec:
         """The generator's spec (``generator`` set)."""
@@ -117,8 +117,7 @@ class WorkloadSpec:
             raise ValueError("tenants: tenants and groups must be at least 1")
         if self.max_jobs < 0:
             raise ValueError("max_jobs: must be >= 0 (0 keeps every job)")
-        if not 1.0 <= self.deadline_factor < math.inf:
-            raise ValueError("deadline_factor: must be >= 1 (a deadline before the ideal finish cannot be met)")
+        GENERATOR_PARAMETER["deadline_factor"].check(self.deadline_factor)  # a trace's deadlines too
         if self.kind() == "synthetic":
             self.synthetic().check()
 
@@ -234,7 +233,7 @@ JobsDoc = dict[str, Any]
 
 
 def load_jobs_doc(path: str | Path) -> tuple[JobsDoc, list[TraceJob]]:
-    """A live market's jobs exported by ``marketplace.market.adapters.live_workload`` (JSON).
+    """A live market's jobs exported by ``marketplace.lab.adapters.live_workload`` (JSON).
 
     The document: ``{"tree": {"names", "parent", "weight"}, "capacity": [...],
     "jobs": [{"job_id", "submit_time", "leaf", "tasks", "task_duration",

@@ -1,4 +1,4 @@
-"""Synthetic workloads of the papers' set-ups, replayed by the simulation lab like a trace (SPEC §4).
+"""Synthetic workloads of the papers' set-ups, replayed by the simulation lab like a trace (docs/mechanisms.md, "Workloads").
 
 Each generator returns a :class:`Synthetic`: the jobs as :class:`~simulator.workloads.traces.TraceJob`
 rows (what ``simulator.runner.run`` replays) and per job its :class:`JobTerms` (value,
@@ -11,8 +11,8 @@ message starts with the parameter's name.
 * ``abacus_table1`` — paper 000, Sec. 7.1.2, Table 1: three users submit MapReduce
   jobs by independent Poisson processes (2, 1.5 and 1.1 jobs / min; task times
   30/20, 15/40, 60/10 s; budget $200; true utility linear, ``T_m x + T_r y``).
-  The task counts (10 map, 4 reduce) and the +-20 % per-job task-time spread are
-  ``simulator.experiments.abacus.setup``'s documented choices (the paper gives
+  The task counts (10 map, 10 reduce) and the +-20 % per-job task-time spread are
+  ``simulator.workloads.table1``'s documented choices (the paper gives
   neither). The paper has no deadlines: a job's deadline is its submit time plus
   ``deadline_factor`` times its ideal time (its stages back to back, one wave each),
   so "deadline met" reads "slowdown <= deadline_factor". Value: the budget.
@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, table1_jobs
 from simulator.workloads.traces import SwimRule, TraceJob
 
 GENERATORS = ("abacus_table1", "era_classes", "cura_mix")
@@ -61,6 +62,46 @@ CURA_SIZES_B = (100e6, 1e9, 10e9)  # small, medium, large input bytes
 CURA_CLASSES = 50
 CURA_BUDGET = 100.0
 FB2009 = Path(__file__).resolve().parents[2] / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
+
+
+@dataclass(frozen=True)
+class GeneratorParameter:
+    """A parameter the generators share with every workload spec, form and command that sets one.
+
+    Attributes:
+        name: the field's name (``GeneratorSpec``, ``simulator.whatif.run.WorkloadSpec``, the lab's
+            parameters, ``manage.py simulate --<name>``).
+        default: its value when not given.
+        low: the smallest value allowed (excluded when ``strict``); every value is finite.
+        help: what it does, one line.
+        refusal: the ValueError's text after ``"<name>: "``.
+    """
+
+    name: str
+    default: float
+    low: float
+    strict: bool
+    help: str
+    refusal: str
+
+    def check(self, value: float) -> None:
+        """Raise ValueError (the message starts with the name) unless ``low <(=) value < inf``."""
+        if not ((self.low < value) if self.strict else (self.low <= value)) or not value < math.inf:
+            raise ValueError(f"{self.name}: {self.refusal}")
+
+
+# The one home of the generator parameters: their defaults, bounds and meaning.
+GENERATOR_PARAMETERS = (
+    GeneratorParameter("rate_scale", 1.0, 0.0, True, "multiplies a generator's arrival rates", "must be > 0"),
+    GeneratorParameter("deadline_factor", 3.0, 1.0, False, "a trace or Table 1 job's deadline: submit + this many ideal run times",
+                       "must be >= 1 (a deadline before the ideal finish cannot be met)"),
+    GeneratorParameter("era_slack", 4.0, 1.5, False, "ERA jobs' largest window / duration factor (>= 1.5)",
+                       "must be >= 1.5 (windows are T times U(1.5, era_slack))"),
+    GeneratorParameter("cura_max_deadline_s", 200.0, 0.0, False,
+                       "Cura jobs' largest deadline slack beyond their ideal time (simulated s)", "must be >= 0"),
+)
+GENERATOR_DEFAULTS: dict[str, float] = {p.name: p.default for p in GENERATOR_PARAMETERS}
+GENERATOR_PARAMETER = {p.name: p for p in GENERATOR_PARAMETERS}
 
 
 @dataclass(frozen=True)
@@ -106,11 +147,11 @@ class GeneratorSpec:
 
     name: str
     hours: float = 0.5
-    rate_scale: float = 1.0
+    rate_scale: float = GENERATOR_DEFAULTS["rate_scale"]
     tenants: int = 8
-    deadline_factor: float = 3.0
-    era_slack: float = 4.0
-    cura_max_deadline_s: float = 200.0
+    deadline_factor: float = GENERATOR_DEFAULTS["deadline_factor"]
+    era_slack: float = GENERATOR_DEFAULTS["era_slack"]
+    cura_max_deadline_s: float = GENERATOR_DEFAULTS["cura_max_deadline_s"]
     seed: int = 0
 
     def check(self) -> None:
@@ -119,16 +160,11 @@ class GeneratorSpec:
             raise ValueError(f"generator: {self.name!r} is not one of {', '.join(GENERATORS)}")
         if not (self.hours > 0 and math.isfinite(self.hours)):
             raise ValueError("hours: a synthetic workload needs hours > 0")
-        if not (self.rate_scale > 0 and math.isfinite(self.rate_scale)):
-            raise ValueError("rate_scale: must be > 0")
+        GENERATOR_PARAMETER["rate_scale"].check(self.rate_scale)
         if self.tenants < 1:
             raise ValueError("tenants: must be at least 1")
-        if not (1.0 <= self.deadline_factor < math.inf):
-            raise ValueError("deadline_factor: must be >= 1 (a deadline before the ideal finish cannot be met)")
-        if not (1.5 <= self.era_slack < math.inf):
-            raise ValueError("era_slack: must be >= 1.5 (windows are T times U(1.5, era_slack))")
-        if not (0.0 <= self.cura_max_deadline_s < math.inf):
-            raise ValueError("cura_max_deadline_s: must be >= 0")
+        for name in ("deadline_factor", "era_slack", "cura_max_deadline_s"):
+            GENERATOR_PARAMETER[name].check(getattr(self, name))
 
 
 def ideal_s(job: TraceJob) -> float:
@@ -160,8 +196,6 @@ def poisson_times(rng: np.random.Generator, rate_per_s: float, span_s: float) ->
 
 def abacus_table1(spec: GeneratorSpec) -> Synthetic:
     """Paper 000, Table 1 (module docstring): users ``u0..u2``, in groups ``g0..``."""
-    from simulator.experiments.abacus.setup import MAP_TASKS, REDUCE_TASKS, TABLE1, table1_jobs
-
     raw = table1_jobs(TABLE1, seed=spec.seed, minutes=spec.hours * 60.0, rate_scale=spec.rate_scale)
     jobs, terms = [], {}
     for j in raw:

@@ -1,8 +1,8 @@
 """Workload traces: the SWIM Facebook 2009 TSV and the Standard Workload Format.
 
 Both loaders return :class:`TraceJob` records sorted by submit time, with
-times shifted so the first selected job arrives at (about) zero. SPEC
-section 4 ("Workloads") asks for a documented, configurable rule turning the
+times shifted so the first selected job arrives at (about) zero. The
+workloads (docs/mechanisms.md, "Workloads") need a documented, configurable rule turning the
 SWIM byte counts into tasks and for deterministic (seeded) user assignment
 when a trace carries no user column; :class:`SwimRule` is that rule.
 """
@@ -82,7 +82,7 @@ def job_class(job: TraceJob) -> str:
 
 @dataclass(frozen=True)
 class SwimRule:
-    """How SWIM byte counts become map and reduce tasks (SPEC section 4).
+    """How SWIM byte counts become map and reduce tasks (docs/mechanisms.md, "Workloads").
 
     Map side: the maps read the input and, for a map-only job (no shuffle
     bytes), also write the job's output, so ``map_bytes = input + (output if

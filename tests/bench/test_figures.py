@@ -1,6 +1,6 @@
 """The benchmarks' shared rules (bench/figures.py, bench/suite.py): a figure's ratio says whether its
 goal is met whichever way the goal points, and a benchmark that measured a no-op stops with its own
-exit status and a message, here bench_clearing.py placing its bids as issue 26 found them (each
+exit status and a message, here bench_clearing.py placing its bids the hollow way (README, "Tests and benchmarks") (each
 cleared at its commit, so the timed clearing had nothing left to do)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _bench_clearing(*flags: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_bench_clearing_refuses_to_time_a_clearing_that_found_nothing_to_clear() -> None:
-    """Issue 26: with eager Celery each bid cleared the market at its commit and the timed
+    """With eager Celery each bid cleared the market at its commit and the timed
     market_clear returned "current" (0 rounds) every time; the benchmark now says so and fails."""
     hollow = _bench_clearing("--hollow")
     assert hollow.returncode == figures.HOLLOW_EXIT, hollow.stderr

@@ -1,4 +1,4 @@
-"""A new tenant's Abacus flow in a real browser (issue 10): preview the price of a bid,
+"""A new tenant's Abacus flow in a real browser: preview the price of a bid,
 place it with an SLO, see its pool status on the job page, and open the utility fits.
 
 Same pattern and skip/fail rule as ``test_bid_flow.py`` (Debian's Chromium through playwright).

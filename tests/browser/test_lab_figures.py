@@ -1,4 +1,4 @@
-"""The papers' box plot and histogram draw in a real browser (issue 29, item 6): a staff user runs
+"""The papers' box plot and histogram draw in a real browser (README, "Charts"): a staff user runs
 Abacus Fig. 11 (one box per set-up and regressors) and ERA-Rayon (a histogram of start shifts)
 from the Experiments page with small parameters, and plotly.js draws each figure: the run page
 loads the full bundle, no console message says a trace type is not registered, no console

@@ -1,4 +1,4 @@
-"""Issue 8 in a real browser: the pages on a 390 x 844 phone (no sideways scrolling of the
+"""In a real browser: the pages on a 390 x 844 phone (no sideways scrolling of the
 page, a compact menu), the cancel confirmation (with and without JavaScript), and the
 charts' loading state while plotly.js is still on its way."""
 

@@ -1,4 +1,4 @@
-"""Issue 23, items 1 and 2 on real Redis: parallel wrong passwords get at most the limit's answers
+"""Parallel wrong passwords get at most the limit's answers
 (the attempt counted with Redis' INCRBY before the hash), and with Redis unreachable the limits
 count per process instead of switching off."""
 

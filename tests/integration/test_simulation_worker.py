@@ -2,7 +2,7 @@
 ``simulation`` queue (Redis broker, PostgreSQL), cancellation of a running run, and a worker
 killed mid-run: its run is never redelivered by the broker (acked early); the reaper queues
 it again while it has attempts left (``SIMULATION_MAX_ATTEMPTS``), else marks it failed; a split
-experiment run (issue 25, item 3) runs part by part on the worker and is combined."""
+experiment run runs part by part on the worker and is combined."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def test_a_killed_worker_leaves_a_failed_run_when_no_attempt_is_left(real_servic
 
 
 def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 23, item 4: the worker reads an uploaded trace (the request only stored it), then runs
+    """The worker reads an uploaded trace (the request only stored it), then runs
     the study; a malformed upload is refused there, with its line, and deleted."""
     settings.SIMULATION_UPLOAD_DIR = ROOT / "var" / "simulation-uploads"  # the worker's setting too (same checkout)
     folder = settings.SIMULATION_UPLOAD_DIR

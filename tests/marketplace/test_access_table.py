@@ -89,7 +89,7 @@ RULES: dict[str, Rule] = {
     "job-list": PAGE_TENANT,
     "job-list-live": PAGE_TENANT,
     "job-detail-live": _rule("the job page's poller: alice's job; bob 404, staff and cluster managers every job", 302, 200, 404, 200, 200),
-    "job-detail": _rule("alice's job: bob gets 404, staff and cluster managers read every job (issue 23)", 302, 200, 404, 200, 200),
+    "job-detail": _rule("alice's job: bob gets 404, staff and cluster managers read every job", 302, 200, 404, 200, 200),
     "job-cancel": _rule("alice's job: GET asks to confirm, POST cancels", 302, 200, 404, 403, 403).refusing(
         "post", anon=302, bob=404, staff=403, manager=403),
     "job-list-csv": PAGE_TENANT,

@@ -1,4 +1,4 @@
-"""Tests of share-based dispatch (SPEC 3.1 "Dispatch"; paper 000, Sec. 3)."""
+"""Tests of share-based dispatch (paper 000, Sec. 3; docs/mechanisms.md, "Dispatch")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The stride dispatcher's ledgers (issue 26) change nothing: random call sequences give the
+"""The stride dispatcher's ledgers change nothing: random call sequences give the
 reference dispatcher's choices, state and counts, bit for bit, after every step.
 
 ``bench.dispatch_reference.ReferenceDispatcher`` is ``scheduler.dispatch`` as it was before

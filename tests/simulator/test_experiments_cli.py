@@ -1,4 +1,4 @@
-"""Issue 23, item 19: ``python -m simulator.experiments`` prints usage for --help and lists experiments for --list."""
+"""``python -m simulator.experiments`` prints usage for --help and lists experiments for --list."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Replay a workload trace as tenants' bids, live or as fast as possible (--drain).
 
-Each trace job becomes a bid (``services.bids.bid_submit``) at its submit time
-on the market clock; the cluster clock (``services.cluster.cluster_advance``)
+Each trace job becomes a bid (``auction.services.bid_submit``) at its submit time
+on the market clock; the cluster clock (``market.services.clock.cluster_advance``)
 runs between arrivals. Every arrival and departure is cleared: live, a bid
 enqueues ``clear_market_task``; drained (``--drain``), the tick that follows the
-bid clears it (``services.market.clearings_deferred``); a tick clears each
+bid clears it (``market.services.market.clearings_deferred``); a tick clears each
 departure itself.
 """
 

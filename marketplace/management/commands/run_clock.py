@@ -1,13 +1,13 @@
 """Keep the live market clocks running: a tick every ``--tick`` wall seconds, forever.
 
 Each tick advances every market by its ``clock_speed`` x the wall time since its
-last tick (``services.cluster.cluster_tick``, the service Celery beat's
+last tick (``market.services.clock.cluster_tick``, the service Celery beat's
 ``cluster_tick_task`` runs in a deployment). ``make run`` starts it after the
 trace replay, so simulated time never stops while the server runs: a bid placed at
 any time runs and finishes.
 
 Every ``--sweep`` seconds it also runs the market sweeper in this process
-(``services.sweeper.market_sweep``): a market whose clearing trigger was lost
+(``market.services.sweeper.market_sweep``): a market whose clearing trigger was lost
 (broker down) or whose clearing worker died is cleared here, without the broker.
 """
 

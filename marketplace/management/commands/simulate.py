@@ -1,6 +1,6 @@
 """``manage.py simulate``: a simulation-lab study without the web, for scripts and CI.
 
-The same validation (``services.simulations.simulation_plan``), the same pure run
+The same validation (``lab.services.simulations.simulation_plan``), the same pure run
 (the registered ``simulation`` experiment) and the same result files as the pages
 (``marketplace.lab.files``): ``summary.csv``, ``study.json`` and one
 ``run-<n>-jobs.csv`` per run, under ``--out``. Runs go one after the other in
@@ -30,7 +30,7 @@ from simulator import experiments
 from simulator.experiments.simulation import specs
 from simulator.whatif.compare import summary_table
 from simulator.whatif.run import FB2009, PREDICTORS
-from simulator.workloads.synthetic import GENERATORS
+from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATOR_PARAMETERS, GENERATORS
 
 
 def _value(vary: str, text: str) -> Any:
@@ -50,10 +50,8 @@ class Command(BaseCommand):
         parser.add_argument("--groups", type=int, default=2)
         parser.add_argument("--max-jobs", type=int, default=0)
         parser.add_argument("--generator", default="", choices=["", *GENERATORS], help="a synthetic workload instead of the trace")
-        parser.add_argument("--rate-scale", type=float, default=1.0, help="multiplies a generator's arrival rates")
-        parser.add_argument("--deadline-factor", type=float, default=3.0, help="trace / Table 1 deadline in ideal run times")
-        parser.add_argument("--era-slack", type=float, default=4.0)
-        parser.add_argument("--cura-max-deadline-s", type=float, default=200.0)
+        for p in GENERATOR_PARAMETERS:
+            parser.add_argument(f"--{p.name.replace('_', '-')}", type=float, default=p.default, help=p.help)
         parser.add_argument("--capacity", type=int, nargs="+", default=[100, 50])
         parser.add_argument("--vm-pools", default="", help="the cluster as VM pools, e.g. 'c2:10, c8:4' (overrides --capacity)")
         parser.add_argument("--predictor", default="exact", choices=list(PREDICTORS))
@@ -74,7 +72,7 @@ class Command(BaseCommand):
         workload = {"trace": trace, "trace_format": o["format"], "start_hour": o["start_hour"], "hours": o["hours"],
                     "time_scale": o["time_scale"], "tenants": o["tenants"], "groups": o["groups"], "max_jobs": o["max_jobs"],
                     "workload_seed": 0}  # fmt: skip
-        workload.update({k: o[k] for k in ("generator", "rate_scale", "deadline_factor", "era_slack", "cura_max_deadline_s")})
+        workload.update({k: o[k] for k in ("generator", *GENERATOR_DEFAULTS)})
         base = {key: o[key] for key in ("mechanism", "fairshare", "dispatch", "alpha", "t_wait", "predictor")}
         values = [_value(o["vary"], v) for v in o["values"]]
         try:

@@ -1,9 +1,9 @@
-"""Print the node and partition lines of ``slurm.conf`` from the market's resource types.
+"""Print the node and partition lines of Slurm's configuration file (``/etc/slurm/slurm.conf``) from the market's resource types.
 
 ``make slurm-up`` (``docker/slurm/slurm-up.sh``) writes them into ``/etc/slurm/slurm.conf``:
 one partition per resource type of the market (the first market, or ``--market NAME``),
 capped with ``MaxCPUsPerNode`` at the type's capacity, so Slurm runs at most that many
-one-CPU tasks of the type at once (issue 34, item 2). The one node is configured with
+one-CPU tasks of the type at once (docs/slurm.md). The one node is configured with
 ``--node-cpus`` CPUs (``SlurmdParameters=config_overrides`` lets it claim more than the
 machine has), at least the sum of the capacities.
 

@@ -53,7 +53,7 @@ def market_changed(*, market: Market) -> None:
 
 def market_lock_and_bump(*, market_id: int) -> Market:
     """The first statement of a bid or a cancellation: lock the market row and raise its
-    ``state_version`` in one ``UPDATE ... RETURNING`` (``rows.increment_row``). Returns the
+    ``state_version`` in one ``UPDATE ... RETURNING`` (``infra.rows.increment_row``). Returns the
     market as locked (``engine_state`` deferred). The caller enqueues the clearing
     (:func:`enqueue_clearing`) after registering its own after-commit work, as
     :func:`market_changed` does.
@@ -92,7 +92,7 @@ def enqueue_clearing(*, market_id: int) -> None:
     inside :func:`clearings_deferred`.
 
     A broker outage does not fail the write: the publish is logged and dropped
-    (``resilience.publish_task``), and the sweeper (``services.sweeper``) clears
+    (``infra.resilience.publish_task``), and the sweeper (``services.sweeper``) clears
     the market within ``MARKET_STALENESS_BOUND_S``."""
     if _deferred.get():
         return
@@ -117,7 +117,7 @@ def clearing_request(*, market_id: int) -> bool:
     and will read it after this change committed (requests run after commit). A task that is
     lost with its mark set delays the next publish by at most ``PENDING_S`` seconds, and the
     sweeper (``services.sweeper``) clears any market left behind within its bound. With the
-    cache down (``resilience.cache_add`` fails open) every request publishes, as before. Under
+    cache down (``infra.resilience.cache_add`` fails open) every request publishes, as before. Under
     eager Celery the task runs here and now, unmarked."""
     from marketplace.celery import app
 

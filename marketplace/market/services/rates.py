@@ -1,5 +1,5 @@
 """The spot market's realised rate: what auction jobs paid for the slot-seconds they used
-(issue 22; docs/economy.md, "One unit of price").
+(docs/economy.md, "One unit of price").
 
 Every auction job that leaves the market, by completing or by a cancellation, adds one
 ``RateSample`` contribution per resource type: its charge, split over the types in proportion

@@ -11,7 +11,7 @@ row lock (lock order: market, then accounts, as the ledger's).
   runs of the class, the built-in Table II-V profile as the prior), Alg. 1
   places it (or it waits for a window), and the most any deadline-meeting
   configuration could cost is held on the tenant's account.
-* **The clock** (:func:`cura_advance`, called by ``services.cluster.cluster_advance``
+* **The clock** (:func:`cura_advance`, called by ``market.services.clock.cluster_advance``
   on every tick): the driver steps through every reservation start, window end and
   pool-manager window up to the tick's time -- re-planning as the simulator does --
   and the rows follow: reserved -> running -> done; a run that ends is charged its

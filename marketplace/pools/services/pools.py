@@ -2,7 +2,7 @@
 
 Writes only here (conventions: services write). Every parameter change is a
 ``ConfigChange`` row.
-Cura jobs themselves (submission, the clock, money) are ``services.cura``.
+Cura jobs themselves (submission, the clock, money) are ``pools.services.jobs``.
 """
 
 from __future__ import annotations

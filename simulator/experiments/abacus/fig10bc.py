@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
-from simulator.experiments.abacus.setup import CAPACITY, MAP_TASKS, REDUCE_TASKS, TABLE1, Job, Outcome, simulate, table1_jobs
+from simulator.experiments.abacus.setup import CAPACITY, Outcome, simulate
 from simulator.experiments.fidelity import from_paper, headline, headline_table, holds, mean_ci, paired, setup_table, silent, verdict
 from simulator.market.records import Bid
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, Job, table1_jobs
 
 TRUE_RATIO = TABLE1[2].map_s / TABLE1[2].reduce_s
 

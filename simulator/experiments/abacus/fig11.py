@@ -19,20 +19,11 @@ import numpy as np
 
 from scheduler.abacus.fit import fit_weights
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
-from simulator.experiments.abacus.setup import (
-    CAPACITY,
-    MAP_TASKS,
-    REDUCE_TASKS,
-    STAGED,
-    TABLE1,
-    WHOLE_JOB_BIDS,
-    Job,
-    simulate,
-    table1_jobs,
-)
+from simulator.experiments.abacus.setup import CAPACITY, STAGED, WHOLE_JOB_BIDS, simulate
 from simulator.experiments.fidelity import Estimate, from_paper, headline, headline_table, holds, mean_ci, paired, setup_table, silent
 from simulator.experiments.fidelity import matched as matched_note
 from simulator.market.records import Bid
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, Job, table1_jobs
 
 SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS} map + {REDUCE_TASKS} reduce tasks per "
          f"job, {CAPACITY[0]} map + {CAPACITY[1]} reduce slots, one queue")

@@ -10,7 +10,7 @@ logscale constant in alpha, linear almost doubling from 0.5 to 0.9; "even when t
 128 active users ... the auction finishes within 7 ms by average".
 
 Ours: ``scheduler.abacus.auction.auction`` (Algorithms 1-2, relative tolerance 1e-6, the
-SPEC's erratum on the normaliser), ``runs`` random markets per setting (seeded), time by
+erratum on the normaliser, docs/mechanisms.md), ``runs`` random markets per setting (seeded), time by
 ``time.perf_counter`` around each call on this machine (measured, never asserted).
 """
 
@@ -91,8 +91,8 @@ def _heads(users: Sweep, types: Sweep, alphas: Sweep, params: Params) -> list[di
                  f"{default_rounds['log'].text(1) if default_rounds['log'] else 'n/a'}",
                  verdict="reproduced" if within > 50 else "differs",
                  cause="" if within > 50 else ("our stopping rule is a 1e-6 relative change of every sub-budget in a full round "
-                                                "(the SPEC's); the paper does not state its tolerance, and the linear utility "
-                                                "needs more rounds (the SPEC notes it)")),
+                                                "(docs/mechanisms.md); the paper does not state its tolerance, and the linear utility "
+                                                "needs more rounds")),
         headline(paper="000", section="Sec. 7.1.1, Fig. 6(a)", quote="When there are more users in the auction ... the convergence "
                  "rate is accelerated", paper_value=f"fewer rounds at {hi_n:g} than at {lo_n:g} users",
                  ours="; ".join(f"{u}: {more_users[u].text(2)} rounds" for u in UTILITIES),
@@ -100,7 +100,7 @@ def _heads(users: Sweep, types: Sweep, alphas: Sweep, params: Params) -> list[di
                  ("shape only" if any(holds(e, "-") for e in more_users.values()) else "differs"),
                  cause="" if all(holds(e, "-") for e in more_users.values()) else
                  "; ".join(f"{u}: {np.mean(users[u][lo_n][0]):.1f} rounds at {lo_n:g} users, {np.mean(users[u][hi_n][0]):.1f} at "
-                           f"{hi_n:g}" for u in UTILITIES) + " (the paper's tolerance is not stated; ours is the SPEC's)"),
+                           f"{hi_n:g}" for u in UTILITIES) + " (the paper's tolerance is not stated; ours is docs/mechanisms.md's)"),
         headline(paper="000", section="Sec. 7.1.1, Fig. 6(b)", quote="When increasing the number of resource types ... the "
                  "convergence slightly slows down", paper_value=f"more rounds at {hi_m:g} than at {lo_m:g} types",
                  ours="; ".join(f"{u}: {more_types[u].text(2)} rounds" for u in UTILITIES),

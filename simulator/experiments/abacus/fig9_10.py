@@ -28,21 +28,16 @@ import numpy as np
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
 from simulator.experiments.abacus.setup import (
     CAPACITY,
-    MAP_TASKS,
-    REDUCE_TASKS,
     STAGED,
-    TABLE1,
     WHOLE_JOB_BIDS,
-    Job,
     Outcome,
-    User,
     efficiency_by_user,
     response_by_user,
     simulate,
     slowdown_by_user,
-    table1_jobs,
 )
 from simulator.market.records import Bid
+from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, Job, User, table1_jobs
 
 SETUP = (f"Table 1 users, Poisson arrivals for 30 simulated minutes, {MAP_TASKS} map + {REDUCE_TASKS} reduce tasks per "
          f"job, {CAPACITY[0]} map + {CAPACITY[1]} reduce slots, one queue, stride dispatch")

@@ -1,26 +1,15 @@
-"""The workload and the market loop of paper 000's Hadoop experiments (Sec. 7.1.2-7.1.4, Table 1).
+"""The market loop of paper 000's Hadoop experiments (Sec. 7.1.2-7.1.4) on the Table 1 workload.
 
-Table 1: three users submit MapReduce jobs by independent Poisson processes for
-30 minutes; the system runs until every job is done.
+The workload (Table 1's users, their Poisson arrivals and the tasks per job) is
+``simulator.workloads.table1`` (with why ``MAP_TASKS == REDUCE_TASKS``); the
+system runs until every job is done. A job's efficiency is the inverse of its
+response time.
 
-    user   map task  reduce task  budget  arrival rate
-    #1     30 s      20 s         $200    2 / min
-    #2     15 s      40 s         $200    1.5 / min
-    #3     60 s      10 s         $200    1.1 / min
-
-Each user's (true) utility is linear, ``u(x, y) = T_m x + T_r y`` (user #1:
-``3x + 2y``), and a job's efficiency is the inverse of its response time.
-
-The paper does not give the number of tasks per job nor the cluster's slots
-(Epic, 72 single-core nodes, Hadoop 0.20). Our choices, each tied to its text:
-
-* ``MAP_TASKS == REDUCE_TASKS``: Sec. 7.1.2 calls the utility "proportional to
-  the processing demands on Map and Reduce tasks" and user #3's true ratio
-  "about 6:1" from its task times alone (60 s : 10 s); a job's map:reduce work
-  is in its task-time ratio only with as many reduce tasks as map tasks.
+The paper does not give the cluster's slots (Epic, 72 single-core nodes, Hadoop
+0.20). Our choices, each tied to its text:
 * ``CAPACITY`` equal for map and reduce: Hadoop 0.20's task trackers offer the
-  same number of map and reduce slots (``mapred.tasktracker.{map,reduce}.
-  tasks.maximum``, 2 and 2 by default) on every node.
+  same number of map and reduce slots (``mapred.tasktracker.map.tasks.maximum``
+  and ``...reduce.tasks.maximum``, 2 and 2 by default) on every node.
 * The load: 10 tasks per job on 20 + 20 slots put the offered load at about
   124 % of the map slots and 93 % of the reduce slots, so a backlog builds in
   the 30 minutes and drains after. Fig. 10 needs one: its total completion
@@ -33,7 +22,7 @@ The paper does not give the number of tasks per job nor the cluster's slots
   before its maps). With bids only on the types a job still has tasks of
   (``whole_job_bids=False``, the market engine's rule) user 3's short reduces
   end early, its whole budget then moves to the maps whatever ratio it
-  reported, and Fig. 9b is flat (issue 10).
+  reported, and Fig. 9b is flat.
 
 Map and reduce are two *independent* resource types (``STAGED = False``): a
 job's reduce tasks may run while its maps do. The paper says so ("We regard Map
@@ -45,9 +34,7 @@ strict map -> reduce barrier (``staged=True``, the simulator's MapReduce
 default) sharing every job's maps delays every job's reduces (measured on an
 earlier set-up of 30 + 10 slots and 10 + 4 tasks: Abacus 34 % behind FIFO at 6
 users, paper at most 5 %; the Fig. 11 fit's ratio 0.74, true 6).
-Each experiment takes ``staged`` to show that variant. Task times are the Table 1 means
-with a +-``JITTER`` uniform spread per job (Hadoop's tasks vary; identical
-jobs would make the utility fit of Fig. 11 degenerate). As in the paper's
+Each experiment takes ``staged`` to show that variant. As in the paper's
 single Hadoop pool, all jobs compete in one queue (one auction), dispatched by
 the stride rule.
 
@@ -71,65 +58,11 @@ from scheduler.types import MarketSnapshot
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid, MarketConfig
 from simulator.records import JobSpec
+from simulator.workloads.table1 import Job, User
 
-MAP_TASKS, REDUCE_TASKS = 10, 10  # as many reduces as maps: work in the task-time ratio (module doc)
 CAPACITY = (20, 20)  # map, reduce slots: equal, as Hadoop 0.20 task trackers
-JITTER = 0.2  # task times vary +-20 % per job
-MINUTES = 30.0
 STAGED = False  # map and reduce as independent resource types (paper 000, Sec. 7.1)
 WHOLE_JOB_BIDS = True  # jobs bid on map and reduce until they depart (paper 000, Sec. 7.1)
-
-
-@dataclass(frozen=True)
-class User:
-    """A Table 1 user: task times (simulated s), budget ($), Poisson rate (jobs / min)."""
-
-    name: str
-    map_s: float
-    reduce_s: float
-    budget: float
-    rate: float
-
-    @property
-    def true_weights(self) -> tuple[float, float]:
-        """``(T_m, T_r)``: the paper's true linear utility, in tens of seconds (user #1: 3, 2)."""
-        return self.map_s / 10.0, self.reduce_s / 10.0
-
-
-TABLE1 = (
-    User("user 1", 30.0, 20.0, 200.0, 2.0),
-    User("user 2", 15.0, 40.0, 200.0, 1.5),
-    User("user 3", 60.0, 10.0, 200.0, 1.1),
-)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One generated job: id, owner (index into the users), submit time (s), tasks, seconds per task."""
-
-    job_id: int
-    user: int
-    submit: float
-    tasks: tuple[int, int]
-    task_s: tuple[float, float]
-
-
-def table1_jobs(users: Sequence[User], *, seed: int, minutes: float = MINUTES, rate_scale: float = 1.0,
-                tasks: tuple[int, int] = (MAP_TASKS, REDUCE_TASKS)) -> list[Job]:
-    """Poisson arrivals of every user for ``minutes`` (rates times ``rate_scale``), in time order,
-    each job with ``tasks`` (map, reduce) tasks."""
-    rng = np.random.default_rng(seed)
-    jobs: list[tuple[float, int, tuple[float, float]]] = []
-    for k, u in enumerate(users):
-        t = 0.0
-        while True:
-            t += rng.exponential(60.0 / (u.rate * rate_scale))
-            if t >= minutes * 60.0:
-                break
-            jitter = rng.uniform(1.0 - JITTER, 1.0 + JITTER, 2)
-            jobs.append((t, k, (u.map_s * jitter[0], u.reduce_s * jitter[1])))
-    jobs.sort()
-    return [Job(i, k, t, tasks, ts) for i, (t, k, ts) in enumerate(jobs)]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ first ``hours`` of the SWIM Facebook 2009 trace once per policy named in
 ``policies`` (``scheduler.registry.FAIRSHARE``), on the same jobs, budgets and
 cluster, and compared: response time per group, sharing loss ``Omega`` over
 time (paper 002, Sec. 4.2, Eq. 5) and utilisation. Sources: paper 002 Sec. 7
-(the comparison of MLRF, LTRF and H-LTRF) and SPEC §4 (the simulator).
+(the comparison of MLRF, LTRF and H-LTRF) and README, "Simulation lab" (the simulator).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ EXPERIMENT = register(
     Experiment(
         name="fb2009_policies",
         title="What-if: fair-share policies on FB-2009",
-        source="paper 002, Sec. 7; SPEC §4 (what-if)",
+        source="paper 002, Sec. 7; README, Simulation lab (what-if)",
         run=run,
         defaults={
             "hours": 2.0,

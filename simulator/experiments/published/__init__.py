@@ -1,1 +1,1 @@
-"""The "published schedulers" study (issue 25): our mechanisms beside Karma, Themis, Tiresias, DRF and Slurm."""
+"""The "published schedulers" study (docs/published_schedulers.md): our mechanisms beside Karma, Themis, Tiresias, DRF and Slurm."""

@@ -12,7 +12,7 @@ and stated on the experiment's page (``DESCRIPTION``):
 * **Queues.** FB-2009: ``root.g<k mod 2>.u<k>``; KTH-SP2: its users as leaves of
   a flat tree; LCG: its groups, then their users. Equal weights.
 * **Load** (two steps; the second added after the first gave FB-2009 windows
-  a mean utilisation of 0.67, below the 70 % issue 25 asks for, and before any
+  a mean utilisation of 0.67, below the 70 % the study set out to load, and before any
   comparison under it was seen). (1) Each resource type gets
   ``C_j = ceil(W_j / (0.9 * window))`` units, where ``W_j`` is the work the
   window's jobs would do inside the window on an infinite cluster: each job's

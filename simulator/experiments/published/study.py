@@ -1,4 +1,4 @@
-"""The lab against the strongest published schedulers (issue 25), on FB-2009, KTH-SP2 and LCG.
+"""The lab against the strongest published schedulers (docs/published_schedulers.md), on FB-2009, KTH-SP2 and LCG.
 
 Our LTRF, H-LTRF (paper 002), Abacus (paper 000) and ERA (paper 001) beside
 DRF, Slurm's classic fair share, Karma, Tiresias and Themis
@@ -142,7 +142,8 @@ DESCRIPTION = (
 EXPERIMENT = register(Experiment(
     name="published_schedulers",
     title="The lab against the published schedulers: Karma, Themis, Tiresias, DRF and Slurm",
-    source="issue 25; papers 000-002 beside DRF (NSDI'11), Karma (OSDI'23), Themis (NSDI'20), Tiresias (NSDI'19), Slurm classic fair share",
+    source=("docs/published_schedulers.md; papers 000-002 beside DRF (NSDI'11), Karma (OSDI'23), Themis (NSDI'20), "
+            "Tiresias (NSDI'19), Slurm classic fair share"),
     run=run,
     defaults={"traces": ["fb2009", "kth", "lcg"], "seeds": 10, "quick": False, "workers": 1, "policies": list(LABELS), "cell": []},
     description=DESCRIPTION,

@@ -1,4 +1,4 @@
-"""Issue 23, item 18: a 201 carries Location, all field errors come at once, conflicts are 409,
+"""A 201 carries Location, all field errors come at once, conflicts are 409,
 the token endpoint rotates keys as the README says, money is a 4-place string everywhere, and an
 unknown /api/ path is a JSON 404 (in debug too)."""
 

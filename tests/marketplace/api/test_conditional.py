@@ -147,7 +147,7 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
     market_clear(market_id=market.pk)
     cluster_advance(market_id=market.pk, seconds=400.0)
     assert {j.status for j in Job.objects.filter(tenant=alice)} >= {"finished", "cancelled"}
-    from marketplace.auction import selectors as selectors_abacus
+    from marketplace.auction.selectors import slo_status
     from marketplace.ledger.selectors import job_money
     from marketplace.market import selectors
 
@@ -156,21 +156,21 @@ def test_the_job_list_is_the_serializers_output(alice_api, alice, bob, market):
         jobs = list(selectors.tenant_jobs(tenant=alice)[(page - 1) * 50: page * 50])
         ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
                "money": job_money(job_ids=[j.pk for j in jobs]),
-               "slo": selectors_abacus.slo_status(market=market, jobs=[j for j in jobs if j.min_utility is not None])}
+               "slo": slo_status(market=market, jobs=[j for j in jobs if j.min_utility is not None])}
         expected = JobSerializer(jobs, many=True, context=ctx).data
         assert got["results"] == [dict(e) for e in expected]
         assert got["count"] == 55 and len(got["results"]) == (50 if page == 1 else 5)
 
 
 def _serializer_json(job: Job, market) -> dict:  # type: ignore[no-untyped-def]
-    from marketplace.auction import selectors as selectors_abacus
+    from marketplace.auction.selectors import slo_status
     from marketplace.ledger.selectors import job_money
     from marketplace.market import selectors
 
     job = selectors.tenant_jobs(tenant=job.tenant).get(pk=job.pk)
     ctx = {"shares": selectors.current_shares(market=market), "queue_paths": selectors.queue_paths(market=market),
            "money": job_money(job_ids=[job.pk]),
-           "slo": selectors_abacus.slo_status(market=market, jobs=[job] if job.min_utility is not None else [])}
+           "slo": slo_status(market=market, jobs=[job] if job.min_utility is not None else [])}
     return dict(JobSerializer(job, context=ctx).data)
 
 
@@ -233,7 +233,7 @@ def test_the_allocation_is_the_serializers_output(alice_api, alice, bob, market)
     shares = selectors.current_shares(market=market)
     paths = selectors.queue_paths(market=market)
     expected = []
-    # a tenant sees its own jobs (selectors_visibility)
+    # a tenant sees its own jobs (market.visibility)
     for job in Job.objects.filter(market=market, tenant=alice, status__in=Job.ACTIVE).select_related("tenant").order_by("id"):
         works = list(JobWork.objects.filter(job=job).select_related("resource_type"))
         expected.append({"job_id": job.pk, "tenant": job.tenant.name, "queue": paths[job.queue_id], "status": job.status,
@@ -259,7 +259,7 @@ def test_a_tenant_of_a_second_market_is_tagged_by_that_market(alice_api, alice, 
 
 
 def test_the_pages_pollers_revalidate_with_their_etag(alice, bob, market):  # type: ignore[no-untyped-def]
-    """The dashboard's poller (issue 8, item 5): an ETag, a 304 while nothing changed, and a new
+    """The dashboard's poller (README, "API"): an ETag, a 304 while nothing changed, and a new
     body (and tag) once the market moved; the browser keeps it and always revalidates."""
     from django.test import Client
 

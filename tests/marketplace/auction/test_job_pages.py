@@ -1,4 +1,4 @@
-"""Issue 23, items 11 and 12: staff open every job (and the staff list links each id), the demo
+"""Staff open every job (and the staff list links each id), the demo
 has VM pools, and the job list filters mine / replayed / all and searches by name."""
 
 from __future__ import annotations

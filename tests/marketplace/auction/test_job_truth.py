@@ -1,4 +1,4 @@
-"""Job truth (issue 8, item 4): a cancelled job is not a finished one; the start time kept
+"""Job truth: a cancelled job is not a finished one; the start time kept
 at completion is the one shown while the job ran; the cancel asks for confirmation."""
 
 from __future__ import annotations

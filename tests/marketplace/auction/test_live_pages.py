@@ -1,4 +1,4 @@
-"""Issue 23, item 10: the job page and the job list follow the job: their JSON pollers answer the
+"""The job page and the job list follow the job: their JSON pollers answer the
 live parts with an ETag, a 304 while nothing changed, and the new status once the job has finished."""
 
 from __future__ import annotations

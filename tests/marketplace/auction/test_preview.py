@@ -1,4 +1,4 @@
-"""Price preview before bidding (issue 10, item 3): the API dry run and the bid form's
+"""Price preview before bidding: the API dry run and the bid form's
 preview compute with the real auction on a copy of the market and write nothing."""
 
 from __future__ import annotations

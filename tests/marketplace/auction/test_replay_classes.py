@@ -1,4 +1,4 @@
-"""Issue 23, item 13: a replayed trace's jobs fall into a few job classes derived from the trace
+"""A replayed trace's jobs fall into a few job classes derived from the trace
 (``simulator.workloads.traces.job_class``: the shape and size of the job), so each tenant's
 classes gather finished jobs and the utility fits page shows fits (each job was its own class)."""
 

@@ -1,6 +1,6 @@
 """SLO jobs through the live market: the bid carries an SLO, the clearing builds the
 prolific pool, the tenant sees in-pool / predicted / achieved, and only a met SLO is
-charged (paper 000, Sec. 6; issue 10, item 1)."""
+charged (paper 000, Sec. 6)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from marketplace.auction import selectors as selectors_abacus
 from marketplace.auction.models import WorkItem
+from marketplace.auction.selectors import slo_status
 from marketplace.auction.services import bid_submit
 from marketplace.ledger.selectors import job_money
 from marketplace.market.models.jobs import Job
@@ -46,7 +46,7 @@ def test_pool_status_is_shown_and_only_a_met_slo_is_charged(market: Market, alic
     poor = _map_job(alice, "50", 0.6, "poor")
     # when the market clears
     assert market_clear(market_id=market.pk).status == "cleared"
-    status = selectors_abacus.slo_status(market=market, jobs=[rich, poor])
+    status = slo_status(market=market, jobs=[rich, poor])
     # then the richer job is in the pool with predicted utility 1, the other is out
     assert status[rich.pk].in_pool is True and status[rich.pk].predicted == pytest.approx(1.0)
     assert status[poor.pk].in_pool is False and status[poor.pk].predicted == pytest.approx(0.0)

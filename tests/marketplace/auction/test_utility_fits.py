@@ -1,4 +1,4 @@
-"""Utility learning in the marketplace (paper 000, Sec. 5; issue 10, item 2): completed jobs
+"""Utility learning in the marketplace (paper 000, Sec. 5): completed jobs
 store their average job resource, the tenant's page and API show the fit, and adopting it
 sets the weights of new bids."""
 
@@ -103,3 +103,18 @@ def test_the_adopt_button_adopts_and_reports(alice: Tenant, etl_history) -> None
     assert AdoptedUtility.objects.filter(tenant=alice, job_class="etl", jobs=5).exists()
     resp = client.post(reverse("utility-fit-adopt"), {"job_class": "once"}, follow=True)
     assert "a fit needs at least 2" in resp.content.decode()
+
+
+def test_the_preview_and_the_bid_read_the_adopted_fit_by_one_rule(alice: Tenant, alice_api: APIClient, etl_history) -> None:
+    # the class is the job class, else the name, stripped: the preview and the bid find the same fit
+    assert alice_api.post("/api/utility-fits/adopt/", {"job_class": "etl"}, format="json").status_code == 201
+    body = {"budget": "5", "name": "  etl  ", "use_adopted_utility": True, "work": [
+        {"resource_type": "map", "tasks": 4, "task_duration": 30.0, "weight": 1.0},
+        {"resource_type": "reduce", "tasks": 1, "task_duration": 30.0, "weight": 1.0}]}
+    preview = alice_api.post("/api/bids/preview/", body, format="json")
+    assert preview.status_code == 200, preview.json()
+    assert alice_api.post("/api/jobs/", body, format="json").status_code == 201
+    # a class nobody adopted is refused by both, on the same field
+    other = body | {"name": "never"}
+    assert "use_adopted_utility" in alice_api.post("/api/bids/preview/", other, format="json").json()
+    assert "use_adopted_utility" in alice_api.post("/api/jobs/", other, format="json").json()

@@ -8,7 +8,7 @@ import math
 import pytest
 from plotly.utils import PlotlyJSONEncoder
 
-from marketplace.dashboard import charts as dashboard_charts
+import marketplace.dashboard.charts
 from marketplace.dashboard.charts import (
     dashboard_figures,
     fairness_degree_figure,
@@ -32,7 +32,7 @@ def _every_figure_passes_plotly_validation(monkeypatch):  # type: ignore[no-unty
         return fig
 
     # every module that builds figures with it looks the name up at call time in its own namespace
-    for module in (charts, dashboard_charts):
+    for module in (charts, marketplace.dashboard.charts):
         monkeypatch.setattr(module, "make_figure", checked)
 
 

@@ -1,5 +1,5 @@
 """Non-convergence of a clearing is shown on the staff settings page and logged
-(paper 000, Alg. 1 with a round cap; SPEC 3.1; issue 10, item 4)."""
+(paper 000, Alg. 1 with a round cap)."""
 
 from __future__ import annotations
 

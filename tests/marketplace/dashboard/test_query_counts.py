@@ -61,14 +61,14 @@ def test_page_queries_are_constant_in_the_number_of_rows(client, alice, market, 
 def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, market):
     from unittest import mock
 
-    from marketplace.dashboard import views as dashboard_views
+    from marketplace.dashboard import views
     from marketplace.dashboard.views import _dashboard_figures
     from marketplace.market.models.market import Market
 
     client.force_login(alice.user)
     _bids(alice, 2)
     market_clear(market_id=market.pk)
-    with mock.patch.object(dashboard_views, "_dashboard_figures", wraps=_dashboard_figures) as figures:
+    with mock.patch.object(views, "_dashboard_figures", wraps=_dashboard_figures) as figures:
         assert client.get("/dashboard/data.json").status_code == 200
         Market.objects.filter(pk=market.pk).update(sim_time=5.0)  # the clock moves; no clearing, no sample
         again = client.get("/dashboard/data.json")

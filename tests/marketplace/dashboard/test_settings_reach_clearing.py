@@ -1,4 +1,5 @@
-"""Issue 22, item 1: every settings change reaches the very next clearing, whichever path clears.
+"""Every settings change reaches the very next clearing, whichever path clears (docs/economy.md, "Settings
+reach the next clearing").
 
 Through the API, as staff and a cluster manager would: bids, a tick, PATCH one parameter, a tick;
 then the stored Plan equals a fresh solve of the engine's market at the new parameters, the Plan's

@@ -1,4 +1,4 @@
-"""Issue 22, item 4 for deadline quotes (paper 003): quotes on a busy cluster.
+"""Deadline quotes (paper 003) on a busy cluster (docs/economy.md, "Quotes on a busy cluster").
 
 With the auction holding every map slot, a quote with slack used to answer ``feasible: false``
 (available 0, "takes inf s"). Running tasks are never pre-empted, but they end, and the slots

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.fairshare import selectors as selectors_fairshare
+from marketplace.fairshare.selectors import job_waiting
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
@@ -88,7 +88,7 @@ def test_waiting_api_hides_other_tenants_jobs_and_says_when_not_waiting(busy_mar
 
 def test_a_job_the_clock_has_not_seen_says_so(busy_market, alice) -> None:  # type: ignore[no-untyped-def]
     fresh = _submit(alice, "fresh")
-    out = selectors_fairshare.job_waiting(job=fresh)
+    out = job_waiting(job=fresh)
     assert out is not None and out["known"] is False and "next tick" in out["message"]
 
 

@@ -222,11 +222,11 @@ def test_a_worker_starts_a_markets_next_clearing_no_sooner_than_the_min_interval
                                                                                  django_capture_on_commit_callbacks):
     """clearing_pace: back-to-back clearing tasks of one market are spaced by MARKET_CLEARING_MIN_INTERVAL_S,
     and the bids that arrive during the wait publish nothing (the waiting task covers them)."""
-    from marketplace.market.services import market as market_service
+    from marketplace.market.services.market import _LAST_CLEARING, clearing_pace
     from marketplace.market.tasks import clear_market_task
 
     settings.MARKET_CLEARING_MIN_INTERVAL_S = 0.2
-    market_service._LAST_CLEARING.clear()
+    _LAST_CLEARING.clear()
     waits: list[float] = []
     calls_during_wait: list[int] = []
 
@@ -252,4 +252,4 @@ def test_a_worker_starts_a_markets_next_clearing_no_sooner_than_the_min_interval
     assert market.cleared_version == market.state_version  # ...and the waiting clearing covered it
     # eager Celery runs the task inside the request: it never waits there
     app.conf.task_always_eager = True
-    assert market_service.clearing_pace(market_id=market.pk, sleep=fake_sleep) == 0.0
+    assert clearing_pace(market_id=market.pk, sleep=fake_sleep) == 0.0

@@ -1,4 +1,4 @@
-"""Issue 23, item 15: the lab's default study shows its configurations apart. Its defaults put the
+"""The lab's default study shows its configurations apart. Its defaults put the
 swept alpha where it matters (FB-2009's busy hours on the demo market's 40 + 20 slots; at about
 10 % utilisation the three alphas gave identical results), its tables and charts name the
 resource types (map, reduce, not type 0/1), format numbers for people, and its axes make room

@@ -1,4 +1,4 @@
-"""Split runs (issue 25, item 3): an experiment that declares parts runs as a parent and one child
+"""Split runs: an experiment that declares parts runs as a parent and one child
 run per part, each its own task on the ``simulation`` queue; the parent is combined from its
 parts, fails with a part, is cancelled with them, and is never run, reaped or published itself.
 

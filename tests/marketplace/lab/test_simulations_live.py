@@ -68,7 +68,7 @@ def test_the_live_form_shows_errors_at_its_fields(market, alice) -> None:  # typ
 
 
 def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_studies(market, alice, bob) -> None:  # type: ignore[no-untyped-def]
-    """Issue 8, item 1: the live replay holds every tenant's bids (budget, queue, tasks per job), so
+    """The live replay holds every tenant's bids (budget, queue, tasks per job), so
     a tenant can neither start one nor read one; studies of traces stay public."""
     from django.contrib.auth.models import Group
     from django.core.exceptions import PermissionDenied
@@ -110,7 +110,7 @@ def test_only_staff_and_cluster_managers_replay_the_live_market_or_read_its_stud
 
 
 def test_the_live_replay_carries_slos(market, alice, bob, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    """Issue 10: SLO jobs (paper 000, Sec. 6) replayed from the live market keep their SLOs, so the
+    """SLO jobs (paper 000, Sec. 6) replayed from the live market keep their SLOs, so the
     baseline pays what the market charged, job by job (a job whose SLO was missed pays nothing)."""
     # given the busy minutes run live, bob's linear jobs with SLOs of 95-100 % of their full-share utility (above 100 %
     # an SLO is refused at submission); over 12 minutes bob's jobs overlap, so some miss

@@ -1,4 +1,4 @@
-"""Issue 23, items 4-6, 8 and 9 on the lab's pages: an upload is only stored by the request (with
+"""An upload is only stored by the request (with
 a decompressed-size cap) and read by a worker within line and time limits, the study page shows
 the outcome; non-finite values are refused with their line; refused files leave nothing on disk
 and orphans are swept; one stated upload limit, shown on the page; no server path in study.json

@@ -1,4 +1,4 @@
-"""Issue 22, item 5: a cancellation pays for the service received (docs/economy.md, "Cancellations").
+"""A cancellation pays for the service received (docs/economy.md, "Cancellations pay for the service received").
 
 * an auction job (pay at completion, paper 000) pays its budget times the fraction of its work
   done (completed tasks' slot-seconds over its whole work), rounded down, at most its hold; the

@@ -112,11 +112,11 @@ def test_the_bid_page_places_one_bid_when_its_form_is_submitted_twice(client, al
 
 def test_the_sweepers_ledger_work_purges_expired_keys_at_most_once_a_period(alice, settings):  # type: ignore[no-untyped-def]
     # given an expired key and a process that has not purged yet
-    from marketplace.ledger import hooks as ledger_hooks
+    from marketplace.ledger.hooks import forget
     from marketplace.market import hooks
 
     settings.IDEMPOTENCY_KEY_TTL_S = 60
-    ledger_hooks.forget()
+    forget()
     old = timezone.now() - timedelta(seconds=61)
     IdempotencyKey.objects.create(user=alice.user, key="old", fingerprint="f", status_code=201, created_at=old)
     # when the sweeper runs the registered sweep work, the key is gone
@@ -126,4 +126,4 @@ def test_the_sweepers_ledger_work_purges_expired_keys_at_most_once_a_period(alic
     IdempotencyKey.objects.create(user=alice.user, key="old2", fingerprint="f", status_code=201, created_at=old)
     hooks.run_sweep_work()
     assert IdempotencyKey.objects.filter(key="old2").exists()
-    ledger_hooks.forget()
+    forget()

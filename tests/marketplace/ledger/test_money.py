@@ -1,4 +1,4 @@
-"""Units and money on the pages (issue 8, item 3): one currency, and amounts shown exactly.
+"""Units and money on the pages: one currency, and amounts shown exactly.
 
 The rule (``marketplace.ledger.money``): money is kept to 4 decimal places and every amount the
 services accept is shown to that precision; more places are refused by the service (so the
@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import MAX_BUDGET, bid_submit, parse_budget
 from marketplace.dashboard.charts import price_figure
-from marketplace.deadlines import charts as charts_deadlines
+from marketplace.deadlines.charts import deadline_payment_figure
 from marketplace.ledger.money import MONEY_PLACES, format_amount, format_money, format_price
-from marketplace.reservations import charts as charts_reservations
+from marketplace.reservations.charts import price_curve_figure, quote_figure
 
 ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE_DIRS = [ROOT / "templates", *sorted((ROOT / "marketplace").glob("*/templates"))]  # site-wide, then each part's
@@ -89,7 +89,7 @@ def test_smallest_budget_is_shown_exactly_with_the_currency(market, alice, setti
 
 
 def test_times_are_labelled_simulated_or_wall_clock(market, alice):
-    # one clock on every page (issue 22, item 7): simulated time is "the market clock", labelled the same way
+    # one clock on every page (docs/economy.md, "One clock"): simulated time is "the market clock", labelled the same way
     bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 10.0)])
     client = _client(alice.user)
     jobs = re.sub(r"<[^>]+>", "", client.get(reverse("job-list")).content.decode())
@@ -124,12 +124,12 @@ def test_price_axes_name_their_currency_and_unit(settings):
     settings.MARKET_CURRENCY = "tokens"
     price = price_figure([{"sim_time": 0.0, "resource": "map", "price": 1.5}])
     assert price["layout"]["yaxis"]["title"]["text"] == "Implied price (tokens per slot)"
-    curve = charts_reservations.price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0],
+    curve = price_curve_figure({"resource": "map", "slot_seconds": 60.0, "times": [0.0], "unit_price": [1.0],
                                                     "slot_second_price": [1.0 / 60]})
     assert "tokens per slot-second" in curve["layout"]["yaxis"]["title"]["text"]  # the market's one unit of price
-    quote = charts_reservations.quote_figure([[0.0, 3.0], [60.0, 2.0]], start=60.0, alternatives=[], units=1, duration=60.0)
+    quote = quote_figure([[0.0, 3.0], [60.0, 2.0]], start=60.0, alternatives=[], units=1, duration=60.0)
     assert quote["layout"]["yaxis"]["title"]["text"] == "Price of the reservation (tokens)"
-    payment = charts_deadlines.deadline_payment_figure([(60.0, 2.0, 1.5), (120.0, 1.0, 1.0)])
+    payment = deadline_payment_figure([(60.0, 2.0, 1.5), (120.0, 1.0, 1.0)])
     assert payment["layout"]["yaxis"]["title"]["text"] == "Payment (tokens)"
 
 

@@ -1,6 +1,6 @@
 """The core's one plug-in surface (``market.hooks.MarketPart``): the clearing, the tick, the sweeper and
 the quotes call the parts of ``MARKET_PARTS`` in that order, and each part overrides exactly what the core
-used to call by name."""
+used to call by name (README, "Layout")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Live and offline are one market (SPEC 2): the same seeded trace replayed through
+"""Live and offline are one market (README, "How the market runs"): the same seeded trace replayed through
 the Django services (database, ledger, Celery eager clearings) and through
 ``simulator.runner.run`` gives the same completion time and the same charge for
 every job.

@@ -1,10 +1,10 @@
-"""Issue 22, item 2: one unit of price, money per slot-second (market.prices; docs/economy.md).
+"""One unit of price, money per slot-second (market.prices; docs/economy.md, "One unit of price").
 
 * the spot auction's realised rate is recorded per job (``Job.slot_seconds``) and per resource
   type over time (``RateSample``): charged / slot-seconds used, only for the auction's payments;
 * it is served by the API (``/api/market/rates/`` and ``spot`` in ``/api/market/``);
 * after a replayed slice of FB-2009 the spot, reservation and deadline prices of a slot sit
-  within a small factor of each other (before issue 22: 0.967, 0.005 and 0.000167).
+  within a small factor of each other (before the rules of docs/economy.md: 0.967, 0.005 and 0.000167).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Issue 22, item 1 for VM pools (paper 004): a pool or pool-manager change reaches Cura's next planning.
+"""VM pools (paper 004): a pool or pool-manager change reaches Cura's next planning (docs/economy.md, "Settings
+reach the next clearing").
 
 Cura's "clearing" is Alg. 1's planning on the clock's tick (``pools.services.jobs.cura_advance``):
 the driver stored between ticks is rebuilt on the new settings (or re-sized) at the next tick.

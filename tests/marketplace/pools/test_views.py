@@ -82,17 +82,17 @@ def test_cura_api(alice_api: APIClient, paper_pools: None, market: Market) -> No
 
 
 def test_pool_series_and_figures_follow_the_reservations(alice: Tenant, paper_pools: None, market: Market) -> None:
-    from marketplace.pools import charts as charts_pools
-    from marketplace.pools import selectors as selectors_pools
+    from marketplace.pools.charts import pool_figures
+    from marketplace.pools.selectors import pool_series, vm_types_of
     from marketplace.pools.services.jobs import cura_job_submit
 
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=270)  # 10 VM-1 over [0, 250)
     cura_job_submit(tenant=alice, job_type=4, deadline_in_s=150)  # 20 VM-1 over [0, 131.57)
-    types = selectors_pools.vm_types_of(market=market)
-    series = selectors_pools.pool_series(market=market, types=types)
+    types = vm_types_of(market=market)
+    series = pool_series(market=market, types=types)
     vm1 = {round(r["t"], 2): (r["size"], r["busy"]) for r in series["VM-1"]}
     assert vm1[0.0] == (40, 30) and vm1[131.57] == (40, 10) and vm1[250.0] == (40, 0)
-    sizes, util = charts_pools.pool_figures(series)
+    sizes, util = pool_figures(series)
     assert sizes["layout"]["xaxis"]["title"]["text"].startswith("Market clock")
     assert util["data"][0]["y"][0] == pytest.approx(30 / 40)
 

@@ -113,9 +113,10 @@ def test_current_allocation_with_etag_and_empty_allocations(manager_api, alice_a
 def test_update_changes_capacity_and_terminates_jobs(manager_api, alice_api, market):
     booked = alice_api.post("/api/reservations/request/", REQUEST | {"value": "100"}, format="json").data["reservation"]
     response = manager_api.post(
-        "/api/cluster/update/", {"capacity": {"map": 12}, "terminated": [booked["job"]], "pending": {"1": {"map": 3}}}, format="json",
+        "/api/cluster/update/", {"capacity": {"map": 12}, "terminated": [booked["job"]]}, format="json",
     )
     assert response.status_code == 200, response.data
+    assert response.data == {"capacity": {"map": 12}, "terminated": [booked["job"]], "replanned": True}
     assert ResourceType.objects.get(market=market, name="map").capacity == 12
     assert Job.objects.get(pk=booked["job"]).status == Job.Status.CANCELLED
     assert Reservation.objects.get(pk=booked["id"]).job.status == "cancelled"
@@ -124,6 +125,16 @@ def test_update_changes_capacity_and_terminates_jobs(manager_api, alice_api, mar
     assert curve["promised"] == [0] * 5 and curve["capacity"] == 12
     bad = manager_api.post("/api/cluster/update/", {"capacity": {"gpu": 3}}, format="json")
     assert bad.status_code == 400 and "capacity" in bad.data
+
+
+def test_update_refuses_what_the_simulated_cluster_counts_itself(manager_api, market):
+    # consumption and waiting tasks are the simulated cluster's own: refused with nothing written,
+    # never acknowledged and dropped
+    before = ResourceType.objects.get(market=market, name="map").capacity
+    answer = manager_api.post("/api/cluster/update/", {"capacity": {"map": before + 5}, "pending": {"1": {"map": 3}},
+                                                       "consumption": {"1": {"map": 2}}}, format="json")
+    assert answer.status_code == 400 and set(answer.data) == {"pending", "consumption"}
+    assert ResourceType.objects.get(market=market, name="map").capacity == before
 
 
 def test_accept_and_request_with_an_idempotency_key_move_money_once(alice_api, alice):

@@ -1,4 +1,5 @@
-"""Issue 22, items 3 and 4 for ERA: quotes on the whole live market (docs/economy.md, "Quotes").
+"""ERA's quotes on the whole live market (docs/economy.md, "Quotes priced from the same market" and "Quotes on a
+busy cluster").
 
 * capacity is promised from the times slots actually free: the units the auction's running
   tasks hold count as promised until the tasks end, so a quote on a full cluster starts when

@@ -25,6 +25,7 @@ from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from marketplace.reservations.services import (
     QuoteMoved,
+    cluster_update,
     reservation_accept,
     reservation_book,
     reservation_decline,
@@ -253,3 +254,15 @@ def test_era_and_deadline_bookings_see_each_others_units(market, alice, bob, dja
     slots = DeadlineBooking.objects.get(job=job).slots
     mech, _ = ra.era_mechanism(market, rt)
     assert mech.promised[:10].tolist() == [7 + slots[0]] * 10
+
+
+def test_a_cluster_update_is_applied_whole_and_always_replans(market):
+    capacity = ResourceType.objects.get(market=market, name="map").capacity
+    with pytest.raises(ValidationError) as refused:
+        cluster_update(market=market, capacity={"map": capacity + 3, "gpu": 2}, terminated=[])
+    assert "capacity" in refused.value.message_dict
+    assert ResourceType.objects.get(market=market, name="map").capacity == capacity  # nothing written
+    version = Market.objects.get(pk=market.pk).state_version
+    done = cluster_update(market=market, capacity={}, terminated=[10**9])  # no such job: nothing ended
+    assert done.terminated == [] and done.capacity == {}
+    assert Market.objects.get(pk=market.pk).state_version > version  # a re-plan on request

@@ -1,4 +1,4 @@
-"""Issue 23, items 7 and 9: chart data carries tenants' text escaped (plotly draws a subset of
+"""Chart data carries tenants' text escaped (plotly draws a subset of
 HTML), a Content-Security-Policy that allows the app's own scripts and styles only (and
 templates that need nothing else), CSV exports guarded against spreadsheet formulas, and
 right-to-left overrides in names shown inert."""

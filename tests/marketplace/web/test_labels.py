@@ -1,4 +1,4 @@
-"""Issue 23, item 17: labels say what happened. A deadline-booked job's page does not show its
+"""Labels say what happened. A deadline-booked job's page does not show its
 deadline as an "estimated start"; an upfront charge is not labelled "Charge on completion"; no
 message says "inf s"; the utility functions and the prolific pool have a plain sentence beside
 their symbols."""

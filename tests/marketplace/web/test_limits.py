@@ -1,4 +1,4 @@
-"""Issue 23, items 1-3: the login lockout holds against whitespace usernames and parallel
+"""The login lockout holds against whitespace usernames and parallel
 guesses, credential limits hold while the cache (Redis) is down, and the pages' forms share
 the API's write limit."""
 

@@ -1,4 +1,4 @@
-"""Logs (issue 8, item 7): expected refusals are one line; the replay's progress never
+"""Logs: expected refusals are one line; the replay's progress never
 interleaves with a line-based log (plain whole lines off a terminal, a tqdm bar on one)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Page assets (issue 8, item 6; issue 29, item 6): every trace type a figure draws is registered
-in the plotly.js bundle its page loads (the basic partial bundle on every page, the full one
-on a lab run whose figures need it); the basic bundle matches the pinned plotly package; every
-static file a template names exists; the favicon and the error pages are in the site's style."""
+"""Page assets: every trace type a figure draws is registered in the plotly.js bundle its page
+loads (the basic partial bundle on every page, the full one on a lab run whose figures need it);
+the basic bundle matches the pinned plotly package; every static file a template names exists;
+the favicon and the error pages are in the site's style."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of the Abacus budget auction (paper 000, Sections 3-4; SPEC 3.1)."""
+"""Tests of the Abacus budget auction (paper 000, Sections 3-4)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def group_totals(values: FloatArray, groups: NDArray[np.int64]) -> dict[int, Flo
 
 def assert_invariants(result: AuctionResult, budgets: FloatArray, demand: NDArray[np.bool_],
                       groups: NDArray[np.int64]) -> None:
-    """SPEC 3.1 / types.Outcome: finite, zero off demand, blocks sum to 1, rows to the budget."""
+    """Paper 000, Sec. 3 / types.Outcome: finite, zero off demand, blocks sum to 1, rows to the budget."""
     assert np.all(np.isfinite(result.shares)) and np.all(np.isfinite(result.sub_budgets))
     assert np.all(result.shares >= 0) and np.all(result.sub_budgets >= 0)
     assert np.all(result.shares[~demand] == 0) and np.all(result.sub_budgets[~demand] == 0)
@@ -321,8 +321,8 @@ def test_paper_setup_converges_in_few_rounds(kind: str, round_bound: int) -> Non
 
     Measured with simultaneous damped rounds (the count includes the final
     round that certifies convergence): log 7 rounds on every seed, linear 21
-    (the paper reports ~5 sequential rounds for both; SPEC: "logscale: 5
-    rounds, linear needs more"). The bounds leave room for other seeds.
+    (the paper reports ~5 sequential rounds for both; docs/mechanisms.md: "about 5
+    rounds with logscale utilities; linear ones need more"). The bounds leave room for other seeds.
     """
     for seed in range(20):
         budgets, weights = paper_setup(seed)
@@ -364,7 +364,7 @@ def test_warm_start_revives_newly_contested_resource() -> None:
     np.testing.assert_allclose(hot.shares, 0.5, atol=1e-7)
 
 
-# --- incentive compatibility once rivals re-adapt (Theorem 2; SPEC 3.1 bound)
+# --- incentive compatibility once rivals re-adapt (Theorem 2; docs/mechanisms.md's bound)
 
 
 def true_utility_when_reporting(reported: FloatArray, budgets: FloatArray, weights: FloatArray,
@@ -407,7 +407,7 @@ def test_false_weights_gain_less_than_one_percent(kind: str, n: int) -> None:
     Measured (not asserted equal), worst over the three seeds: linear 2 jobs
     3.9e-5, 8 jobs 4.8e-4; log 2 jobs 1.7e-4, 8 jobs 2.5e-6 -- at most 0.05 %.
     A wider search (40 two-job instances, 300 evaluations each) found 0.09 %
-    (linear) and 0.15 % (log), in line with SPEC's "about 0.4 % with 2 jobs".
+    (linear) and 0.15 % (log), in line with docs/mechanisms.md's "about 0.4 % with 2 jobs".
     Truth-telling is exact against fixed rivals (oracle test above).
     """
     worst = 0.0

@@ -1,6 +1,6 @@
 """Convergence of the Abacus auction across alpha and utilities, and degenerate inputs
-(paper 000, Sec. 4.2, Algorithms 1-2; SPEC 3.1: "cap the iterations and report
-non-convergence instead of looping"; issue 10, item 4)."""
+(paper 000, Sec. 4.2, Algorithms 1-2: "cap the iterations and report
+non-convergence instead of looping")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The auction's equilibrium where Algorithm 2's rounds cycle: budgets from 1e-2 to 1e6 in one
-market, linear utilities, alpha = 1 (paper 000, Sec. 4.2, Eq. 1, Lemma 2; SPEC 3.1; issue 10).
+market, linear utilities, alpha = 1 (paper 000, Sec. 4.2, Eq. 1, Lemma 2).
 
 The oracle is independent of scheduler.abacus.auction*: each job's exact best response to its
 frozen rivals, written from Eq. 1 and the utility alone. du_i/db_ij is decreasing in

@@ -1,4 +1,4 @@
-"""Utility-function estimation (paper 000, Sec. 5, Eq. 2; SPEC 3.1; issue 10, item 2)."""
+"""Utility-function estimation (paper 000, Sec. 5, Eq. 2)."""
 
 from __future__ import annotations
 

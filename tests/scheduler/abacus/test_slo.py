@@ -1,5 +1,5 @@
 """SLO-based Abacus: greedy prolific pool, auction over it, idle units, pay if met
-(paper 000, Sec. 6; SPEC 3.1 "SLO variant"; issue 10, item 1)."""
+(paper 000, Sec. 6)."""
 
 from __future__ import annotations
 

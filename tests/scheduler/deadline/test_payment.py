@@ -1,4 +1,4 @@
-"""Tests of the deadline quote at minimum payment (paper 003, Secs. 2-4; SPEC 3.4)."""
+"""Tests of the deadline quote at minimum payment (paper 003, Secs. 2-4)."""
 
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def random_instance(rng: np.random.Generator, R: int, binding: bool) -> tuple[Fl
     return l_, D, b, a, theta
 
 
-# --- the SPEC's worked example
+# --- the worked example (docs/mechanisms.md, "Payment")
 
 
 def test_spec_example_b_l_ones() -> None:
-    # SPEC 3.4: b = l = (1, 1), theta = 1 gives b . r * T = 4 (the paper's Fig. 2), P = 2.
+    # b = l = (1, 1), theta = 1 gives b . r * T = 4 (the paper's Fig. 2), P = 2.
     for D in (0.5, 1.0, 7.0):
         x = min_payment([1, 1], D, [1, 1], [np.inf, np.inf])
         assert x.feasible and not x.capped.any()

@@ -1,4 +1,4 @@
-"""Tests of the whole-slot deadline quote (SPEC 3.4 on paper 003, Eqs. 1-2)."""
+"""Tests of the whole-slot deadline quote (paper 003, Eqs. 1-2; docs/mechanisms.md, "Whole slots")."""
 
 from __future__ import annotations
 

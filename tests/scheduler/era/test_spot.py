@@ -1,4 +1,4 @@
-"""ERA's demand joined to the spot auction (scheduler.era.spot; issue 22, docs/economy.md)."""
+"""ERA's demand joined to the spot auction (scheduler.era.spot; docs/economy.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``scheduler.fairshare.allocator.unit_task_schedule``: the paper's discrete model (paper 002).
 
 Worked examples: Table 1 (Sec. 5.1) and the starvation example (Sec. 5.2.1,
-Fig. 2; SPEC 3.3). Oracle: a straightforward exact (Fraction) re-implementation
+Fig. 2). Oracle: a straightforward exact (Fraction) re-implementation
 written from the issue's wording, on random nested trees (hypothesis).
 """
 

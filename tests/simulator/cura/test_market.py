@@ -1,4 +1,4 @@
-"""Cura's reservations run by the market engine (SPEC 2): App. A through MarketEngine."""
+"""Cura's reservations run by the market engine (README, "How the market runs"): App. A through MarketEngine."""
 
 from __future__ import annotations
 

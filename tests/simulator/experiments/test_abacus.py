@@ -1,4 +1,4 @@
-"""Paper 000's experiments on the Table 1 workload (issue 10, item 6), on small parameters.
+"""Paper 000's experiments on the Table 1 workload (paper 000, Sec. 7), on small parameters.
 
 Each test checks a property the paper states, on our simulator: these are the
 claims the closing note compares; a change of the engine that breaks one shows
@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from simulator import experiments
-from simulator.experiments.abacus.setup import TABLE1, alone_s, simulate, table1_jobs, true_bid
+from simulator.experiments.abacus.setup import alone_s, simulate, true_bid
+from simulator.workloads.table1 import TABLE1, table1_jobs
 
 
 def test_table1_workload_has_the_papers_rates() -> None:

@@ -1,4 +1,4 @@
-"""The "published schedulers" study (issue 25), at its quick size: every trace, every configuration."""
+"""The "published schedulers" study (docs/published_schedulers.md), at its quick size: every trace, every configuration."""
 
 from __future__ import annotations
 

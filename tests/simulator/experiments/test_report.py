@@ -1,4 +1,4 @@
-"""The fidelity report (issue 24): the command line, the Markdown and the registered experiment."""
+"""The fidelity report (docs/fidelity.md): the command line, the Markdown and the registered experiment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 23, item 16: an experiment's summary says what its run computed. Each summary is fed two
+"""An experiment's summary says what its run computed. Each summary is fed two
 runs with opposite outcomes; a fixed sentence ("the richer user is served first", "cost falls")
 would read the same for both. (era_headline's summary is numbers only since the fidelity work:
 simulator/experiments/era/headline.py.)"""

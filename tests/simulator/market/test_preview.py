@@ -1,4 +1,4 @@
-"""Price preview on copies of the market engine (issue 10, item 3)."""
+"""Price preview on copies of the market engine."""
 
 from __future__ import annotations
 

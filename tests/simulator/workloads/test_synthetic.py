@@ -12,7 +12,6 @@ import pytest
 from scipy import stats
 
 from simulator.cura.pools import parse_pools, pool_capacity
-from simulator.experiments.abacus.setup import JITTER, MAP_TASKS, REDUCE_TASKS, TABLE1
 from simulator.workloads.synthetic import (
     CURA_RATE_PER_S,
     CURA_SIZES_B,
@@ -25,6 +24,7 @@ from simulator.workloads.synthetic import (
     era_class_of,
     generate,
 )
+from simulator.workloads.table1 import JITTER, MAP_TASKS, REDUCE_TASKS, TABLE1
 from simulator.workloads.traces import SwimRule
 
 Z = 4.5  # a seeded draw is fixed; 4.5 standard errors leave room for any seed a maintainer may pick
@@ -143,3 +143,23 @@ def test_vm_pools_become_slots_by_the_documented_rule() -> None:
     for bad in ("c3:1", "c2", "c2:-1", "c2:0", ""):
         with pytest.raises(ValueError, match=r"^vm_pools:"):
             pool_capacity(bad, 2)
+
+
+def test_the_generator_parameters_have_one_home() -> None:
+    from dataclasses import fields
+
+    from simulator.experiments.simulation import EXPERIMENT
+    from simulator.whatif.run import WorkloadSpec
+    from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATOR_PARAMETERS
+
+    for spec in (GeneratorSpec, WorkloadSpec):
+        defaults = {f.name: f.default for f in fields(spec) if f.name in GENERATOR_DEFAULTS}
+        assert defaults == GENERATOR_DEFAULTS, spec
+    assert {k: EXPERIMENT.defaults[k] for k in GENERATOR_DEFAULTS} == GENERATOR_DEFAULTS
+    for p in GENERATOR_PARAMETERS:
+        p.check(p.default)
+        for bad in ((p.low if p.strict else p.low - 1e-9), math.inf, math.nan):
+            with pytest.raises(ValueError, match=f"^{p.name}: "):
+                GeneratorSpec("era_classes", **{p.name: bad}).check()
+    with pytest.raises(ValueError, match=r"^deadline_factor: "):
+        WorkloadSpec(deadline_factor=0.5).check()  # a trace's deadlines are held to the same bound

@@ -1,4 +1,4 @@
-"""Issue 23, item 5: non-finite and out-of-range trace values are refused with the file's line
+"""Non-finite and out-of-range trace values are refused with the file's line
 number (they used to raise OverflowError in ``SwimRule.tasks_for``, ``estimate_bytes`` and
 ``int(procs)``, a 500 on the lab's page, and ``nan`` was accepted), and items 4's limits: at most
 ``max_lines`` lines and ``max_seconds`` of reading."""

@@ -1,7 +1,7 @@
-"""Issue 23 in a real browser: chart labels are text, not markup (item 7); the job page and the job
-list follow the job without a reload (item 10); tables fit 1400 px and show every column on a
-phone (item 14); the lab's default study shows its configurations apart (item 15). Every page
-here runs under the Content-Security-Policy with no violation (item 9)."""
+"""In a real browser: chart labels are text, not markup; the job page and the job list follow the
+job without a reload; tables fit 1400 px and show every column on a phone; the lab's default study
+shows its configurations apart. Every page here runs under the Content-Security-Policy with no
+violation."""
 
 from __future__ import annotations
 
