@@ -10,6 +10,7 @@ TRACE := data/traces/FB-2009_samples_24_times_1hr_0.tsv
 HOURS ?= 3
 SPEEDUP ?= 30
 PORT ?= 8000
+BACKEND ?= simulated
 
 .PHONY: setup run test test-fast bench load clean slurm-up slurm-down
 
@@ -22,7 +23,8 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
-# Migrate, create the demo market (admin + tenants in a two-level hierarchy),
+# BACKEND=slurm runs the market's tasks on a one-machine Slurm (make slurm-up, as root) instead of the
+# embedded cluster model. Migrate, create the demo market (admin + tenants in a two-level hierarchy),
 # serve on 127.0.0.1:$(PORT) and replay the first $(HOURS) h of the FB-2009
 # trace live at $(SPEEDUP) simulated seconds per wall second; then `run_clock`
 # keeps simulated time moving for as long as the server runs. With REDIS_URL
@@ -30,13 +32,14 @@ setup: $(STAMP)
 run: setup
 	$(MANAGE) migrate --noinput
 	$(MANAGE) seed_demo
+	@if [ "$(BACKEND)" = slurm ]; then $(MAKE) --no-print-directory slurm-up; fi
 	@echo ""
 	@echo "  Marketplace: http://127.0.0.1:$(PORT)/   (credentials above; also in var/demo-credentials.txt)"
 	@echo "  API docs:    http://127.0.0.1:$(PORT)/api/docs/     Ctrl-C stops everything."
 	@echo "  Request log: var/web.log (tail -f it); this terminal shows the replay's progress bar."
 	@echo ""
 	@mkdir -p var
-	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
+	@export CLUSTER_BACKEND=$(BACKEND); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload >>var/web.log 2>&1 & \
 	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & $(MANAGE) run_clock --no-tick & fi; \
 	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \

@@ -8,9 +8,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from django.core.checks import CheckMessage, Error, Warning
+from django.core.checks import register as register_check
+
 from marketplace.market.hooks import MarketPart
 from marketplace.slurm import selectors, services
-from marketplace.slurm.client import SlurmUnavailable
+from marketplace.slurm.client import SlurmError, SlurmUnavailable
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
@@ -44,3 +47,27 @@ class SlurmPart(MarketPart):
 
     def engine_stepped(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
         services.launches_record(market=market, engine=engine, types=types)
+
+
+@register_check("slurm")
+def partitions_match(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """At start (``manage.py check``, ``runserver``, ``run_clock``, ``replay_trace``): every resource type
+    of every market has a Slurm partition of its name. A missing one is an error with a clear message;
+    an unreachable controller is only a warning (bids are accepted while Slurm is away)."""
+    from django.db import DatabaseError
+
+    from marketplace.market.adapters import resource_types
+    from marketplace.market.models.market import Market
+
+    try:
+        markets = list(Market.objects.all())
+        wanted = {m.pk: [t.name for t in resource_types(m)] for m in markets}
+    except DatabaseError:
+        return []  # no tables yet (before migrate): nothing to match
+    try:
+        have = {p.name for p in services.slurm_client().partitions()}
+    except (SlurmUnavailable, SlurmError) as exc:
+        return [Warning(f"Slurm is unreachable: {exc}", hint="make slurm-up (as root)", id="slurm.W001")]
+    return [Error(f"market {pk}: resource type {name!r} has no Slurm partition of that name (Slurm has: {', '.join(sorted(have))})",
+                  hint="make slurm-up writes one partition per resource type (manage.py slurm_config)", id="slurm.E001")
+            for pk, names in wanted.items() for name in names if name not in have]

@@ -286,3 +286,14 @@ def test_an_era_reservation_is_a_slurm_advance_reservation_its_tasks_run_in(mark
     job_cancel(job=Job.objects.get(pk=r.job_id))
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     assert name not in {x.name for x in slurm.reservations()}
+
+
+def test_a_resource_type_without_a_partition_is_an_error_at_start(market, slurm) -> None:
+    from marketplace.slurm.hooks import partitions_match
+
+    assert partitions_match() == []
+    del slurm.caps["reduce"]
+    errors = partitions_match()
+    assert [e.id for e in errors] == ["slurm.E001"] and "'reduce' has no Slurm partition" in errors[0].msg
+    slurm.down = True
+    assert [e.id for e in partitions_match()] == ["slurm.W001"]
