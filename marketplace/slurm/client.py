@@ -23,7 +23,7 @@ import math
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -229,8 +229,12 @@ class CliSlurmClient:
         return dict(doc)
 
     def jobs(self) -> list[SlurmJob]:
+        """Every job Slurm lists (finished ones for ``MinJobAge``), one per array element. Read with
+        ``squeue --Format`` (fields split by a unit separator), not ``--json``: with some 6,000 jobs
+        listed the JSON took 0.83 s a poll and this 0.06 s (the poll is on every clock tick)."""
         self.ping()
-        return [job for j in self._json("squeue", "--json", "--all").get("jobs", []) for job in _jobs(j)]
+        out = self._call("squeue", "-h", "-a", "-t", "all", "-O", ",".join(f"{f}:{SEP}" for f in SQUEUE_FIELDS))
+        return [job for line in out.splitlines() if line.strip() for job in _squeue_line(line)]
 
     def nodes(self) -> list[Node]:
         data = self._json("sinfo", "--json")
@@ -304,6 +308,38 @@ class CliSlurmClient:
                 counts[key.strip()[5:]] = int(value)
         return Diag(submitted=counts.get("submitted", 0), started=counts.get("started", 0), completed=counts.get("completed", 0),
                     canceled=counts.get("canceled", 0), failed=counts.get("failed", 0))
+
+
+SEP = "\x1f"  # the unit separator: no job name or comment holds one
+SQUEUE_FIELDS = ("JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "StartTime", "EndTime", "NumCPUs", "Reservation",
+                 "exit_code", "Partition", "Name", "Comment")
+
+
+def _when(text: str) -> datetime | None:
+    """``2026-11-28T16:00:48`` (the controller's local time) as UTC; None for N/A, Unknown, None."""
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def _squeue_line(line: str) -> list[SlurmJob]:
+    """One ``squeue -O`` line, as :func:`_jobs` reads a JSON record (a pending array's range expanded)."""
+    v = line.split(SEP)
+    if len(v) < len(SQUEUE_FIELDS):
+        return []
+    f = dict(zip(SQUEUE_FIELDS, (x.strip() for x in v), strict=False))
+    array_job = int(f["ArrayJobID"]) if f["ArrayJobID"].isdigit() and f["ArrayTaskID"] != "N/A" else None
+    task = f["ArrayTaskID"]
+    base = SlurmJob(job_id=int(f["JobID"].split("_")[0]) if f["JobID"].split("_")[0].isdigit() else 0,
+                    array_job_id=array_job, array_task_id=int(task) if task.isdigit() else None, name=f["Name"],
+                    comment="" if f["Comment"] == "(null)" else f["Comment"], partition=f["Partition"], state=f["State"],
+                    reason=f["Reason"], exit_code=int(f["exit_code"]) if f["exit_code"].lstrip("-").isdigit() else 0,
+                    cpus=int(f["NumCPUs"]) if f["NumCPUs"].isdigit() else 0, start_time=_when(f["StartTime"]),
+                    end_time=_when(f["EndTime"]), reservation="" if f["Reservation"] == "(null)" else f["Reservation"])
+    if array_job and base.array_task_id is None and task not in ("", "N/A"):
+        return [replace(base, array_task_id=k) for k in expand_indices(task)]
+    return [base]
 
 
 def expand_indices(spec: str) -> list[int]:

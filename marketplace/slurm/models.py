@@ -28,6 +28,7 @@ class SlurmTask(models.Model):
 
     class State(models.TextChoices):
         NEW = "new", "Decided, not yet submitted"
+        SUBMITTING = "submitting", "Claimed by a dispatcher, sbatch under way"
         SUBMITTED = "submitted", "Submitted (pending in Slurm)"
         RUNNING = "running", "Running"
         COMPLETED = "completed", "Completed"
@@ -37,7 +38,7 @@ class SlurmTask(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     ENDED = (State.COMPLETED, State.FAILED, State.LOST)
-    LIVE = (State.NEW, State.SUBMITTED, State.RUNNING)
+    LIVE = (State.NEW, State.SUBMITTING, State.SUBMITTED, State.RUNNING)
 
     market = models.ForeignKey("marketplace.Market", on_delete=models.CASCADE, related_name="slurm_tasks")
     job = models.ForeignKey("marketplace.Job", on_delete=models.CASCADE, related_name="slurm_tasks")

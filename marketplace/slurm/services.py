@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -46,7 +48,7 @@ from marketplace.market.adapters import resource_types
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from marketplace.slurm.client import SlurmClient, SlurmJob, SlurmUnavailable
+from marketplace.slurm.client import SlurmClient, SlurmError, SlurmJob, SlurmUnavailable
 from marketplace.slurm.models import SlurmReservation, SlurmStatus, SlurmTask
 
 if TYPE_CHECKING:
@@ -156,11 +158,12 @@ def slurm_poll(*, market_id: int) -> SlurmStatus:
     client = slurm_client()
     status, _ = SlurmStatus.objects.get_or_create(market_id=market_id)
     now = timezone.now()
+    # nodes and partitions change rarely: read every CAPACITY_POLL_S (and whenever the last poll failed)
+    due = not status.reachable or status.polled_at is None or _capacity_due(market_id)
     try:
-        client.ping()  # at once when the controller is down (the --json reads take 9 s to give up)
-        jobs = client.jobs()
-        partitions = client.partitions()
-        nodes = client.nodes()
+        jobs = client.jobs()  # pings first: at once when the controller is down
+        partitions = client.partitions() if due else None
+        nodes = client.nodes() if due else None
         version = status.version or client.version()
     except SlurmUnavailable as exc:
         if status.reachable or status.unreachable_since is None:
@@ -170,12 +173,31 @@ def slurm_poll(*, market_id: int) -> SlurmStatus:
         return status
     ours = _tasks_update(market_id, jobs, now, key_prefix(market_id))
     status.reachable, status.unreachable_since, status.error, status.version, status.polled_at = True, None, "", version, now
-    status.partitions = [p.as_json() for p in partitions]
-    status.nodes = [n.as_json() for n in nodes]
     status.foreign_cpus = _foreign_cpus(jobs, ours)
+    if partitions is not None and nodes is not None:
+        status.partitions = [p.as_json() for p in partitions]
+        status.nodes = [n.as_json() for n in nodes]
     status.save()
-    _capacity_follow(market_id, {p.name: p.usable_cpus for p in partitions})
+    if partitions is not None:
+        _capacity_follow(market_id, {p.name: p.usable_cpus for p in partitions})
     return status
+
+
+CAPACITY_POLL_S = 5.0
+_CAPACITY_READ: dict[int, float] = {}  # market -> time.monotonic() of this process's last partition read
+
+
+def _capacity_due(market_id: int) -> bool:
+    now = time.monotonic()
+    if now - _CAPACITY_READ.get(market_id, -math.inf) < CAPACITY_POLL_S:
+        return False
+    _CAPACITY_READ[market_id] = now
+    return True
+
+
+def capacity_read_now() -> None:
+    """Read the partitions at the next poll, whatever the period (tests; ``slurm_check --fix``)."""
+    _CAPACITY_READ.clear()
 
 
 def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime, prefix: str) -> set[int]:
@@ -357,42 +379,74 @@ def _dispatch_quietly(market_id: int) -> None:
         log.warning("slurm: dispatch of market %s paused: %s", market_id, exc)
 
 
+CLAIM_STALE_S = 30.0
+"""A claim (rows ``submitting``) older than this belongs to a dispatcher that died: the next one looks
+the batch's key up in Slurm and adopts the array, or submits it when Slurm never got it."""
+
+
 def slurm_dispatch(*, market_id: int) -> int:
     """Submit the rows not yet submitted, one array per batch, and scancel what the market cancelled
-    (module step 4). Idempotent: a batch whose key Slurm already holds is adopted, not resubmitted.
-    Returns the number of tasks submitted now.
+    (module step 4). Returns the number of tasks submitted now.
+
+    Exactly once: a dispatcher first claims a batch (its rows ``new`` -> ``submitting`` in one
+    statement that only one dispatcher can win), then runs ``sbatch``, then records the array. A
+    claim older than :data:`CLAIM_STALE_S` was left by a dispatcher that died between its claim and
+    its record; its batch's key (in the array's ``--comment``) is looked up in Slurm and the array
+    adopted, so nothing is submitted twice and nothing is forgotten. A fresh claim needs no look-up:
+    ``squeue`` is read only to recover.
 
     Raises:
-        SlurmUnavailable: the controller did not answer (nothing is lost: the rows stay ``new``).
+        SlurmUnavailable: the controller did not answer (nothing is lost: the claims go stale and are recovered).
     """
     client = slurm_client()
-    new = list(SlurmTask.objects.filter(market_id=market_id, state=SlurmTask.State.NEW).order_by("id"))
     cancelling = list(SlurmTask.objects.filter(market_id=market_id, state=SlurmTask.State.CANCELLING))
     if cancelling:
         ids = sorted({t.slurm_job_id for t in cancelling if t.slurm_job_id})
         if ids:
             client.cancel(ids)
         SlurmTask.objects.filter(pk__in=[t.pk for t in cancelling]).update(state=SlurmTask.State.CANCELLED, applied=True)
-    if not new:
-        return 0
+    now = timezone.now()
+    stale = now - timedelta(seconds=CLAIM_STALE_S)
+    rows = SlurmTask.objects.filter(market_id=market_id).filter(
+        Q(state=SlurmTask.State.NEW) | Q(state=SlurmTask.State.SUBMITTING, submitted_at__lt=stale)).order_by("id")
     batches: dict[str, list[SlurmTask]] = {}
-    for t in new:
+    for t in rows:
         batches.setdefault(t.key, []).append(t)
-    known = {j.comment: (j.array_job_id or j.job_id) for j in client.jobs() if j.comment in batches}
-    market = Market.objects.only("clock_speed").get(pk=market_id)
-    factor = arguments(market).time_limit_factor
+    if not batches:
+        return 0
+    claimed: dict[str, tuple[list[SlurmTask], bool]] = {}
+    for key, group in batches.items():
+        was = group[0].state
+        won = SlurmTask.objects.filter(pk__in=[r.pk for r in group], state=was).filter(
+            Q(submitted_at__isnull=True) | Q(submitted_at__lt=stale)).update(state=SlurmTask.State.SUBMITTING, submitted_at=now)
+        if won == len(group):
+            claimed[key] = (group, was == SlurmTask.State.SUBMITTING)
+    recovering = {key for key, (_, old) in claimed.items() if old}
+    known = {j.comment: (j.array_job_id or j.job_id) for j in client.jobs() if j.comment in recovering} if recovering else {}
+    factor = arguments(Market.objects.only("part_arguments").get(pk=market_id)).time_limit_factor
     submitted = 0
-    for key, rows in batches.items():
+    for key, (group, _) in claimed.items():
         job_id = known.get(key)
         if job_id is None:
-            first = rows[0]
-            job_id = client.submit_array(
-                name=f"mkt{market_id}-job{first.job_id}", comment=key, partition=first.partition, count=len(rows),
-                command=_command(first), time_limit_s=math.ceil(first.wall_seconds * factor) + 60,
-                reservation=first.reservation or None,
-            )
-            submitted += len(rows)
-        SlurmTask.objects.filter(pk__in=[r.pk for r in rows], state=SlurmTask.State.NEW).update(
+            first = group[0]
+            try:
+                job_id = client.submit_array(
+                    name=f"mkt{market_id}-job{first.job_id}", comment=key, partition=first.partition, count=len(group),
+                    command=_command(first), time_limit_s=math.ceil(first.wall_seconds * factor) + 60,
+                    reservation=first.reservation or None,
+                )
+            except SlurmUnavailable:  # gone mid-way: the claims not yet submitted go back to new
+                pending = [r.pk for k, (g, _) in claimed.items() if k not in known for r in g]
+                SlurmTask.objects.filter(pk__in=pending, state=SlurmTask.State.SUBMITTING, slurm_job_id__isnull=True).update(
+                    state=SlurmTask.State.NEW, submitted_at=None)
+                raise
+            except SlurmError as exc:  # refused (a partition or reservation gone): a failure, retried by the rule
+                SlurmTask.objects.filter(pk__in=[r.pk for r in group]).update(
+                    state=SlurmTask.State.FAILED, reason=str(exc)[:200], ended_at=timezone.now())
+                continue
+            known[key] = job_id
+            submitted += len(group)
+        SlurmTask.objects.filter(pk__in=[r.pk for r in group], state=SlurmTask.State.SUBMITTING).update(
             state=SlurmTask.State.SUBMITTED, slurm_job_id=job_id, submitted_at=timezone.now())
     return submitted
 
@@ -480,6 +534,7 @@ def slurm_fix(*, market_id: int) -> tuple[list[str], list[str]]:
         SlurmReservation.objects.filter(market_id=market_id, name__in=redo).delete()
         created, deleted = reservations_sync(market_id=market_id)
         done.append(f"reservations: {len(stale)} removed from Slurm, {created} created, {deleted} deleted")
+    capacity_read_now()
     slurm_poll(market_id=market_id)  # capacities and task states as Slurm has them now
     done.append("polled Slurm: task states and capacities follow it (ended tasks are told to the engine at the next tick)")
     left += [str(d) for d in found if not d.fixable]

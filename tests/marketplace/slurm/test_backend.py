@@ -45,7 +45,10 @@ def slurm(settings, market: Market) -> Iterator[FakeSlurmClient]:
     caps = {rt.name: rt.capacity for rt in market.resource_types.all()}
     fake = FakeSlurmClient(caps=caps, now=Clock())
     services.use_client(fake)
+    settings_capacity = services.CAPACITY_POLL_S
+    services.CAPACITY_POLL_S = 0.0  # read the partitions at every poll: tests change them between ticks
     yield fake
+    services.CAPACITY_POLL_S = settings_capacity
     services.use_client(None)
     settings.MARKET_PARTS = settings.MARKET_PARTS[:-1]
     hooks.reload_parts()
@@ -167,11 +170,36 @@ def test_a_dispatcher_killed_after_sbatch_does_not_submit_twice(market, alice, s
     with django_capture_on_commit_callbacks(execute=False):  # the tick commits, its dispatcher dies before running
         cluster_advance(market_id=market.pk, seconds=1.0)
     rows = list(SlurmTask.objects.filter(job=job))
-    # the dispatcher got as far as sbatch, then died before recording it
+    # a dispatcher claimed the batch and got as far as sbatch, then died before recording it
+    long_ago = timezone.now() - timedelta(seconds=services.CLAIM_STALE_S + 1)
+    SlurmTask.objects.filter(job=job).update(state=SlurmTask.State.SUBMITTING, submitted_at=long_ago)
     slurm.submit_array(name="x", comment=rows[0].key, partition="map", count=len(rows), command="sleep 1", time_limit_s=60)
-    assert services.slurm_dispatch(market_id=market.pk) == 0  # found by its key: adopted, not submitted again
+    # another dispatcher leaves a fresh claim alone ...
+    SlurmTask.objects.filter(job=job).update(submitted_at=timezone.now())
+    assert services.slurm_dispatch(market_id=market.pk) == 0 and len(slurm.submissions) == 1
+    # ... and adopts a stale one by its key: found in Slurm, not submitted again
+    SlurmTask.objects.filter(job=job).update(submitted_at=long_ago)
+    assert services.slurm_dispatch(market_id=market.pk) == 0
     assert len(slurm.submissions) == 1
     assert set(SlurmTask.objects.filter(job=job).values_list("state", flat=True)) == {SlurmTask.State.SUBMITTED}
+    # and a stale claim whose sbatch never ran is submitted (nothing forgotten)
+    other = _bid(alice, tasks=1)
+    market_clear(market_id=market.pk)
+    with django_capture_on_commit_callbacks(execute=False):
+        cluster_advance(market_id=market.pk, seconds=1.0)
+    SlurmTask.objects.filter(job=other).update(state=SlurmTask.State.SUBMITTING, submitted_at=long_ago)
+    assert services.slurm_dispatch(market_id=market.pk) == 1 and len(slurm.submissions) == 2
+
+
+def test_two_dispatchers_never_submit_a_batch_twice(market, alice, slurm, django_capture_on_commit_callbacks) -> None:
+    job = _bid(alice)
+    market_clear(market_id=market.pk)
+    with django_capture_on_commit_callbacks(execute=False):
+        cluster_advance(market_id=market.pk, seconds=1.0)
+    # the tick's own dispatch and a sweeper's run over the same new rows
+    assert services.slurm_dispatch(market_id=market.pk) == 3
+    assert services.slurm_dispatch(market_id=market.pk) == 0
+    assert len(slurm.submissions) == 1 and SlurmTask.objects.filter(job=job, state=SlurmTask.State.SUBMITTED).count() == 3
 
 
 def test_tasks_slurm_lost_run_again(market, alice, slurm, django_capture_on_commit_callbacks) -> None:
