@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "fairshare-policies": (["bench/bench_fairshare_policies.py"], ""),
     "cura": (["bench/bench_cura.py", "--repeat", "1"], ""),
     "slurm-array": (["bench/bench_slurm_array.py"], "slurm"),
+    "slurm-dispatch": (["bench/bench_slurm_dispatch.py"], "slurm"),
 }
 
 
