@@ -404,7 +404,8 @@ def slurm_dispatch(*, market_id: int) -> int:
         ids = sorted({t.slurm_job_id for t in cancelling if t.slurm_job_id})
         if ids:
             client.cancel(ids)
-        SlurmTask.objects.filter(pk__in=[t.pk for t in cancelling]).update(state=SlurmTask.State.CANCELLED, applied=True)
+        SlurmTask.objects.filter(pk__in=[t.pk for t in cancelling]).update(state=SlurmTask.State.CANCELLED, applied=True,
+                                                                           slurm_state="CANCELLED", ended_at=timezone.now())
     now = timezone.now()
     stale = now - timedelta(seconds=CLAIM_STALE_S)
     rows = SlurmTask.objects.filter(market_id=market_id).filter(
@@ -421,6 +422,11 @@ def slurm_dispatch(*, market_id: int) -> int:
             Q(submitted_at__isnull=True) | Q(submitted_at__lt=stale)).update(state=SlurmTask.State.SUBMITTING, submitted_at=now)
         if won == len(group):
             claimed[key] = (group, was == SlurmTask.State.SUBMITTING)
+    if claimed:
+        reservations_sync(market_id=market_id)  # a booking accepted in the tick that started its tasks: held in Slurm first
+    held = {}
+    for r in SlurmReservation.objects.filter(market_id=market_id, created=True):
+        held.setdefault((r.job_id, r.resource_type_id), []).append(r)
     recovering = {key for key, (_, old) in claimed.items() if old}
     known = {j.comment: (j.array_job_id or j.job_id) for j in client.jobs() if j.comment in recovering} if recovering else {}
     factor = arguments(Market.objects.only("part_arguments").get(pk=market_id)).time_limit_factor
@@ -429,6 +435,7 @@ def slurm_dispatch(*, market_id: int) -> int:
         job_id = known.get(key)
         if job_id is None:
             first = group[0]
+            first.reservation = first.reservation or _inside(held, first) or ""
             try:
                 job_id = client.submit_array(
                     name=f"mkt{market_id}-job{first.job_id}", comment=key, partition=first.partition, count=len(group),
@@ -447,8 +454,16 @@ def slurm_dispatch(*, market_id: int) -> int:
             known[key] = job_id
             submitted += len(group)
         SlurmTask.objects.filter(pk__in=[r.pk for r in group], state=SlurmTask.State.SUBMITTING).update(
-            state=SlurmTask.State.SUBMITTED, slurm_job_id=job_id, submitted_at=timezone.now())
+            state=SlurmTask.State.SUBMITTED, slurm_job_id=job_id, submitted_at=timezone.now(), reservation=group[0].reservation)
     return submitted
+
+
+def _inside(held: dict[tuple[int, int], list[SlurmReservation]], task: SlurmTask) -> str | None:
+    """The Slurm reservation a task runs in: its job's, of its type, whose window holds the task's start."""
+    for r in held.get((task.job_id, task.resource_type_id), []):
+        if r.sim_start - 1e-6 <= task.sim_start < r.sim_end:
+            return r.name
+    return None
 
 
 def _command(task: SlurmTask) -> str:
@@ -479,7 +494,7 @@ def reservations_sync(*, market_id: int) -> tuple[int, int]:
             continue
         rt = types[promise.j]
         name = f"{prefix}job{promise.job_id}-{rt.name}"
-        wanted[name] = (promise.job_id, rt, promise.units, max(promise.start, now), promise.end)
+        wanted[name] = (promise.job_id, rt, promise.units, promise.start, promise.end)  # the promise's window, as promised
     have = {r.name: r for r in SlurmReservation.objects.filter(market_id=market_id)}
     created = deleted = 0
     for name, r in have.items():
@@ -491,7 +506,7 @@ def reservations_sync(*, market_id: int) -> tuple[int, int]:
     for name, (job_id, rt, units, start, end) in wanted.items():
         if name in have:
             continue
-        starts, ends = wall_at(market, start), wall_at(market, end)
+        starts, ends = wall_at(market, max(start, now)), wall_at(market, end)
         starts = max(starts, timezone.now() + timedelta(seconds=1))
         row = SlurmReservation.objects.create(market_id=market_id, job_id=job_id, resource_type=rt, name=name, units=units,
                                               sim_start=start, sim_end=end, starts_at=starts, ends_at=ends)

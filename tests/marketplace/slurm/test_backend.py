@@ -325,3 +325,24 @@ def test_a_resource_type_without_a_partition_is_an_error_at_start(market, slurm)
     assert [e.id for e in errors] == ["slurm.E001"] and "'reduce' has no Slurm partition" in errors[0].msg
     slurm.down = True
     assert [e.id for e in partitions_match()] == ["slurm.W001"]
+
+
+def test_a_deadline_booking_s_tasks_run_inside_its_slurm_reservation_from_the_first_tick(market, alice, slurm, monkeypatch,
+                                                                                         django_capture_on_commit_callbacks) -> None:
+    from marketplace.deadlines.services import deadline_book
+
+    # given a booking committed after the tick's poll (the race a live clock sees), whose window opens now
+    real, calls = services.reservations_sync, []
+
+    def late(*, market_id: int) -> tuple[int, int]:
+        calls.append(market_id)
+        return (0, 0) if len(calls) == 1 else real(market_id=market_id)  # the poll ran before the booking existed
+
+    monkeypatch.setattr(services, "reservations_sync", late)
+    job, _ = deadline_book(tenant=alice, work=[WorkItem("map", 2, 60.0, 1.0)], deadline=3600.0)
+    _tick(market, 1.0, django_capture_on_commit_callbacks)
+    tasks = SlurmTask.objects.filter(job=job)
+    names = {x.name for x in slurm.reservations()}
+    # then Slurm holds the booking's cores and its tasks were submitted into that reservation
+    assert tasks.exists() and {t.reservation for t in tasks} <= names and all(t.reservation for t in tasks)
+    assert {j.reservation for j in slurm.by_comment(tasks.first().key)} == {tasks.first().reservation}
