@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,35 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
     if out.get("trace"):
         out["trace"] = Path(str(out["trace"])).name
     return out
+
+
+def server_roots() -> list[str]:
+    """The folders whose paths a page or download must not show: the project's, the upload folder and
+    the folders shared traces are found in (resolved, so a symlinked path is caught too)."""
+    from django.conf import settings
+
+    from simulator.experiments.ltrf.traces import SEARCH
+
+    folders = [Path(settings.BASE_DIR), Path(settings.SIMULATION_UPLOAD_DIR), *SEARCH]
+    return sorted({str(p) for f in folders for p in (f, f.resolve())})
+
+
+def public_result(value: Any, roots: Iterable[str]) -> Any:
+    """``value`` (a run's stored result: dicts, lists, strings, numbers) with every server path under one of
+    ``roots`` (the project, the upload folder, the shared traces) replaced by its file name, wherever it
+    stands: a parameter, a table cell, a sentence of the summary. A download never shows where files live."""
+    pattern = re.compile("(?:" + "|".join(re.escape(r.rstrip("/")) for r in sorted(roots, key=len, reverse=True) if r) + r")/[^\s\"',;)]*")
+
+    def scrub(v: Any) -> Any:
+        if isinstance(v, str):
+            return pattern.sub(lambda m: Path(m.group(0)).name, v)
+        if isinstance(v, dict):
+            return {k: scrub(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [scrub(x) for x in v]
+        return v
+
+    return scrub(value)
 
 
 def write_csv(path: Any, rows: Iterable[list[Any]]) -> None:

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.lab.charts import comparison_figures
-from marketplace.lab.files import jobs_rows, public_params, study_document, summary_rows
+from marketplace.lab.files import jobs_rows, public_params, public_result, server_roots, study_document, summary_rows
 from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import (
@@ -210,7 +210,7 @@ def lab_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def lab_run_json(request: HttpRequest, pk: int) -> HttpResponse:
     """The stored result (figures, tables, summary, params) as a JSON download."""
     run = _found(experiment_get(run_id=pk, user=request.user, done=True))
-    response = JsonResponse(run.result, json_dumps_params={"indent": 1})
+    response = JsonResponse(public_result(run.result, server_roots()), json_dumps_params={"indent": 1})
     response["Content-Disposition"] = f'attachment; filename="{run.name}-{run.pk}.json"'
     return response
 

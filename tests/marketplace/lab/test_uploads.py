@@ -152,6 +152,14 @@ def test_no_server_path_in_study_json_or_the_study_pages(client, staff, django_c
     for body in bodies:
         text = body.decode()
         assert str(django_settings.BASE_DIR) not in text and str(django_settings.SIMULATION_UPLOAD_DIR) not in text
+    # the run's own result download too (the finding: result.json showed the upload's absolute path to any login)
+    run.refresh_from_db()
+    assert run.status == "done", run.status
+    raw = json.dumps(run.result)
+    assert str(django_settings.SIMULATION_UPLOAD_DIR) in raw  # what is stored names the file where it lies ...
+    download = client.get(reverse("lab-run-json", args=[run.pk])).content.decode()
+    assert str(django_settings.SIMULATION_UPLOAD_DIR) not in download and str(django_settings.BASE_DIR) not in download
+    assert json.loads(download).keys() == run.result.keys()  # ... the download names only the file
     doc = json.loads(bodies[1])
     assert doc["study"]["trace_name"] == "upload mine.tsv"
     assert "upload mine.tsv" in bodies[0].decode()
