@@ -73,7 +73,9 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
             SHOTS.mkdir(parents=True, exist_ok=True)
-            for png in tmp_path.glob("*.png"):
+            pngs = list(tmp_path.glob("*.png"))
+            assert shot in pngs  # the copy below copies what was just taken
+            for png in pngs:
                 shutil.copy(png, SHOTS / png.name)
             assert errors == [], errors
         finally:

@@ -76,7 +76,9 @@ def test_pages_carry_a_policy_that_allows_the_apps_own_scripts_and_styles_only(a
 def test_no_template_needs_inline_script_or_style():
     inline = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>|<style|\sstyle=|\son[a-z]+=|javascript:", re.I)
     offenders = []
-    for path in [*ROOT.glob("templates/**/*.html"), *ROOT.glob("marketplace/*/templates/**/*.html")]:
+    templates = [*ROOT.glob("templates/**/*.html"), *ROOT.glob("marketplace/*/templates/**/*.html")]
+    assert len(templates) >= 30, templates  # the site's and every part's templates were read (a wrong glob reads none)
+    for path in templates:
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             if inline.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
