@@ -12,8 +12,9 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.core.checks import register as register_check
 
 from marketplace.market.hooks import MarketPart
-from marketplace.slurm import selectors, services
+from marketplace.slurm import selectors
 from marketplace.slurm.client import SlurmError, SlurmUnavailable
+from marketplace.slurm.services import backend, dispatch, poll, reservations, tick
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
@@ -27,15 +28,15 @@ class SlurmPart(MarketPart):
     """Slurm as the executor of the market's decisions."""
 
     name = "slurm"
-    arguments = services.Arguments
+    arguments = backend.Arguments
 
     def before_tick(self, market_id: int) -> None:
-        status = services.slurm_poll(market_id=market_id)
+        status = poll.slurm_poll(market_id=market_id)
         if not status.reachable:
             return  # dispatch pauses; the dashboard says since when
         try:
-            services.reservations_sync(market_id=market_id)
-            services.slurm_dispatch(market_id=market_id)  # what a crashed dispatcher left (idempotent by key)
+            reservations.reservations_sync(market_id=market_id)
+            dispatch.slurm_dispatch(market_id=market_id, sync_reservations=False)  # what a crashed dispatcher left (idempotent by key)
         except SlurmUnavailable as exc:
             log.warning("slurm: market %s: %s", market_id, exc)
 
@@ -43,10 +44,10 @@ class SlurmPart(MarketPart):
         return selectors.job_executions(market=market, job_ids=job_ids)
 
     def engine_report(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
-        services.engine_feed(market=market, engine=engine, types=types)
+        tick.engine_feed(market=market, engine=engine, types=types)
 
     def engine_stepped(self, market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
-        services.launches_record(market=market, engine=engine, types=types)
+        tick.launches_record(market=market, engine=engine, types=types)
 
 
 @register_check("slurm")
@@ -65,7 +66,7 @@ def partitions_match(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
     except DatabaseError:
         return []  # no tables yet (before migrate): nothing to match
     try:
-        have = {p.name for p in services.slurm_client().partitions()}
+        have = {p.name for p in backend.slurm_client().partitions()}
     except (SlurmUnavailable, SlurmError) as exc:
         return [Warning(f"Slurm is unreachable: {exc}", hint="make slurm-up (as root)", id="slurm.W001")]
     return [Error(f"market {pk}: resource type {name!r} has no Slurm partition of that name (Slurm has: {', '.join(sorted(have))})",

@@ -3,7 +3,7 @@ reservation, one status row per market.
 
 A task's row is written in the clock tick that started it (the engine's launch, under the market
 row lock), so the decision and the record of it commit together; the submission happens after the
-commit (``services.slurm_dispatch``) and is idempotent by the batch's key, which Slurm carries in
+commit (``services.dispatch.slurm_dispatch``) and is idempotent by the batch's key, which Slurm carries in
 the job's comment: a dispatcher killed between ``sbatch`` and its own update finds the job by that
 key and does not submit it twice.
 """

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from marketplace.market.adapters import resource_types
@@ -89,18 +89,19 @@ def differences(*, market: Market, client: SlurmClient) -> list[Difference]:
 
 def _task_differences(market: Market, jobs: list[SlurmJob]) -> list[Difference]:
     out: list[Difference] = []
-    slurm_live = {(j.comment, j.array_task_id): j for j in jobs if j.state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")}
-    rows = {(t.key, t.index): t for t in SlurmTask.objects.filter(market=market, key__in={c for c, _ in slurm_live} | set(
-        SlurmTask.objects.filter(market=market, state__in=(SlurmTask.State.SUBMITTED, SlurmTask.State.RUNNING))
-        .values_list("key", flat=True)))}
+    live = (SlurmTask.State.SUBMITTED, SlurmTask.State.RUNNING)
+    listed = {(j.comment, j.array_task_id): j for j in jobs}
+    slurm_live = {key: j for key, j in listed.items() if j.state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")}
+    rows = {(t.key, t.index): t for t in SlurmTask.objects.filter(market=market).filter(
+        Q(state__in=live) | Q(key__in={c for c, _ in slurm_live}))}
     for key, job in slurm_live.items():
         row = rows.get(key)
-        if row is None or row.state not in (SlurmTask.State.SUBMITTED, SlurmTask.State.RUNNING):
+        if row is None or row.state not in live:
             out.append(Difference("orphan task", f"Slurm job {job.array_job_id or job.job_id}_{job.array_task_id}",
                                   "not running" if row is None else row.state, job.state, True))
     for key, row in rows.items():
-        if row.state in (SlurmTask.State.SUBMITTED, SlurmTask.State.RUNNING) and key not in slurm_live:
-            ended = next((j for j in jobs if (j.comment, j.array_task_id) == key), None)
+        if row.state in live and key not in slurm_live:
+            ended = listed.get(key)
             out.append(Difference("task not running", f"job {row.job_id} task {row.key}[{row.index}]", row.state,
                                   "not listed" if ended is None else ended.state, True))
     return out

@@ -23,9 +23,8 @@ mechanism's Plan decides what a job pays.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,56 +35,16 @@ from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
-from simulator.cluster.jobs import inf_to_none, none_to_inf
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
-from simulator.market.records import Bid, Charge, MarketConfig, StepReport
+from simulator.market import state as engine_state
+from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, StepReport
+from simulator.market.snapshot import Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
 
-STATE_FORMAT = 1
 
-
-
-class _Columns:
-    """A snapshot's rows gathered column by column: job id, leaf, bid, demand per type,
-    warm-start sub-budgets (None: a new job)."""
-
-    __slots__ = ("budgets", "demand", "ids", "leaves", "slo", "subs", "utility", "weights")
-
-    def __init__(self) -> None:
-        self.ids: list[int] = []
-        self.leaves: list[int] = []
-        self.budgets: list[float] = []
-        self.weights: list[tuple[float, ...]] = []
-        self.utility: list[str] = []
-        self.slo: list[float] = []
-        self.demand: list[Sequence[bool]] = []
-        self.subs: list[NDArray[np.float64] | None] = []
-
-    def add(self, job_id: int, leaf: int, bid: Bid, demand: Sequence[bool], sub: NDArray[np.float64] | None) -> None:
-        self.ids.append(job_id)
-        self.leaves.append(leaf)
-        self.budgets.append(bid.budget)
-        self.weights.append(bid.weights)
-        self.utility.append(bid.utility)
-        self.slo.append(math.nan if bid.min_utility is None else bid.min_utility)
-        self.demand.append(demand)
-        self.subs.append(sub)
-
-
-@dataclass
-class _Books:
-    """Per-job market records: bid, rule in force, warm start, and the row of
-    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
-
-    bid: Bid
-    rule: PaymentRule
-    arrival: float
-    row: int
-    sub_budget: NDArray[np.float64] | None = None
-    accepted: bool = False  # a fixed price was charged
 
 
 class MarketEngine:
@@ -105,7 +64,7 @@ class MarketEngine:
             raise ValueError("the cluster's fair-share policy and dispatch must be the config's")
         self.cluster = cluster
         self.config = config
-        self._books: dict[int, _Books] = {}
+        self._books: dict[int, JobBooks] = {}
         self._shares = ShareIntegrals(cluster.m)
         self._booked: list[Reservation] = []
         self._booked_price: dict[int, float] = {}  # job id -> its fixed price
@@ -147,7 +106,7 @@ class MarketEngine:
         price = self._booked_price.get(spec.job_id)
         rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
         arrival = max(spec.submit_time, self.now)
-        self._books[spec.job_id] = _Books(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
+        self._books[spec.job_id] = JobBooks(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -237,7 +196,7 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        books, cols = self._books, _Columns()
+        books, cols = self._books, Columns()
         for job in self.cluster.active_states():
             spec = job.spec
             if spec.job_id not in reserved:
@@ -247,34 +206,10 @@ class MarketEngine:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)
         return self._snapshot(cols, warm, config or self.config, capacity)
 
-    def _snapshot(self, cols: _Columns, warm: Plan | None, c: MarketConfig, capacity: Sequence[int] | None) -> MarketSnapshot:
-        """The snapshot of the rows gathered in ``cols``; warm-started from ``warm``'s
-        sub-budgets where it has the job (a newer Plan than the one applied), else from
-        each job's own (NaN rows: new jobs); at the parameters ``c`` and slot counts ``capacity``
-        (None: the cluster's)."""
-        m, n = self.m, len(cols.ids)
-        if warm is None:
-            start = np.array([np.full(m, np.nan) if sub is None else sub for sub in cols.subs]).reshape(-1, m)
-        else:  # one gather from the newer Plan's rows
-            position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
-            rows = [position.get(job, -1) for job in cols.ids]
-            start = np.full((n, m), np.nan)
-            have = np.flatnonzero(np.array(rows, dtype=np.int64) >= 0)
-            if have.size:
-                start[have] = np.asarray(warm.sub_budgets)[np.array(rows, dtype=np.int64)[have]]
-        slo = cols.slo
-        return MarketSnapshot(
-            job_ids=np.array(cols.ids, dtype=np.int64),
-            group=np.array(cols.leaves, dtype=np.int64),
-            budgets=np.array(cols.budgets, dtype=np.float64),
-            weights=np.array(cols.weights, dtype=np.float64).reshape(-1, m),
-            utility=tuple(cols.utility),
-            demand=np.array(cols.demand, dtype=np.bool_).reshape(-1, m),
-            capacity=self._auction_capacity(capacity),
-            alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
-            warm_start=start,
-            min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
-        )
+    def _snapshot(self, cols: Columns, warm: Plan | None, c: MarketConfig, capacity: Sequence[int] | None) -> MarketSnapshot:
+        """The snapshot of the rows gathered in ``cols`` (``simulator.market.snapshot.build``), selling the
+        auction's capacity at ``capacity`` slots (None: the cluster's)."""
+        return build_snapshot(cols, warm, c, self._auction_capacity(capacity))
 
     def _auction_capacity(self, slots: Sequence[int] | None = None) -> NDArray[np.float64]:
         """(m,) units the auction sells now: the capacity (``slots``, default the cluster's)
@@ -460,57 +395,19 @@ class MarketEngine:
     # ------------------------------------------------------------ serialisation
 
     def to_state(self) -> dict[str, Any]:
-        """JSON-serialisable state (exact float round trip); see :meth:`from_state`."""
-        books = []
-        for job_id, b in self._books.items():
-            share = self._shares.share(b.row)
-            books.append([
-                job_id, b.bid.budget, list(b.bid.weights), b.bid.utility, b.bid.min_utility,
-                [b.rule.kind, b.rule.amount, b.rule.min_utility], b.arrival,
-                None if b.sub_budget is None else b.sub_budget.tolist(), None if share is None else share.tolist(),
-                self._shares.area(b.row).tolist(), self._shares.mark(b.row), b.accepted,
-            ])
-        c = self.config
-        return {
-            "format": STATE_FORMAT,
-            "config": [
-                c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait), c.history,
-                inf_to_none(c.history_length),
-            ],
-            "books": books,
-            "booked": [r.to_list() for r in self._booked],
-            "booked_prices": [[job, price] for job, price in self._booked_price.items()],
-            "plan_id": self.plan_id,
-            "cluster": self.cluster.to_state(),
-        }
+        """JSON-serialisable state (exact float round trip; ``simulator.market.state``); see :meth:`from_state`."""
+        return engine_state.dump(self)
 
     @classmethod
     def from_state(cls, tree: QueueTree, state: Mapping[str, Any]) -> MarketEngine:
-        """Rebuild an engine saved by :meth:`to_state` on the same tree.
+        """Rebuild an engine saved by :meth:`to_state` on the same tree (``simulator.market.state``).
 
         Raises:
             ValueError: unknown format, or a tree that does not match.
         """
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"unknown market engine state format {state.get('format')!r}")
-        mech, fair, disp, alpha, tol, rounds, t_wait, *history = state["config"]
-        history_mode, length = history if history else ("forever", None)
-        config = MarketConfig(
-            mech, fair, disp, float(alpha), float(tol), int(rounds), none_to_inf(t_wait), history_mode, none_to_inf(length)
-        )
-        engine = cls(Cluster.from_state(tree, state["cluster"]), config)
-        for row in state["books"]:
-            job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
-            integral = engine._shares.add(float(mark))
-            engine._shares.load(integral, share, area, float(mark))
-            engine._books[int(job_id)] = _Books(
-                Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
-                PaymentRule(kind, float(amount), mu), float(arrival), integral,
-                None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
-            )
-        engine._booked = [Reservation.from_list(row) for row in state["booked"]]
-        engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}
-        engine.plan_id = state["plan_id"]
+        config, cluster = engine_state.config_and_cluster(tree, state)
+        engine = cls(cluster, config)
+        engine_state.restore(engine, state)
         return engine
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.plan import PaymentKind
+from scheduler.plan import PaymentKind, PaymentRule
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 from scheduler.types import UTILITY_KINDS
 from simulator.records import Counts, FairnessSample, JobFinished
@@ -137,3 +137,16 @@ class StepReport:
     def idle(cls, now: float) -> StepReport:
         """A report of nothing happening at ``now``."""
         return cls(now, [], [], [], [], {}, 0, 0)
+
+
+@dataclass
+class JobBooks:
+    """The engine's per-job market records (``simulator.market.engine``): bid, rule in force, warm start, and the row of
+    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
+
+    bid: Bid
+    rule: PaymentRule
+    arrival: float
+    row: int
+    sub_budget: NDArray[np.float64] | None = None
+    accepted: bool = False  # a fixed price was charged

@@ -24,9 +24,9 @@ from marketplace.market import hooks
 from marketplace.market.models.jobs import Job
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.config import market_part_arguments_set, resource_capacity_set
-from marketplace.slurm import services
 from marketplace.slurm.client import CliSlurmClient, SlurmError, SlurmUnavailable
 from marketplace.slurm.models import SlurmTask
+from marketplace.slurm.services import backend
 from tests.factories import MarketFactory, TenantFactory
 
 pytestmark = pytest.mark.integration
@@ -96,7 +96,7 @@ def market_on_slurm(transactional_db, settings, client) -> Iterator:  # type: ig
     settings.CLUSTER_BACKEND, settings.CLUSTER_EXECUTOR = "slurm", "external"
     settings.MARKET_PARTS = [*settings.MARKET_PARTS, "marketplace.slurm.hooks.SlurmPart"]
     hooks.reload_parts()
-    services.use_client(client)
+    backend.use_client(client)
     market = MarketFactory(name=f"it-{uuid.uuid4().hex[:6]}")
     market.clock_speed = 60.0  # a 60 s task sleeps 1 s on Slurm
     market.save(update_fields=["clock_speed"])
@@ -107,7 +107,7 @@ def market_on_slurm(transactional_db, settings, client) -> Iterator:  # type: ig
     yield market, tenant
     for t in SlurmTask.objects.filter(market=market, state__in=SlurmTask.LIVE).exclude(slurm_job_id=None):
         subprocess.run(["scancel", str(t.slurm_job_id)], check=False, capture_output=True)
-    services.use_client(None)
+    backend.use_client(None)
     settings.MARKET_PARTS = settings.MARKET_PARTS[:-1]
     hooks.reload_parts()
 

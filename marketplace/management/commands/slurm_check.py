@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from marketplace.market.models.market import Market
 from marketplace.slurm.client import SlurmUnavailable
 from marketplace.slurm.selectors import differences
-from marketplace.slurm.services import slurm_client, slurm_fix
+from marketplace.slurm.services.backend import slurm_client
+from marketplace.slurm.services.repair import slurm_fix
 
 
 class Command(BaseCommand):

@@ -21,9 +21,9 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from marketplace.slurm import services
 from marketplace.slurm.fake import FakeSlurmClient
 from marketplace.slurm.models import SlurmStatus, SlurmTask
+from marketplace.slurm.services import backend, dispatch, poll, reservations
 
 
 class Clock:
@@ -44,12 +44,12 @@ def slurm(settings, market: Market) -> Iterator[FakeSlurmClient]:
     hooks.reload_parts()
     caps = {rt.name: rt.capacity for rt in market.resource_types.all()}
     fake = FakeSlurmClient(caps=caps, now=Clock())
-    services.use_client(fake)
-    settings_capacity = services.CAPACITY_POLL_S
-    services.CAPACITY_POLL_S = 0.0  # read the partitions at every poll: tests change them between ticks
+    backend.use_client(fake)
+    settings_capacity = poll.CAPACITY_POLL_S
+    poll.CAPACITY_POLL_S = 0.0  # read the partitions at every poll: tests change them between ticks
     yield fake
-    services.CAPACITY_POLL_S = settings_capacity
-    services.use_client(None)
+    poll.CAPACITY_POLL_S = settings_capacity
+    backend.use_client(None)
     settings.MARKET_PARTS = settings.MARKET_PARTS[:-1]
     hooks.reload_parts()
 
@@ -73,7 +73,7 @@ def test_a_bid_runs_as_a_slurm_array_departs_when_slurm_says_and_is_charged(mark
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     tasks = list(SlurmTask.objects.filter(job=job))
     assert len(tasks) == 3 and {t.state for t in tasks} == {SlurmTask.State.SUBMITTED} and {t.partition for t in tasks} == {"map"}
-    assert slurm.submissions == [(tasks[0].key, 3)] and tasks[0].key.startswith(services.key_prefix(market.pk))
+    assert slurm.submissions == [(tasks[0].key, 3)] and tasks[0].key.startswith(backend.key_prefix(market.pk))
     assert {t.command for t in tasks} == {"sleep"} and tasks[0].wall_seconds == pytest.approx(60.0 / market.clock_speed)
     # and ticks while Slurm runs them change nothing: the model does not end them by their duration
     slurm.schedule()
@@ -135,7 +135,7 @@ def test_a_failed_task_runs_again_and_the_tenant_pays_for_no_failed_work(market,
 def test_retries_are_bounded_then_the_job_is_cancelled(market, alice, slurm, django_capture_on_commit_callbacks) -> None:
     job = _bid(alice, tasks=1)
     market_clear(market_id=market.pk)
-    limit = services.arguments(market).max_retries
+    limit = backend.arguments(market).max_retries
     for _ in range(limit + 1):
         _tick(market, 1.0, django_capture_on_commit_callbacks)
         slurm.schedule()
@@ -171,15 +171,15 @@ def test_a_dispatcher_killed_after_sbatch_does_not_submit_twice(market, alice, s
         cluster_advance(market_id=market.pk, seconds=1.0)
     rows = list(SlurmTask.objects.filter(job=job))
     # a dispatcher claimed the batch and got as far as sbatch, then died before recording it
-    long_ago = timezone.now() - timedelta(seconds=services.CLAIM_STALE_S + 1)
+    long_ago = timezone.now() - timedelta(seconds=dispatch.CLAIM_STALE_S + 1)
     SlurmTask.objects.filter(job=job).update(state=SlurmTask.State.SUBMITTING, submitted_at=long_ago)
     slurm.submit_array(name="x", comment=rows[0].key, partition="map", count=len(rows), command="sleep 1", time_limit_s=60)
     # another dispatcher leaves a fresh claim alone ...
     SlurmTask.objects.filter(job=job).update(submitted_at=timezone.now())
-    assert services.slurm_dispatch(market_id=market.pk) == 0 and len(slurm.submissions) == 1
+    assert dispatch.slurm_dispatch(market_id=market.pk) == 0 and len(slurm.submissions) == 1
     # ... and adopts a stale one by its key: found in Slurm, not submitted again
     SlurmTask.objects.filter(job=job).update(submitted_at=long_ago)
-    assert services.slurm_dispatch(market_id=market.pk) == 0
+    assert dispatch.slurm_dispatch(market_id=market.pk) == 0
     assert len(slurm.submissions) == 1
     assert set(SlurmTask.objects.filter(job=job).values_list("state", flat=True)) == {SlurmTask.State.SUBMITTED}
     # and a stale claim whose sbatch never ran is submitted (nothing forgotten)
@@ -188,7 +188,7 @@ def test_a_dispatcher_killed_after_sbatch_does_not_submit_twice(market, alice, s
     with django_capture_on_commit_callbacks(execute=False):
         cluster_advance(market_id=market.pk, seconds=1.0)
     SlurmTask.objects.filter(job=other).update(state=SlurmTask.State.SUBMITTING, submitted_at=long_ago)
-    assert services.slurm_dispatch(market_id=market.pk) == 1 and len(slurm.submissions) == 2
+    assert dispatch.slurm_dispatch(market_id=market.pk) == 1 and len(slurm.submissions) == 2
 
 
 def test_two_dispatchers_never_submit_a_batch_twice(market, alice, slurm, django_capture_on_commit_callbacks) -> None:
@@ -197,8 +197,8 @@ def test_two_dispatchers_never_submit_a_batch_twice(market, alice, slurm, django
     with django_capture_on_commit_callbacks(execute=False):
         cluster_advance(market_id=market.pk, seconds=1.0)
     # the tick's own dispatch and a sweeper's run over the same new rows
-    assert services.slurm_dispatch(market_id=market.pk) == 3
-    assert services.slurm_dispatch(market_id=market.pk) == 0
+    assert dispatch.slurm_dispatch(market_id=market.pk) == 3
+    assert dispatch.slurm_dispatch(market_id=market.pk) == 0
     assert len(slurm.submissions) == 1 and SlurmTask.objects.filter(job=job, state=SlurmTask.State.SUBMITTED).count() == 3
 
 
@@ -209,7 +209,7 @@ def test_tasks_slurm_lost_run_again(market, alice, slurm, django_capture_on_comm
     slurm.schedule()
     key = SlurmTask.objects.filter(job=job).first().key
     slurm.lose([j.job_id for j in slurm.by_comment(key)])  # slurmctld restarted without its state
-    earlier = timezone.now() - timedelta(seconds=services.LOST_AFTER_S + 1)  # and that was a while ago
+    earlier = timezone.now() - timedelta(seconds=backend.LOST_AFTER_S + 1)  # and that was a while ago
     SlurmTask.objects.filter(key=key).update(submitted_at=earlier)
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     assert set(SlurmTask.objects.filter(job=job, key=key).values_list("state", flat=True)) == {SlurmTask.State.LOST}
@@ -301,7 +301,7 @@ def test_an_era_reservation_is_a_slurm_advance_reservation_its_tasks_run_in(mark
     # when the clock ticks, Slurm holds a reservation of those cores for that window (as wall time)
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     held = {x.name: x for x in slurm.reservations()}
-    name = f"{services.key_prefix(market.pk)}job{r.job_id}-map"
+    name = f"{backend.key_prefix(market.pk)}job{r.job_id}-map"
     assert name in held and held[name].cores == 2 and held[name].partition == "map"
     window = (held[name].end - held[name].start).total_seconds()  # Slurm's durations are whole minutes
     assert window == max(60, math.ceil((r.end - max(r.start, market.sim_time)) / market.clock_speed))
@@ -332,13 +332,14 @@ def test_a_deadline_booking_s_tasks_run_inside_its_slurm_reservation_from_the_fi
     from marketplace.deadlines.services import deadline_book
 
     # given a booking committed after the tick's poll (the race a live clock sees), whose window opens now
-    real, calls = services.reservations_sync, []
+    real, calls = reservations.reservations_sync, []
 
     def late(*, market_id: int) -> tuple[int, int]:
         calls.append(market_id)
         return (0, 0) if len(calls) == 1 else real(market_id=market_id)  # the poll ran before the booking existed
 
-    monkeypatch.setattr(services, "reservations_sync", late)
+    monkeypatch.setattr(reservations, "reservations_sync", late)  # the before-tick work's ...
+    monkeypatch.setattr(dispatch, "reservations_sync", late)  # ... and the dispatcher's
     job, _ = deadline_book(tenant=alice, work=[WorkItem("map", 2, 60.0, 1.0)], deadline=3600.0)
     _tick(market, 1.0, django_capture_on_commit_callbacks)
     tasks = SlurmTask.objects.filter(job=job)
