@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from decimal import ROUND_DOWN, ROUND_UP, Decimal
+from decimal import ROUND_DOWN, Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Sum
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
-from marketplace.auction.selectors import class_training_data
+from marketplace.auction.selectors import class_training_data, reserve_minimum
 from marketplace.infra import rows
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
@@ -171,14 +171,6 @@ def bid_submit(
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     enqueue_clearing(market_id=market.pk)
     return job
-
-
-def reserve_minimum(chosen: Iterable[tuple[ResourceType, WorkItem]]) -> Decimal:
-    """The least budget the reserve prices allow for this work (docs/economy.md, "A price nobody moves
-    alone"): the sum over its types of the type's reserve price (money per slot-second) times the
-    tasks times the seconds per task, rounded up to the money quantum."""
-    total = sum(float(rt.reserve_price) * it.tasks * it.task_duration for rt, it in chosen)
-    return Decimal(repr(total)).quantize(MONEY_QUANTUM, rounding=ROUND_UP)
 
 
 def reserve_check(*, budget: Decimal, chosen: Iterable[tuple[ResourceType, WorkItem]]) -> None:

@@ -171,3 +171,11 @@ def test_staff_set_the_reserve_prices_on_the_settings_page(market, client):
     assert ok.status_code == 302
     assert sorted(ConfigChange.objects.filter(reason="floor").values_list("field", "new_value")) == [
         ("reserve_price[map]", "0.05"), ("reserve_price[reduce]", "0.1")]
+
+
+def test_the_preview_names_the_reserve_minimum_and_never_suggests_less(market, alice, alice_api):
+    reserve_prices_set(market=market, prices={"map": 2.0})  # above the reference rate 1.0
+    body = alice_api.post("/api/bids/preview/", {"budget": "10", "work": [{"resource_type": "map", "tasks": 10, "task_duration": 30}]},
+                          format="json").json()
+    assert body["suggested"]["minimum"] == "600.0000"  # 2.0 x 300 slot-seconds
+    assert float(body["suggested"]["budget"]) >= 600.0  # the level alone (1.0 x 300) would suggest 300
