@@ -21,6 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
@@ -251,5 +252,6 @@ def _live_loop(bar: Progress, market: Market, bids: list, offset: float, opts: d
                 ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
+        Market.objects.filter(pk=market.pk).update(clock_wall_at=timezone.now())  # the live clock ticked (the pages' header clock runs)
         bar.update(nxt, sim_t=f"{result.sim_time:.0f}s", active_jobs=result.active_jobs, tasks_finished=result.finished_tasks)
     return ids, rejected
