@@ -343,6 +343,12 @@ def market_or_none() -> Market | None:
     return Market.objects.order_by("id").first()
 
 
+def replayed_jobs(*, market: Market) -> QuerySet[Job]:
+    """The market's jobs that a trace replay submitted (``replay_trace``: a trace job id in
+    ``external_id``, a name ``trace-<id>``), as opposed to jobs a tenant placed."""
+    return Job.objects.filter(market=market).exclude(external_id="").filter(name__startswith="trace-")
+
+
 CLOCK_STALE_S = 5.0  # a clock not ticked for this long is stopped (run_clock ticks every 0.5 s, the replay every 0.5 s)
 
 
