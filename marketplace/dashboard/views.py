@@ -30,7 +30,7 @@ from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
 from marketplace.ledger.selectors import account_of, tenant_ledger
 from marketplace.ledger.services import account_adjust
-from marketplace.market import roles, selectors, visibility
+from marketplace.market import hooks, roles, selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
@@ -225,9 +225,12 @@ def account(request: HttpRequest) -> HttpResponse:
     replay = entries.filter(job__in=selectors.replayed_jobs(market=tenant.market).filter(tenant=tenant))
     replay_sum = replay.aggregate(n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
     show_replay = request.GET.get("replay") == "show"
+    page = paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk")))
+    others = hooks.ledger_part_jobs([e.pk for e in page.object_list if e.job_id is None])  # Cura's jobs
+    for e in page.object_list:
+        e.part_job = others.get(e.pk)
     return render_page(request, "dashboard/account.html", {
-        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant),
-        "page": paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk"))),
+        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant), "page": page,
         "show_replay": show_replay, "replay_count": replay_sum["n"], "replay_amount": replay_sum["amount"] or 0,
         "query": "replay=show" if show_replay else "",
     }, market=tenant.market)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from marketplace.market.hooks import MarketPart
+from marketplace.market.hooks import MarketPart, PartJob
+from marketplace.pools.selectors import cura_jobs_of, cura_ledger_jobs, cura_part_job
 from marketplace.pools.services.jobs import cura_advance
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
+    from marketplace.market.models.tenants import Tenant
 
 
 class PoolsPart(MarketPart):
@@ -19,3 +21,9 @@ class PoolsPart(MarketPart):
 
     def tick_work(self, market: Market) -> None:
         cura_advance(market=market)
+
+    def tenant_jobs(self, tenant: Tenant, limit: int) -> list[PartJob]:
+        return [cura_part_job(job) for job in cura_jobs_of(tenant=tenant)[:limit]]
+
+    def ledger_jobs(self, entry_ids: list[int]) -> dict[int, PartJob]:
+        return cura_ledger_jobs(entry_ids=entry_ids)
