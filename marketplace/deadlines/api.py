@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
-from marketplace.api.conventions import created, request_tenant, service_errors
+from marketplace.api.conventions import Conflict, created, request_tenant, service_errors
 from marketplace.api.fields import money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -122,6 +122,8 @@ class DeadlineBookView(APIView):
                 max_payment=d.get("max_payment"), name=d["name"], user=request.user,
             )
         except DjangoValidationError as exc:
+            if "max_payment" in getattr(exc, "message_dict", {}):  # the price moved above the caller's limit: quote again
+                raise Conflict(exc.message_dict) from None
             raise service_errors(exc) from None
         data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}
         data.pop("curve")

@@ -55,6 +55,15 @@ class ThrottledLoginView(auth_views.LoginView):
             return _locked(wait)
         return super().post(request, *args, **kwargs)
 
+    def form_invalid(self, form: Any) -> HttpResponse:
+        """The form again with its errors, answered 401 when a username and a password were given
+        and do not log in (a missing field stays 200: nothing was checked)."""
+        response = super().form_invalid(form)
+        if form.cleaned_data.get("username") and form.cleaned_data.get("password"):
+            response.status_code = 401
+            response["WWW-Authenticate"] = 'Form realm="login"'  # no challenge a browser answers by itself
+        return response
+
     def form_valid(self, form: Any) -> HttpResponse:
         login_succeeded(client_address(self.request), self.request.POST.get("username", ""))
         return super().form_valid(form)
