@@ -19,7 +19,7 @@ from django.db.models import Sum
 from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.auction.selectors import class_training_data, reserve_minimum
 from marketplace.infra import rows
-from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
+from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM, format_money
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
 from marketplace.market import adapters, hooks
 from marketplace.market.models.jobs import Job, JobWork
@@ -341,7 +341,7 @@ def _cancel_memo(job: Job, charge: CancellationCharge, amount: Decimal) -> str:
     if amount <= 0:
         return ""
     return (f"job {job.pk} cancelled: {charge.fraction:.1%} of its work done ({sum(charge.done):,.0f} of {charge.total:,.0f} "
-            f"slot-seconds), paid that share of its budget {job.budget}")
+            f"slot-seconds), paid that share of its budget of {format_money(job.budget)}")
 
 
 def _utilisation(market: object, types: list[ResourceType]) -> list[float]:

@@ -226,7 +226,7 @@ def account(request: HttpRequest) -> HttpResponse:
     replay_sum = replay.aggregate(n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
     show_replay = request.GET.get("replay") == "show"
     page = paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk")))
-    others = hooks.ledger_part_jobs([e.pk for e in page.object_list if e.job_id is None])  # Cura's jobs
+    others = hooks.ledger_part_jobs([e.pk for e in page.object_list])  # Cura's jobs (one query, however many rows)
     for e in page.object_list:
         e.part_job = others.get(e.pk)
     return render_page(request, "dashboard/account.html", {

@@ -1,10 +1,13 @@
 """How money is shown: one currency (``settings.MARKET_CURRENCY``) and one rule for decimals.
 
-The rule: money is kept to ``MONEY_PLACES`` (4) decimal places (``ledger.models.MONEY``)
-and every accepted amount is shown exactly. The services refuse amounts with more places
-(``auction.services.parse_budget``, which the bid form and the API both reach), and
-:func:`format_money` shows at least two decimals and up to four, so the display precision
-is the storage precision: 0.0001 is shown as ``0.0001``, never ``0.00``.
+The rule: money is kept to ``MONEY_PLACES`` (4) decimal places (``ledger.models.MONEY``);
+the API gives every amount as a string with exactly those 4 places (``api.fields.money_text``),
+and pages show every amount with ``SHOWN_PLACES`` (2), rounded half-even, thousands grouped
+(:func:`format_amount`): one format on every page, ``12.50``, never ``12.5``, ``12.500`` or
+``12.5000``. A non-zero amount that rounds to zero is shown as ``< 0.01``, never ``0.00``, so a
+page never says that something cost nothing when it did. The services refuse amounts with more
+places than money is kept with (``auction.services.parse_budget``, which the bid form and the API
+both reach).
 
 Prices are rates (floats): :func:`format_price` shows four significant digits, and
 :func:`price_unit` names the unit of each mechanism's price (money per slot, per unit-slot,
@@ -19,7 +22,8 @@ from django.conf import settings
 
 MONEY_PLACES = 4
 MONEY_QUANTUM = Decimal(1).scaleb(-MONEY_PLACES)  # Decimal("0.0001")
-MIN_SHOWN_PLACES = 2
+SHOWN_PLACES = 2
+SHOWN_QUANTUM = Decimal(1).scaleb(-SHOWN_PLACES)  # Decimal("0.01")
 
 # The units prices are given in, named by what one price number buys (not by the mechanism that prices).
 SLOT = "slot"  # one slot of a resource type: the auction's implied price, Σ sub-budgets ÷ capacity (paper 000, Sec. 3)
@@ -44,16 +48,15 @@ def _decimal(value: object) -> Decimal | None:
 
 
 def format_amount(value: object) -> str:
-    """``12.5`` -> ``"12.50"``, ``0.0001`` -> ``"0.0001"``, ``1234567`` -> ``"1,234,567.00"``;
-    rounded (half-even) to ``MONEY_PLACES`` only if it has more places than money is kept with."""
+    """``12.5`` -> ``"12.50"``, ``1234567`` -> ``"1,234,567.00"``, ``416.66667`` -> ``"416.67"``
+    (half-even to ``SHOWN_PLACES``); ``0.0001`` -> ``"< 0.01"``, ``-0.0001`` -> ``"> -0.01"``; ``"—"`` for none."""
     d = _decimal(value)
     if d is None:
         return "—"
-    d = d.quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
-    text = f"{d:,.{MONEY_PLACES}f}"
-    whole, _, frac = text.partition(".")
-    frac = frac.rstrip("0").ljust(MIN_SHOWN_PLACES, "0")
-    return f"{whole}.{frac}"
+    shown = d.quantize(SHOWN_QUANTUM, rounding=ROUND_HALF_EVEN)
+    if shown == 0 and d != 0:
+        return f"< {SHOWN_QUANTUM}" if d > 0 else f"> -{SHOWN_QUANTUM}"
+    return f"{shown:,.{SHOWN_PLACES}f}"
 
 
 def format_money(value: object) -> str:

@@ -85,6 +85,7 @@ RULES: dict[str, Rule] = {
     "dashboard-data": PAGE_JSON_PUBLIC,
     "login": _rule("the log-in page", 200, 200, 200, 200, 200),
     "logout": _rule("log-out is a POST", 405, 405, 405, 405, 405),
+    "clock": PAGE_JSON_PUBLIC,
     "bid-new": PAGE_TENANT,
     "job-list": PAGE_TENANT,
     "job-list-live": PAGE_TENANT,
@@ -122,6 +123,7 @@ RULES: dict[str, Rule] = {
     "twait-explorer": _rule("the settings page's explorer (staff)", 302, 403, 403, 200, 403),
     "pools": PAGE_STAFF,
     "cura-jobs": PAGE_TENANT,
+    "cura-jobs-live": PAGE_TENANT,
     "cura-job-cancel": _rule("a POST on alice's Cura job", 302, 405, 405, 403, 403).refusing(
         "post", anon=302, bob=404, staff=403, manager=403),
     "staff-jobs": PAGE_STAFF,

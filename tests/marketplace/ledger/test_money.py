@@ -39,19 +39,25 @@ def _client(user) -> Client:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize(("value", "shown"), [
-    (Decimal("0.0001"), "0.0001"), (Decimal("12.5"), "12.50"), (Decimal("3"), "3.00"), (Decimal("1234567.891"), "1,234,567.891"),
-    (Decimal("-2.25"), "-2.25"), (0.1, "0.10"), (None, "—"),
+    (Decimal("0.0001"), "< 0.01"), (Decimal("-0.0001"), "> -0.01"), (Decimal("12.5"), "12.50"), (Decimal("3"), "3.00"),
+    (Decimal("1234567.891"), "1,234,567.89"), (Decimal("129044.6900"), "129,044.69"), (Decimal("416.6667"), "416.67"),
+    (Decimal("0.125"), "0.12"), (Decimal("-2.25"), "-2.25"), (0.1, "0.10"), (Decimal("0"), "0.00"), (None, "—"),
 ])
-def test_amounts_keep_their_four_places(value, shown):
+def test_pages_show_amounts_with_two_places(value, shown):
     assert format_amount(value) == shown
 
 
 @given(st.decimals(min_value=Decimal("0.0001"), max_value=MAX_BUDGET, places=MONEY_PLACES, allow_nan=False, allow_infinity=False))
-def test_every_accepted_budget_is_shown_exactly(budget):
+def test_every_accepted_budget_is_shown_to_the_cent_and_never_as_nothing(budget):
     # given any budget the service accepts (the bid form and the API both parse through it)
     accepted = parse_budget(format(budget, "f"))
-    # then what the pages show reads back as the same amount: nothing is rounded away
-    assert Decimal(format_amount(accepted).replace(",", "")) == accepted
+    shown = format_amount(accepted)
+    # then the page shows it with two places, within half a cent, and a non-zero amount never as zero
+    if accepted < Decimal("0.005"):
+        assert shown == "< 0.01"
+    else:
+        whole, _, cents = shown.partition(".")
+        assert len(cents) == 2 and abs(Decimal(shown.replace(",", "")) - accepted) <= Decimal("0.005")
 
 
 @given(st.decimals(min_value=Decimal("0.00001"), max_value=Decimal("1000"), places=MONEY_PLACES + 1, allow_nan=False, allow_infinity=False))
@@ -75,15 +81,15 @@ def test_form_and_api_agree_on_too_fine_budgets(market, alice):
     assert api.status_code == 400 and "budget" in api.json()
 
 
-def test_smallest_budget_is_shown_exactly_with_the_currency(market, alice, settings):
+def test_smallest_budget_is_not_shown_as_nothing_and_has_the_currency(market, alice, settings):
     settings.MARKET_CURRENCY = "tokens"
     client = _client(alice.user)
     response = client.post(reverse("bid-new"), BID)
     assert response.status_code == 302
     detail = client.get(response.url).content.decode()
-    assert '<dd id="job-budget">0.0001 tokens</dd>' in detail  # not "0.00"
+    assert '<dd id="job-budget">&lt; 0.01 tokens</dd>' in detail  # not "0.00"
     jobs = client.get(reverse("job-list")).content.decode()
-    assert "Budget (tokens)" in re.sub(r"<[^>]+>", "", jobs) and "0.0001" in jobs
+    assert "Budget (tokens)" in re.sub(r"<[^>]+>", "", jobs) and "&lt; 0.01" in jobs
     account = re.sub(r"<[^>]+>", "", client.get(reverse("account")).content.decode())
     assert "When (wall clock, UTC)" in account and "Amount (tokens)" in account
 

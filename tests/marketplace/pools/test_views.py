@@ -60,7 +60,7 @@ def test_tenant_submits_a_cura_job_and_sees_its_configuration(client: Client, al
     client.force_login(alice.user)
     response = client.post(reverse("cura-jobs"), {"job_type": "4", "deadline_in_s": "270"}, follow=True)
     assert b"10 \xc3\x97 VM-1 from 0 s to 250 s" in response.content
-    assert b"416.6667" in response.content
+    assert b"416.67" in response.content
     refused = client.post(reverse("cura-jobs"), {"job_type": "3", "deadline_in_s": "100"})
     assert b"earliest deadline that works is 258 s" in refused.content  # 257.35 s on 40 VM-3
     assert CuraJob.objects.count() == 1
