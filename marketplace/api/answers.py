@@ -94,6 +94,10 @@ class DeadlineChangedOut(serializers.Serializer):
     quote = DeadlineQuoteOut(help_text="The new quote (book again with its payment, starts_at and finishes_by).")
 
 
+PAID_RATE_AUCTION = ("What the job pays per slot-second of its work at this budget: budget / work, money per slot-second, "
+                     "a rate (an auction job pays its budget at completion, paper 000; compare price_level). Null without work.")
+
+
 class PreviewRowOut(serializers.Serializer):
     budget = _money("The budget tried.")
     shares = serializers.DictField(child=serializers.FloatField(), help_text="Share per resource type name, 0 to 1.")
@@ -101,6 +105,7 @@ class PreviewRowOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
 
 
 class SuggestedBudgetOut(serializers.Serializer):
@@ -108,6 +113,7 @@ class SuggestedBudgetOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now at that budget, {SIM_S} (null: never).")
     price_level = serializers.FloatField(help_text="The market's price level, money per slot-second (its realised spot rate).")
     work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
 
 
 class PreviewOut(serializers.Serializer):
@@ -120,5 +126,7 @@ class PreviewOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
+    work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
     curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget and at the suggested one.")
     suggested = SuggestedBudgetOut(allow_null=True, help_text="A suggested budget: about this much finishes in about this long.")

@@ -208,10 +208,16 @@ class Preview:
     def at_suggested(self) -> PreviewPoint | None:
         return next((p for p in self.points if p.budget == self.suggested), None)
 
+    def paid_rate(self, budget: float) -> float | None:
+        """What a job with this budget pays per slot-second of its work, money: an auction job pays its
+        budget at completion for all its work (paper 000), so budget / work (None without work)."""
+        return budget / self.work if self.work > 0 else None
+
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
                  "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
-                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool} for p in self.points]
+                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool,
+                 "paid_rate": self.paid_rate(p.budget)} for p in self.points]
 
 
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,

@@ -171,9 +171,11 @@ def promised_reason(types: Sequence[ResourceType], tasks: Sequence[int], capacit
 
 
 def booking_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """Paper 003's prices offered (``market.hooks.MarketPart.price_points``): each booking's unit price per
-    slot-second of every type it booked, at the simulated time it was booked (newest 500 since ``since``)."""
-    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since).order_by("-id")
-            .values_list("sim_start", "unit_prices", "slots")[:500])
-    return [("deadline booking", j, float(at), float(prices[j]))
-            for at, prices, slots in rows for j in range(min(len(types), len(prices), len(slots))) if slots[j] > 0]
+    """Paper 003's prices paid (``market.hooks.MarketPart.price_points``): what each booking pays per slot-second
+    of its work (payment / work, the rate its quote showed), on every type it booked, at the simulated time it was
+    booked (newest 500 since ``since``). One rate for all its types, as the spot market's realised rate splits a
+    job's one payment in proportion to its slot-seconds (docs/economy.md, section 2)."""
+    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since, work__gt=0).order_by("-id")
+            .values_list("sim_start", "payment", "work", "slots")[:500])
+    return [("deadline booking", j, float(at), float(payment) / float(work))
+            for at, payment, work, slots in rows for j in range(min(len(types), len(slots))) if slots[j] > 0]

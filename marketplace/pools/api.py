@@ -17,6 +17,7 @@ from marketplace.api.conventions import request_tenant, service_errors
 from marketplace.api.fields import MoneyField
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
+from marketplace.market.prices import price_level
 from marketplace.pools.models import CuraJob
 from marketplace.pools.selectors import cura_jobs_of, pool_rows
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
@@ -48,11 +49,14 @@ class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
     cost = MoneyField(help_text="Resource cost: VMs x unit price x runtime (rounded to the money format).", allow_null=True)
     held = MoneyField(help_text="Money still held on the tenant's account for this job.")
     charged = MoneyField(help_text="Money charged for this job (on completion).")
+    paid_rate = serializers.FloatField(read_only=True, allow_null=True, help_text=(
+        "What the job pays per slot-second of its work (a slot per vCPU), money per slot-second, a rate: once charged, "
+        "charged / (VMs x vCPUs x seconds run); before, cost / (VMs x vCPUs x planned seconds). Null without a configuration."))
 
     class Meta:
         model = CuraJob
         fields = ("id", "job_type", "job_class", "arrival_s", "deadline_s", "status", "vm_type", "vms", "start_s", "end_s",
-                  "finished_s", "cost", "held", "charged")
+                  "finished_s", "cost", "held", "charged", "paid_rate")
 
 
 def _pools_state() -> dict[str, Any]:
@@ -60,10 +64,12 @@ def _pools_state() -> dict[str, Any]:
     ps = pool_settings_of(market=market)
     return {
         "sim_time": market.sim_time,
+        "price_level": price_level(market=market),  # money per slot-second: what price_per_slot_second is compared with
         "settings": {f: getattr(ps, f) for f in SETTINGS_FIELDS},
         "pools": [
             {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": str(r["type"].price),
-             "price_per_slot_second": r["slot_rate"], "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
+             "price_per_slot_second": r["slot_rate"], "level_ratio": r["level_ratio"],
+             "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
             for r in pool_rows(market=market)
         ],
     }

@@ -1,15 +1,18 @@
 """Cura's part of the market's core (``market.hooks.MarketPart``): the VM pools' jobs run on the
-market's clock, inside each tick (paper 004, Sec. III)."""
+market's clock, inside each tick (paper 004, Sec. III), and what they paid joins the market's one-unit prices."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from marketplace.market.hooks import MarketPart
+from marketplace.market.hooks import MarketPart, PricePoint
+from marketplace.pools.selectors import pool_price_points
 from marketplace.pools.services.jobs import cura_advance
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
+    from marketplace.market.models.queues import ResourceType
 
 
 class PoolsPart(MarketPart):
@@ -19,3 +22,6 @@ class PoolsPart(MarketPart):
 
     def tick_work(self, market: Market) -> None:
         cura_advance(market=market)
+
+    def price_points(self, market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+        return pool_price_points(market, types, since)

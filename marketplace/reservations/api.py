@@ -55,6 +55,10 @@ class RequestSerializer(serializers.Serializer):
                                   help_text="V: the most you would pay (money units); never used to set the price.")
 
 
+PAID_RATE_HELP = ("What the tenant pays per slot-second of its work: price / the work of the job the reservation books "
+                  "(units tasks of duration seconds), money per slot-second, a rate; the same number as unit_rate.")
+
+
 class QuoteSerializer(serializers.ModelSerializer):
     resource_type = serializers.CharField(source="resource_type.name")
     offers = serializers.SerializerMethodField(
@@ -63,10 +67,11 @@ class QuoteSerializer(serializers.ModelSerializer):
     unit_rate = serializers.FloatField(read_only=True, help_text=(
         "The price per slot-second: price / (units x duration), money per slot-second, the unit every price of the "
         "market is compared in (the spot market's realised rate, deadline unit prices)."))
+    paid_rate = serializers.FloatField(read_only=True, help_text=PAID_RATE_HELP)
 
     class Meta:
         model = ReservationQuote
-        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "unit_rate",
+        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "unit_rate", "paid_rate",
                   "status", "quoted_at", "expires_at", "offers", "alternatives", "replaced_by")
 
     def get_offers(self, quote: ReservationQuote) -> list[tuple[float, str | None]]:
@@ -88,6 +93,7 @@ class ReservationSerializer(serializers.Serializer):
     deadline = serializers.FloatField()
     price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
     unit_rate = serializers.FloatField(help_text="price / (units x (end - start)), money per slot-second.")
+    paid_rate = serializers.FloatField(help_text=PAID_RATE_HELP)
     value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
     quote = serializers.IntegerField(source="quote_id", allow_null=True)
 
