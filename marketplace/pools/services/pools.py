@@ -168,7 +168,7 @@ def pools_price_at_level(*, market: Market, user: object = None, reason: str = "
     note = reason or f"priced at the market's level, {price_level(market=market):.6g} per slot-second"
     for t in types:
         vm_type_save(market=market, vm_type=t, name=t.name, vcpus=t.vcpus, memory_gb=t.memory_gb,
-                     price=Decimal(repr(float(t.price) * factor)), user=user, reason=note)
+                     price=Decimal(f"{float(t.price) * factor:.10g}"), user=user, reason=note)
     return types
 
 
