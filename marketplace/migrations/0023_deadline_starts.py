@@ -16,7 +16,7 @@ def fill_work(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0021_slurm_claims'),
+        ('marketplace', '0022_reserve_price_and_settlements'),
     ]
 
     operations = [
