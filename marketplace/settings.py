@@ -360,6 +360,15 @@ SIMULATION_UPLOAD_MAX_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_MB", default=
 SIMULATION_UPLOAD_MAX_DECOMPRESSED_BYTES = int(env.float("SIMULATION_UPLOAD_MAX_DECOMPRESSED_MB", default=64) * 2**20)
 SIMULATION_UPLOAD_MAX_LINES = env.int("SIMULATION_UPLOAD_MAX_LINES", default=200_000)
 SIMULATION_UPLOAD_CHECK_S = env.int("SIMULATION_UPLOAD_CHECK_S", default=60)
+# Per-tenant lab quotas and fair queueing (lab.services.quotas; staff are exempt from the quotas):
+# the uploaded traces a tenant's unfinished studies keep (an upload is deleted when its study ends)
+# and its runs queued or running; a start over either is refused on the form's field. At most
+# LAB_DISPATCH_PER_TENANT of an owner's study runs are with the workers (published or running) at
+# once; the others wait in the database and are published as the owner's runs end, so another
+# tenant's study waits behind at most that many of each owner's runs, not behind all of them.
+LAB_QUOTA_UPLOAD_BYTES = int(env.float("LAB_QUOTA_UPLOAD_MB", default=64) * 2**20)
+LAB_QUOTA_RUNS = env.int("LAB_QUOTA_RUNS", default=128)
+LAB_DISPATCH_PER_TENANT = env.int("LAB_DISPATCH_PER_TENANT", default=4)
 # Retries (lab.services.experiments): a lab run is tried at most SIMULATION_MAX_ATTEMPTS
 # times (a raised attempt or a lost worker), waiting EXPERIMENT_RETRY_BACKOFF_S
 # doubled per attempt (at most EXPERIMENT_RETRY_MAX_BACKOFF_S) before the next.
