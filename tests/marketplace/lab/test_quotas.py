@@ -135,7 +135,8 @@ def test_another_tenants_study_waits_behind_at_most_the_window_not_behind_190(br
     owner = dict(ExperimentRun.objects.values_list("pk", "created_by_id"))
     assert sum(owner[pk] == alice.pk for pk in sent) == k
     waiting = ExperimentRun.objects.filter(created_by=alice, status="queued", enqueued_at__isnull=True)
-    assert waiting.count() == 128 - k and set(waiting.values_list("message", flat=True)) == {f"waiting: at most {k} runs per tenant go to the workers at once"}
+    assert waiting.count() == 128 - k
+    assert set(waiting.values_list("message", flat=True)) == {f"waiting: at most {k} runs per tenant go to the workers at once"}
     # and the newcomer's runs are all published, its first behind at most k runs (was: behind all 128)
     bobs = list(ExperimentRun.objects.filter(study=study).order_by("pk").values_list("pk", flat=True))
     assert set(bobs) <= set(sent)
