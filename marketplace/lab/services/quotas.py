@@ -11,7 +11,7 @@ parallel requests of one tenant are counted one after the other; staff are exemp
 A refused start raises a field-keyed ``ValidationError`` (``upload`` for storage; ``values``, or
 ``seeds`` when nothing is swept, for runs) and the form shows it on the field.
 
-Fair queueing (deficit-free round robin by a window per owner): the broker's simulation queue is
+Fair queueing (a dispatch window per owner): the broker's simulation queue is
 first in, first out, so a tenant that queued 192 runs put every other tenant's study behind 190.
 Now at most ``LAB_DISPATCH_PER_TENANT`` (k) of an owner's study runs are with the workers at
 once (published and not started, or running); the rest stay queued in the database
