@@ -246,6 +246,47 @@ def _update_joined(model: type[models.Model], names: tuple[str, ...], keys: tupl
         cursor.execute(sql, _columns(fields, prepared))
 
 
+def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """INSERT ``rows`` as :func:`insert_rows` does; a row whose ``conflict`` columns (a unique
+    constraint's) match a stored row updates that row's other columns instead
+    (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite). One statement for all rows on
+    PostgreSQL; the rows' ``conflict`` values must differ."""
+    prepared_rows = list(rows)
+    if not prepared_rows:
+        return
+    names = tuple(names)
+    sql, fields = _statement(model, names, False, 1)
+    q = connection.ops.quote_name
+    target = ", ".join(q(f.column) for f in fields if f.name in conflict)  # type: ignore[union-attr]
+    sets = ", ".join(f"{q(f.column)} = EXCLUDED.{q(f.column)}" for f in fields if f.name not in conflict)  # type: ignore[union-attr]
+    suffix = f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in prepared_rows]
+    if len(prepared) > 1 and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_unnest_insert(model, names) + suffix, _columns(fields, prepared))
+        return
+    with _cursor(prepared[0]) as cursor:
+        if len(prepared) == 1:
+            cursor.execute(sql + suffix, prepared[0])
+        else:
+            cursor.executemany(sql + suffix, prepared)
+
+
+def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]] | None = None) -> None:
+    """DELETE ``model``'s rows whose columns equal ``equal`` (and whose ``within[0]`` is one of
+    ``within[1]``: nothing when that is empty), one statement."""
+    where = [f"{column(model, k)} = %s" for k in equal]
+    params = list(equal.values())
+    if within is not None:
+        name, values = within
+        if not values:
+            return
+        where.append(f"{column(model, name)} IN ({', '.join(['%s'] * len(values))})")
+        params += list(values)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table(model)} WHERE {' AND '.join(where)}", params)
+
+
 def ids_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]]) -> set[int]:
     """Ids of ``model``'s rows whose columns equal ``equal`` and whose ``within[0]`` is one of
     ``within[1]`` (the clock's read of a market's active jobs, after every bid)."""
