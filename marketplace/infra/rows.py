@@ -272,6 +272,30 @@ def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Seque
             cursor.executemany(sql + suffix, prepared)
 
 
+def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: str, document: str,
+                     rows: Sequence[tuple[int, Any]]) -> None:
+    """:func:`upsert_rows` for rows of (``key``, ``document``: a JSON field) whose other columns
+    are ``fixed`` (their unique constraint: the ``fixed`` columns and ``key``). On PostgreSQL
+    the rows go as one JSON array bound on the server and are unpacked there
+    (``jsonb_array_elements``): one document for the client to encode, not one per row inside
+    an array literal."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        upsert_rows(model, (*fixed, key, document), (*fixed, key), [(*fixed.values(), k, doc) for k, doc in rows])
+        return
+    from psycopg.types.json import Jsonb
+
+    names = [column(model, name) for name in (*fixed, key, document)]
+    target = ", ".join(names[:-1])
+    values = ", ".join(["%s"] * len(fixed) + ["(e->>0)::bigint", "e->1"])
+    sql = (f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {values} FROM jsonb_array_elements(%s) AS e"
+           f" ON CONFLICT ({target}) DO UPDATE SET {names[-1]} = EXCLUDED.{names[-1]}")
+    params = [*fixed.values(), Jsonb([[k, doc] for k, doc in rows])]
+    with _cursor(params) as cursor:
+        cursor.execute(sql, params)
+
+
 def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]] | None = None) -> None:
     """DELETE ``model``'s rows whose columns equal ``equal`` (and whose ``within[0]`` is one of
     ``within[1]``: nothing when that is empty), one statement."""

@@ -1,5 +1,4 @@
-"""The market engine's state in parts, so that a store writes only what changed (docs/economy.md,
-"The stored engine").
+"""The market engine's state in parts, so that a store writes only what changed (docs/engine.md).
 
 ``simulator.market.state.dump`` gives the whole state as one JSON document: every job's counters and
 books, every tick. Here the same state is cut in three:

@@ -102,7 +102,7 @@ class ConfigChange(models.Model):
 class EngineJob(models.Model):
     """One job's record of the stored market engine (``simulator.market.delta``: its cluster counters,
     spec, bid and payment rule), written only by a store whose tick changed it. ``job_id`` is not a
-    foreign key: the engine keeps its own books (docs/economy.md, "The stored engine")."""
+    foreign key: the engine keeps its own books (docs/engine.md)."""
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="+")
     job_id = models.BigIntegerField()

@@ -9,7 +9,7 @@
   ``simulator.market.engine.MarketEngine``, stored in parts (``simulator.market.delta``):
   the header on the market row, one ``EngineJob`` row a job, the packed ``EngineColumns``.
   A store writes the header, the columns and the records of the jobs that changed since
-  the version it started from (docs/economy.md, "The stored engine": the crash-consistency
+  the version it started from (docs/engine.md: the crash-consistency
   rule). A process keeps the engine it last stored or read in memory, keyed by the row's
   ``engine_version``, so a tick or a clearing that follows its own last write
   does not read the state again.
@@ -344,7 +344,7 @@ def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine
     When ``engine`` is this process's copy of the stored version (:func:`engine_load` gave it),
     only the records of the jobs that changed since are written, and those of departed jobs
     deleted; otherwise every record is written again. The header and the columns are written
-    every time (docs/economy.md, "The stored engine").
+    every time (docs/engine.md).
 
     The version is random, not a counter: a copy in memory must never match
     another row that happens to reuse a primary key and a count (test
@@ -359,8 +359,7 @@ def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine
         rows.delete_where(EngineJob, equal={"market": pk})
     else:
         rows.delete_where(EngineJob, equal={"market": pk}, within=("job_id", parts.gone))
-    rows.upsert_rows(EngineJob, ("market", "job_id", "state"), ("market", "job_id"),
-                     [(pk, job, record) for job, record in parts.records.items()])
+    rows.upsert_documents(EngineJob, fixed={"market": pk}, key="job_id", document="state", rows=list(parts.records.items()))
     rows.upsert_rows(EngineColumns, ("market", "data"), ("market",), [(pk, parts.columns)])
     market.engine_version = secrets.randbits(62) + 1
     market.engine_state = {"signature": context.signature, "parts": parts.header}
