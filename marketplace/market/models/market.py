@@ -55,6 +55,11 @@ class Market(models.Model):
         default=dict, blank=True,
         help_text="Each part's own settings by part name (market.hooks.MarketPart.arguments): a new part needs no column.",
     )
+    parts_in_use = models.JSONField(
+        default=list, blank=True,
+        help_text="Names of the parts (market.hooks) that have held rows of this market; a part that is idle until "
+                  "used (MarketPart.idle_until_used) costs the clock and the clearing nothing until it is named here.",
+    )
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)

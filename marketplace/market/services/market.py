@@ -56,6 +56,16 @@ def market_changed(*, market: Market) -> None:
     enqueue_clearing(market_id=market.pk)
 
 
+def part_in_use(*, market: Market, name: str) -> None:
+    """Record that the part ``name`` holds rows of the market from now on (ERA's first reservation, Cura's
+    first pool job): the clock and the clearing call its hooks from then on (``hooks.MarketPart.idle_until_used``).
+    The caller holds the market row lock (so ``market`` is the row as locked) and writes the rows in the
+    same transaction."""
+    if name not in market.parts_in_use:
+        market.parts_in_use = [*market.parts_in_use, name]
+        rows.update_rows(Market, ("parts_in_use",), ("id",), [(market.parts_in_use, market.pk)])
+
+
 def market_lock_and_bump(*, market_id: int) -> Market:
     """The first statement of a bid or a cancellation: lock the market row and raise its
     ``state_version`` in one ``UPDATE ... RETURNING`` (``infra.rows.increment_row``). Returns the
