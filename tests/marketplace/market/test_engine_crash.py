@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
+import marketplace.market.services.market
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.ledger.models import Account, LedgerEntry
@@ -18,7 +19,6 @@ from marketplace.market import adapters, structure
 from marketplace.market.models.allocation import AllocationSnapshot
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import EngineJob, Market
-from marketplace.market.services import market as market_services
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 
@@ -44,8 +44,8 @@ def killed_at(k: int | None) -> Iterator[list[int]]:
 
 def restart() -> None:
     """What a new clock process starts with: nothing in memory."""
-    with market_services._CACHE_LOCK:
-        market_services._CACHE.clear()
+    with marketplace.market.services.market._CACHE_LOCK:
+        marketplace.market.services.market._CACHE.clear()
     with adapters._PLANS_LOCK:
         adapters._PLANS.clear()
     adapters.forget_bids()
@@ -61,7 +61,7 @@ def outcome(market: Market) -> tuple[Any, ...]:
                 .values_list("id", "status", "charged", "sim_start_time", "sim_finish_time", "achieved_utility"))
     money = list(Account.objects.filter(tenant__market=market).order_by("tenant_id").values_list("tenant_id", "available", "held"))
     entries = sorted(LedgerEntry.objects.filter(job__market=market).values_list("job_id", "kind", "amount"))
-    engine = market_services.engine_stored(market=m, context=market_services.engine_context(m))
+    engine = marketplace.market.services.market.engine_stored(market=m, context=marketplace.market.services.market.engine_context(m))
     assert engine is not None
     state = engine.to_state()
     state.pop("plan_id")  # a Plan's id: sequences do not roll back
@@ -132,14 +132,14 @@ def test_a_tick_killed_at_any_statement_resumes_with_no_task_lost_or_doubled(bus
 def test_a_tick_after_a_killed_one_writes_only_what_changed(busy, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     capture = django_capture_on_commit_callbacks
     written: list[int] = []
-    original = market_services.delta.split
+    original = marketplace.market.services.market.delta.split
 
     def split(engine: Any, stored: Any) -> Any:
         parts = original(engine, stored)
         written.append(-1 if stored is None else len(parts.records))
         return parts
 
-    market_services.delta.split = split
+    marketplace.market.services.market.delta.split = split
     try:
         with capture(execute=True):
             cluster_advance(market_id=busy.pk, seconds=15.0)
@@ -149,7 +149,7 @@ def test_a_tick_after_a_killed_one_writes_only_what_changed(busy, django_capture
             cluster_advance(market_id=busy.pk, seconds=25.0)
             cluster_advance(market_id=busy.pk, seconds=25.0)
     finally:
-        market_services.delta.split = original
+        marketplace.market.services.market.delta.split = original
     # the copy's delta; the killed tick wrote nothing; its copy was dropped, so the next tick read
     # the stored version and wrote a delta over it (never all the records again), as did the next
     assert len(written) == 3 and min(written) >= 0
