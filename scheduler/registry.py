@@ -47,8 +47,8 @@ from scheduler.fairshare.protocol import link as _link
 from scheduler.published.drf import DrfAllocator
 from scheduler.published.karma import KarmaAllocator
 from scheduler.published.slurm import SlurmAllocator
-from scheduler.published.themis import ThemisAllocator
 from scheduler.published.srpt import SrptAllocator
+from scheduler.published.themis import ThemisAllocator
 from scheduler.published.tiresias import THREE_LIMITS_S, TiresiasAllocator
 
 T = TypeVar("T")
