@@ -19,7 +19,10 @@ Verdicts. Fixed here, before any result was seen, and the same for every paper:
   paper's number (or range) by more than 3x either way, or has the other sign
   (:func:`off_by`; added 2026-11-28, before the report under it was run: a 20x
   miss is not "shape only");
-* **differs** -- the claimed direction does not hold at 95 %.
+* **differs** -- the claimed direction does not hold at 95 %;
+* **not testable** -- the model rules the claim's number out for every policy
+  (e.g. a gain above the work bound); the row's cause says what the model lacks
+  (added 2026-11-28, before the report under it was run).
 
 A headline row (:func:`headline`) carries the paper's quote with its section,
 the paper's value, ours with its interval, the verdict and its cause; every
@@ -48,7 +51,7 @@ from simulator.experiments import finite, table
 
 TOLERANCE = 0.10  # a paper's number within our interval widened by 10 % of it counts as reproduced
 MAGNITUDE = 3.0  # "shape only" becomes "differs (magnitude)" beyond this factor
-VERDICTS = ("reproduced", "shape only", "differs (magnitude)", "differs")
+VERDICTS = ("reproduced", "shape only", "differs (magnitude)", "differs", "not testable")
 
 
 @dataclass(frozen=True)

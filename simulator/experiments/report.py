@@ -156,7 +156,8 @@ def markdown(sections: Sequence[Section], *, quick: bool) -> str:
         "do not edit by hand. Verdicts follow the rule fixed in `simulator/experiments/fidelity.py` before any run: "
         "**reproduced** (the paper's number inside our 95 % interval widened by 10 % of it, or the claimed direction "
         "holds at 95 %), **shape only** (the direction holds, the number is off by at most 3x), **differs (magnitude)** "
-        "(the direction holds, the number is off by more than 3x or has the other sign; added 2026-11-28), **differs**. "
+        "(the direction holds, the number is off by more than 3x or has the other sign; added 2026-11-28), **differs**, "
+        "**not testable** (the model rules the number out for every policy; the cause says what it lacks; added 2026-11-28). "
         "Each experiment's page "
         "in the lab (`/lab/`) carries the same rows, its set-up table (paper's text or \"paper silent; chosen: ...; "
         "because ...; sensitivity: ...\") and its figures.",
