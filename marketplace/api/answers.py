@@ -86,8 +86,12 @@ class PreviewRowOut(serializers.Serializer):
 class SuggestedBudgetOut(serializers.Serializer):
     budget = _money("The budget that pays the market's price level for the bid's work.")
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now at that budget, {SIM_S} (null: never).")
-    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second (its realised spot rate).")
+    price_level = serializers.FloatField(help_text=(
+        "The market's price level, money per slot-second (one vote per tenant that bought in contention and one for the "
+        "reference rate, the median; never below the reserve prices)."))
     work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
+    minimum = _money("The least budget the reserve prices allow for this work (reserve x slot-seconds per type); "
+                     "a bid below it is refused.")
 
 
 class PreviewOut(serializers.Serializer):

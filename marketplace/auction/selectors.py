@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import ROUND_UP, Decimal
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
+from marketplace.ledger.money import MONEY_QUANTUM
 from marketplace.ledger.selectors import job_money
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
@@ -199,6 +201,7 @@ class Preview:
     suggested: float | None = None  # the budget that pays the market's price level for the work (money)
     price_level: float | None = None  # money per slot-second (market.prices.price_level)
     work: float = 0.0  # the bid's work, slot-seconds
+    minimum: float = 0.0  # the least budget the reserve prices allow for the work (money)
 
     @property
     def at_entered(self) -> PreviewPoint:
@@ -218,7 +221,7 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
                 min_utility: float | None = None, queue_id: int | None = None) -> Preview:
     """Share per resource type and estimated finish time the bid would get now, at its
     budget, at 1/8 .. 8 times it and at the suggested budget (:func:`suggested_budget`: the
-    market's price level times the bid's work) (``simulator.market.preview.price_preview``);
+    market's price level times the bid's work, at least the reserve prices' minimum) (``simulator.market.preview.price_preview``);
     writes nothing.
 
     Raises:
@@ -245,12 +248,22 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     entered = float(budget)
     work_s = float(sum(n * d for n, d in zip(spec.tasks, spec.task_duration, strict=True)))
     level = price_level(market=market)
-    suggested = suggested_budget(level=level, work=work_s)
+    minimum = reserve_minimum((t, items[t.name]) for t in context.types if t.name in items)
+    suggested = max(suggested_budget(level=level, work=work_s), float(minimum))
     try:
         points = price_preview(engine, spec, bid, sorted({*preview_budgets(entered), suggested}))
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None
-    return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s)
+    return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s,
+                   minimum=float(minimum))
+
+
+def reserve_minimum(chosen: Iterable[tuple[ResourceType, WorkItem]]) -> Decimal:
+    """The least budget the reserve prices allow for this work (docs/economy.md, "A price nobody moves
+    alone"): the sum over its types of the type's reserve price (money per slot-second) times the
+    tasks times the seconds per task, rounded up to the money quantum."""
+    total = sum(float(rt.reserve_price) * it.tasks * it.task_duration for rt, it in chosen)
+    return Decimal(repr(float(total))).quantize(MONEY_QUANTUM, rounding=ROUND_UP)
 
 
 def suggested_budget(*, level: float, work: float) -> float:

@@ -137,18 +137,19 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
 SOURCE_SYMBOLS = {"reservation quote": "diamond", "deadline booking": "triangle-up"}
 
 
-def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[str, float] | None = None,
+def unit_price_figure(data: Mapping[str, Any], *, now: float, unit: tuple[str, float] | None = None,
                       deadline_window_s: float = 3600.0) -> Figure:
     """Every price of the market in one unit, money per slot-second (docs/economy.md), per resource type:
     the spot auction's realised rate so far (solid), the price curve reservation and deadline
     quotes price from over the coming hours (dotted; ERA's, anchored to the spot rate), the
     deadline quote's unit price for the next ``deadline_window_s`` (the curve's mean over it,
-    a star at now) and the prices quoted or booked (markers). Log scale: the prices of one market
-    sit within a small factor of each other.
+    a star at now), the prices quoted or booked (markers), and the reference rate quotes are
+    anchored to and the reserve price (dashed levels; docs/economy.md, "A price nobody moves alone").
+    Log scale: the prices of one market sit within a small factor of each other.
 
     Args:
         data: ``market.prices.one_unit_prices``: "spot" rows (sim_time, resource, rate), "curve" and
-            "offered" rows (sim_time, resource, price[, source]).
+            "offered" rows (sim_time, resource, price[, source]); "reference" and "reserve": resource -> rate.
     """
     spot, curve, offered = list(data.get("spot", [])), list(data.get("curve", [])), list(data.get("offered", []))
     unit = unit or unit_for_rows([*spot, *curve, *offered, {"sim_time": now}], None)
@@ -171,6 +172,13 @@ def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[
                 traces.append({"type": "scatter", "mode": "markers", "name": f"deadline quote, next hour ({name})",
                                "legendgroup": name, "marker": {"symbol": "star", "size": 13, "color": color},
                                "x": [axis_value(now, unit)], "y": [sum(window) / len(window)]})
+        xs = [axis_value(r["sim_time"], unit) for r in (*rows, *ahead)] or [axis_value(now, unit)]
+        span = [min(xs), max(max(xs), axis_value(now, unit))]
+        for key, label, dash in (("reference", "reference rate", "dash"), ("reserve", "reserve price", "longdashdot")):
+            level = float(data.get(key, {}).get(name, 0.0) or 0.0)
+            if level > 0:  # a log axis: a reserve of 0 (none) is not drawn
+                traces.append({"type": "scatter", "mode": "lines", "name": f"{label} ({name})", "legendgroup": name,
+                               "line": {"color": color, "dash": dash, "width": 1}, "x": span, "y": [level, level]})
         for source, symbol in SOURCE_SYMBOLS.items():
             points = [r for r in offered if r["resource"] == name and r.get("source") == source]
             if points:

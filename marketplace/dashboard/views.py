@@ -21,7 +21,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from marketplace.auction.selectors import job_rows
 from marketplace.dashboard.charts import dashboard_figures
-from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, StaffJobFilterForm
+from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, ReservePricesForm, StaffJobFilterForm
 from marketplace.fairshare.selectors import twait_guidance_rows
 from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.idempotency import form_submit_once
@@ -33,7 +33,7 @@ from marketplace.market import roles, selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
-from marketplace.market.services.config import market_configure
+from marketplace.market.services.config import market_configure, reserve_prices_set
 from marketplace.slurm.selectors import backend_status
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
@@ -245,8 +245,21 @@ def market_settings(request: HttpRequest) -> HttpResponse:
     market = selectors.market_or_none()
     if market is None:
         return render_page(request, "web/no_market.html", {})
-    form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
-    if request.method == "POST" and form.is_valid():
+    types = selectors.resource_types_of(market=market)
+    posted_reserve = request.method == "POST" and "reserve_prices" in request.POST
+    reserve_form = ReservePricesForm(request.POST if posted_reserve else None, types=types)
+    if posted_reserve and reserve_form.is_valid():
+        try:
+            changed = reserve_prices_set(market=market, prices=reserve_form.prices(), user=request.user,
+                                         reason=reserve_form.cleaned_data["reserve_reason"])
+        except ValidationError as exc:
+            apply_service_errors(reserve_form, exc)
+        else:
+            messages.success(request, "Saved: " + "; ".join(f"{c.field} {c.old_value} → {c.new_value}" for c in changed)
+                             if changed else "Nothing changed.")
+            return redirect("market-settings")
+    form = MarketSettingsForm(None if posted_reserve else (request.POST or None), initial=MarketSettingsForm.initial_for(market))
+    if request.method == "POST" and not posted_reserve and form.is_valid():
         try:
             changed = market_configure(market=market, user=request.user, reason=form.cleaned_data["reason"], **form.changes())
         except ValidationError as exc:
@@ -259,7 +272,8 @@ def market_settings(request: HttpRequest) -> HttpResponse:
             return redirect("market-settings")
     t_task = selectors.mean_task_duration(market=market)
     return render_page(request, "dashboard/market_settings.html", {
-        "nav": "settings", "form": form, "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
+        "nav": "settings", "form": form, "reserve_form": reserve_form,
+        "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": paginate(request, selectors.config_history(market=market)),
         "convergence": selectors.clearing_convergence(market=market),

@@ -46,19 +46,20 @@ def unit_prices(*, market: Market, types: Sequence[ResourceType], start: float |
     hour), and their source: the mean over the window's slots of the market's price curve for one
     more slot of the type (``market.hooks.price_curve``), the same curve ERA's quotes price from.
     A type whose every slot in the window is taken keeps the curve's dearest finite price (it has
-    no slot to sell anyway). Without a curve: :func:`floor_unit_price`."""
+    no slot to sell anyway). Without a curve: :func:`floor_unit_price`. Never below a type's reserve price."""
     start = market.sim_time if start is None else start
     end = start + 3600.0 if end is None else max(end, start + 1e-9)
     curve = hooks.price_curve(market, types, start, end)
+    reserve = np.array([float(t.reserve_price) for t in types])  # never below the reserve prices
     if curve is None:
-        return np.full(len(types), floor_unit_price()), PRICE_SOURCE_FLOOR
+        return np.maximum(np.full(len(types), floor_unit_price()), reserve), PRICE_SOURCE_FLOOR
     _, prices = curve
     out = np.empty(len(types))
     for j in range(len(types)):
         row = prices[j]
         finite = row[np.isfinite(row)]
         out[j] = float(finite.mean()) if finite.size else float(np.nanmax(np.where(np.isfinite(prices), prices, np.nan), initial=0.0))
-    return np.maximum(out, TINY_PRICE), PRICE_SOURCE_CURVE
+    return np.maximum(np.maximum(out, TINY_PRICE), reserve), PRICE_SOURCE_CURVE
 
 
 def reserved_units(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> NDArray[np.int64]:

@@ -16,7 +16,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.models.tenants import Tenant
-from marketplace.market.prices import price_level, realised_rates
+from marketplace.market.prices import price_level, realised_rates, reference_rates
 
 
 def market_default() -> Market:
@@ -143,7 +143,8 @@ def market_overview(*, market: Market) -> dict[str, object]:
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
         "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
-                 "price_level": price_level(market=market)},
+                 "price_level": price_level(market=market), "reference_rate": reference_rates(market=market, types=types),
+                 "reserve_price": {t.name: float(t.reserve_price) for t in types}},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,
             "converged": snap.converged, "n_jobs": snap.n_jobs, "solve_ms": snap.solve_ms, "total_ms": snap.total_ms,
