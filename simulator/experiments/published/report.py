@@ -211,7 +211,7 @@ def _significant(pair: Mapping[str, Estimate], *, below: bool) -> list[str]:
         if p == BASELINE or e.n < 2 or not math.isfinite(e.half_width):
             continue
         if (below and e.mean + e.half_width < 0) or (not below and e.mean - e.half_width > 0):
-            out.append(f"{p} ({e.mean:+.0f} %)")
+            out.append(f"{p} ({e.mean:+.1f} %)")
     return out
 
 
@@ -286,7 +286,7 @@ def controls_paragraph(trace: str, changes: Mapping[tuple[str, str], Mapping[str
     for config, control, what in CONTROLS:
         e = changes.get((config, control), {}).get(trace)
         if e is not None and e.n:
-            said.append(f"{what}: {config} vs {control} {e.mean:+.0f} % ± {e.half_width:.0f} ({_verdict(e)})")
+            said.append(f"{what}: {config} vs {control} {e.mean:+.1f} % ± {e.half_width:.1f} ({_verdict(e)})")
     if not said:
         return f"{TRACES[trace]}: no control ran."
     text = f"{TRACES[trace]}, controls (paired change of mean JCT on the same windows): " + "; ".join(said) + ". "

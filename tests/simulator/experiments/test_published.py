@@ -161,3 +161,20 @@ def test_the_calibrations_reference_run_is_the_h_ltrf_run_it_replaces(shared_tra
     cell, reference = setup.calibrated_cell("fb2009", 1, True)
     assert reference is not None and cell.capacity == make_cell("fb2009", 1, True).capacity
     assert setup.run_config(cell, setup.REFERENCE, reference) == setup.run_config(cell, setup.REFERENCE)
+
+
+def test_the_page_is_rebuilt_from_the_saved_result(quick: dict[str, Any], tmp_path: Path) -> None:
+    # docs/published_schedulers.md comes from a saved result: its "Every run" table rebuilds the same paragraphs
+    import json
+
+    from simulator.experiments.published import document
+
+    saved = tmp_path / "published.json"
+    saved.write_text(json.dumps(quick), encoding="utf-8")
+    page = tmp_path / "page.md"
+    assert document.main([str(saved), str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    for paragraph in quick["paragraphs"].values():
+        assert f"- {paragraph}" in text
+    assert text.count("### ") == 6 and "| configuration | inside a queue | reads before a job runs |" in text
+    assert document.main([str(saved)]) == 2
