@@ -192,8 +192,8 @@ def _isolation(params: Params, progress: Progress, chosen: str, runs: dict[str, 
                                      f"estimates {mean(exact, names[2])}: the tail comes from tasks waiting for a whole node "
                                      f"(the worst task starts at {mean(base, names[-1])} of its deadline)"),
         "D: % late at the largest m": (f"exact estimates give {mean(exact, names[5])} %, the uniform model "
-                                       f"{mean(by['uniform'], names[5])} %, Eq. 23 {mean(by['eq23'], names[5])} %; with exact "
-                                       "estimates only the waiting rule changes it (the waiting table)"),
+                                       f"{mean(by['uniform'], names[5])} %, Eq. 23 {mean(by['eq23'], names[5])} %: with exact "
+                                       "estimates the tasks still late wait for nodes the others hold"),
         "D: % late within 1.05 at the largest m": (f"exact {mean(exact, names[6])} %, uniform "
                                                     f"{mean(by['uniform'], names[6])} %, Eq. 23 "
                                                     f"{mean(by['eq23'], names[6])} %: Eq. 23's errors put late tasks "
@@ -278,7 +278,7 @@ def run(params: Params, progress: Progress) -> Result:
     res = runs[chosen]
     iso, causes = _isolation(params, progress, chosen, runs, fits)
     waiting = _waiting(params, progress, runs["exact"])
-    causes["D: % late at the largest m"] += ("; exact estimates, only the waiting rule changed: "
+    causes["D: % late at the largest m"] += ("; with exact estimates and only the waiting rule changed (the waiting table): "
                                              + ", ".join(f"{row[0]} {row[1]}" for row in waiting))
     heads = _headlines(res, causes)
     progress(1.0, "done")
