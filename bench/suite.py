@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "replay": (["bench/bench_replay.py"], ""),
     "clearing-pg": (["bench/bench_clearing.py", "--postgres", "--jobs", "10", "100", "1000", "5000", "10000"], ""),
     "tick-pg": (["bench/bench_tick.py", "--postgres"], ""),
+    "tick-pg-5k": (["bench/bench_tick.py", "--postgres", "--active", "5000", "--repeat", "21"], ""),
     "auction": (["bench/bench_auction.py"], ""),
     "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
     "fairshare": (["bench/bench_fairshare.py"], ""),

@@ -25,7 +25,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level
-from marketplace.market.services.market import engine_context
+from marketplace.market.services.market import engine_context, engine_stored
 from marketplace.web import charts
 from scheduler.abacus.fit import UtilityFit, fit_utility
 from scheduler.abacus.utility import utility_of
@@ -168,10 +168,10 @@ def engine_copy(*, market: Market) -> MarketEngine:
     Plan like a tick does (``market.services.clock._sync``), built from the stored state: reads only.
     Stepping or clearing it changes nothing stored and no other copy."""
     context = engine_context(market)
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
     config = adapters.market_config(market)
-    if state.get("signature") == context.signature:
-        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    stored = engine_stored(market=market, context=context)
+    if stored is not None:
+        engine = stored
         if engine.config != config:
             engine.configure(config)
     else:

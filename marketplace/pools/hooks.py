@@ -19,6 +19,7 @@ class PoolsPart(MarketPart):
     """Cura VM pools (paper 004)."""
 
     name = "pools"
+    idle_until_used = True  # a market with no pool job: no query a tick
 
     def tick_work(self, market: Market) -> None:
         cura_advance(market=market)
