@@ -16,7 +16,7 @@ def fill_work(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0022_reserve_price_and_settlements'),
+        ('marketplace', '0023_engine_parts'),
     ]
 
     operations = [
