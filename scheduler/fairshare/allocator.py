@@ -100,6 +100,7 @@ class FairShareAllocator:
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
         self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
+        self._q_stale: set[int] = set()  # leaves with tasks finished since Q was last brought up to date
         self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
@@ -303,7 +304,7 @@ class FairShareAllocator:
         else:
             self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
         self._apps.finish(app, now - start, int(units))
-        self._update_quantum_path(leaf)
+        self._q_stale.add(leaf)  # Q is brought up to date when read (_quantum): only unknown durations read it
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
@@ -318,6 +319,10 @@ class FairShareAllocator:
         return self._quantum()
 
     def _quantum(self) -> NDArray[np.float64]:
+        if self._q_stale:  # the same values as refreshing each path at each finish: a leaf's Q depends
+            for leaf in sorted(self._q_stale):  # only on its finished tasks, a group's on its children's Q
+                self._update_quantum_path(leaf)
+            self._q_stale.clear()
         if self._q_source is None:  # nearest node with history on the path to the root
             tree, has = self.tree, ~np.isnan(self._q_own)
             src = np.full(len(tree.names), -1, dtype=np.int64)
