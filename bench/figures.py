@@ -75,6 +75,17 @@ def record(figure: str, measured: float, *, unit: str, goal: float | None = None
     return fig
 
 
+def python_additions_s() -> float:
+    """Wall seconds of 10^7 pure-Python additions: this machine's speed at the moment, to read the figures by
+    (the goals are for a machine that takes about 0.6 s)."""
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(10**7):
+        total += i
+    assert total == 10**7 * (10**7 - 1) // 2
+    return time.perf_counter() - t0
+
+
 def load_figures(path: str) -> list[Figure]:
     """The figures appended to ``path`` (one JSON object a line)."""
     if not os.path.exists(path):
