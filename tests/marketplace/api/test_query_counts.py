@@ -44,7 +44,7 @@ CEILINGS = {
     "/api/jobs/": 7,
     "/api/jobs/?status=queued": 9,
     "/api/account/": 2,
-    "/api/account/ledger/": 3,
+    "/api/account/ledger/": 4,
     "/api/market/": 10,
     "/api/market/allocation/": 7,
 }
