@@ -274,6 +274,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "COERCE_DECIMAL_TO_STRING": True,
+    # orjson writes the answers (DRF's bytes, in C: marketplace.api.renderers); the browsable API stays.
+    "DEFAULT_RENDERER_CLASSES": [
+        "marketplace.api.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster marketplace API",
