@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
+from marketplace.api.parsers import SafeJSONParser
 from marketplace.web.throttling import client_address, login_attempt, login_succeeded
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
@@ -30,6 +31,7 @@ class TokenView(APIView):
     """Obtain (POST, username + password) or revoke (DELETE) the caller's API token."""
 
     throttle_classes = ()  # wrong passwords are limited by FailureLimiter; right ones are not rate-limited
+    parser_classes = (SafeJSONParser,)  # JSON only: one request schema, one content type
     serializer_class = AuthTokenSerializer
 
     def get_permissions(self) -> list[Any]:

@@ -123,8 +123,7 @@ class DeadlineBookView(APIView):
             )
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}
-        data.pop("curve")
+        data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}  # the whole quote, curve included
         return created(request, data, self.location_of(data))
 
     @staticmethod
