@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import created, request_tenant, service_errors, tenant_market
-from marketplace.api.fields import money_text
+from marketplace.api.fields import StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
@@ -37,7 +37,7 @@ from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 
 
-class AdoptSerializer(serializers.Serializer):
+class AdoptSerializer(StrictJSON, serializers.Serializer):
     job_class = serializers.CharField(max_length=120)
 
 

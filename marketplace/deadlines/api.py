@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
 from marketplace.api.conventions import created, request_tenant, service_errors
-from marketplace.api.fields import money_text
+from marketplace.api.fields import StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
@@ -30,7 +30,7 @@ from marketplace.auction.services import MAX_BUDGET
 from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
 
 
-class DeadlineRequestSerializer(serializers.Serializer):
+class DeadlineRequestSerializer(StrictJSON, serializers.Serializer):
     """Work, a deadline on the market clock and the estimate's range (paper 003, Definition 2)."""
 
     work = WorkItemSerializer(many=True, allow_empty=False)

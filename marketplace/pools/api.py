@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conventions import created, request_tenant, service_errors
-from marketplace.api.fields import MoneyField, money_text
+from marketplace.api.fields import MoneyField, StrictJSON, money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
 from marketplace.pools.models import CuraJob
@@ -23,7 +23,7 @@ from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
 
-class PoolSettingsSerializer(serializers.Serializer[Any]):
+class PoolSettingsSerializer(StrictJSON, serializers.Serializer[Any]):
     beta = serializers.FloatField(required=False, min_value=0, help_text="Reconfigure when benefit > beta x cost; dimensionless.")
     reconf_window_s = serializers.FloatField(required=False, min_value=0.001, help_text="Reconfiguration window, simulated seconds.")
     boot_s = serializers.FloatField(required=False, min_value=0, help_text="VM boot time, simulated seconds.")
@@ -34,7 +34,7 @@ class PoolSettingsSerializer(serializers.Serializer[Any]):
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 
-class CuraJobInSerializer(serializers.Serializer[Any]):
+class CuraJobInSerializer(StrictJSON, serializers.Serializer[Any]):
     job_type = serializers.IntegerField(min_value=1, max_value=4, help_text="Profiled job type (paper 004, Tables II-V).")
     deadline_in_s = serializers.FloatField(min_value=0.001, help_text="Simulated seconds from now by which the job must end.")
     job_class = serializers.CharField(required=False, allow_blank=True, max_length=60,
@@ -80,8 +80,8 @@ class PoolsStateSerializer(serializers.Serializer[Any]):
     """The VM pools now and the pool manager's settings (paper 004)."""
 
     sim_time = serializers.FloatField()
-    settings = PoolSettingsOutSerializer()
-    pools = PoolOutSerializer(many=True)
+    settings = PoolSettingsOutSerializer(help_text="The pool manager's settings.")
+    pools = PoolOutSerializer(many=True, help_text="One per VM type.")
 
 
 RATE_PLACES = 8  # rates per slot-second in the pools' answer: float noise past this is not information

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conventions import created, request_tenant, service_errors
-from marketplace.api.fields import MoneyField, money_text
+from marketplace.api.fields import MoneyField, StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import roles, selectors
@@ -42,7 +42,7 @@ from marketplace.reservations.services import (
 )
 
 
-class RequestSerializer(serializers.Serializer):
+class RequestSerializer(StrictJSON, serializers.Serializer):
     """W units of a resource type for T seconds inside [A, D), worth at most V (shape only;
     the service checks the rules and answers with field errors)."""
 
@@ -372,7 +372,7 @@ class ClusterAllocationView(APIView):
     get.etag = True  # type: ignore[attr-defined]  # If-None-Match, ETag and 304 in the schema (api.operations)
 
 
-class UpdateSerializer(serializers.Serializer):
+class UpdateSerializer(StrictJSON, serializers.Serializer):
     capacity = serializers.DictField(child=serializers.IntegerField(min_value=1), required=False,
                                      help_text="Resource type name -> units now under the cluster's management.")
     terminated = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="Ids of jobs that ended.")
