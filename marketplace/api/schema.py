@@ -77,6 +77,27 @@ def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> Non
         }
 
 
+def _type_nullable_references(schemas: dict[str, Any]) -> None:
+    """A nullable ``allOf: [$ref]`` property gets its target's ``type`` (OpenAPI 3.0 reads
+    ``nullable`` only beside a ``type``)."""
+    for body in schemas.values():
+        for spec in body.get("properties", {}).values():
+            refs = spec.get("allOf", [])
+            if spec.get("nullable") and len(refs) == 1 and "$ref" in refs[0] and "type" not in spec:
+                target = schemas.get(refs[0]["$ref"].rsplit("/", 1)[-1], {})
+                if "type" in target:
+                    spec["type"] = target["type"]
+
+
+def _bound_series_filters(result: dict[str, Any]) -> None:
+    from marketplace.api.conventions import SIM_TIME_LIMIT
+
+    for operations in result.get("paths", {}).values():
+        for param in operations.get("get", {}).get("parameters", []):
+            if param["name"] in ("sim_time_min", "sim_time_max"):
+                param["schema"].update({"minimum": -float(SIM_TIME_LIMIT), "maximum": float(SIM_TIME_LIMIT)})
+
+
 def _resource_names() -> list[str]:
     from marketplace.market.models.market import Market
 
@@ -98,6 +119,8 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
             _complete_statuses(path, method, operation)
     _describe_conventions(result)
     describe_fields(schemas)
+    _type_nullable_references(schemas)
+    _bound_series_filters(result)
     names = _resource_names()
     _complete_bid(schemas, names)
     if names:
