@@ -267,11 +267,12 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "marketplace.api.conventions.StrictOrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Statuses, headers and security per operation (conditional GETs, idempotent POSTs): marketplace.api.operations.
+    "DEFAULT_SCHEMA_CLASS": "marketplace.api.operations.OperationSchema",
     "DEFAULT_PARSER_CLASSES": [
-        "marketplace.api.parsers.SafeJSONParser",  # nesting limit: 400, never RecursionError
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        # JSON only (a form or multipart body is a 415): one request schema and one content type per
+        # operation, which generated clients need; nesting limit: 400, never RecursionError.
+        "marketplace.api.parsers.SafeJSONParser",
     ],
     "COERCE_DECIMAL_TO_STRING": True,
     # orjson writes the answers (DRF's bytes, in C: marketplace.api.renderers); the browsable API stays.
@@ -279,12 +280,15 @@ REST_FRAMEWORK = {
         "marketplace.api.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",  # the API reads JSON bodies only
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster marketplace API",
     "DESCRIPTION": "Bids (Abacus budget auction), market state, allocations, fairness (H-LTRF) and prices.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components (FooRequest): read-only fields are not asked for.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI and ReDoc from drf-spectacular-sidecar: the docs page works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -73,4 +73,5 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
                 headers["Location"] = request.build_absolute_uri(location_of(outcome.body))
         return Response(outcome.body, status=outcome.status_code, headers=headers or None)
 
+    wrapper.idempotent = True  # type: ignore[attr-defined]  # the schema documents the header's format and the 422 (api.operations)
     return wrapper

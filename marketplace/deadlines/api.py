@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineChangedOut, DeadlineQuoteOut
 from marketplace.api.conventions import created, request_tenant, service_errors
-from marketplace.api.fields import money_text
+from marketplace.api.fields import StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
@@ -34,7 +34,7 @@ from marketplace.deadlines.selectors import booking_start_change
 from marketplace.deadlines.services import DeadlineQuote, QuoteChanged, deadline_book, deadline_quote
 
 
-class DeadlineRequestSerializer(serializers.Serializer):
+class DeadlineRequestSerializer(StrictJSON, serializers.Serializer):
     """Work, a deadline on the market clock and the estimate's range (paper 003, Definition 2)."""
 
     work = WorkItemSerializer(many=True, allow_empty=False)
@@ -146,7 +146,6 @@ class DeadlineBookView(APIView):
             "job": job.pk, "payment": money_text(job.charged), "paid_rate": booking.paid_rate,
             "quoted_start": change.quoted, "booked_start": change.booked, "start_moved": change.moved, "notice": change.notice,
         }
-        data.pop("curve")
         return created(request, data, self.location_of(data))
 
     @staticmethod
