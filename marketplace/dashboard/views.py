@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -29,7 +30,7 @@ from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
 from marketplace.ledger.selectors import account_of, tenant_ledger
 from marketplace.ledger.services import account_adjust
-from marketplace.market import roles, selectors, visibility
+from marketplace.market import hooks, roles, selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
@@ -217,10 +218,21 @@ def _dashboard_figures(market: Market, viewer: visibility.Viewer, only_own: bool
 @tenant_required
 @require_GET
 def account(request: HttpRequest) -> HttpResponse:
+    """The tenant's balance and ledger. The entries of the trace replay's jobs (``make run`` replays
+    the trace as the demo tenants' bids) are left out and summed in one line unless ``?replay=show``."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    entries = tenant_ledger(tenant=tenant)
+    replay = entries.filter(job__in=selectors.replayed_jobs(market=tenant.market).filter(tenant=tenant))
+    replay_sum = replay.aggregate(n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
+    show_replay = request.GET.get("replay") == "show"
+    page = paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk")))
+    others = hooks.ledger_part_jobs([e.pk for e in page.object_list if e.job_id is None])  # Cura's jobs
+    for e in page.object_list:
+        e.part_job = others.get(e.pk)
     return render_page(request, "dashboard/account.html", {
-        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant),
-        "page": paginate(request, tenant_ledger(tenant=tenant)),
+        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant), "page": page,
+        "show_replay": show_replay, "replay_count": replay_sum["n"], "replay_amount": replay_sum["amount"] or 0,
+        "query": "replay=show" if show_replay else "",
     }, market=tenant.market)
 
 

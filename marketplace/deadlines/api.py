@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineChangedOut, DeadlineQuoteOut
-from marketplace.api.conventions import created, request_tenant, service_errors
+from marketplace.api.conventions import Conflict, created, request_tenant, service_errors
 from marketplace.api.fields import StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
@@ -139,6 +139,8 @@ class DeadlineBookView(APIView):
             body = {**exc.message_dict, "detail": " ".join(exc.messages), "quote": quote_data(exc.quote)}
             return Response(body, status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
+            if "max_payment" in getattr(exc, "message_dict", {}):  # the price moved above the caller's limit: quote again
+                raise Conflict(exc.message_dict) from None
             raise service_errors(exc) from None
         booking = job.deadline_booking
         change = booking_start_change(booking)

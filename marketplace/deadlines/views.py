@@ -35,20 +35,20 @@ from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import cluster_now
 from marketplace.web import charts
-from marketplace.web.forms import apply_service_errors
+from marketplace.web.forms import MARKET_TIME_HELP, MarketTimeField, apply_service_errors, market_times_at
 from marketplace.web.shortcuts import render_page, tenant_required
 from marketplace.web.text import seconds_text
 
-DEFAULT_HORIZON_S = 900.0  # the form's default deadline: 15 simulated minutes from now
+DEFAULT_DEADLINE = "in 15 min"  # the form's default deadline, read when the form is sent (never in the past)
 
 
 class DeadlineForm(forms.Form):
     """Work per resource type, a deadline on the market clock and the estimate's range."""
 
     name = forms.CharField(max_length=120, required=False, label="Job name")
-    deadline = forms.FloatField(
-        label="Finish by (s, market clock)",
-        help_text="Must lie after the market clock shown at the top of the page.",
+    deadline = MarketTimeField(
+        label="Finish by (market clock)",
+        help_text=f"Must lie after the market clock shown at the top of the page: {MARKET_TIME_HELP}",
     )
     alpha_err = forms.FloatField(
         label="Estimate range: lowest estimate / real work (alpha_err)", initial=1.0,
@@ -113,8 +113,8 @@ def deadline_page(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     market = tenant.market
     types = selectors.resource_types_of(market=market)
-    initial = {"deadline": round(market.sim_time + DEFAULT_HORIZON_S)}
-    form = DeadlineForm(request.POST or None, resource_types=types, initial=initial)
+    form = DeadlineForm(request.POST or None, resource_types=types, initial={"deadline": DEFAULT_DEADLINE})
+    market_times_at(form, market.sim_time)
     quote: DeadlineQuote | None = None
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data

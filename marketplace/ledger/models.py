@@ -50,7 +50,7 @@ class LedgerEntry(models.Model):
 
     class Kind(models.TextChoices):
         DEPOSIT = "deposit", "Deposit"
-        HOLD = "hold", "Hold for a bid"
+        HOLD = "hold", "Hold"  # for a bid, a Cura job, a reservation's run: the memo and the job column say which
         CHARGE = "charge", "Charge"  # on completion (bids) or up front (bookings, reservations): the memo says which
         RELEASE = "release", "Release of a hold"
         CREDIT = "credit", "Credit by staff"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from marketplace.market.models.market import Market
     from marketplace.market.models.queues import ResourceType
+    from marketplace.market.models.tenants import Tenant
     from simulator.market.engine import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,19 @@ class Promise(NamedTuple):
 Curve = tuple["np.ndarray", "np.ndarray"]
 """(slot starts (k,) simulated s, (m, k) price of one more unit of each type in each slot, money per
 slot-second; inf where a slot has no unit left)."""
+
+
+class PartJob(NamedTuple):
+    """A job a part runs outside the auction's jobs (Cura's VM-pool jobs), as My jobs and the
+    account's ledger link to it."""
+
+    label: str
+    """How pages name it, e.g. ``"Cura job #12"``."""
+    url: str
+    """The page that shows it."""
+    status: str
+    summary: str
+    """One line: what it runs, until when (market clock), what it holds or paid."""
 
 
 class PartArgumentError(ValueError):
@@ -131,6 +145,14 @@ class MarketPart:
     def price_points(self, market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
         """The part's prices offered since ``since`` (simulated s), money per slot-second."""
         return []
+
+    def tenant_jobs(self, tenant: Tenant, limit: int) -> list[PartJob]:
+        """The tenant's ``limit`` newest jobs this part runs outside the auction's jobs (newest first)."""
+        return []
+
+    def ledger_jobs(self, entry_ids: list[int]) -> dict[int, PartJob]:
+        """Ledger entry id -> the part's job it moved money for, for entries with no auction job."""
+        return {}
 
 
 _PARTS: tuple[MarketPart, ...] | None = None
@@ -279,6 +301,19 @@ def offered_prices(market: Market, types: Sequence[ResourceType], since: float) 
     out: list[PricePoint] = []
     for p in parts():
         out += p.price_points(market, types, since)
+    return out
+
+
+def tenant_part_jobs(tenant: Tenant, limit: int = 10) -> list[tuple[str, list[PartJob]]]:
+    """(part name, the tenant's newest jobs of that part) for every part that runs jobs of its own."""
+    return [(p.name, jobs) for p in parts() if (jobs := p.tenant_jobs(tenant, limit))]
+
+
+def ledger_part_jobs(entry_ids: list[int]) -> dict[int, PartJob]:
+    """Every part's :meth:`MarketPart.ledger_jobs`, merged (entry id -> the part's job)."""
+    out: dict[int, PartJob] = {}
+    for p in parts():
+        out.update(p.ledger_jobs(entry_ids))
     return out
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet, Sum
+from django.utils import timezone
 
 from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
@@ -339,6 +340,26 @@ def queue_tree_nodes(*, market: Market) -> list[Queue]:
 def market_or_none() -> Market | None:
     """The market the pages show (the first one), or None before any exists."""
     return Market.objects.order_by("id").first()
+
+
+def replayed_jobs(*, market: Market) -> QuerySet[Job]:
+    """The market's jobs that a trace replay submitted (``replay_trace``: a trace job id in
+    ``external_id``, a name ``trace-<id>``), as opposed to jobs a tenant placed."""
+    return Job.objects.filter(market=market).exclude(external_id="").filter(name__startswith="trace-")
+
+
+CLOCK_STALE_S = 5.0  # a clock not ticked for this long is stopped (run_clock ticks every 0.5 s, the replay every 0.5 s)
+
+
+def market_clock(*, market: Market) -> dict[str, Any]:
+    """The market clock as a page shows it: ``sim_time`` (simulated s, extrapolated from the last
+    tick at ``clock_speed`` simulated s per wall s), ``speed`` (that rate while the clock runs, 0
+    while it is stopped: no tick for ``CLOCK_STALE_S`` wall s) and ``running``. The browser ticks
+    the header clock at ``speed`` between reads (``static/js/clock.js``)."""
+    since = None if market.clock_wall_at is None else (timezone.now() - market.clock_wall_at).total_seconds()
+    running = since is not None and 0.0 <= since < CLOCK_STALE_S
+    speed = float(market.clock_speed) if running else 0.0
+    return {"sim_time": market.sim_time + speed * (since or 0.0), "speed": speed, "running": running}
 
 
 def tenant_of(*, user: object) -> Tenant | None:

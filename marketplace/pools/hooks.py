@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from marketplace.market.hooks import MarketPart, PricePoint
-from marketplace.pools.selectors import pool_price_points
+from marketplace.market.hooks import MarketPart, PartJob, PricePoint
+from marketplace.pools.selectors import cura_jobs_of, cura_ledger_jobs, cura_part_job, pool_price_points
 from marketplace.pools.services.jobs import cura_advance
 
 if TYPE_CHECKING:
     from marketplace.market.models.market import Market
     from marketplace.market.models.queues import ResourceType
+    from marketplace.market.models.tenants import Tenant
 
 
 class PoolsPart(MarketPart):
@@ -26,3 +27,8 @@ class PoolsPart(MarketPart):
 
     def price_points(self, market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
         return pool_price_points(market, types, since)
+    def tenant_jobs(self, tenant: Tenant, limit: int) -> list[PartJob]:
+        return [cura_part_job(job) for job in cura_jobs_of(tenant=tenant)[:limit]]
+
+    def ledger_jobs(self, entry_ids: list[int]) -> dict[int, PartJob]:
+        return cura_ledger_jobs(entry_ids=entry_ids)

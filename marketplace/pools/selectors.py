@@ -6,13 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 
-from marketplace.market.hooks import PricePoint
+from marketplace.ledger.money import format_money
+from marketplace.market.hooks import PartJob, PricePoint
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level
-from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
+from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, VMInstanceType
 
 
 def vm_types_of(*, market: Market) -> list[VMInstanceType]:
@@ -113,3 +115,19 @@ def reconfigurations(*, market: Market) -> QuerySet[PoolReconfiguration]:
 
 def cura_jobs_of(*, tenant: Tenant) -> QuerySet[CuraJob]:
     return CuraJob.objects.filter(tenant=tenant).select_related("vm_type")
+
+
+def cura_part_job(job: CuraJob) -> PartJob:
+    """A Cura job as My jobs and the ledger show it (``market.hooks.PartJob``): a link to its row on the Cura page."""
+    what = f"{job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name}" if job.vm_type is not None else "no VMs yet"
+    end = job.finished_s if job.finished_s is not None else job.end_s
+    until = f", ends at {end:.0f} s" if end is not None else ""
+    money = f"charged {format_money(job.charged)}" if job.charged > 0 else f"holds {format_money(job.held)}"
+    return PartJob(label=f"Cura job #{job.pk}", url=f"{reverse('cura-jobs')}#cura-{job.pk}", status=job.get_status_display(),
+                   summary=f"{job.job_class or f'type {job.job_type}'}: {what}, deadline {job.deadline_s:.0f} s{until}; {money}")
+
+
+def cura_ledger_jobs(*, entry_ids: list[int]) -> dict[int, PartJob]:
+    """Ledger entry id -> the Cura job it moved money for."""
+    links = CuraLedgerLink.objects.filter(entry_id__in=entry_ids).select_related("cura_job__vm_type")
+    return {link.entry_id: cura_part_job(link.cura_job) for link in links}

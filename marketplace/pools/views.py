@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_http_methods
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods
 
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
@@ -28,6 +29,7 @@ from marketplace.pools.services.pools import (
     vm_type_save,
 )
 from marketplace.web.forms import apply_service_errors
+from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import paginate, render_page, tenant_required
 
 
@@ -139,3 +141,15 @@ def cura_job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Job {job.pk} cancelled; its hold was released (it had not run).")
     return redirect("cura-jobs")
+
+
+@tenant_required
+@require_GET
+@poller_revalidates
+def cura_jobs_live(request: HttpRequest) -> HttpResponse:
+    """``{"fragments": {"cura-rows": html}}``: the Cura jobs table's rows for the same page, polled by
+    ``static/js/live.js`` (an ETag of the content: unchanged rows are a 304)."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    page = paginate(request, cura_jobs_of(tenant=tenant))
+    html = render_to_string("pools/_job_rows.html", {"page": page}, request=request)
+    return JsonResponse({"fragments": {"cura-rows": html}})
