@@ -26,7 +26,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include([*(pattern for part in PARTS for pattern in part.api_urlpatterns), *api.urlpatterns])),
     # any other /api/ path: the JSON 404, in debug too (Django's debug 404 page is HTML)
-    re_path(r"^api/(?P<rest>.+)$", csrf_exempt(not_found), name="api-not-found"),
+    re_path(r"^api/(?P<rest>[\s\S]+)\Z", csrf_exempt(not_found), name="api-not-found"),  # any character, newlines too
 ]
 
 handler404 = "marketplace.web.views.not_found"  # JSON under /api/

@@ -21,7 +21,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.authentication import token_expiry
+from marketplace.api.fields import StrictJSON
+from marketplace.api.parsers import SafeJSONParser
 from marketplace.web.throttling import client_address, login_attempt, login_succeeded
+
+
+class LoginSerializer(StrictJSON, AuthTokenSerializer):
+    """Username and password (JSON strings)."""
+
 
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 
@@ -39,7 +46,8 @@ class TokenView(APIView):
     """Obtain (POST, username + password) or revoke (DELETE) the caller's API token."""
 
     throttle_classes = ()  # wrong passwords are limited by FailureLimiter; right ones are not rate-limited
-    serializer_class = AuthTokenSerializer
+    parser_classes = (SafeJSONParser,)  # JSON only: one request schema, one content type
+    serializer_class = LoginSerializer
 
     def get_permissions(self) -> list[Any]:
         return [IsAuthenticated()] if self.request.method == "DELETE" else [AllowAny()]
@@ -50,13 +58,13 @@ class TokenView(APIView):
     def get_authenticate_header(self, request: Request) -> str:
         return 'Token realm="api"'  # with a 401 for wrong credentials (POST has no authenticator to name it)
 
-    @extend_schema(request=AuthTokenSerializer, responses={200: _TokenOut})
+    @extend_schema(request=LoginSerializer, responses={200: _TokenOut})
     def post(self, request: Request) -> Response:
         address, username = client_address(request), str(request.data.get("username", ""))
         wait = login_attempt(address, username)  # counted before the password is hashed
         if wait is not None:
             raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
-        serializer = AuthTokenSerializer(data=request.data, context={"request": request})
+        serializer = LoginSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
             if "non_field_errors" in serializer.errors and set(serializer.errors) == {"non_field_errors"}:
                 raise WrongCredentials(serializer.errors)  # both fields given, and they do not log in: 401

@@ -212,6 +212,7 @@ def conditional(*, scope: str, depends: str = "all", market: str = "default") ->
                     out[header] = value
             return _decorate(out, tag)
 
+        wrapper.etag = True  # type: ignore[attr-defined]  # the schema documents If-None-Match, ETag and 304 (api.operations)
         return wrapper
 
     return decorate

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Max, QuerySet
 from django_filters import rest_framework as filters
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
@@ -53,6 +53,12 @@ class Pagination(PageNumberPagination):
         if not 1 <= size <= MAX_PAGE_SIZE:
             raise ValidationError({"page_size": f"Enter a whole number from 1 to {MAX_PAGE_SIZE}."})
         return size
+
+    def get_page_number(self, request: Request, paginator: Any) -> Any:
+        raw = request.query_params.get(self.page_query_param)
+        if raw is not None and not raw.strip():
+            raise NotFound("Invalid page: an empty page number.")  # DRF would read it as page 1
+        return super().get_page_number(request, paginator)
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         params = super().get_schema_operation_parameters(view)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.functional import lazy
@@ -78,3 +79,78 @@ class MoneyField(serializers.DecimalField):
 
     def to_representation(self, value: object) -> str | None:  # type: ignore[override]
         return money_text(value)
+
+
+# --- JSON types, strictly ------------------------------------------------------------------
+# DRF coerces: ``float(False)`` is 0.0, ``str(0)`` is "0", "true" is True. The API reads JSON,
+# whose types the schema states; a value of another JSON type is a field error (400), so a
+# client's mistake (``"min_utility": false``) is not taken for a number.
+WRONG_TYPE = "Expected {expected}, got {got}."
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def _expected(field: serializers.Field) -> tuple[str, tuple[type, ...]] | None:
+    """The JSON type a field reads (its name and the Python types json.loads gives it), or None: any."""
+    if isinstance(field, serializers.BooleanField):
+        return "a boolean", (bool,)
+    if isinstance(field, serializers.IntegerField | serializers.FloatField):
+        return "a number", (int, float)
+    if isinstance(field, serializers.DecimalField):
+        return "a decimal string", (str,)
+    if isinstance(field, serializers.ChoiceField | serializers.CharField):
+        return "a string", (str,)
+    return None
+
+
+def json_type_errors(field: serializers.Field, value: object) -> list[str]:
+    """The wrong-type message for ``value`` read by ``field`` (empty when the type is right or
+    null, which the field itself judges); list and dict fields check their children."""
+    if value is None:
+        return []
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        return next((json_type_errors(field.child, v) for v in value if json_type_errors(field.child, v)), [])
+    if isinstance(field, serializers.DictField) and isinstance(value, dict):
+        return next((json_type_errors(field.child, v) for v in value.values() if json_type_errors(field.child, v)), [])
+    expected = _expected(field)
+    if expected is None:
+        return []
+    name, types = expected
+    if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+        return []
+    return [WRONG_TYPE.format(expected=name, got=_json_type(value))]
+
+
+class StrictJSON:
+    """A serializer mixin (first base): every writable field refuses a value of the wrong JSON type
+    (a boolean in a number field, a number in a string field, ...) with a field error, all at once."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, Any] = {}
+        if isinstance(data, Mapping):
+            for name, field in self.fields.items():  # type: ignore[attr-defined]
+                if not field.read_only and name in data:
+                    wrong = json_type_errors(field, data[name])
+                    if wrong:
+                        errors[name] = wrong
+        try:
+            value = super().to_internal_value(data)  # type: ignore[misc]
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError(dict(exc.detail) | errors) from None  # every field's error at once
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value

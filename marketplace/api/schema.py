@@ -4,9 +4,11 @@ every answer the API can give is documented.
 ``complete_schema`` is a drf-spectacular post-processing hook
 (``SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]``):
 
-* every operation documents the error answers it can give: 400 (field errors, NUL
-  bytes, nesting), 401/403 (authentication), 404, 413 (body too big), 422
-  (idempotency key reused), 429 (throttled, with ``Retry-After``); all are JSON objects;
+* every operation documents the error answers it can give, and no other: 400 (field errors, NUL
+  bytes, nesting), 401/403 (authentication; not on the login), 404, 429 (throttled, with
+  ``Retry-After``); on writes 409 (conflict), 411 (chunked body), 413 (body too big) and 415
+  (not JSON, where a body is read); 304 and 422 come from ``api.operations`` (conditional GETs,
+  idempotent POSTs); all error bodies are JSON objects;
 * the bid's ``work[].resource_type`` and the series' ``?resource=`` become enums of the
   market's resource types (read from the database when the schema is served), with a
   bid example that is accepted as it stands;
@@ -32,14 +34,68 @@ ERRORS = {
     "401": "Missing, malformed or expired credentials (token or session); the WWW-Authenticate header names the scheme.",
     "403": "Authenticated but not allowed: not a tenant, not staff, or not a cluster manager.",
     "404": "No such object (another tenant's job is a 404 too).",
-    "413": "The request body is larger than the limit.",
-    "422": "The Idempotency-Key was used before with a different request.",
     "429": "Too many requests: wait for the Retry-After header's seconds.",
 }
+BODY_ERRORS = {  # the methods that carry a body (marketplace.web.middleware)
+    "411": "A body sent chunked without Content-Length: send its length.",
+    "413": "The request body is larger than the limit.",
+    "415": "The body is not JSON (Content-Type application/json).",
+}
+WRITES = ("post", "put", "patch", "delete")
+NO_CONFLICT = {("/api/auth/token/", "post"), ("/api/auth/token/", "delete")}
+ANONYMOUS = {("/api/auth/token/", "post")}  # no credentials are read and no object named: never a 401, 403 or 404
 
 
 CONFLICT = ("The object's current state refuses the request (cancelling an ended job, accepting or declining a quote "
             "that is no longer open); the body names the field.")
+
+
+def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> None:
+    """The errors the server can send for this operation, each with its JSON body (and only those)."""
+    responses = operation.setdefault("responses", {})
+    error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    codes = dict(ERRORS)
+    if method in WRITES:
+        codes |= BODY_ERRORS if "requestBody" in operation else {k: BODY_ERRORS[k] for k in ("411", "413")}
+        if (path, method) not in NO_CONFLICT:
+            codes["409"] = CONFLICT
+    if (path, method) in ANONYMOUS:
+        codes = {k: v for k, v in codes.items() if k not in ("401", "403", "404")}
+    for code, text in codes.items():
+        responses.setdefault(code, {"description": text, "content": error_body})
+    responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
+    if "401" in responses:
+        responses["401"].setdefault("headers", {"WWW-Authenticate": {
+            "schema": {"type": "string"}, "description": "The scheme to authenticate with: `Token` (Authorization: Token <key>)."}})
+    if "201" in responses:
+        responses["201"].setdefault("headers", {}).setdefault("Location", {
+            "schema": {"type": "string", "format": "uri"}, "description": "The URL of what was created."})
+    if path == "/api/jobs/" and method == "post":
+        responses["201"]["links"] = {
+            "ReadJob": {"operationId": "jobs_retrieve", "parameters": {"id": "$response.body#/id"}},
+            "CancelJob": {"operationId": "jobs_cancel_create", "parameters": {"id": "$response.body#/id"}},
+        }
+
+
+def _type_nullable_references(schemas: dict[str, Any]) -> None:
+    """A nullable ``allOf: [$ref]`` property becomes ``oneOf: [$ref, null]``, null written as OpenAPI
+    3.0 spells it (``type: object, nullable: true, enum: [null]``): 3.0 reads ``nullable`` only beside
+    a ``type``, and generated clients parse an ``allOf`` as the object always (and fail on null)."""
+    for body in schemas.values():
+        for spec in body.get("properties", {}).values():
+            refs = spec.get("allOf", [])
+            if spec.get("nullable") and len(refs) == 1 and "$ref" in refs[0] and "type" not in spec:
+                spec["oneOf"] = [*spec.pop("allOf"), {"type": "object", "nullable": True, "enum": [None]}]
+                spec["type"] = "object"
+
+
+def _bound_series_filters(result: dict[str, Any]) -> None:
+    from marketplace.api.conventions import SIM_TIME_LIMIT
+
+    for operations in result.get("paths", {}).values():
+        for param in operations.get("get", {}).get("parameters", []):
+            if param["name"] in ("sim_time_min", "sim_time_max"):
+                param["schema"].update({"minimum": -float(SIM_TIME_LIMIT), "maximum": float(SIM_TIME_LIMIT)})
 
 
 def _resource_names() -> list[str]:
@@ -60,25 +116,11 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
     }
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
-            responses = operation.setdefault("responses", {})
-            error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-            for code, text in ERRORS.items():
-                responses.setdefault(code, {"description": text, "content": error_body})
-            responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
-            responses["401"].setdefault("headers", {"WWW-Authenticate": {
-                "schema": {"type": "string"}, "description": "The scheme to authenticate with: `Token` (Authorization: Token <key>)."}})
-            if method in ("post", "put", "patch", "delete"):
-                responses.setdefault("409", {"description": CONFLICT, "content": error_body})
-            if "201" in responses:
-                responses["201"].setdefault("headers", {"Location": {
-                    "schema": {"type": "string", "format": "uri"}, "description": "The URL of what was created."}})
-            if path == "/api/jobs/" and method == "post":
-                responses["201"]["links"] = {
-                    "ReadJob": {"operationId": "jobs_retrieve", "parameters": {"id": "$response.body#/id"}},
-                    "CancelJob": {"operationId": "jobs_cancel_create", "parameters": {"id": "$response.body#/id"}},
-                }
+            _complete_statuses(path, method, operation)
     _describe_conventions(result)
     describe_fields(schemas)
+    _type_nullable_references(schemas)
+    _bound_series_filters(result)
     names = _resource_names()
     _complete_bid(schemas, names)
     if names:

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import created, request_tenant, service_errors, tenant_market
-from marketplace.api.fields import money_text
+from marketplace.api.fields import StrictJSON, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
@@ -37,8 +37,39 @@ from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 
 
-class AdoptSerializer(serializers.Serializer):
+class AdoptSerializer(StrictJSON, serializers.Serializer):
     job_class = serializers.CharField(max_length=120)
+
+
+def _weights(text: str) -> serializers.DictField:
+    return serializers.DictField(child=serializers.FloatField(), allow_null=True, help_text=text)
+
+
+class AdoptedOutSerializer(serializers.Serializer):
+    """Weights adopted for a job class (shape only, for the schema)."""
+
+    job_class = serializers.CharField(help_text="The job class.")
+    utility = serializers.ChoiceField(choices=Job.Utility.choices, help_text="The utility kind fitted.")
+    weights = serializers.DictField(child=serializers.FloatField(), help_text="Resource type name -> weight w >= 0.")
+    spread = serializers.DictField(child=serializers.FloatField(),
+                                   help_text="Resource type name -> bootstrap std of the normalised weight.")
+    jobs = serializers.IntegerField(help_text="Completed jobs the fit used, a count.")
+
+
+class UtilityFitOutSerializer(serializers.Serializer):
+    """A job class and its fitted utility weights (paper 000, Sec. 5, Eq. 2; shape only, for the schema)."""
+
+    job_class = serializers.CharField(help_text="The job class.")
+    utility = serializers.ChoiceField(choices=Job.Utility.choices, help_text="The utility kind most of its jobs bid.")
+    jobs = serializers.IntegerField(help_text="k: completed jobs with a measured response time, a count.")
+    jobs_needed = serializers.IntegerField(help_text="m: the fewest jobs a fit needs, a count.")
+    weights = _weights("Resource type name -> fitted weight (null while k < m).")
+    normalised = _weights("Resource type name -> weight normalised to sum 1 (null while k < m).")
+    spread = _weights("Resource type name -> bootstrap std of the normalised weight (null while k < m).")
+    intercept = serializers.FloatField(allow_null=True, help_text="The fit's intercept (null while k < m).")
+    rms_residual = serializers.FloatField(allow_null=True, help_text="Root mean square residual, utility units (null while k < m).")
+    adopted = serializers.DictField(child=serializers.FloatField(), allow_null=True,
+                                    help_text="The weights adopted for new bids of the class (null if none).")
 
 
 def _fit_json(c: ClassFit) -> dict[str, Any]:
@@ -57,7 +88,7 @@ def _fit_json(c: ClassFit) -> dict[str, Any]:
 class UtilityFitsView(APIView):
     """The caller's job classes and their fitted utility weights (paper 000, Sec. 5, Eq. 2)."""
 
-    @extend_schema(responses=None)
+    @extend_schema(responses=UtilityFitOutSerializer(many=True))
     def get(self, request: Request) -> Response:
         return Response([_fit_json(c) for c in utility_fits(tenant=request_tenant(request))])
 
@@ -87,7 +118,7 @@ class UtilityAdoptView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=AdoptSerializer, responses=None)
+    @extend_schema(request=AdoptSerializer, responses={201: AdoptedOutSerializer})
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
         data = AdoptSerializer(data=request.data)
@@ -96,8 +127,9 @@ class UtilityAdoptView(APIView):
             adopted = utility_fit_adopt(tenant=tenant, job_class=data.validated_data["job_class"], user=request.user)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response({"job_class": adopted.job_class, "utility": adopted.utility, "weights": adopted.weights,
-                         "spread": adopted.spread, "jobs": adopted.jobs}, status=status.HTTP_201_CREATED)
+        body = {"job_class": adopted.job_class, "utility": adopted.utility, "weights": adopted.weights, "spread": adopted.spread,
+                "jobs": adopted.jobs}
+        return created(request, body, reverse("api-utility-fits"))  # the fits list shows it as adopted
 
 
 def _preview_json(preview: Preview) -> dict[str, Any]:
@@ -106,9 +138,11 @@ def _preview_json(preview: Preview) -> dict[str, Any]:
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
+        "paid_rate": preview.paid_rate(preview.entered), "work": preview.work,
         "suggested": None if preview.suggested is None else {
             "budget": money_text(preview.suggested), "finish_s": preview.at_suggested.finish_s if preview.at_suggested else None,
             "price_level": preview.price_level, "work": preview.work, "minimum": money_text(preview.minimum),
+            "paid_rate": preview.paid_rate(preview.suggested),
         },
         "curve": [row | {"budget": money_text(row["budget"]), "sub_budgets": {k: money_text(v) for k, v in row["sub_budgets"].items()}}
                   for row in preview.rows()],  # amounts in the API's money format

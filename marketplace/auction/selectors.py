@@ -25,7 +25,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level
-from marketplace.market.services.market import engine_context
+from marketplace.market.services.market import engine_context, engine_stored
 from marketplace.web import charts
 from scheduler.abacus.fit import UtilityFit, fit_utility
 from scheduler.abacus.utility import utility_of
@@ -168,10 +168,10 @@ def engine_copy(*, market: Market) -> MarketEngine:
     Plan like a tick does (``market.services.clock._sync``), built from the stored state: reads only.
     Stepping or clearing it changes nothing stored and no other copy."""
     context = engine_context(market)
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
     config = adapters.market_config(market)
-    if state.get("signature") == context.signature:
-        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    stored = engine_stored(market=market, context=context)
+    if stored is not None:
+        engine = stored
         if engine.config != config:
             engine.configure(config)
     else:
@@ -211,10 +211,16 @@ class Preview:
     def at_suggested(self) -> PreviewPoint | None:
         return next((p for p in self.points if p.budget == self.suggested), None)
 
+    def paid_rate(self, budget: float) -> float | None:
+        """What a job with this budget pays per slot-second of its work, money: an auction job pays its
+        budget at completion for all its work (paper 000), so budget / work (None without work)."""
+        return budget / self.work if self.work > 0 else None
+
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
                  "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
-                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool} for p in self.points]
+                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool,
+                 "paid_rate": self.paid_rate(p.budget)} for p in self.points]
 
 
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,

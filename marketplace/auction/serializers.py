@@ -7,19 +7,20 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from marketplace.api.fields import MoneyField, StrictDecimalField, money_help, money_text
+from marketplace.api.fields import MoneyField, StrictDecimalField, StrictJSON, money_help, money_text
 from marketplace.auction.services import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.market.models.jobs import Job, JobWork
 
 
-class WorkItemSerializer(serializers.Serializer):
+class WorkItemSerializer(StrictJSON, serializers.Serializer):
     resource_type = serializers.CharField(max_length=40, help_text="Resource type name, e.g. map or reduce.")
-    tasks = serializers.IntegerField(min_value=0, max_value=MAX_TASKS)
+    tasks = serializers.IntegerField(min_value=1, max_value=MAX_TASKS,
+                                     help_text="Tasks of this type, a count (leave a type without tasks out).")
     task_duration = serializers.FloatField(min_value=0.001, max_value=MAX_TASK_DURATION_S, help_text="Simulated seconds per task.")
     weight = serializers.FloatField(min_value=0, max_value=1e6, default=1.0, help_text="Utility weight w_ij.")
 
 
-class BidSerializer(serializers.Serializer):
+class BidSerializer(StrictJSON, serializers.Serializer):
     """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
 
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")

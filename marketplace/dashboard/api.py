@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import SeriesFilter, default_market, request_tenant, service_errors
-from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, currency, money_help
+from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, StrictJSON, currency, money_help
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.serializers import JobSerializer
@@ -106,7 +106,7 @@ class StaffJobsView(generics.ListAPIView):
         return self.get_paginated_response(StaffJobSerializer(page, many=True, context=ctx).data)
 
 
-class AdjustSerializer(serializers.Serializer):
+class AdjustSerializer(StrictJSON, serializers.Serializer):
     tenant = serializers.CharField(max_length=100, help_text="The tenant's name.")
     direction = serializers.ChoiceField(choices=["credit", "debit"],
                                         help_text="credit adds to the available balance, debit takes from it.")

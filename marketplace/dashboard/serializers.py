@@ -10,7 +10,7 @@ from django.utils.functional import lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from marketplace.api.fields import MoneyField, currency
+from marketplace.api.fields import MoneyField, StrictJSON, currency
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.services.config import parse_t_wait
@@ -238,7 +238,7 @@ class MarketStateSerializer(serializers.Serializer):
     last_clearing = LastClearingSerializer(allow_null=True)
 
 
-class MarketConfigSerializer(serializers.Serializer):
+class MarketConfigSerializer(StrictJSON, serializers.Serializer):
     """Staff changes to the market's stages and knobs (all optional; audited by ``market_configure``).
 
     Stage names are checked against their registry here, so an unknown name is a

@@ -27,6 +27,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook
+from marketplace.web.text import seconds_text
 
 PRICE_SOURCE_CURVE = "ERA price curve"
 PRICE_SOURCE_FLOOR = "floor price"
@@ -93,6 +94,45 @@ def booked_job_ids(job_ids: list[int]) -> set[int]:
     return set(DeadlineBooking.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
 
 
+START_TOLERANCE_S = 1e-6  # times compared after a round trip through a form or JSON
+
+
+@dataclass(frozen=True)
+class StartChange:
+    """The start a booking was quoted and the one it got, simulated seconds on the market clock.
+
+    ``quoted`` is the start the tenant accepted (the quote's ``starts_at``; the booking's own quote's
+    when it gave none); ``booked`` is when the booked slots are free (now + the wait at booking);
+    ``moved`` is ``booked - max(quoted, now)`` (a quoted start the clock has passed counts as now:
+    nothing starts in the past), negative when the slots free sooner; ``notice`` says so in words
+    (empty when the start did not move).
+    """
+
+    quoted: float
+    booked: float
+    moved: float
+    notice: str
+
+
+def start_change(*, quoted: float | None, booked: float, now: float) -> StartChange:
+    """The booked start against the quoted one (:class:`StartChange`); ``now`` is the booking's time."""
+    if quoted is None:
+        return StartChange(booked, booked, 0.0, "")
+    moved = booked - max(quoted, now)
+    if abs(moved) <= START_TOLERANCE_S:
+        return StartChange(quoted, booked, 0.0, "")
+    notice = (f"The start moved: the quote said the slots are free at {quoted:.0f} s, the booking has them at "
+              f"{booked:.0f} s on the market clock ({seconds_text(abs(moved))} {'later' if moved > 0 else 'sooner'}; "
+              "the market moved since the quote).")
+    return StartChange(quoted, booked, moved, notice)
+
+
+def booking_start_change(booking: DeadlineBooking) -> StartChange:
+    """A stored booking's quoted against booked start (bookings made before both were stored: no change)."""
+    booked = booking.booked_start if booking.booked_start is not None else booking.sim_start
+    return start_change(quoted=booking.quoted_start, booked=booked, now=booking.sim_start)
+
+
 @dataclass(frozen=True)
 class Start:
     """A candidate start: after ``delay`` seconds, ``available`` (m,) slots of each type are free."""
@@ -132,9 +172,11 @@ def promised_reason(types: Sequence[ResourceType], tasks: Sequence[int], capacit
 
 
 def booking_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """Paper 003's prices offered (``market.hooks.MarketPart.price_points``): each booking's unit price per
-    slot-second of every type it booked, at the simulated time it was booked (newest 500 since ``since``)."""
-    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since).order_by("-id")
-            .values_list("sim_start", "unit_prices", "slots")[:500])
-    return [("deadline booking", j, float(at), float(prices[j]))
-            for at, prices, slots in rows for j in range(min(len(types), len(prices), len(slots))) if slots[j] > 0]
+    """Paper 003's prices paid (``market.hooks.MarketPart.price_points``): what each booking pays per slot-second
+    of its work (payment / work, the rate its quote showed), on every type it booked, at the simulated time it was
+    booked (newest 500 since ``since``). One rate for all its types, as the spot market's realised rate splits a
+    job's one payment in proportion to its slot-seconds (docs/economy.md, section 2)."""
+    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since, work__gt=0).order_by("-id")
+            .values_list("sim_start", "payment", "work", "slots")[:500])
+    return [("deadline booking", j, float(at), float(payment) / float(work))
+            for at, payment, work, slots in rows for j in range(min(len(types), len(slots))) if slots[j] > 0]

@@ -71,6 +71,8 @@ class LedgerEntry(models.Model):
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]
         verbose_name_plural = "ledger entries"
+        # (account, newest first): an account's page of entries, and the ids of a far page, from the index alone
+        indexes = (models.Index(fields=["account", "-id"], name="ledger_account_newest"),)
         constraints = (
             models.CheckConstraint(condition=Q(amount__gt=0), name="ledger_amount_positive"),
             models.CheckConstraint(condition=Q(available_after__gte=0) & Q(held_after__gte=0), name="ledger_after_non_negative"),

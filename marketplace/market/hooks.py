@@ -85,6 +85,11 @@ class MarketPart:
     """
 
     name: ClassVar[str] = ""
+    idle_until_used: ClassVar[bool] = False
+    """True: until the part records its first use in a market (``services.market.part_in_use``, in the
+    transaction that writes its first row), its :meth:`clearing_exclusions`, :meth:`engine_sync` and
+    :meth:`tick_work` have nothing to do there, and the core skips them: no query a clearing or a tick
+    (``Market.parts_in_use``, read with the market row)."""
     arguments: ClassVar[type[Any] | None] = None
     """A frozen dataclass of the part's own settings, each field with a default; ``None``: it has none.
     A field may add ``metadata={"min": x, "max": y, "help": "..."}``; values live in
@@ -191,12 +196,19 @@ def part(name: str) -> MarketPart:
 
 # ---------------------------------------------------------------- what the core calls
 
-def excluded_from_clearing(job_ids: Iterable[int]) -> set[int]:
-    """The jobs among ``job_ids`` that some part serves itself (never in the auction)."""
+def in_use(market: Market) -> list[MarketPart]:
+    """The parts whose hooks have work in ``market``: all, except those idle until used
+    (:attr:`MarketPart.idle_until_used`) that the market does not name in ``parts_in_use``."""
+    used = market.parts_in_use
+    return [p for p in parts() if not p.idle_until_used or p.name in used]
+
+
+def excluded_from_clearing(market: Market, job_ids: Iterable[int]) -> set[int]:
+    """The jobs among ``job_ids`` that some part in use serves itself (never in the auction)."""
     ids = list(job_ids)
     out: set[int] = set()
     if ids:
-        for p in parts():
+        for p in in_use(market):
             out |= p.clearing_exclusions(ids)
     return out
 
@@ -212,8 +224,8 @@ def fixed_price_jobs(job_ids: Iterable[int]) -> set[int]:
 
 
 def sync_engine(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
-    """Every part's :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
-    for p in parts():
+    """Every part's in use :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
+    for p in in_use(market):
         p.engine_sync(market, engine, types)
 
 
@@ -239,8 +251,8 @@ def engine_stepped(market: Market, engine: MarketEngine, types: list[ResourceTyp
 
 
 def run_tick_work(market: Market) -> None:
-    """Every part's :meth:`MarketPart.tick_work`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
-    for p in parts():
+    """Every part's in use :meth:`MarketPart.tick_work`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
+    for p in in_use(market):
         p.tick_work(market)
 
 

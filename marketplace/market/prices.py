@@ -167,8 +167,9 @@ def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: f
     """Every price of the market in money per slot-second, for one chart (docs/economy.md): the spot
     market's realised rate over time (:func:`rate_points`), the price curve quotes price from over
     the next ``ahead_s`` seconds (``hooks.price_curve``: one more unit of each type, per slot), and
-    the prices the parts offered in the last ``since_s`` seconds (``hooks.offered_prices``:
-    reservation quotes, deadline bookings), and each type's reference rate and reserve price."""
+    what the parts' tenants paid per slot-second of their work in the last ``since_s`` seconds
+    (``hooks.offered_prices``: reservations, deadline bookings, pool jobs), and each type's reference
+    rate and reserve price."""
     from marketplace.market import hooks
 
     now = market.sim_time

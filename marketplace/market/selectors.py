@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Prefetch, QuerySet, Sum
 from django.utils import timezone
 
 from marketplace.ledger.money import SLOT_SECOND, price_unit
@@ -27,8 +27,9 @@ def market_default() -> Market:
 
 
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
-    """A tenant's jobs, newest first, with their work rows."""
-    return Job.objects.filter(tenant=tenant).select_related("queue").prefetch_related("work__resource_type").order_by("-id")
+    """A tenant's jobs, newest first, with their work rows and their resource types (one query for both)."""
+    work = Prefetch("work", queryset=JobWork.objects.select_related("resource_type"))
+    return Job.objects.filter(tenant=tenant).select_related("queue").prefetch_related(work).order_by("-id")
 
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
@@ -44,24 +45,22 @@ def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[
     """job id -> {resource type name: within-queue share} in the latest stored Plan.
 
     The decoded shares are kept in this process per newest snapshot id, so the lists and
-    pages that show them read one id, not the Plan, until the next clearing.
+    pages that show them read one id, not the Plan, until the next clearing; after it, the same
+    statement reads the new Plan.
     """
-    newest = (AllocationSnapshot.objects.filter(market_id=market.pk, plan__isnull=False).order_by("-id")
-              .values_list("id", flat=True).first())
-    if newest is None:
-        return {}
     with _SHARES_LOCK:
         cached = _SHARES.get(market.pk)
-    if cached is None or cached[0] != newest:
-        latest = adapters.latest_plan(market.pk)
-        if latest is None:
-            return {}
-        snap_id, plan = latest
+    newest = adapters.plan_unless(market.pk, -1 if cached is None else cached[0])  # one statement
+    if newest is None:
+        return {}
+    snap_id, plan = newest
+    if plan is not None:  # a Plan this process has not decoded the shares of (always so when nothing is cached)
         names = [t.name for t in resource_types_of(market=market)]
         shares = {job: dict(zip(names, row, strict=True)) for job, row in zip(plan.job_ids.tolist(), plan.shares.tolist(), strict=True)}
         cached = (snap_id, shares)
         with _SHARES_LOCK:
             _SHARES[market.pk] = cached
+    assert cached is not None
     if job_ids is None:
         return dict(cached[1])
     return {job: cached[1][job] for job in job_ids if job in cached[1]}

@@ -5,25 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.types import OpenApiTypes
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, serializers, status
+from rest_framework import generics, serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.conventions import request_tenant, service_errors
-from marketplace.api.fields import MoneyField
+from marketplace.api.conventions import created, request_tenant, service_errors
+from marketplace.api.fields import MoneyField, StrictJSON, money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
+from marketplace.market.prices import price_level
 from marketplace.pools.models import CuraJob
 from marketplace.pools.selectors import cura_jobs_of, pool_rows
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import MAX_CORE_BUDGET, SETTINGS_FIELDS, pool_settings_of, pool_settings_update
 
 
-class PoolSettingsSerializer(serializers.Serializer[Any]):
+class PoolSettingsSerializer(StrictJSON, serializers.Serializer[Any]):
     beta = serializers.FloatField(required=False, min_value=0, help_text="Reconfigure when benefit > beta x cost; dimensionless.")
     reconf_window_s = serializers.FloatField(required=False, min_value=0.001, help_text="Reconfiguration window, simulated seconds.")
     boot_s = serializers.FloatField(required=False, min_value=0, help_text="VM boot time, simulated seconds.")
@@ -34,7 +35,7 @@ class PoolSettingsSerializer(serializers.Serializer[Any]):
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)
 
 
-class CuraJobInSerializer(serializers.Serializer[Any]):
+class CuraJobInSerializer(StrictJSON, serializers.Serializer[Any]):
     job_type = serializers.IntegerField(min_value=1, max_value=4, help_text="Profiled job type (paper 004, Tables II-V).")
     deadline_in_s = serializers.FloatField(min_value=0.001, help_text="Simulated seconds from now by which the job must end.")
     job_class = serializers.CharField(required=False, allow_blank=True, max_length=60,
@@ -48,11 +49,49 @@ class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
     cost = MoneyField(help_text="Resource cost: VMs x unit price x runtime (rounded to the money format).", allow_null=True)
     held = MoneyField(help_text="Money still held on the tenant's account for this job.")
     charged = MoneyField(help_text="Money charged for this job (on completion).")
+    paid_rate = serializers.FloatField(read_only=True, allow_null=True, help_text=(
+        "What the job pays per slot-second of its work (a slot per vCPU), money per slot-second, a rate: once charged, "
+        "charged / (VMs x vCPUs x seconds run); before, cost / (VMs x vCPUs x planned seconds). Null without a configuration."))
 
     class Meta:
         model = CuraJob
         fields = ("id", "job_type", "job_class", "arrival_s", "deadline_s", "status", "vm_type", "vms", "start_s", "end_s",
-                  "finished_s", "cost", "held", "charged")
+                  "finished_s", "cost", "held", "charged", "paid_rate")
+
+
+class PoolSettingsOutSerializer(serializers.Serializer[Any]):
+    beta = serializers.FloatField(help_text="Reconfigure when benefit > beta x cost; dimensionless.")
+    reconf_window_s = serializers.FloatField(help_text="Reconfiguration window, simulated seconds.")
+    boot_s = serializers.FloatField(help_text="VM boot time, simulated seconds.")
+    shutdown_s = serializers.FloatField(help_text="VM shutdown time, simulated seconds.")
+    framework_start_s = serializers.FloatField(help_text="Framework start time, simulated seconds.")
+    core_budget = serializers.IntegerField(help_text="vCPUs the servers offer (0: the pools' current cores).")
+
+
+class PoolOutSerializer(serializers.Serializer[Any]):
+    vm_type = serializers.CharField(help_text="VM type name.")
+    vcpus = serializers.IntegerField(help_text="vCPUs of one VM, a count.")
+    memory_gb = serializers.FloatField(help_text="Memory of one VM, GB.")
+    price = MoneyField(help_text="Price of one VM-second (a rate, in the money format: rounded to its 4 places).")
+    price_per_slot_second = serializers.FloatField(help_text=(
+        "The same per slot-second (a slot per vCPU), money per slot-second, rounded to 8 decimal places."))
+    size = serializers.IntegerField(help_text="VMs in the pool, a count.")
+    busy = serializers.IntegerField(help_text="VMs running a job now, a count.")
+    utilisation = serializers.FloatField(help_text="busy / size, 0 to 1.")
+    level_ratio = serializers.FloatField(allow_null=True, help_text=(
+        "price_per_slot_second over the market's price level (1: priced at the level; docs/economy.md)."))
+
+
+class PoolsStateSerializer(serializers.Serializer[Any]):
+    """The VM pools now and the pool manager's settings (paper 004)."""
+
+    sim_time = serializers.FloatField()
+    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second.")
+    settings = PoolSettingsOutSerializer(help_text="The pool manager's settings.")
+    pools = PoolOutSerializer(many=True, help_text="One per VM type.")
+
+
+RATE_PLACES = 8  # rates per slot-second in the pools' answer: float noise past this is not information
 
 
 def _pools_state() -> dict[str, Any]:
@@ -60,10 +99,12 @@ def _pools_state() -> dict[str, Any]:
     ps = pool_settings_of(market=market)
     return {
         "sim_time": market.sim_time,
+        "price_level": price_level(market=market),  # money per slot-second: what price_per_slot_second is compared with
         "settings": {f: getattr(ps, f) for f in SETTINGS_FIELDS},
         "pools": [
-            {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": str(r["type"].price),
-             "price_per_slot_second": r["slot_rate"], "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
+            {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": money_text(r["type"].price),
+             "price_per_slot_second": round(r["slot_rate"], RATE_PLACES), "level_ratio": r["level_ratio"],
+             "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
             for r in pool_rows(market=market)
         ],
     }
@@ -74,11 +115,11 @@ class PoolsView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: PoolsStateSerializer})
     def get(self, request: Request) -> Response:
         return Response(_pools_state())
 
-    @extend_schema(request=PoolSettingsSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=PoolSettingsSerializer, responses={200: PoolsStateSerializer})
     def patch(self, request: Request) -> Response:
         if not request.user.is_staff:
             raise PermissionDenied("Only staff may change the pool settings.")
@@ -108,7 +149,7 @@ class CuraJobsView(generics.GenericAPIView):
         page = self.paginate_queryset(self.filter_queryset(cura_jobs_of(tenant=request_tenant(request))))
         return self.get_paginated_response(CuraJobSerializer(page, many=True).data)
 
-    @extend_schema(request=CuraJobInSerializer, responses=CuraJobSerializer)
+    @extend_schema(request=CuraJobInSerializer, responses={201: CuraJobSerializer})
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
         data = CuraJobInSerializer(data=request.data)
@@ -117,7 +158,18 @@ class CuraJobsView(generics.GenericAPIView):
             job = cura_job_submit(tenant=tenant, user=request.user, **data.validated_data)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(CuraJobSerializer(job).data, status=status.HTTP_201_CREATED)
+        return created(request, CuraJobSerializer(job).data, reverse("api-cura-job", args=[job.pk]))
+
+
+class CuraJobDetailView(APIView):
+    """``GET``: one of your Cura jobs (another tenant's: 404)."""
+
+    @extend_schema(responses=CuraJobSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        job = cura_jobs_of(tenant=request_tenant(request)).filter(pk=pk).first()
+        if job is None:
+            raise NotFound("No such Cura job of yours.")
+        return Response(CuraJobSerializer(job).data)
 
 
 class CuraJobCancelView(APIView):

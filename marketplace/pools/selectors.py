@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
 from django.urls import reverse
 
 from marketplace.ledger.money import format_money
-from marketplace.market.hooks import PartJob
+from marketplace.market.hooks import PartJob, PricePoint
 from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
+from marketplace.market.prices import price_level
 from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, VMInstanceType
 
 
@@ -47,14 +50,33 @@ def slot_rate(vm_type: VMInstanceType) -> float:
 
 
 def pool_rows(*, market: Market) -> list[dict[str, Any]]:
-    """One row per pool: type, size, cores, VMs busy now, utilisation now and the price per slot-second."""
+    """One row per pool: type, size, cores, VMs busy now, utilisation now, the price per slot-second
+    and its ratio to the market's price level (``level_ratio``: 1 when the pools are priced at the level)."""
     busy = busy_at(market=market, t=market.sim_time)
+    level = price_level(market=market)
     rows = []
     for t in vm_types_of(market=market):
         used = busy.get(t.pk, 0)
         rows.append({"type": t, "pool": t.pool, "cores": t.vcpus * t.pool.size, "busy": used,
-                     "utilisation": used / t.pool.size if t.pool.size else 0.0, "slot_rate": slot_rate(t)})
+                     "utilisation": used / t.pool.size if t.pool.size else 0.0, "slot_rate": slot_rate(t),
+                     "level_ratio": slot_rate(t) / level if level > 0 else None})
     return rows
+
+
+POINTS_LIMIT = 500  # newest pool jobs a chart shows
+
+
+def pool_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+    """Paper 004's prices paid (``market.hooks.MarketPart.price_points``): what each charged Cura job paid per
+    slot-second of its work (``CuraJob.paid_rate``: its charge over VMs x vCPUs x the seconds it ran), at the
+    simulated time it was charged, newest ``POINTS_LIMIT`` since ``since``. Drawn in the first resource type's
+    column: a pool vCPU is a map slot (``simulator.cura.pools``)."""
+    if not types:
+        return []
+    jobs = (CuraJob.objects.filter(market=market, charged__gt=0, finished_s__gte=since).select_related("vm_type")
+            .order_by("-id")[:POINTS_LIMIT])
+    return [("pool job", 0, float(j.finished_s), rate) for j in jobs
+            if j.finished_s is not None and (rate := j.paid_rate) is not None]
 
 
 def pool_series(*, market: Market, types: list[VMInstanceType]) -> dict[str, list[dict[str, Any]]]:

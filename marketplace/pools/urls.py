@@ -14,5 +14,6 @@ urlpatterns = [
 api_urlpatterns = [
     path("pools/", api.PoolsView.as_view(), name="api-pools"),
     path("cura/jobs/", api.CuraJobsView.as_view(), name="api-cura-jobs"),
+    path("cura/jobs/<int:pk>/", api.CuraJobDetailView.as_view(), name="api-cura-job"),
     path("cura/jobs/<int:pk>/cancel/", api.CuraJobCancelView.as_view(), name="api-cura-job-cancel"),
 ]

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
 from marketplace.market.models.tenants import Tenant
+from marketplace.market.prices import price_level
 from marketplace.pools.charts import pool_figures
 from marketplace.pools.forms import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.pools.models import VMPool
@@ -23,6 +24,7 @@ from marketplace.pools.services.pools import (
     pool_resize,
     pool_settings_of,
     pool_settings_update,
+    pools_price_at_level,
     pools_setup_paper,
     vm_type_save,
 )
@@ -46,10 +48,14 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
     settings_form = PoolSettingsForm(request.POST if action == "settings" else None, initial=initial, prefix="s")
     type_form = VMTypeForm(request.POST if action == "vm_type" else None, prefix="t")
     size_form = PoolSizeForm(request.POST if action == "size" else None, prefix="p")
+    if action == "level":
+        pools_price_at_level(market=market, user=request.user, reason=request.POST.get("reason", ""))
+        messages.success(request, f"Re-priced the VM types at the market's level, {price_level(market=market):.4g} per slot-second.")
+        return redirect("pools")
     if action == "paper":
         try:
             pools_setup_paper(market=market, user=request.user)
-            messages.success(request, "Created the VM types of paper 004, App. A, with 40 VMs each.")
+            messages.success(request, "Created the VM types of paper 004, App. A, with 40 VMs each, priced at the market's level.")
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
         return redirect("pools")
@@ -87,7 +93,7 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
     sizes_fig, util_fig = pool_figures(pool_series(market=market, types=types))
     return render_page(request, "pools/admin.html", {
         "nav": "pools", "settings_form": settings_form, "type_form": type_form, "size_form": size_form,
-        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig,
+        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig, "price_level": price_level(market=market),
         "reconfigurations": paginate(request, reconfigurations(market=market)),
         "size_error_pool": size_form["pool"].value() if size_form.errors else None,
     }, market=market)
@@ -114,7 +120,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
             return redirect("cura-jobs")
     return render_page(request, "pools/jobs.html", {
         "nav": "cura", "form": form, "page": paginate(request, cura_jobs_of(tenant=tenant)),
-        "pools": pool_rows(market=tenant.market),
+        "pools": pool_rows(market=tenant.market), "price_level": price_level(market=tenant.market),
     }, market=tenant.market)
 
 

@@ -258,10 +258,11 @@ POINTS_LIMIT = 500  # newest quotes a chart shows
 
 
 def quote_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """ERA's prices offered (``market.hooks.MarketPart.price_points``): each quote's price per slot-second at the
-    simulated time it was priced, newest ``POINTS_LIMIT`` since ``since``."""
+    """ERA's prices paid (``market.hooks.MarketPart.price_points``): what each accepted reservation pays per
+    slot-second of its work (price / (units x (end - start))), at the simulated time its quote was priced,
+    newest ``POINTS_LIMIT`` since ``since``."""
     column = {t.pk: j for j, t in enumerate(types)}
-    rows = (ReservationQuote.objects.filter(market=market, quoted_at__gte=since).order_by("-id")
-            .values_list("resource_type_id", "quoted_at", "price", "units", "duration")[:POINTS_LIMIT])
-    return [("reservation quote", column[rt], float(at), float(price) / (units * duration))
-            for rt, at, price, units, duration in rows if rt in column and units and duration]
+    rows = (Reservation.objects.filter(market=market, quote__quoted_at__gte=since).order_by("-id")
+            .values_list("resource_type_id", "quote__quoted_at", "price", "units", "start", "end")[:POINTS_LIMIT])
+    return [("reservation", column[rt], float(at), float(price) / (units * (end - start)))
+            for rt, at, price, units, start, end in rows if rt in column and units and end > start]

@@ -41,7 +41,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.config import resource_capacity_set
-from marketplace.market.services.market import market_changed
+from marketplace.market.services.market import market_changed, part_in_use
 from marketplace.market.validation import StateConflict
 from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
@@ -225,7 +225,7 @@ def _books_as_quoted(quote: ReservationQuote, market: Market, s: ReservationSett
     return 0 <= lo < hi <= mech.horizon and not np.any(mech.promised[lo:hi] + quote.units > mech.capacity)
 
 
-def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reservation:
+def reservation_accept(*, quote: ReservationQuote, user: object = None, rebook: bool = True) -> Reservation:
     """Accept an open quote: book it at its price, paid now through the ledger.
 
     A quote that cannot be booked as it stands (:func:`_books_as_quoted`: it expired, another
@@ -234,7 +234,9 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
     not yet begun (docs/economy.md, "Accepting a quote"): the next feasible start at no more than
     the accepted price is booked at the new price; a dearer one is not (:class:`QuoteMoved`
     carries it, and the old quote is closed); no feasible start, or a window that has passed,
-    is a :class:`QuoteMoved` without a quote whose message says exactly why.
+    is a :class:`QuoteMoved` without a quote whose message says exactly why. With ``rebook=False``
+    (the API: a client books exactly the quote it names) the re-priced quote is never booked in its
+    place: it is a :class:`QuoteMoved` carrying the new quote, whatever its price.
 
     Raises:
         StateConflict: {"quote": ...} for a quote that is not open (a ValidationError);
@@ -258,6 +260,10 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None) -> Reser
             if fresh is not None and fresh.price > price:
                 moved = QuoteMoved(f"The market moved since this quote: the next feasible start ({fresh.start:g} s on the market "
                                    f"clock) now costs {fresh.price}, more than the {price} you accepted. Review the new quote.", fresh)
+            elif fresh is not None and not rebook:
+                moved = QuoteMoved(f"This quote can no longer be booked as it stands (it expired or the market moved): the "
+                                   f"next feasible start ({fresh.start:g} s on the market clock) costs {fresh.price}. Review "
+                                   f"the new quote and accept it to book.", fresh)
             elif fresh is not None:
                 quote, price = fresh, fresh.price  # the next feasible start, at no more than the accepted price
         if moved is None:
@@ -381,6 +387,7 @@ def reservation_book(
         job_hold(tenant_id=tenant.pk, job=job, amount=hold, user=user)
     job_charge(job=job, amount=amount, memo=f"reservation price of job {job.pk} (fixed at acceptance)")
     job.save(update_fields=["charged"])
+    part_in_use(market=market, name="reservations")
     reservation = Reservation.objects.create(
         market=market, tenant=tenant, job=job, resource_type=resource_type, units=units, start=start, end=end,
         arrival=start if arrival is None else arrival, deadline=end if deadline is None else deadline,

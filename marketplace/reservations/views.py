@@ -74,6 +74,7 @@ def reservation_quote_view(request: HttpRequest, pk: int) -> HttpResponse:
     return render_page(request, "reservations/quote.html", {
         "nav": "reserve", "quote": quote, "alternatives": alternatives, "figure": figure,
         "reservation": getattr(quote, "reservation", None), "cluster_now": cluster_now(market=tenant.market),
+        "unit_price": rsel.window_unit_price(quote=quote),
     }, market=tenant.market)
 
 

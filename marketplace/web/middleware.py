@@ -11,6 +11,9 @@
   Django's WSGI request reads ``Content-Length`` bytes, so such a body arrives
   empty, and a bid used to get a confusing "budget is required". It is refused
   with ``411 {"body": [...]}`` (Length Required, RFC 9110, Sec. 15.5.12).
+
+The body checks apply to the methods that carry one (not GET, HEAD, OPTIONS: their bodies are
+never read).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from django.urls import Resolver404, resolve
 from marketplace.web.text import BIDI_CONTROLS, inert
 
 NULL_MESSAGE = "Null characters are not allowed."
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 CHUNKED_MESSAGE = "Send the body with a Content-Length header; chunked transfer encoding is not supported."
 
 
@@ -64,6 +68,8 @@ class RequestGuardMiddleware:
             bad = sorted({k for k, values in request.GET.lists() if "\x00" in k or any("\x00" in v for v in values)})
             return JsonResponse({(k.replace("\x00", "\\x00") or "query"): [NULL_MESSAGE] for k in bad} or {"query": [NULL_MESSAGE]},
                                 status=400)
+        if request.method in SAFE_METHODS:  # no body is read: nothing to refuse (the API documents 411/413 on writes only)
+            return self.get_response(request)
         if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get("CONTENT_LENGTH"):
             return JsonResponse({"body": [CHUNKED_MESSAGE]}, status=411)
         try:

@@ -154,6 +154,7 @@ RULES: dict[str, Rule] = {
     "api-bid-preview": API_POST_TENANT,
     "api-pools": API_PUBLIC.refusing("patch", anon=401, alice=403, bob=403, manager=403),
     "api-cura-jobs": API_TENANT.refusing("post", **NON_TENANT_WRITE),
+    "api-cura-job": API_OWN,
     "api-cura-job-cancel": API_POST_OWN,
     "api-staff-jobs": API_ALL_TENANTS,
     "api-staff-ledger-adjust": API_POST_STAFF,

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db import connection
 
 from marketplace.infra import rows
 from marketplace.market.models.allocation import RateSample, SpotSettlement
@@ -77,17 +78,36 @@ def rates_pool(*, market_id: int, sim_time: float) -> int:
     """Publish one ``RateSample`` per resource type whose unpublished settlements come from at least
     :func:`min_tenants` distinct tenants (an unknown tenant counts as one): their sums, the number
     of jobs and tenants, and their slot-second-weighted utilisation, at ``sim_time``. Returns the
-    rows published."""
-    pending = SpotSettlement.objects.filter(market_id=market_id, pooled=False)
-    groups = list(pending.values("resource_type_id").annotate(
-        tenants=Count("tenant_id", distinct=True), unknown=Count("id", filter=None) - Count("tenant_id"),
-        c=Sum("charged"), w=Sum("slot_seconds"), jobs=Count("id")))
-    ready = [g for g in groups if g["tenants"] + (1 if g["unknown"] else 0) >= min_tenants() and (g["w"] or 0) > 0]
-    for g in ready:
-        ids = list(pending.filter(resource_type_id=g["resource_type_id"]).values_list("id", "utilisation", "slot_seconds"))
-        level = sum(u * w for _, u, w in ids) / sum(w for _, _, w in ids)
-        RateSample.objects.create(market_id=market_id, resource_type_id=g["resource_type_id"], sim_time=sim_time,
-                                  charged=float(g["c"] or 0.0), slot_seconds=float(g["w"]), jobs=g["jobs"],
-                                  tenants=g["tenants"] + (1 if g["unknown"] else 0), utilisation=float(level))
-        SpotSettlement.objects.filter(id__in=[i for i, _, _ in ids]).update(pooled=True)
-    return len(ready)
+    rows published.
+
+    Every departure calls it, so it reads the unpublished settlements in one plain statement and
+    sums them here (the grouped ORM query it replaces cost more to build than to run: a fifth of a
+    drained replay's time), then writes the published rows in one statement and marks their
+    settlements pooled in another."""
+    pending: dict[int, list[tuple[int, int | None, float, float, float]]] = {}
+    col = partial(rows.column, SpotSettlement)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {col('resource_type')}, {col('id')}, {col('tenant')}, {col('charged')}, {col('slot_seconds')}, "
+            f"{col('utilisation')} FROM {rows.table(SpotSettlement)} WHERE {col('market')} = %s AND {col('pooled')} = %s "
+            f"ORDER BY {col('id')}", [market_id, False])
+        for type_id, *row in cursor.fetchall():
+            pending.setdefault(int(type_id), []).append(tuple(row))  # type: ignore[arg-type]
+    need, published, pooled = min_tenants(), [], []
+    for type_id, settled in sorted(pending.items()):
+        tenants = {t for _, t, _, _, _ in settled if t is not None}
+        n_tenants = len(tenants) + (1 if any(t is None for _, t, _, _, _ in settled) else 0)
+        used = sum(w for _, _, _, w, _ in settled)
+        if n_tenants < need or not used > 0:
+            continue
+        level = sum(u * w for _, _, _, w, u in settled) / used
+        published.append((market_id, type_id, sim_time, float(sum(c for _, _, c, _, _ in settled)), float(used), len(settled),
+                          n_tenants, float(level)))
+        pooled += [(True, i) for i, _, _, _, _ in settled]
+    if published:
+        rows.insert_rows(RateSample, RATE_FIELDS, published)
+        rows.update_rows(SpotSettlement, ("pooled",), ("id",), pooled)
+    return len(published)
+
+
+RATE_FIELDS = ("market", "resource_type", "sim_time", "charged", "slot_seconds", "jobs", "tenants", "utilisation")

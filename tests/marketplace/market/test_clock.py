@@ -81,10 +81,11 @@ def test_cancel_while_running_frees_the_slots(market, alice):
 
 
 def _active_ids(market: Market) -> list[int]:
-    from marketplace.market.adapters import queue_tree
-    from simulator.market.engine import MarketEngine
+    from marketplace.market.services.market import engine_context, engine_stored
 
-    return MarketEngine.from_state(queue_tree(market).tree, market.engine_state["engine"]).cluster.active_jobs()
+    engine = engine_stored(market=market, context=engine_context(market))
+    assert engine is not None
+    return engine.cluster.active_jobs()
 
 
 def test_clock_never_runs_backwards(market):

@@ -26,7 +26,7 @@ from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import bidders_rate, one_unit_prices, price_level, realised_rates, reference_rate
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from marketplace.reservations.services import reservation_quote
+from marketplace.reservations.services import reservation_accept, reservation_quote
 from tests.factories import TenantFactory
 
 TRACE = "data/traces/FB-2009_samples_24_times_1hr_0.tsv"
@@ -116,8 +116,9 @@ def test_after_a_replayed_slice_the_three_prices_sit_within_a_small_factor(db, s
                               deadline=market.sim_time + 3600)
     prices = {"spot": spot, "deadline": deadline, "reservation": quote.unit_rate}
     assert spot is not None and max(prices.values()) / min(prices.values()) < 3.0, prices
+    reservation_accept(quote=quote)
     chart = one_unit_prices(market=market, types=types)
-    assert chart["spot"] and chart["curve"] and any(r["source"] == "reservation quote" for r in chart["offered"])
+    assert chart["spot"] and chart["curve"] and any(r["source"] == "reservation" for r in chart["offered"])
 
 
 def test_the_demo_economy_is_sized_from_the_price_level(db, settings, tmp_path):

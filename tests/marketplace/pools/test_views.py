@@ -26,7 +26,7 @@ def staff(market: Market) -> User:
 @pytest.fixture
 def paper_pools(market: Market, alice: Tenant) -> None:
     account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
-    pools_setup_paper(market=market)
+    pools_setup_paper(market=market, at_level=False)  # the paper's prices: its costs
     pool_settings_update(market=market, framework_start_s=0.0)
 
 

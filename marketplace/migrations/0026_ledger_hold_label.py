@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('marketplace', '0022_reserve_price_and_settlements'),
+        ('marketplace', '0025_history_indexes'),
     ]
 
     operations = [
