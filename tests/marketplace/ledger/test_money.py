@@ -56,7 +56,7 @@ def test_every_accepted_budget_is_shown_to_the_cent_and_never_as_nothing(budget)
     if accepted < Decimal("0.005"):
         assert shown == "< 0.01"
     else:
-        whole, _, cents = shown.partition(".")
+        cents = shown.partition(".")[2]
         assert len(cents) == 2 and abs(Decimal(shown.replace(",", "")) - accepted) <= Decimal("0.005")
 
 
