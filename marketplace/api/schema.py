@@ -43,7 +43,7 @@ BODY_ERRORS = {  # the methods that carry a body (marketplace.web.middleware)
 }
 WRITES = ("post", "put", "patch", "delete")
 NO_CONFLICT = {("/api/auth/token/", "post"), ("/api/auth/token/", "delete")}
-ANONYMOUS = {("/api/auth/token/", "post")}  # no credentials are read and no object named: never a 401, 403 or 404
+ANONYMOUS = {("/api/auth/token/", "post")}  # no credentials are read and no object named: never a 403 or 404 (a 401: wrong ones)
 
 
 CONFLICT = ("The object's current state refuses the request (cancelling an ended job, accepting or declining a quote "
@@ -61,6 +61,8 @@ def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> Non
             codes["409"] = CONFLICT
     if (path, method) in ANONYMOUS:
         codes = {k: v for k, v in codes.items() if k not in ("401", "403", "404")}
+        if path == "/api/auth/token/":  # both fields given and they do not log in
+            codes["401"] = "Wrong username or password (a missing field is a 400); WWW-Authenticate names the scheme."
     for code, text in codes.items():
         responses.setdefault(code, {"description": text, "content": error_body})
     responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
