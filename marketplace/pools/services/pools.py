@@ -163,7 +163,7 @@ def pools_price_at_level(*, market: Market, user: object = None, reason: str = "
     on every price changes none of their choices (footnote 2: the paper leaves pricing out). Jobs
     already placed keep the cost they were planned at. Returns the VM types, re-priced."""
     Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
-    types = list(VMInstanceType.objects.select_for_update().filter(market=market).select_related("pool"))
+    types = list(VMInstanceType.objects.select_for_update(of=("self",)).filter(market=market).select_related("pool"))
     factor = level_factor(market=market, types=types)
     note = reason or f"priced at the market's level, {price_level(market=market):.6g} per slot-second"
     for t in types:
