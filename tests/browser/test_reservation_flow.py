@@ -42,12 +42,12 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
             nav.get_by_role("link", name="Reserve", exact=True).click()
             page.get_by_label("Units (W)").fill("4")
             page.get_by_label("Duration T (s, market clock)").fill("600")
-            page.get_by_label("Window end D (s, market clock)").fill("0")
+            page.get_by_label("Window end D (market clock)").fill("0")
             page.get_by_role("button", name="Get a quote").click()
             expect(page.locator(".errorlist")).to_contain_text("empty or inverted")
 
             # A good one: the quote page with its chart, the cheapest start starred.
-            page.get_by_label("Window end D (s, market clock)").fill("3600")
+            page.get_by_label("Window end D (market clock)").fill("3600")
             page.get_by_role("button", name="Get a quote").click()
             expect(page).to_have_url(re.compile(r"/reservations/quotes/\d+/$"))
             expect(page.locator("[data-figure=fig-quote].js-plotly-plot .main-svg").first).to_be_visible()
