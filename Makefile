@@ -12,7 +12,7 @@ SPEEDUP ?= 30
 PORT ?= 8000
 BACKEND ?= simulated
 
-.PHONY: setup run test test-fast bench load clean slurm-up slurm-down
+.PHONY: setup run reset test test-fast bench load clean slurm-up slurm-down
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,10 @@ setup: $(STAMP)
 # BACKEND=slurm runs the market's tasks on a one-machine Slurm (make slurm-up, as root) instead of the
 # embedded cluster model. Migrate, create the demo market (admin + tenants in a two-level hierarchy),
 # serve on 127.0.0.1:$(PORT) and replay the first $(HOURS) h of the FB-2009
-# trace live at $(SPEEDUP) simulated seconds per wall second; then `run_clock`
-# keeps simulated time moving for as long as the server runs. With REDIS_URL
+# trace live at $(SPEEDUP) simulated seconds per wall second, once: a market that holds the replay
+# already (a second `make run`) is not replayed onto again (`make reset` starts over); then `run_clock`
+# keeps simulated time moving for as long as the server runs. Ctrl-C stops the processes the recipe
+# started (their ids are kept in pids: `kill 0` would signal make too, which then reports an error). With REDIS_URL
 # set, a Celery worker clears the market; otherwise Celery runs eagerly.
 run: setup
 	$(MANAGE) migrate --noinput
@@ -39,12 +41,18 @@ run: setup
 	@echo "  Request log: var/web.log (tail -f it); this terminal shows the replay's progress bar."
 	@echo ""
 	@mkdir -p var
-	@export CLUSTER_BACKEND=$(BACKEND); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
-	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload >>var/web.log 2>&1 & \
-	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & $(MANAGE) run_clock --no-tick & fi; \
-	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP); \
-	echo "Replay finished; the market clock keeps running (Ctrl-C to stop)."; \
-	$(MANAGE) run_clock & wait
+	@export CLUSTER_BACKEND=$(BACKEND); pids=""; trap 'trap - EXIT INT TERM; [ -z "$$pids" ] || kill $$pids 2>/dev/null; exit 0' EXIT INT TERM; \
+	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload >>var/web.log 2>&1 & pids="$$pids $$!"; \
+	if [ -n "$$REDIS_URL" ]; then $(BIN)/celery -A marketplace worker --loglevel=warning --concurrency=1 --without-gossip --without-mingle --without-heartbeat & pids="$$pids $$!"; $(MANAGE) run_clock --no-tick & pids="$$pids $$!"; fi; \
+	$(MANAGE) replay_trace $(TRACE) --hours $(HOURS) --speedup $(SPEEDUP) --once; \
+	echo "The market clock keeps running (Ctrl-C to stop)."; \
+	$(MANAGE) run_clock & pids="$$pids $$!"; wait
+
+# Start the demo over: empty the database (every market, job, ledger entry and login; the demo's
+# passwords in var/demo-credentials.txt are kept), so the next `make run` seeds and replays afresh.
+reset: setup
+	$(MANAGE) flush --noinput
+	@echo "The database is empty: \`make run\` seeds the demo market and replays the trace again."
 
 # Two runs: everything but the integration tests on two workers (pytest-xdist: each worker has its
 # own test database), then the integration tests alone (they start a real Celery worker and Redis).

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 TRACE = ROOT / "data" / "traces" / "FB-2009_samples_24_times_1hr_0.tsv"
 
-from bench.figures import record, require, run_guarded  # noqa: E402
+from bench.figures import python_additions_s, record, require, run_guarded  # noqa: E402
 
 
 def live_run(hours: float, start_hour: float) -> tuple[float, float, float, int]:
@@ -143,6 +143,7 @@ def main() -> None:
           + " ".join(f"{r:.2f}" for r in ratios))
     print(f"{'offline / live in CPU time (median)':<44} {statistics.median(cpu_ratios):>9.2f}x   (less sensitive to a busy machine)")
     print(f"live vs offline: {note}")
+    print(f"10^7 pure-Python additions: {python_additions_s():.2f} s (the goal is for about 0.6 s)")
     slice_ = f"FB-2009 hours {args.start_hour:g}-{args.start_hour + args.hours:g}"
     goal = GOAL if (args.start_hour, args.hours) == (0.0, 3.0) else None
     record(f"live replay_trace --drain, SQLite, {slice_} (wall)", live_med, unit="sim s/s", goal=goal,

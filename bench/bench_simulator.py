@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for scheduler and simulator
 
-from bench.figures import Timer, record, require, run_guarded
+from bench.figures import Timer, python_additions_s, record, require, run_guarded
 from scheduler.fairshare.fairness import QueueTree
 from simulator.runner import MarketParams, run
 from simulator.workloads.traces import SwimRule, load_swim
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             f"({100 * clear_s / max(wall, 1e-9):.0f} % of wall), auction rounds {result.auction_rounds}"
         ),
         "summary: " + json.dumps(result.summary()),
+        f"10^7 pure-Python additions: {python_additions_s():.2f} s (the goal is for about 0.6 s)",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
     window = f"offline FB-2009 {args.hours:g} h from hour {args.start_hour:g}"

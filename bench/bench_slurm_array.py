@@ -26,18 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 
-from bench.figures import record, require, run_guarded
+from bench.figures import python_additions_s, record, require, run_guarded
 from marketplace.slurm.client import CliSlurmClient, SlurmError, SlurmUnavailable
-
-
-def python_additions_s() -> float:
-    """Wall seconds of 10^7 pure-Python additions: this machine's speed at the moment, to read the figures by."""
-    t0 = time.perf_counter()
-    total = 0
-    for i in range(10**7):
-        total += i
-    assert total == 10**7 * (10**7 - 1) // 2
-    return time.perf_counter() - t0
 
 
 def slope(points: list[tuple[float, int]]) -> float:

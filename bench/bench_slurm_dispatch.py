@@ -41,8 +41,8 @@ from decimal import Decimal  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from bench.bench_slurm_array import python_additions_s, slope  # noqa: E402
-from bench.figures import record, require, run_guarded  # noqa: E402
+from bench.bench_slurm_array import slope  # noqa: E402
+from bench.figures import python_additions_s, record, require, run_guarded  # noqa: E402
 from marketplace.auction.models import WorkItem  # noqa: E402
 from marketplace.auction.services import bid_submit  # noqa: E402
 from marketplace.ledger.services import account_deposit  # noqa: E402

@@ -75,6 +75,18 @@ def record(figure: str, measured: float, *, unit: str, goal: float | None = None
     return fig
 
 
+def python_additions_s() -> float:
+    """Wall seconds of 10^7 pure-Python additions: the machine's speed at the moment (the goals are
+    set for about 0.6 s; scale a goal by this time over 0.6 s to read a figure on a slower machine)."""
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(10**7):
+        total += i
+    if total != 10**7 * (10**7 - 1) // 2:
+        raise HollowMeasurement("the additions loop did not add")
+    return time.perf_counter() - t0
+
+
 def load_figures(path: str) -> list[Figure]:
     """The figures appended to ``path`` (one JSON object a line)."""
     if not os.path.exists(path):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import statistics
@@ -229,9 +230,16 @@ async def _send(client: Http, stats: Stats, kind: str, method: str, url: str, ex
     return code, data
 
 
+RESERVE = 0.05  # credits per slot-second: the demo market's reserve price (seed_demo.DEMO_RESERVE)
+
+
 def _bid_body(rng: random.Random) -> dict:
-    return {"name": "load", "budget": str(rng.randint(1, 50)), "utility": "linear",
-            "work": [{"resource_type": "map", "tasks": rng.randint(1, 10), "task_duration": float(rng.randint(5, 60))}]}
+    """A bid of 1-10 map tasks of 5-60 s with a budget of 1-50 credits over the reserve price
+    times its slot-seconds (a bid below that is refused with a 400, which the mix counts as an error)."""
+    tasks, duration = rng.randint(1, 10), float(rng.randint(5, 60))
+    budget = math.ceil(RESERVE * tasks * duration) + rng.randint(1, 50)
+    return {"name": "load", "budget": str(budget), "utility": "linear",
+            "work": [{"resource_type": "map", "tasks": tasks, "task_duration": duration}]}
 
 
 async def api_user(base: str, token: str, stats: Stats, stop_at: float, think: tuple[float, float], seed: int,

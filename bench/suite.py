@@ -5,7 +5,7 @@ Each benchmark runs as its own process with ``BENCH_FIGURES`` naming a file its
 ``bench.figures.record`` calls append to. A benchmark that measured a no-op stops with
 ``bench.figures.HOLLOW_EXIT`` and its message; it and any other failure get a row of their
 own, and the suite exits with status 1 (after running the rest). Benchmarks that need
-PostgreSQL use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
+PostgreSQL (``history`` always) use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
 re-create); the simulation-lab sweep and the split lab run (``lab-sweep``) need ``DATABASE_URL``
 (PostgreSQL) and ``REDIS_URL`` and are skipped, saying so, without them. ``slurm-array`` needs a
 running Slurm (``make slurm-up``) and is skipped without one, except under ``CI``.
@@ -36,6 +36,8 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "replay": (["bench/bench_replay.py"], ""),
     "clearing-pg": (["bench/bench_clearing.py", "--postgres", "--jobs", "10", "100", "1000", "5000", "10000"], ""),
     "tick-pg": (["bench/bench_tick.py", "--postgres"], ""),
+    "tick-pg-5k": (["bench/bench_tick.py", "--postgres", "--active", "5000", "--repeat", "21"], ""),
+    "history": (["bench/bench_history.py"], ""),
     "auction": (["bench/bench_auction.py"], ""),
     "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
     "fairshare": (["bench/bench_fairshare.py"], ""),

@@ -12,6 +12,7 @@ from marketplace.market.models.allocation import (
     PriceSample,
     RateSample,
     ShareSample,
+    SpotSettlement,
 )
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import ConfigChange, Market
@@ -51,6 +52,7 @@ __all__ = [
     "SlurmReservation",
     "SlurmStatus",
     "SlurmTask",
+    "SpotSettlement",
     "Tenant",
     "VMInstanceType",
     "VMPool",

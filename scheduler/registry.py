@@ -7,7 +7,8 @@ A market names three stages, each's policy by a name from one registry per stage
   leaf queue that gets a free unit: ``fifo``, ``static``, ``mlrf``, ``ltrf``, ``hltrf``
   (paper 002, Sec. 5; ``scheduler.fairshare.allocator``), and the published
   schedulers the lab compares with (``scheduler.published``): ``drf``, ``slurm``,
-  ``karma`` (leaf queues) and ``tiresias``, ``themis`` (jobs across all queues,
+  ``karma`` (leaf queues) and ``tiresias``, ``tiresias3``, ``themis``,
+  ``themis_est`` and the size-oracle control ``srpt`` (jobs across all queues,
   ``job_level``). Factories take ``(tree, t_wait=...)`` and return an allocator
   for ONE resource type; a class with a ``link`` method is linked to the other
   types' allocators of the same cluster (DRF sees every type).
@@ -46,8 +47,9 @@ from scheduler.fairshare.protocol import link as _link
 from scheduler.published.drf import DrfAllocator
 from scheduler.published.karma import KarmaAllocator
 from scheduler.published.slurm import SlurmAllocator
+from scheduler.published.srpt import SrptAllocator
 from scheduler.published.themis import ThemisAllocator
-from scheduler.published.tiresias import TiresiasAllocator
+from scheduler.published.tiresias import THREE_LIMITS_S, TiresiasAllocator
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,7 +151,10 @@ FAIRSHARE.add("drf", "DRF (dominant resource fairness, as YARN's Fair Scheduler)
 FAIRSHARE.add("slurm", "Slurm classic fair share (2^(-U/S), decayed usage)", SlurmAllocator)
 FAIRSHARE.add("karma", "Karma (credits over quanta, guaranteed share)", KarmaAllocator)
 FAIRSHARE.add("tiresias", "Tiresias (discretised 2D least attained service, per job)", TiresiasAllocator)
-FAIRSHARE.add("themis", "Themis (finish-time fairness auction, per job)", ThemisAllocator)
+FAIRSHARE.add("tiresias3", "Tiresias, three limits (30 min, 1 h, 2 h of unit-time)", partial(TiresiasAllocator, thresholds=THREE_LIMITS_S))
+FAIRSHARE.add("themis", "Themis (finish-time fairness auction, per job; exact sizes)", ThemisAllocator)
+FAIRSHARE.add("themis_est", "Themis, sizes estimated from attained service", partial(ThemisAllocator, sizes="attained"))
+FAIRSHARE.add("srpt", "SRPT (shortest remaining work first, per job; exact sizes)", SrptAllocator)
 
 
 def link_allocators(allocators: Sequence[Allocator]) -> None:

@@ -67,11 +67,35 @@ class DeadlineQuoteOut(serializers.Serializer):
     start_delay = _seconds("Wait until the booked slots are free (running tasks end first; freed slots go to bookings "
                            "before the auction)")
     reason = serializers.CharField(help_text="Why no booking meets the deadline (empty when one does).")
+    starts_at = _seconds("When the booked slots are free, on the market clock (start + start_delay); pass it as the "
+                         "booking's quoted_start", null=True)
+    finishes_by = _seconds("The latest guaranteed finish, on the market clock (start + guarantee[1]); pass it as the "
+                           "booking's quoted_finish", null=True)
+    paid_rate = serializers.FloatField(allow_null=True, help_text=(
+        "What the booking pays per slot-second of its work: payment / sum of the work, money per slot-second, a rate "
+        "(paper 003 charges (T/R) sum_k b_k r_k: it differs from the unit prices). Null when infeasible."))
     curve = DeadlineCurveOut(many=True, help_text="Payment against relative deadline.")
 
 
 class DeadlineBookOut(DeadlineQuoteOut):
     job = serializers.IntegerField(help_text="The job booked.")
+    quoted_start = _seconds("The start the accepted quote gave (its starts_at), on the market clock")
+    booked_start = _seconds("When the booking's slots are free, on the market clock")
+    start_moved = serializers.FloatField(help_text=(
+        f"booked_start - max(quoted_start, booking time), {SIM_S}: negative when the slots free sooner than quoted, "
+        "0 when the start kept its promise (a later start is refused with 409)."))
+    notice = serializers.CharField(help_text="What moved since the quote, in words (empty when nothing did).")
+
+
+class DeadlineChangedOut(serializers.Serializer):
+    """409: the booking's quote is worse than the one accepted; review the new quote and book again."""
+
+    detail = serializers.CharField(help_text="What got worse: the price, the start or the guaranteed finish.")
+    quote = DeadlineQuoteOut(help_text="The new quote (book again with its payment, starts_at and finishes_by).")
+
+
+PAID_RATE_AUCTION = ("What the job pays per slot-second of its work at this budget: budget / work, money per slot-second, "
+                     "a rate (an auction job pays its budget at completion, paper 000; compare price_level). Null without work.")
 
 
 class PreviewRowOut(serializers.Serializer):
@@ -81,13 +105,19 @@ class PreviewRowOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
 
 
 class SuggestedBudgetOut(serializers.Serializer):
     budget = _money("The budget that pays the market's price level for the bid's work.")
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now at that budget, {SIM_S} (null: never).")
-    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second (its realised spot rate).")
+    price_level = serializers.FloatField(help_text=(
+        "The market's price level, money per slot-second (one vote per tenant that bought in contention and one for the "
+        "reference rate, the median; never below the reserve prices)."))
     work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
+    minimum = _money("The least budget the reserve prices allow for this work (reserve x slot-seconds per type); "
+                     "a bid below it is refused.")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
 
 
 class PreviewOut(serializers.Serializer):
@@ -100,5 +130,7 @@ class PreviewOut(serializers.Serializer):
     finish_s = serializers.FloatField(allow_null=True, help_text=f"Estimated finish from now, {SIM_S} (null: never).")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
+    paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
+    work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
     curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget and at the suggested one.")
     suggested = SuggestedBudgetOut(allow_null=True, help_text="A suggested budget: about this much finishes in about this long.")

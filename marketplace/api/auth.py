@@ -33,6 +33,15 @@ class LoginSerializer(StrictJSON, AuthTokenSerializer):
 _TokenOut = inline_serializer("TokenOut", {"token": serializers.CharField(), "expires_at": serializers.DateTimeField()})
 
 
+class WrongCredentials(exceptions.AuthenticationFailed):
+    """401 for a username and password that do not log in (RFC 9110, Sec. 15.5.2); the body keeps the
+    field-error shape (``{"non_field_errors": [...]}``). A missing field stays a 400."""
+
+    def __init__(self, errors: Any) -> None:
+        super().__init__()
+        self.detail = errors
+
+
 class TokenView(APIView):
     """Obtain (POST, username + password) or revoke (DELETE) the caller's API token."""
 
@@ -46,6 +55,9 @@ class TokenView(APIView):
     def get_authenticators(self) -> list[Any]:
         return [] if getattr(self, "request", None) is not None and self.request.method == "POST" else super().get_authenticators()
 
+    def get_authenticate_header(self, request: Request) -> str:
+        return 'Token realm="api"'  # with a 401 for wrong credentials (POST has no authenticator to name it)
+
     @extend_schema(request=LoginSerializer, responses={200: _TokenOut})
     def post(self, request: Request) -> Response:
         address, username = client_address(request), str(request.data.get("username", ""))
@@ -54,6 +66,8 @@ class TokenView(APIView):
             raise exceptions.Throttled(wait, detail="Too many failed logins; try again later.")
         serializer = LoginSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
+            if "non_field_errors" in serializer.errors and set(serializer.errors) == {"non_field_errors"}:
+                raise WrongCredentials(serializer.errors)  # both fields given, and they do not log in: 401
             raise exceptions.ValidationError(serializer.errors)
         login_succeeded(address, username)
         user = serializer.validated_data["user"]

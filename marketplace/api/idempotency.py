@@ -14,16 +14,16 @@ is a 400. Keys expire after ``IDEMPOTENCY_KEY_TTL_S`` (24 h).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+import orjson
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from marketplace.api.renderers import json_bytes
 from marketplace.ledger.idempotency import KeyReused, Outcome, idempotent_call, request_fingerprint, valid_key
 
 HEADER = "Idempotency-Key"
@@ -57,7 +57,7 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
             response = method(self, request, *args, **kwargs)
             if response.has_header("Location"):
                 first["Location"] = response["Location"]
-            body = json.loads(JSONRenderer().render(response.data)) if response.data is not None else None
+            body = orjson.loads(json_bytes(response.data)) if response.data is not None else None
             return Outcome(response.status_code, body)
 
         fingerprint = request_fingerprint(method=request.method or "POST", path=request.path, body=_body(request))

@@ -92,15 +92,15 @@ def _open_ranges(schemas: dict[str, Any]) -> None:
 
 
 def _type_nullable_references(schemas: dict[str, Any]) -> None:
-    """A nullable ``allOf: [$ref]`` property gets its target's ``type`` (OpenAPI 3.0 reads
-    ``nullable`` only beside a ``type``)."""
+    """A nullable ``allOf: [$ref]`` property becomes ``oneOf: [$ref, null]``, null written as OpenAPI
+    3.0 spells it (``type: object, nullable: true, enum: [null]``): 3.0 reads ``nullable`` only beside
+    a ``type``, and generated clients parse an ``allOf`` as the object always (and fail on null)."""
     for body in schemas.values():
         for spec in body.get("properties", {}).values():
             refs = spec.get("allOf", [])
             if spec.get("nullable") and len(refs) == 1 and "$ref" in refs[0] and "type" not in spec:
-                target = schemas.get(refs[0]["$ref"].rsplit("/", 1)[-1], {})
-                if "type" in target:
-                    spec["type"] = target["type"]
+                spec["oneOf"] = [*spec.pop("allOf"), {"type": "object", "nullable": True, "enum": [None]}]
+                spec["type"] = "object"
 
 
 def _bound_series_filters(result: dict[str, Any]) -> None:

@@ -138,9 +138,11 @@ def _preview_json(preview: Preview) -> dict[str, Any]:
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
+        "paid_rate": preview.paid_rate(preview.entered), "work": preview.work,
         "suggested": None if preview.suggested is None else {
             "budget": money_text(preview.suggested), "finish_s": preview.at_suggested.finish_s if preview.at_suggested else None,
-            "price_level": preview.price_level, "work": preview.work,
+            "price_level": preview.price_level, "work": preview.work, "minimum": money_text(preview.minimum),
+            "paid_rate": preview.paid_rate(preview.suggested),
         },
         "curve": [row | {"budget": money_text(row["budget"]), "sub_budgets": {k: money_text(v) for k, v in row["sub_budgets"].items()}}
                   for row in preview.rows()],  # amounts in the API's money format

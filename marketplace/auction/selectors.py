@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import ROUND_UP, Decimal
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
+from marketplace.ledger.money import MONEY_QUANTUM
 from marketplace.ledger.selectors import job_money
 from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job, JobWork
@@ -23,7 +25,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import price_level
-from marketplace.market.services.market import engine_context
+from marketplace.market.services.market import engine_context, engine_stored
 from marketplace.web import charts
 from scheduler.abacus.fit import UtilityFit, fit_utility
 from scheduler.abacus.utility import utility_of
@@ -166,10 +168,10 @@ def engine_copy(*, market: Market) -> MarketEngine:
     Plan like a tick does (``market.services.clock._sync``), built from the stored state: reads only.
     Stepping or clearing it changes nothing stored and no other copy."""
     context = engine_context(market)
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
     config = adapters.market_config(market)
-    if state.get("signature") == context.signature:
-        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    stored = engine_stored(market=market, context=context)
+    if stored is not None:
+        engine = stored
         if engine.config != config:
             engine.configure(config)
     else:
@@ -199,6 +201,7 @@ class Preview:
     suggested: float | None = None  # the budget that pays the market's price level for the work (money)
     price_level: float | None = None  # money per slot-second (market.prices.price_level)
     work: float = 0.0  # the bid's work, slot-seconds
+    minimum: float = 0.0  # the least budget the reserve prices allow for the work (money)
 
     @property
     def at_entered(self) -> PreviewPoint:
@@ -208,17 +211,23 @@ class Preview:
     def at_suggested(self) -> PreviewPoint | None:
         return next((p for p in self.points if p.budget == self.suggested), None)
 
+    def paid_rate(self, budget: float) -> float | None:
+        """What a job with this budget pays per slot-second of its work, money: an auction job pays its
+        budget at completion for all its work (paper 000), so budget / work (None without work)."""
+        return budget / self.work if self.work > 0 else None
+
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
                  "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
-                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool} for p in self.points]
+                 "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool,
+                 "paid_rate": self.paid_rate(p.budget)} for p in self.points]
 
 
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
                 min_utility: float | None = None, queue_id: int | None = None) -> Preview:
     """Share per resource type and estimated finish time the bid would get now, at its
     budget, at 1/8 .. 8 times it and at the suggested budget (:func:`suggested_budget`: the
-    market's price level times the bid's work) (``simulator.market.preview.price_preview``);
+    market's price level times the bid's work, at least the reserve prices' minimum) (``simulator.market.preview.price_preview``);
     writes nothing.
 
     Raises:
@@ -245,12 +254,22 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     entered = float(budget)
     work_s = float(sum(n * d for n, d in zip(spec.tasks, spec.task_duration, strict=True)))
     level = price_level(market=market)
-    suggested = suggested_budget(level=level, work=work_s)
+    minimum = reserve_minimum((t, items[t.name]) for t in context.types if t.name in items)
+    suggested = max(suggested_budget(level=level, work=work_s), float(minimum))
     try:
         points = price_preview(engine, spec, bid, sorted({*preview_budgets(entered), suggested}))
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None
-    return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s)
+    return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s,
+                   minimum=float(minimum))
+
+
+def reserve_minimum(chosen: Iterable[tuple[ResourceType, WorkItem]]) -> Decimal:
+    """The least budget the reserve prices allow for this work (docs/economy.md, "A price nobody moves
+    alone"): the sum over its types of the type's reserve price (money per slot-second) times the
+    tasks times the seconds per task, rounded up to the money quantum."""
+    total = sum(float(rt.reserve_price) * it.tasks * it.task_duration for rt, it in chosen)
+    return Decimal(repr(float(total))).quantize(MONEY_QUANTUM, rounding=ROUND_UP)
 
 
 def suggested_budget(*, level: float, work: float) -> float:

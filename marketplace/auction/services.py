@@ -8,6 +8,7 @@ its work and place the budget hold; after commit, the clearing is enqueued.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN, Decimal
 
@@ -16,7 +17,7 @@ from django.db import transaction
 from django.db.models import Sum
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
-from marketplace.auction.selectors import class_training_data
+from marketplace.auction.selectors import class_training_data, reserve_minimum
 from marketplace.infra import rows
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
@@ -155,6 +156,7 @@ def bid_submit(
     context = engine_context(market)
     queue_id = _leaf_queue(tenant, queue, context.tree_map.leaf_queue_ids)
     chosen = _validate_work(context.types, work)
+    reserve_check(budget=amount, chosen=chosen.values())
     job = Job(
         market=market, tenant=tenant, queue_id=queue_id, name=name[:120], budget=amount, utility=utility,
         external_id=external_id, sim_submit_time=market.sim_time,
@@ -169,6 +171,21 @@ def bid_submit(
     transaction.on_commit(lambda: adapters.remember_bid(job, works))  # before the clearing, which reads it
     enqueue_clearing(market_id=market.pk)
     return job
+
+
+def reserve_check(*, budget: Decimal, chosen: Iterable[tuple[ResourceType, WorkItem]]) -> None:
+    """Refuse a budget below :func:`reserve_minimum`.
+
+    Raises:
+        ValidationError: {"budget": ...} naming the minimum and the reserve prices behind it.
+    """
+    pairs = list(chosen)
+    least = reserve_minimum(pairs)
+    if budget < least:
+        rates = ", ".join(f"{rt.name} {float(rt.reserve_price):g}" for rt, _ in pairs if rt.reserve_price > 0)
+        raise ValidationError({"budget": [
+            f"The budget must be at least {least} for this work: the reserve prices ({rates} credits per slot-second) "
+            "times its slot-seconds. Below the reserve price the market sells no slot."]})
 
 
 def slo_reachable(*, utility: str, work: list[WorkItem]) -> float:
@@ -292,7 +309,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
         job_settle(job=job, amount=amount, held=held, memo=_cancel_memo(job, charge, amount))
     if not fixed and sum(charge.done) > 0:
         rates_record(market_id=market.pk, sim_time=market.sim_time, types=types,
-                     served=[Served(job.pk, amount, charge.done)], utilisation=_utilisation(market, types))
+                     served=[Served(job.pk, amount, charge.done, job.tenant_id)], utilisation=_utilisation(market, types))
     job.status = Job.Status.CANCELLED
     job.sim_finish_time = market.sim_time
     job.slot_seconds = float(sum(charge.done))

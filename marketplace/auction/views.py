@@ -35,6 +35,8 @@ from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import MAX_POINTS, blank, csv_response, paginate, render_page, tenant_required
 from marketplace.web.text import chart_text
 
+PART_JOBS = 5  # the newest jobs of each other part (Cura's) on My jobs
+
 
 def _fit_rows(tenant: Tenant) -> list[dict[str, Any]]:
     rows = []
@@ -134,6 +136,8 @@ def _query(chosen: dict[str, str]) -> str:
 @tenant_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
+    """My jobs: the tenant's auction jobs (filtered, paged, live) and the newest ``PART_JOBS`` jobs other
+    parts run for it (Cura's, through ``market.hooks.tenant_part_jobs``)."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     filters, chosen = _filters(request)
     page = paginate(request, selectors.tenant_job_list(tenant=tenant, **chosen))
@@ -141,6 +145,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "auction/job_list.html", {
         "nav": "jobs", "filters": filters, "status": chosen["status"], "chosen": chosen, "page": page, "types": types,
         "query": _query(chosen), "rows": job_rows(list(page.object_list), tenant.market, types),
+        "part_jobs": hooks.tenant_part_jobs(tenant, PART_JOBS), "part_jobs_limit": PART_JOBS,
     }, market=tenant.market)
 
 
@@ -218,7 +223,8 @@ def job_list_live(request: HttpRequest) -> HttpResponse:
     page = paginate(request, selectors.tenant_job_list(tenant=tenant, **chosen))
     types = selectors.resource_types_of(market=tenant.market)
     html = render_to_string("auction/_job_rows.html", {"rows": job_rows(list(page.object_list), tenant.market, types)}, request=request)
-    return JsonResponse({"fragments": {"job-rows": html}})
+    others = render_to_string("auction/_part_jobs.html", {"part_jobs": hooks.tenant_part_jobs(tenant, PART_JOBS)}, request=request)
+    return JsonResponse({"fragments": {"job-rows": html, "part-jobs": others}})
 
 
 @tenant_required

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
@@ -45,7 +46,7 @@ from marketplace.market.models.allocation import FairnessSample, MarketSample, P
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import rate_series
-from marketplace.market.services.config import market_configure
+from marketplace.market.services.config import market_configure, reserve_prices_set
 
 
 class SeesAllTenants(BasePermission):
@@ -168,9 +169,13 @@ class MarketStateView(APIView):
         data.is_valid(raise_exception=True)
         changes = dict(data.validated_data)
         reason = changes.pop("reason", "") or "API"
+        reserves = changes.pop("reserve_prices", None)
         market = selectors.market_default()
         try:
-            market_configure(market=market, user=request.user, reason=reason, **changes)
+            with transaction.atomic():  # the knobs and the reserve prices together, or nothing
+                market_configure(market=market, user=request.user, reason=reason, **changes)
+                if reserves is not None:
+                    reserve_prices_set(market=market, prices=reserves, user=request.user, reason=reason)
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
         market.refresh_from_db()

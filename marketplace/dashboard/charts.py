@@ -134,21 +134,23 @@ def price_figure(rows: Iterable[Row], *, unit: tuple[str, float] | None = None) 
                                            f"Implied price ({price_unit(SLOT)})", yaxis={"rangemode": "tozero"}))
 
 
-SOURCE_SYMBOLS = {"reservation quote": "diamond", "deadline booking": "triangle-up"}
+SOURCE_SYMBOLS = {"reservation": "diamond", "deadline booking": "triangle-up", "pool job": "square"}
 
 
-def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[str, float] | None = None,
+def unit_price_figure(data: Mapping[str, Any], *, now: float, unit: tuple[str, float] | None = None,
                       deadline_window_s: float = 3600.0) -> Figure:
-    """Every price of the market in one unit, money per slot-second (docs/economy.md), per resource type:
-    the spot auction's realised rate so far (solid), the price curve reservation and deadline
-    quotes price from over the coming hours (dotted; ERA's, anchored to the spot rate), the
-    deadline quote's unit price for the next ``deadline_window_s`` (the curve's mean over it,
-    a star at now) and the prices quoted or booked (markers). Log scale: the prices of one market
-    sit within a small factor of each other.
+    """Every price of the market in one unit, money per slot-second (docs/economy.md), per resource type.
+    What tenants paid per slot-second of their work: the spot auction's realised rate so far (solid)
+    and each reservation, deadline booking and pool job (markers: price / work). The unit prices,
+    labelled as such: the price curve reservation and deadline quotes price from over the coming
+    hours (dotted; ERA's, anchored to the spot rate) and the deadline quote's unit price for the next
+    ``deadline_window_s`` (the curve's mean over it, a star at now). The reference rate quotes are
+    anchored to and the reserve price (dashed levels; docs/economy.md, "A price nobody moves alone").
+    Log scale: the prices of one market sit within a small factor of each other.
 
     Args:
         data: ``market.prices.one_unit_prices``: "spot" rows (sim_time, resource, rate), "curve" and
-            "offered" rows (sim_time, resource, price[, source]).
+            "offered" rows (sim_time, resource, price[, source]); "reference" and "reserve": resource -> rate.
     """
     spot, curve, offered = list(data.get("spot", [])), list(data.get("curve", [])), list(data.get("offered", []))
     unit = unit or unit_for_rows([*spot, *curve, *offered, {"sim_time": now}], None)
@@ -163,22 +165,29 @@ def unit_price_figure(data: Mapping[str, list[Row]], *, now: float, unit: tuple[
                            "y": [finite_or_none(r["rate"]) for r in rows]})
         ahead = [r for r in curve if r["resource"] == name]
         if ahead:
-            traces.append({"type": "scatter", "mode": "lines", "name": f"quote curve, next unit ({name})", "legendgroup": name,
+            traces.append({"type": "scatter", "mode": "lines", "name": f"unit price curve, next unit ({name})", "legendgroup": name,
                            "line": {"color": color, "dash": "dot", "shape": "hv"},
                            "x": [axis_value(r["sim_time"], unit) for r in ahead], "y": [finite_or_none(r["price"]) for r in ahead]})
             window = [float(r["price"]) for r in ahead if float(r["sim_time"]) < now + deadline_window_s]
             if window:
-                traces.append({"type": "scatter", "mode": "markers", "name": f"deadline quote, next hour ({name})",
+                traces.append({"type": "scatter", "mode": "markers", "name": f"deadline unit price, next hour ({name})",
                                "legendgroup": name, "marker": {"symbol": "star", "size": 13, "color": color},
                                "x": [axis_value(now, unit)], "y": [sum(window) / len(window)]})
+        xs = [axis_value(r["sim_time"], unit) for r in (*rows, *ahead)] or [axis_value(now, unit)]
+        span = [min(xs), max(max(xs), axis_value(now, unit))]
+        for key, label, dash in (("reference", "reference rate", "dash"), ("reserve", "reserve price", "longdashdot")):
+            level = float(data.get(key, {}).get(name, 0.0) or 0.0)
+            if level > 0:  # a log axis: a reserve of 0 (none) is not drawn
+                traces.append({"type": "scatter", "mode": "lines", "name": f"{label} ({name})", "legendgroup": name,
+                               "line": {"color": color, "dash": dash, "width": 1}, "x": span, "y": [level, level]})
         for source, symbol in SOURCE_SYMBOLS.items():
             points = [r for r in offered if r["resource"] == name and r.get("source") == source]
             if points:
-                traces.append({"type": "scatter", "mode": "markers", "name": f"{source}s ({name})", "legendgroup": name,
+                traces.append({"type": "scatter", "mode": "markers", "name": f"{source}s, paid ({name})", "legendgroup": name,
                                "marker": {"symbol": symbol, "size": 8, "color": color, "opacity": 0.7},
                                "x": [axis_value(r["sim_time"], unit) for r in points],
                                "y": [finite_or_none(r["price"]) for r in points]})
-    return make_figure(traces, base_layout("Prices in one unit: spot, reservation and deadline", time_axis_title(unit),
+    return make_figure(traces, base_layout("Prices in one unit: paid per slot-second of work, and unit prices", time_axis_title(unit),
                                            price_unit(SLOT_SECOND), yaxis={"type": "log"}))
 
 

@@ -47,6 +47,26 @@ class LedgerAdjustForm(forms.Form):
         self.fields["amount"].label = f"Amount ({settings.MARKET_CURRENCY})"
 
 
+class ReservePricesForm(forms.Form):
+    """Staff: each resource type's reserve price, credits per slot-second (audited by ``reserve_prices_set``)."""
+
+    def __init__(self, *args: object, types: list[object], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.type_names = [str(getattr(t, "name", "")) for t in types]
+        for t in types:
+            name = str(getattr(t, "name", ""))
+            self.fields[f"reserve_{name}"] = forms.FloatField(
+                label=f"Reserve price, {name} (credits per slot-second)", min_value=0.0, max_value=1e6,
+                initial=float(getattr(t, "reserve_price", 0.0)),
+                error_messages={"invalid": "Enter a number of credits per slot-second (0 for none)."},
+                widget=forms.NumberInput(attrs={"step": "any", "min": 0}))
+        self.fields["reserve_reason"] = forms.CharField(label="Reason (for the audit trail)", max_length=200, required=False)
+
+    def prices(self) -> dict[str, float]:
+        """Type name -> price (call after ``is_valid()``)."""
+        return {name: float(self.cleaned_data[f"reserve_{name}"]) for name in self.type_names}
+
+
 class MarketSettingsForm(forms.Form):
     """Administrator knobs (audited by ``market_configure``)."""
 

@@ -90,19 +90,21 @@ class PriceSampleSerializer(serializers.ModelSerializer):
 
 
 class RateSampleSerializer(serializers.ModelSerializer):
-    """What auction jobs that left the market at a simulated time paid for what they used on one type."""
+    """What auction jobs that left the market paid for what they used on one type, pooled over at least
+    three tenants (no row is one tenant's payment)."""
 
     sim_time = serializers.FloatField(help_text=SIM_TIME_HELP)
     resource_type = serializers.CharField(source="resource_type.name")
     charged = serializers.FloatField(help_text="Their charges attributed to this type (split by slot-seconds used), money.")
     slot_seconds = serializers.FloatField(help_text="Slot-seconds of this type they used (completed tasks).")
     jobs = serializers.IntegerField(help_text="Jobs that finished or were cancelled, a count.")
+    tenants = serializers.IntegerField(help_text="Distinct tenants pooled in the row (at least MARKET_RATE_MIN_TENANTS, 3).")
     utilisation = serializers.FloatField(help_text="Busy slots / capacity of the type then, 0 to 1 (the level of demand).")
     rate = serializers.SerializerMethodField(help_text="charged / slot_seconds: the realised rate, money per slot-second.")
 
     class Meta:
         model = RateSample
-        fields = ("sim_time", "resource_type", "charged", "slot_seconds", "jobs", "utilisation", "rate")
+        fields = ("sim_time", "resource_type", "charged", "slot_seconds", "jobs", "tenants", "utilisation", "rate")
 
     def get_rate(self, sample: RateSample) -> float:
         return sample.charged / sample.slot_seconds if sample.slot_seconds > 0 else 0.0
@@ -113,11 +115,18 @@ class SpotSerializer(serializers.Serializer):
 
     unit = serializers.CharField(help_text='The unit of every price here, e.g. "credits per slot-second".')
     realised_rate = serializers.DictField(child=serializers.FloatField(allow_null=True), help_text=(
-        "Per resource type: what auction jobs paid per slot-second they used over the last day of simulated time "
-        "(null: nothing sold yet)."))
+        "Per resource type: what auction jobs paid per slot-second they used over the last day of simulated time, from "
+        "the published rows (each pooled from at least 3 tenants; null: nothing published yet)."))
     price_level = serializers.FloatField(help_text=(
-        "The realised rate over every type, or MARKET_REFERENCE_RATE before the first sale: what a tenant's money is "
+        "The reference rule over every type at once: the median of one vote per tenant that bought slots in contention "
+        "over the last day and one for MARKET_REFERENCE_RATE, never below the reserve prices: what a tenant's money is "
         "sized by."))
+    reference_rate = serializers.DictField(child=serializers.FloatField(), help_text=(
+        "Per resource type: the reference rate quotes are anchored to, the median of one vote per tenant that bought "
+        "the type's slots in contention over the last day and one for MARKET_REFERENCE_RATE, never below its reserve "
+        "price; one tenant moves it at most to the other votes next to their median (docs/economy.md)."))
+    reserve_price = serializers.DictField(child=serializers.FloatField(), help_text=(
+        "Per resource type: the least a slot-second sells for, set by staff."))
 
 
 class AllocationEntrySerializer(serializers.Serializer):
@@ -248,4 +257,8 @@ class MarketConfigSerializer(StrictJSON, serializers.Serializer):
     clock_speed = serializers.FloatField(required=False, min_value=0.0, max_value=1e6)  # > 0
     auction_tolerance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)  # (0, 1)
     auction_max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
+    reserve_prices = serializers.DictField(
+        child=serializers.FloatField(min_value=0.0, max_value=1e6), required=False,
+        help_text="Resource type name -> its reserve price, credits per slot-second: below it no bid is served and no quote "
+                  "prices (docs/economy.md).")
     reason = serializers.CharField(required=False, max_length=200, allow_blank=True)

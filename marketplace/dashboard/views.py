@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -21,7 +22,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from marketplace.auction.selectors import job_rows
 from marketplace.dashboard.charts import dashboard_figures
-from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, StaffJobFilterForm
+from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, ReservePricesForm, StaffJobFilterForm
 from marketplace.fairshare.selectors import twait_guidance_rows
 from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.idempotency import form_submit_once
@@ -29,11 +30,11 @@ from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
 from marketplace.ledger.selectors import account_of, tenant_ledger
 from marketplace.ledger.services import account_adjust
-from marketplace.market import roles, selectors, visibility
+from marketplace.market import hooks, roles, selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import one_unit_prices
-from marketplace.market.services.config import market_configure
+from marketplace.market.services.config import market_configure, reserve_prices_set
 from marketplace.slurm.selectors import backend_status
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
@@ -217,10 +218,21 @@ def _dashboard_figures(market: Market, viewer: visibility.Viewer, only_own: bool
 @tenant_required
 @require_GET
 def account(request: HttpRequest) -> HttpResponse:
+    """The tenant's balance and ledger. The entries of the trace replay's jobs (``make run`` replays
+    the trace as the demo tenants' bids) are left out and summed in one line unless ``?replay=show``."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    entries = tenant_ledger(tenant=tenant)
+    replay = entries.filter(job__in=selectors.replayed_jobs(market=tenant.market).filter(tenant=tenant))
+    replay_sum = replay.aggregate(n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
+    show_replay = request.GET.get("replay") == "show"
+    page = paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk")))
+    others = hooks.ledger_part_jobs([e.pk for e in page.object_list if e.job_id is None])  # Cura's jobs
+    for e in page.object_list:
+        e.part_job = others.get(e.pk)
     return render_page(request, "dashboard/account.html", {
-        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant),
-        "page": paginate(request, tenant_ledger(tenant=tenant)),
+        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant), "page": page,
+        "show_replay": show_replay, "replay_count": replay_sum["n"], "replay_amount": replay_sum["amount"] or 0,
+        "query": "replay=show" if show_replay else "",
     }, market=tenant.market)
 
 
@@ -245,8 +257,21 @@ def market_settings(request: HttpRequest) -> HttpResponse:
     market = selectors.market_or_none()
     if market is None:
         return render_page(request, "web/no_market.html", {})
-    form = MarketSettingsForm(request.POST or None, initial=MarketSettingsForm.initial_for(market))
-    if request.method == "POST" and form.is_valid():
+    types = selectors.resource_types_of(market=market)
+    posted_reserve = request.method == "POST" and "reserve_prices" in request.POST
+    reserve_form = ReservePricesForm(request.POST if posted_reserve else None, types=types)
+    if posted_reserve and reserve_form.is_valid():
+        try:
+            changed = reserve_prices_set(market=market, prices=reserve_form.prices(), user=request.user,
+                                         reason=reserve_form.cleaned_data["reserve_reason"])
+        except ValidationError as exc:
+            apply_service_errors(reserve_form, exc)
+        else:
+            messages.success(request, "Saved: " + "; ".join(f"{c.field} {c.old_value} → {c.new_value}" for c in changed)
+                             if changed else "Nothing changed.")
+            return redirect("market-settings")
+    form = MarketSettingsForm(None if posted_reserve else (request.POST or None), initial=MarketSettingsForm.initial_for(market))
+    if request.method == "POST" and not posted_reserve and form.is_valid():
         try:
             changed = market_configure(market=market, user=request.user, reason=form.cleaned_data["reason"], **form.changes())
         except ValidationError as exc:
@@ -259,7 +284,8 @@ def market_settings(request: HttpRequest) -> HttpResponse:
             return redirect("market-settings")
     t_task = selectors.mean_task_duration(market=market)
     return render_page(request, "dashboard/market_settings.html", {
-        "nav": "settings", "form": form, "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
+        "nav": "settings", "form": form, "reserve_form": reserve_form,
+        "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
         "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
         "history": paginate(request, selectors.config_history(market=market)),
         "convergence": selectors.clearing_convergence(market=market),

@@ -1,8 +1,11 @@
 """REST API of deadline quotes and bookings (paper 003; ``deadlines.services``).
 
 ``POST /api/deadline/quote/`` answers "what is the cheapest way to finish this
-work by D?" without writing anything; ``POST /api/deadline/book/`` books it
-(optionally refusing a price above ``max_payment``) and returns the job.
+work by D?" without writing anything, with ``paid_rate``: what the booking pays per
+slot-second of the work, beside the unit prices ``b_k``. ``POST /api/deadline/book/``
+books it and returns the job with the quoted and the booked start; it answers 409
+with the new quote when the price (``max_payment``), the start (``quoted_start``) or
+the guaranteed finish (``quoted_finish``) is worse than the quote accepted.
 """
 
 from __future__ import annotations
@@ -14,20 +17,21 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from marketplace.api.answers import DeadlineBookOut, DeadlineQuoteOut
-from marketplace.api.conventions import created, request_tenant, service_errors
+from marketplace.api.answers import DeadlineBookOut, DeadlineChangedOut, DeadlineQuoteOut
+from marketplace.api.conventions import Conflict, created, request_tenant, service_errors
 from marketplace.api.fields import StrictDecimalField, StrictJSON, money_format, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
 from marketplace.auction.serializers import WorkItemSerializer, each_type_once
 from marketplace.auction.services import MAX_BUDGET
-from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
+from marketplace.deadlines.selectors import booking_start_change
+from marketplace.deadlines.services import DeadlineQuote, QuoteChanged, deadline_book, deadline_quote
 
 
 class DeadlineRequestSerializer(StrictJSON, serializers.Serializer):
@@ -49,6 +53,12 @@ class DeadlineBookSerializer(DeadlineRequestSerializer):
         validators=[money_format(MAX_BUDGET)],
         help_text="Refuse the booking if the price is now above this (the quoted price).",
     )
+    quoted_start = serializers.FloatField(
+        required=False, help_text="The quote's starts_at (simulated seconds on the market clock): refuse the booking (409 with "
+                                  "the new quote) if its slots are now free later (a quoted start the clock has passed counts as now).")
+    quoted_finish = serializers.FloatField(
+        required=False, help_text="The quote's finishes_by (simulated seconds on the market clock): refuse the booking (409 with "
+                                  "the new quote) if its guaranteed finish is now later (beyond the clock's own move since quoted_start).")
 
 
 def _finite(x: float) -> float | None:
@@ -74,6 +84,8 @@ def quote_data(q: DeadlineQuote) -> dict[str, Any]:
                                                           q.continuous, strict=True))
         ],
         "start_delay": q.start_delay, "reason": q.reason,
+        "starts_at": q.starts_at if q.feasible else None, "finishes_by": _finite(q.finishes_by) if q.feasible else None,
+        "paid_rate": _finite(q.paid_rate),
         "exec_time": _finite(q.exec_time), "payment": money_text(q.price) if q.feasible else None,
         "continuous_exec_time": _finite(q.continuous_exec_time), "continuous_payment": _money(q.continuous_payment),
         "rounding_cost": _money(q.rounding_cost), "rounded_up_payment": _money(q.rounded_up_payment),
@@ -113,7 +125,8 @@ class DeadlineBookView(APIView):
 
     parser_classes = (SafeJSONParser,)
 
-    @extend_schema(request=DeadlineBookSerializer, responses={201: DeadlineBookOut}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(request=DeadlineBookSerializer, responses={201: DeadlineBookOut, 409: DeadlineChangedOut},
+                   parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
     def post(self, request: Request) -> Response:
         tenant = request_tenant(request)
@@ -123,11 +136,22 @@ class DeadlineBookView(APIView):
         try:
             job, q = deadline_book(
                 tenant=tenant, work=_work(d["work"]), deadline=d["deadline"], alpha_err=d["alpha_err"], beta_err=d["beta_err"],
-                max_payment=d.get("max_payment"), name=d["name"], user=request.user,
+                max_payment=d.get("max_payment"), quoted_start=d.get("quoted_start"), quoted_finish=d.get("quoted_finish"),
+                name=d["name"], user=request.user,
             )
+        except QuoteChanged as exc:  # worse than the quote accepted: the tenant reviews the new one
+            body = {**exc.message_dict, "detail": " ".join(exc.messages), "quote": quote_data(exc.quote)}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
+            if "max_payment" in getattr(exc, "message_dict", {}):  # the price moved above the caller's limit: quote again
+                raise Conflict(exc.message_dict) from None
             raise service_errors(exc) from None
-        data = quote_data(q) | {"job": job.pk, "payment": money_text(job.charged)}  # the whole quote, curve included
+        booking = job.deadline_booking
+        change = booking_start_change(booking)
+        data = quote_data(q) | {
+            "job": job.pk, "payment": money_text(job.charged), "paid_rate": booking.paid_rate,
+            "quoted_start": change.quoted, "booked_start": change.booked, "start_moved": change.moved, "notice": change.notice,
+        }
         return created(request, data, self.location_of(data))
 
     @staticmethod

@@ -37,6 +37,11 @@ class DeadlineBooking(models.Model):
     price_source = models.CharField(max_length=40)
     payment = models.DecimalField(**MONEY)
     continuous_payment = models.FloatField(help_text="Paper 003's optimum with divisible resources (Alg. 1), money.")
+    work = models.FloatField(null=True, blank=True, help_text="The work booked: tasks x seconds per task, summed, slot-seconds.")
+    quoted_start = models.FloatField(null=True, blank=True, help_text=(
+        "When the quote the tenant accepted said the slots are free, simulated seconds on the market clock."))
+    booked_start = models.FloatField(null=True, blank=True, help_text=(
+        "When the booking's slots are free (booking time + its wait), simulated seconds on the market clock."))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -48,3 +53,9 @@ class DeadlineBooking(models.Model):
 
     def __str__(self) -> str:
         return f"deadline booking of job {self.job_id} by t={self.sim_deadline}s"
+
+    @property
+    def paid_rate(self) -> float | None:
+        """What the tenant pays per slot-second of its work: payment / work, money per slot-second
+        (None for a booking made before the work was stored)."""
+        return float(self.payment) / self.work if self.work else None

@@ -27,6 +27,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook
+from marketplace.web.text import seconds_text
 
 PRICE_SOURCE_CURVE = "ERA price curve"
 PRICE_SOURCE_FLOOR = "floor price"
@@ -46,19 +47,20 @@ def unit_prices(*, market: Market, types: Sequence[ResourceType], start: float |
     hour), and their source: the mean over the window's slots of the market's price curve for one
     more slot of the type (``market.hooks.price_curve``), the same curve ERA's quotes price from.
     A type whose every slot in the window is taken keeps the curve's dearest finite price (it has
-    no slot to sell anyway). Without a curve: :func:`floor_unit_price`."""
+    no slot to sell anyway). Without a curve: :func:`floor_unit_price`. Never below a type's reserve price."""
     start = market.sim_time if start is None else start
     end = start + 3600.0 if end is None else max(end, start + 1e-9)
     curve = hooks.price_curve(market, types, start, end)
+    reserve = np.array([float(t.reserve_price) for t in types])  # never below the reserve prices
     if curve is None:
-        return np.full(len(types), floor_unit_price()), PRICE_SOURCE_FLOOR
+        return np.maximum(np.full(len(types), floor_unit_price()), reserve), PRICE_SOURCE_FLOOR
     _, prices = curve
     out = np.empty(len(types))
     for j in range(len(types)):
         row = prices[j]
         finite = row[np.isfinite(row)]
         out[j] = float(finite.mean()) if finite.size else float(np.nanmax(np.where(np.isfinite(prices), prices, np.nan), initial=0.0))
-    return np.maximum(out, TINY_PRICE), PRICE_SOURCE_CURVE
+    return np.maximum(np.maximum(out, TINY_PRICE), reserve), PRICE_SOURCE_CURVE
 
 
 def reserved_units(*, market: Market, types: Sequence[ResourceType], start: float, end: float) -> NDArray[np.int64]:
@@ -90,6 +92,45 @@ def booking_promises(market: Market, types: Sequence[ResourceType], start: float
 def booked_job_ids(job_ids: list[int]) -> set[int]:
     """Which of these jobs hold a deadline booking (``market.hooks.MarketPart.fixed_price_jobs``: sold at a fixed price)."""
     return set(DeadlineBooking.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
+
+
+START_TOLERANCE_S = 1e-6  # times compared after a round trip through a form or JSON
+
+
+@dataclass(frozen=True)
+class StartChange:
+    """The start a booking was quoted and the one it got, simulated seconds on the market clock.
+
+    ``quoted`` is the start the tenant accepted (the quote's ``starts_at``; the booking's own quote's
+    when it gave none); ``booked`` is when the booked slots are free (now + the wait at booking);
+    ``moved`` is ``booked - max(quoted, now)`` (a quoted start the clock has passed counts as now:
+    nothing starts in the past), negative when the slots free sooner; ``notice`` says so in words
+    (empty when the start did not move).
+    """
+
+    quoted: float
+    booked: float
+    moved: float
+    notice: str
+
+
+def start_change(*, quoted: float | None, booked: float, now: float) -> StartChange:
+    """The booked start against the quoted one (:class:`StartChange`); ``now`` is the booking's time."""
+    if quoted is None:
+        return StartChange(booked, booked, 0.0, "")
+    moved = booked - max(quoted, now)
+    if abs(moved) <= START_TOLERANCE_S:
+        return StartChange(quoted, booked, 0.0, "")
+    notice = (f"The start moved: the quote said the slots are free at {quoted:.0f} s, the booking has them at "
+              f"{booked:.0f} s on the market clock ({seconds_text(abs(moved))} {'later' if moved > 0 else 'sooner'}; "
+              "the market moved since the quote).")
+    return StartChange(quoted, booked, moved, notice)
+
+
+def booking_start_change(booking: DeadlineBooking) -> StartChange:
+    """A stored booking's quoted against booked start (bookings made before both were stored: no change)."""
+    booked = booking.booked_start if booking.booked_start is not None else booking.sim_start
+    return start_change(quoted=booking.quoted_start, booked=booked, now=booking.sim_start)
 
 
 @dataclass(frozen=True)
@@ -131,9 +172,11 @@ def promised_reason(types: Sequence[ResourceType], tasks: Sequence[int], capacit
 
 
 def booking_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """Paper 003's prices offered (``market.hooks.MarketPart.price_points``): each booking's unit price per
-    slot-second of every type it booked, at the simulated time it was booked (newest 500 since ``since``)."""
-    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since).order_by("-id")
-            .values_list("sim_start", "unit_prices", "slots")[:500])
-    return [("deadline booking", j, float(at), float(prices[j]))
-            for at, prices, slots in rows for j in range(min(len(types), len(prices), len(slots))) if slots[j] > 0]
+    """Paper 003's prices paid (``market.hooks.MarketPart.price_points``): what each booking pays per slot-second
+    of its work (payment / work, the rate its quote showed), on every type it booked, at the simulated time it was
+    booked (newest 500 since ``since``). One rate for all its types, as the spot market's realised rate splits a
+    job's one payment in proportion to its slot-seconds (docs/economy.md, section 2)."""
+    rows = (DeadlineBooking.objects.filter(market=market, sim_start__gte=since, work__gt=0).order_by("-id")
+            .values_list("sim_start", "payment", "work", "slots")[:500])
+    return [("deadline booking", j, float(at), float(payment) / float(work))
+            for at, payment, work, slots in rows for j in range(min(len(types), len(slots))) if slots[j] > 0]

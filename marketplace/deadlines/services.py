@@ -48,13 +48,16 @@ from marketplace.deadlines.selectors import (
     MAX_STARTS,
     PRICE_SOURCE_CURVE,
     PRICE_SOURCE_FLOOR,
+    START_TOLERANCE_S,
     Start,
+    StartChange,
     booked_job_ids,
     booking_promises,
     floor_unit_price,
     promised_reason,
     reserved_units,
     start_candidates,
+    start_change,
     unit_prices,
 )
 from marketplace.ledger.services import MONEY_QUANTUM, job_charge, job_hold, money
@@ -65,6 +68,7 @@ from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import market_outlook
 from marketplace.market.services.market import ENGINE_FIELDS, engine_context, engine_load, engine_store, market_changed
+from marketplace.market.validation import StateConflict
 from marketplace.web.text import seconds_text
 from scheduler.deadline.payment import check_error_range
 from scheduler.deadline.slots import SlotAllocation, min_payment_slots
@@ -128,6 +132,31 @@ class DeadlineQuote:
     def price(self) -> Decimal:
         """The booking price as ledger money (at least one quantum)."""
         return max(money(self.payment), MONEY_QUANTUM)
+
+    @property
+    def work(self) -> float:
+        """The work booked, slot-seconds: tasks x seconds per task, summed over the types."""
+        return float(sum(self.workload))
+
+    @property
+    def paid_rate(self) -> float:
+        """What the tenant pays per slot-second of its work: the price / :attr:`work`, money per
+        slot-second (NaN when infeasible). Paper 003 charges ``(T / R) sum_k b_k r_k`` (Eq. 2 with
+        the mean price, R = 2 types here): half of the slots' unit prices over the booked time,
+        on slots that are not all busy the whole time, so this differs from the unit prices ``b_k``
+        (docs/economy.md, section 2)."""
+        work = self.work
+        return float(self.price) / work if self.feasible and work > 0 else math.nan
+
+    @property
+    def starts_at(self) -> float:
+        """When the booked slots are free, simulated seconds on the market clock: ``start + start_delay``."""
+        return self.start + self.start_delay
+
+    @property
+    def finishes_by(self) -> float:
+        """The latest guaranteed finish on the market clock: ``start + guarantee[1]`` (wait included)."""
+        return self.start + self.guarantee[1]
 
     @property
     def rounded_up_meets(self) -> bool:
@@ -322,23 +351,63 @@ def _with_curve(quote: DeadlineQuote, tasks: list[int], durations: list[float], 
 # --- booking ------------------------------------------------------------------------------------
 
 
+class QuoteChanged(StateConflict):
+    """The booking's own quote (made under the market lock) is worse than the one the tenant
+    accepted: a dearer price (``max_payment``), a later start (``quoted_start``) or a later
+    guaranteed finish (``quoted_finish``). ``quote`` is the new quote to review (a 409 in the API)."""
+
+    def __init__(self, field: str, message: str, quote: DeadlineQuote) -> None:
+        super().__init__({field: message})
+        self.quote = quote
+
+
+def _check_promise(quote: DeadlineQuote, max_payment: Decimal | None, quoted_start: float | None,
+                   quoted_finish: float | None) -> StartChange:
+    """Refuse a booking whose price or guarantee is worse than the quote the tenant accepted
+    (:class:`QuoteChanged`); else the start it gets against the quoted one (``selectors.StartChange``)."""
+    price = quote.price
+    if max_payment is not None and price > max_payment:
+        raise QuoteChanged("max_payment", f"The price is now {price} (you accepted up to {max_payment}); quote again.", quote)
+    change = start_change(quoted=quoted_start, booked=quote.starts_at, now=quote.start)
+    if change.moved > START_TOLERANCE_S:
+        raise QuoteChanged("quoted_start", f"{change.notice} Review the new quote and book again.", quote)
+    if quoted_finish is not None:
+        # the clock's own move since the quoted start delays the finish by as much: the tenant's wait, not the market's
+        slack = max(quote.start - quoted_start, 0.0) if quoted_start is not None else 0.0
+        later = quote.finishes_by - (quoted_finish + slack)
+        if later > START_TOLERANCE_S:
+            raise QuoteChanged("quoted_finish", (
+                f"The guaranteed finish moved from {quoted_finish + slack:.0f} s to {quote.finishes_by:.0f} s on the market "
+                f"clock ({seconds_text(later)} later; the market moved since the quote). Review the new quote and book again."),
+                quote)
+    return change
+
+
 @transaction.atomic
 def deadline_book(
     *, tenant: Tenant, work: Sequence[WorkItem], deadline: object, alpha_err: object = 1.0, beta_err: object = 1.0,
-    max_payment: Decimal | None = None, name: str = "", user: object = None,
+    max_payment: Decimal | None = None, quoted_start: float | None = None, quoted_finish: float | None = None,
+    name: str = "", user: object = None,
 ) -> tuple[Job, DeadlineQuote]:
     """Book the quote: a job holding one reservation per resource type from now to its
     deadline (the planned execution time and the guarantee interval after it), paid at a
     fixed price through the ledger.
 
-    The quote is recomputed under the market lock (prices and promised capacity
-    may have moved since the tenant saw it); ``max_payment`` refuses a price
-    above what the tenant accepted.
+    The quote is recomputed under the market lock (prices, promised capacity and the running
+    tasks may have moved since the tenant saw it). The booking keeps the quote the tenant
+    accepted or asks again: ``max_payment`` refuses a dearer price, ``quoted_start`` (the quote's
+    ``starts_at``, simulated s) a later start and ``quoted_finish`` (its ``finishes_by``) a later
+    guaranteed finish; a start that moves sooner is booked and said so: the booking stores the
+    quoted and the booked start (``selectors.start_change`` compares them).
+
+    Returns:
+        (the job, the quote it was booked at).
 
     Raises:
         ValidationError: the quote's field errors; ``deadline`` when no whole-slot
-            vector meets it; ``max_payment`` when the price rose above it;
-            ``payment`` when the account cannot pay. Nothing is written then.
+            vector meets it; ``payment`` when the account cannot pay. Nothing is written then.
+        QuoteChanged: (a ``StateConflict``) the price, the start or the guaranteed finish is worse
+            than the accepted quote's, with the new quote; nothing is written.
     """
     market = Market.objects.select_for_update().defer("engine_state").get(pk=tenant.market_id)
     quote = deadline_quote(market=market, work=work, deadline=deadline, alpha_err=alpha_err, beta_err=beta_err, curve=False)
@@ -346,9 +415,8 @@ def deadline_book(
         reason = quote.reason or (f"With every available slot the job takes {seconds_text(quote.fastest_time)} (planned with"
                                   f" D' = {quote.alpha_err:g} x D); choose a later deadline.")
         raise ValidationError({"deadline": f"No booking can meet this deadline. {reason}"})
+    change = _check_promise(quote, max_payment, quoted_start, quoted_finish)
     price = quote.price
-    if max_payment is not None and price > max_payment:
-        raise ValidationError({"max_payment": f"The price is now {price} (you accepted up to {max_payment}); quote again."})
     types = adapters.resource_types(market)
     job = Job.objects.create(
         market=market, tenant=tenant, queue_id=tenant.default_queue_id, name=(name or "deadline booking")[:120], budget=price,
@@ -374,7 +442,8 @@ def deadline_book(
         job=job, market=market, sim_deadline=quote.deadline, sim_start=start, sim_end=end, alpha_err=quote.alpha_err,
         beta_err=quote.beta_err, planned_deadline=quote.planned_deadline, exec_time=quote.exec_time,
         guarantee_low=quote.guarantee[0], guarantee_high=quote.guarantee[1], slots=quote.slots, unit_prices=quote.unit_prices,
-        price_source=quote.price_source, payment=price, continuous_payment=quote.continuous_payment,
+        price_source=quote.price_source, payment=price, continuous_payment=quote.continuous_payment, work=quote.work,
+        quoted_start=change.quoted, booked_start=change.booked,
     )
     reservations = [Reservation(job.pk, j, units, start, end) for j, units in enumerate(quote.slots) if units > 0]
     _book_reservations(market, job, quote, reservations, float(price))
@@ -412,5 +481,6 @@ def _book_reservations(market: Market, job: Job, quote: DeadlineQuote, reservati
 
 
 # what this module offered before the quote's market data moved to ``selectors`` (hooks, tests, other parts)
-__all__ = ["PRICE_SOURCE_CURVE", "PRICE_SOURCE_FLOOR", "DeadlineQuote", "booked_job_ids", "booking_promises", "deadline_book",
+__all__ = ["PRICE_SOURCE_CURVE", "PRICE_SOURCE_FLOOR", "DeadlineQuote", "QuoteChanged", "booked_job_ids", "booking_promises",
+           "deadline_book",
            "deadline_quote", "floor_unit_price", "reserved_units", "unit_prices", "workload_of"]

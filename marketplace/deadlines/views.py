@@ -2,9 +2,11 @@
 
 One page, ``/deadline/``: the tenant enters its work (tasks x seconds per task
 per resource type), the deadline on the market clock and its estimate's range;
-"Get quote" shows the resource vector, time, payment, the guarantee interval
-and the payment-against-deadline chart; "Book" books the quote at no more than
-the price shown (``deadlines.services.deadline_book``).
+"Get quote" shows the resource vector, time, payment (with what it comes to per
+slot-second of the work, beside the unit prices), the guarantee interval and the
+payment-against-deadline chart; "Book" books the quote at no more than the price
+shown, no later start and no later guaranteed finish, or shows the new quote
+(``deadlines.services.deadline_book``).
 """
 
 from __future__ import annotations
@@ -23,28 +25,30 @@ from django.views.decorators.http import require_http_methods
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.deadlines.charts import deadline_payment_figure
-from marketplace.deadlines.services import DeadlineQuote, deadline_book, deadline_quote
+from marketplace.deadlines.selectors import booking_start_change
+from marketplace.deadlines.services import DeadlineQuote, QuoteChanged, deadline_book, deadline_quote
 from marketplace.ledger.money import format_money
 from marketplace.ledger.selectors import account_of
 from marketplace.market import selectors
+from marketplace.market.models.jobs import Job
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.outlook import cluster_now
 from marketplace.web import charts
-from marketplace.web.forms import apply_service_errors
+from marketplace.web.forms import MARKET_TIME_HELP, MarketTimeField, apply_service_errors, market_times_at
 from marketplace.web.shortcuts import render_page, tenant_required
 from marketplace.web.text import seconds_text
 
-DEFAULT_HORIZON_S = 900.0  # the form's default deadline: 15 simulated minutes from now
+DEFAULT_DEADLINE = "in 15 min"  # the form's default deadline, read when the form is sent (never in the past)
 
 
 class DeadlineForm(forms.Form):
     """Work per resource type, a deadline on the market clock and the estimate's range."""
 
     name = forms.CharField(max_length=120, required=False, label="Job name")
-    deadline = forms.FloatField(
-        label="Finish by (s, market clock)",
-        help_text="Must lie after the market clock shown at the top of the page.",
+    deadline = MarketTimeField(
+        label="Finish by (market clock)",
+        help_text=f"Must lie after the market clock shown at the top of the page: {MARKET_TIME_HELP}",
     )
     alpha_err = forms.FloatField(
         label="Estimate range: lowest estimate / real work (alpha_err)", initial=1.0,
@@ -52,6 +56,8 @@ class DeadlineForm(forms.Form):
     )
     beta_err = forms.FloatField(label="Highest estimate / real work (beta_err)", initial=1.0, help_text="beta_err >= 1.")
     max_payment = forms.DecimalField(required=False, widget=forms.HiddenInput, max_digits=18, decimal_places=4)
+    quoted_start = forms.FloatField(required=False, widget=forms.HiddenInput)
+    quoted_finish = forms.FloatField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, resource_types: list[ResourceType], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -76,8 +82,8 @@ class DeadlineForm(forms.Form):
         return [it for it in items if it.tasks > 0]
 
     def add_service_errors(self, exc: ValidationError) -> None:
-        """Service errors to fields; work, price and funds go above the form (no single field holds them)."""
-        apply_service_errors(self, exc, {"max_payment": "price"})
+        """Service errors to fields; work, price, start, finish and funds go above the form (no single field holds them)."""
+        apply_service_errors(self, exc, {"max_payment": "price", "quoted_start": "start", "quoted_finish": "finish"})
 
 
 def _quote_rows(q: DeadlineQuote) -> list[dict[str, Any]]:
@@ -89,31 +95,47 @@ def _quote_rows(q: DeadlineQuote) -> list[dict[str, Any]]:
     ]
 
 
+def _booked_message(request: HttpRequest, job: Job) -> None:
+    booking = job.deadline_booking
+    change = booking_start_change(booking)
+    paid = f" ({booking.paid_rate:.4g} per slot-second of its work)" if booking.paid_rate else ""
+    text = (f"Booked: job #{job.pk} holds its slots from now, free at {change.booked:.0f} s on the market clock, "
+            f"and was charged {format_money(job.charged)}{paid}.")
+    if change.notice:
+        messages.warning(request, f"{text} {change.notice}")
+    else:
+        messages.success(request, text)
+
+
 @tenant_required
 @require_http_methods(["GET", "POST"])
 def deadline_page(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     market = tenant.market
     types = selectors.resource_types_of(market=market)
-    initial = {"deadline": round(market.sim_time + DEFAULT_HORIZON_S)}
-    form = DeadlineForm(request.POST or None, resource_types=types, initial=initial)
+    form = DeadlineForm(request.POST or None, resource_types=types, initial={"deadline": DEFAULT_DEADLINE})
+    market_times_at(form, market.sim_time)
     quote: DeadlineQuote | None = None
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         args = {"work": form.work(), "deadline": d["deadline"], "alpha_err": d["alpha_err"], "beta_err": d["beta_err"]}
         try:
             if "book" in request.POST:
-                job, _ = deadline_book(tenant=tenant, max_payment=d["max_payment"], name=d["name"], user=request.user, **args)
-                messages.success(request, f"Booked: job #{job.pk} holds its slots from now and was charged {format_money(job.charged)}.")
+                job, _ = deadline_book(tenant=tenant, max_payment=d["max_payment"], quoted_start=d["quoted_start"],
+                                       quoted_finish=d["quoted_finish"], name=d["name"], user=request.user, **args)
+                _booked_message(request, job)
                 return redirect("job-detail", pk=job.pk)
+            quote = deadline_quote(market=market, **args)
+        except QuoteChanged as exc:  # dearer, later or finishing later than the quote shown: show the new quote
+            form.add_service_errors(exc)
             quote = deadline_quote(market=market, **args)
         except ValidationError as exc:
             form.add_service_errors(exc)
-            if "max_payment" in getattr(exc, "message_dict", {}):  # the price moved: show the new quote
-                quote = deadline_quote(market=market, **args)
     if quote is not None and quote.feasible:
         form.data = form.data.copy()
-        form.data["max_payment"] = str(quote.price)  # "Book" accepts at most the price shown
+        # "Book" accepts at most the price shown, no later start and no later guaranteed finish
+        form.data.update({"max_payment": str(quote.price), "quoted_start": repr(quote.starts_at),
+                          "quoted_finish": repr(quote.finishes_by)})
     figure = None
     if quote is not None:
         figure = deadline_payment_figure(quote.curve, quoted=(quote.relative_deadline, quote.payment) if quote.feasible else None,

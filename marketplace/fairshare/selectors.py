@@ -17,21 +17,17 @@ from marketplace.market import adapters
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.selectors import mean_task_duration
-from marketplace.market.services.market import engine_context
+from marketplace.market.services.market import engine_context, engine_stored
 from scheduler.fairshare.fairness import twait_guidance
 from simulator.cluster.model import Cluster
 from simulator.cluster.waiting import WaitReason, estimate_start, explain_wait, fairshare_rows
-from simulator.market.engine import MarketEngine
 
 
 def live_cluster(*, market: Market) -> Cluster | None:
     """The cluster as of the last stored clock tick (a fresh copy), or None if the
     market has not ticked on its current queue tree and resource types yet."""
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
-    context = engine_context(market)
-    if state.get("signature") != context.signature or "engine" not in state:
-        return None
-    return MarketEngine.from_state(context.tree_map.tree, state["engine"]).cluster
+    engine = engine_stored(market=market, context=engine_context(market))
+    return None if engine is None else engine.cluster
 
 
 def _seconds(x: float) -> str:

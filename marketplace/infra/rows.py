@@ -246,6 +246,71 @@ def _update_joined(model: type[models.Model], names: tuple[str, ...], keys: tupl
         cursor.execute(sql, _columns(fields, prepared))
 
 
+def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """INSERT ``rows`` as :func:`insert_rows` does; a row whose ``conflict`` columns (a unique
+    constraint's) match a stored row updates that row's other columns instead
+    (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite). One statement for all rows on
+    PostgreSQL; the rows' ``conflict`` values must differ."""
+    prepared_rows = list(rows)
+    if not prepared_rows:
+        return
+    names = tuple(names)
+    sql, fields = _statement(model, names, False, 1)
+    q = connection.ops.quote_name
+    target = ", ".join(q(f.column) for f in fields if f.name in conflict)  # type: ignore[union-attr]
+    sets = ", ".join(f"{q(f.column)} = EXCLUDED.{q(f.column)}" for f in fields if f.name not in conflict)  # type: ignore[union-attr]
+    suffix = f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+    prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in prepared_rows]
+    if len(prepared) > 1 and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_unnest_insert(model, names) + suffix, _columns(fields, prepared))
+        return
+    with _cursor(prepared[0]) as cursor:
+        if len(prepared) == 1:
+            cursor.execute(sql + suffix, prepared[0])
+        else:
+            cursor.executemany(sql + suffix, prepared)
+
+
+def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: str, document: str,
+                     rows: Sequence[tuple[int, Any]]) -> None:
+    """:func:`upsert_rows` for rows of (``key``, ``document``: a JSON field) whose other columns
+    are ``fixed`` (their unique constraint: the ``fixed`` columns and ``key``). On PostgreSQL
+    the rows go as one JSON array bound on the server and are unpacked there
+    (``jsonb_array_elements``): one document for the client to encode, not one per row inside
+    an array literal."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        upsert_rows(model, (*fixed, key, document), (*fixed, key), [(*fixed.values(), k, doc) for k, doc in rows])
+        return
+    from psycopg.types.json import Jsonb
+
+    names = [column(model, name) for name in (*fixed, key, document)]
+    target = ", ".join(names[:-1])
+    values = ", ".join(["%s"] * len(fixed) + ["(e->>0)::bigint", "e->1"])
+    sql = (f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {values} FROM jsonb_array_elements(%s) AS e"
+           f" ON CONFLICT ({target}) DO UPDATE SET {names[-1]} = EXCLUDED.{names[-1]}")
+    params = [*fixed.values(), Jsonb([[k, doc] for k, doc in rows])]
+    with _cursor(params) as cursor:
+        cursor.execute(sql, params)
+
+
+def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]] | None = None) -> None:
+    """DELETE ``model``'s rows whose columns equal ``equal`` (and whose ``within[0]`` is one of
+    ``within[1]``: nothing when that is empty), one statement."""
+    where = [f"{column(model, k)} = %s" for k in equal]
+    params = list(equal.values())
+    if within is not None:
+        name, values = within
+        if not values:
+            return
+        where.append(f"{column(model, name)} IN ({', '.join(['%s'] * len(values))})")
+        params += list(values)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table(model)} WHERE {' AND '.join(where)}", params)
+
+
 def ids_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]]) -> set[int]:
     """Ids of ``model``'s rows whose columns equal ``equal`` and whose ``within[0]`` is one of
     ``within[1]`` (the clock's read of a market's active jobs, after every bid)."""

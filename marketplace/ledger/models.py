@@ -50,7 +50,7 @@ class LedgerEntry(models.Model):
 
     class Kind(models.TextChoices):
         DEPOSIT = "deposit", "Deposit"
-        HOLD = "hold", "Hold for a bid"
+        HOLD = "hold", "Hold"  # for a bid, a Cura job, a reservation's run: the memo and the job column say which
         CHARGE = "charge", "Charge"  # on completion (bids) or up front (bookings, reservations): the memo says which
         RELEASE = "release", "Release of a hold"
         CREDIT = "credit", "Credit by staff"
@@ -71,6 +71,8 @@ class LedgerEntry(models.Model):
     class Meta:
         ordering: ClassVar[list[str]] = ["-id"]
         verbose_name_plural = "ledger entries"
+        # (account, newest first): an account's page of entries, and the ids of a far page, from the index alone
+        indexes = (models.Index(fields=["account", "-id"], name="ledger_account_newest"),)
         constraints = (
             models.CheckConstraint(condition=Q(amount__gt=0), name="ledger_amount_positive"),
             models.CheckConstraint(condition=Q(available_after__gte=0) & Q(held_after__gte=0), name="ledger_after_non_negative"),

@@ -193,13 +193,29 @@ def latest_plan(market_id: int) -> tuple[int, Plan] | None:
     instead of being read and decoded again (hundreds of kilobytes at thousands of jobs)."""
     with _PLANS_LOCK:
         kept = _PLANS.get(market_id)
+    newest = plan_unless(market_id, -1 if kept is None else kept[0])
+    if newest is None:
+        return None
+    if newest[1] is None:
+        assert kept is not None
+        return kept
+    return newest[0], newest[1]
+
+
+def plan_unless(market_id: int, known_id: int) -> tuple[int, Plan | None] | None:
+    """(snapshot id, Plan) of the market's newest stored clearing, with None for the Plan when
+    its id is ``known_id`` (the caller has it: its bytes are not read); None without one. One statement."""
     with connection.cursor() as cursor:
-        cursor.execute(_latest_plan_sql(), [-1 if kept is None else kept[0], market_id])
+        cursor.execute(_latest_plan_sql(), [known_id, market_id])
         row = cursor.fetchone()
     if row is None:
         return None
-    if kept is not None and row[0] == kept[0]:
-        return kept
+    if row[0] == known_id:
+        return known_id, None
+    with _PLANS_LOCK:
+        kept = _PLANS.get(market_id)
+    if kept is not None and kept[0] == row[0]:
+        return kept  # decoded already (remember_plan)
     return int(row[0]), plan_of(row[1])
 
 

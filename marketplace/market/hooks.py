@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from marketplace.market.models.market import Market
     from marketplace.market.models.queues import ResourceType
+    from marketplace.market.models.tenants import Tenant
     from simulator.market.engine import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,19 @@ Curve = tuple["np.ndarray", "np.ndarray"]
 slot-second; inf where a slot has no unit left)."""
 
 
+class PartJob(NamedTuple):
+    """A job a part runs outside the auction's jobs (Cura's VM-pool jobs), as My jobs and the
+    account's ledger link to it."""
+
+    label: str
+    """How pages name it, e.g. ``"Cura job #12"``."""
+    url: str
+    """The page that shows it."""
+    status: str
+    summary: str
+    """One line: what it runs, until when (market clock), what it holds or paid."""
+
+
 class PartArgumentError(ValueError):
     """A part's arguments that its :attr:`MarketPart.arguments` refuses; ``errors`` maps field to message."""
 
@@ -71,6 +85,11 @@ class MarketPart:
     """
 
     name: ClassVar[str] = ""
+    idle_until_used: ClassVar[bool] = False
+    """True: until the part records its first use in a market (``services.market.part_in_use``, in the
+    transaction that writes its first row), its :meth:`clearing_exclusions`, :meth:`engine_sync` and
+    :meth:`tick_work` have nothing to do there, and the core skips them: no query a clearing or a tick
+    (``Market.parts_in_use``, read with the market row)."""
     arguments: ClassVar[type[Any] | None] = None
     """A frozen dataclass of the part's own settings, each field with a default; ``None``: it has none.
     A field may add ``metadata={"min": x, "max": y, "help": "..."}``; values live in
@@ -127,6 +146,14 @@ class MarketPart:
         """The part's prices offered since ``since`` (simulated s), money per slot-second."""
         return []
 
+    def tenant_jobs(self, tenant: Tenant, limit: int) -> list[PartJob]:
+        """The tenant's ``limit`` newest jobs this part runs outside the auction's jobs (newest first)."""
+        return []
+
+    def ledger_jobs(self, entry_ids: list[int]) -> dict[int, PartJob]:
+        """Ledger entry id -> the part's job it moved money for, for entries with no auction job."""
+        return {}
+
 
 _PARTS: tuple[MarketPart, ...] | None = None
 
@@ -169,12 +196,19 @@ def part(name: str) -> MarketPart:
 
 # ---------------------------------------------------------------- what the core calls
 
-def excluded_from_clearing(job_ids: Iterable[int]) -> set[int]:
-    """The jobs among ``job_ids`` that some part serves itself (never in the auction)."""
+def in_use(market: Market) -> list[MarketPart]:
+    """The parts whose hooks have work in ``market``: all, except those idle until used
+    (:attr:`MarketPart.idle_until_used`) that the market does not name in ``parts_in_use``."""
+    used = market.parts_in_use
+    return [p for p in parts() if not p.idle_until_used or p.name in used]
+
+
+def excluded_from_clearing(market: Market, job_ids: Iterable[int]) -> set[int]:
+    """The jobs among ``job_ids`` that some part in use serves itself (never in the auction)."""
     ids = list(job_ids)
     out: set[int] = set()
     if ids:
-        for p in parts():
+        for p in in_use(market):
             out |= p.clearing_exclusions(ids)
     return out
 
@@ -190,8 +224,8 @@ def fixed_price_jobs(job_ids: Iterable[int]) -> set[int]:
 
 
 def sync_engine(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:
-    """Every part's :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
-    for p in parts():
+    """Every part's in use :meth:`MarketPart.engine_sync`, in ``MARKET_PARTS`` order."""
+    for p in in_use(market):
         p.engine_sync(market, engine, types)
 
 
@@ -217,8 +251,8 @@ def engine_stepped(market: Market, engine: MarketEngine, types: list[ResourceTyp
 
 
 def run_tick_work(market: Market) -> None:
-    """Every part's :meth:`MarketPart.tick_work`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
-    for p in parts():
+    """Every part's in use :meth:`MarketPart.tick_work`, in ``MARKET_PARTS`` order (an error aborts the tick)."""
+    for p in in_use(market):
         p.tick_work(market)
 
 
@@ -267,6 +301,19 @@ def offered_prices(market: Market, types: Sequence[ResourceType], since: float) 
     out: list[PricePoint] = []
     for p in parts():
         out += p.price_points(market, types, since)
+    return out
+
+
+def tenant_part_jobs(tenant: Tenant, limit: int = 10) -> list[tuple[str, list[PartJob]]]:
+    """(part name, the tenant's newest jobs of that part) for every part that runs jobs of its own."""
+    return [(p.name, jobs) for p in parts() if (jobs := p.tenant_jobs(tenant, limit))]
+
+
+def ledger_part_jobs(entry_ids: list[int]) -> dict[int, PartJob]:
+    """Every part's :meth:`MarketPart.ledger_jobs`, merged (entry id -> the part's job)."""
+    out: dict[int, PartJob] = {}
+    for p in parts():
+        out.update(p.ledger_jobs(entry_ids))
     return out
 
 

@@ -1,14 +1,16 @@
 """The market's price level in one unit, money per slot-second (docs/economy.md).
 
-Reads only. The spot auction's realised rate (``RateSample``, written by ``services.rates``
-when auction jobs leave the market) is the market's reference price:
+Reads only. What auction jobs paid when they left the market (``SpotSettlement``, written by
+``services.rates``) is the market's reference price, read robustly ("A price nobody moves alone"):
 
-* :func:`rate_series` -- the samples, for the API and the charts;
-* :func:`recent_samples` -- the samples of the recent window (``MARKET_RATE_WINDOW_S``), from which
+* :func:`reference_rates` -- each type's reference rate: one vote per tenant that bought slots of it in
+  contention over the window, one for ``MARKET_REFERENCE_RATE``, the median of the votes, never
+  below the type's reserve price (``scheduler.era.spot.robust_rate``);
+* :func:`price_level` -- the same over every type: the rate a new tenant's money is sized by;
+* :func:`recent_settlements` -- the settlements of the recent window (``MARKET_RATE_WINDOW_S``), from which
   ``reservations.adapters.spot_curve`` fits the rate by level of demand that ERA's prices are anchored to;
-* :func:`realised_rates` -- each type's realised rate over the window (charged / slot-seconds);
-* :func:`price_level` -- the rate a new tenant's money is sized by: the realised rate over
-  every type, or ``MARKET_REFERENCE_RATE`` before the market has sold anything;
+* :func:`rate_series`, :func:`realised_rates` -- the published, pooled rows (``RateSample``: no row is one
+  tenant's payment) and each type's realised rate over the window from them (charged / slot-seconds);
 * :func:`bidders_rate` -- what the active bidders' budgets offer per slot-second of their
   remaining work now (the newest Plan's sub-budgets on a type over the work left on it).
 """
@@ -17,16 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db.models import QuerySet, Sum
 
 from marketplace.market import adapters
-from marketplace.market.models.allocation import RateSample
+from marketplace.market.models.allocation import RateSample, SpotSettlement
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
+from scheduler.era.spot import robust_rate
 
 DEFAULT_WINDOW_S = 86400.0  # a day of simulated time: ERA's demand cycle (paper 001, Sec. 5.3)
 
@@ -43,21 +47,34 @@ def window_s() -> float:
     return float(getattr(settings, "MARKET_RATE_WINDOW_S", DEFAULT_WINDOW_S))
 
 
+def contention_level() -> float:
+    """``MARKET_CONTENTION_LEVEL`` (default 0.9): the busy share of a type's slots from which a sale
+    counts for the reference rate. Below it every bid is served whatever it offers (paper 000: the
+    auction rations only what is short), so what it paid says nothing about the slots' price."""
+    return float(getattr(settings, "MARKET_CONTENTION_LEVEL", 0.9))
+
+
 def rate_series(*, market: Market, resource: str | None = None) -> QuerySet[RateSample]:
-    """The realised-rate samples, oldest first (``resource``: one type's by name)."""
-    qs = RateSample.objects.filter(market=market).select_related("resource_type").order_by("sim_time", "id")
+    """The published realised-rate rows, oldest first (``resource``: one type's by name): pooled from
+    at least ``MARKET_RATE_MIN_TENANTS`` tenants each (rows written before pooling are not served)."""
+    from marketplace.market.services.rates import min_tenants
+
+    qs = (RateSample.objects.filter(market=market, tenants__gte=min_tenants()).select_related("resource_type")
+          .order_by("sim_time", "id"))
     return qs.filter(resource_type__name=resource) if resource else qs
 
 
-def recent_samples(*, market: Market) -> QuerySet[RateSample]:
-    """The realised-rate samples of the recent window: the last ``MARKET_RATE_WINDOW_S`` simulated seconds."""
-    return RateSample.objects.filter(market=market, sim_time__gte=market.sim_time - window_s())
+def recent_settlements(*, market: Market) -> QuerySet[SpotSettlement]:
+    """The settlements of the recent window: the last ``MARKET_RATE_WINDOW_S`` simulated seconds."""
+    return SpotSettlement.objects.filter(market=market, sim_time__gte=market.sim_time - window_s())
 
 
 def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
-    """Type name -> charged / slot-seconds over the window (None: nothing sold on it yet)."""
+    """Type name -> charged / slot-seconds of the published rows in the window (None: nothing
+    published on it yet)."""
+    published = rate_series(market=market).filter(sim_time__gte=market.sim_time - window_s())
     sums = {r["resource_type_id"]: (r["c"] or 0.0, r["w"] or 0.0)
-            for r in recent_samples(market=market).values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
+            for r in published.order_by().values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
     out: dict[str, float | None] = {}
     for t in types:
         c, w = sums.get(t.pk, (0.0, 0.0))
@@ -65,12 +82,41 @@ def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str
     return out
 
 
+def _votes(rows: Sequence[tuple[int | None, float, float]]) -> tuple[list[float], list[float], list[int]]:
+    """(charged, slot_seconds, voter) columns of (tenant_id, charged, slot_seconds) rows; an unknown
+    tenant (rows from before settlements named one) is one voter, -1."""
+    return [c for _, c, _ in rows], [w for _, _, w in rows], [t if t is not None else -1 for t, _, _ in rows]
+
+
+def reference_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float]:
+    """Type name -> the type's reference rate, money per slot-second (docs/economy.md, "A price nobody
+    moves alone"): ``max(reserve, median(votes))`` with one vote per tenant that bought slots of the
+    type at a level of demand of at least :func:`contention_level` in the window (its charges over
+    its slot-seconds) and one for :func:`reference_rate`. One tenant, whatever it buys at whatever
+    price, moves it only to the other votes next to their median (``scheduler.era.spot.robust_rate``)."""
+    by_type: dict[int, list[tuple[int | None, float, float]]] = {t.pk: [] for t in types}
+    for type_id, tenant, c, w in (recent_settlements(market=market).filter(utilisation__gte=contention_level())
+                                  .values_list("resource_type_id", "tenant_id", "charged", "slot_seconds")):
+        if type_id in by_type:
+            by_type[type_id].append((tenant, c, w))
+    prior = reference_rate()
+    return {t.name: max(float(t.reserve_price), robust_rate(*_votes(by_type[t.pk]), prior=prior)) for t in types}
+
+
+def reserve_floor(types: Sequence[ResourceType]) -> float:
+    """The reserve prices' capacity-weighted mean, money per slot-second: the least the price level can be."""
+    slots = sum(t.capacity for t in types)
+    return sum(float(t.reserve_price) * t.capacity for t in types) / slots if slots else 0.0
+
+
 def price_level(*, market: Market) -> float:
-    """The market's price level, money per slot-second: the realised rate over every type in the
-    window, or :func:`reference_rate` before anything was sold."""
-    sums = recent_samples(market=market).aggregate(c=Sum("charged"), w=Sum("slot_seconds"))
-    w = float(sums["w"] or 0.0)
-    return float(sums["c"] or 0.0) / w if w > 0 else reference_rate()
+    """The market's price level, money per slot-second: :func:`reference_rates`' rule over every type
+    at once (one vote per tenant over its contended slot-seconds of all types), never below the
+    reserve prices' capacity-weighted mean; :func:`reference_rate` before anything was sold in contention."""
+    rows = list(recent_settlements(market=market).filter(utilisation__gte=contention_level())
+                .values_list("tenant_id", "charged", "slot_seconds"))
+    types = list(ResourceType.objects.filter(market=market))
+    return max(reserve_floor(types), robust_rate(*_votes(rows), prior=reference_rate()))
 
 
 def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
@@ -100,7 +146,7 @@ def rate_points(*, market: Market, span_s: float = 900.0, max_points: int = 500)
     """The spot market's realised rate over time, per type: at each sample, charged / slot-seconds of
     the samples in the ``span_s`` simulated seconds up to it (a moving window smooths single jobs);
     at most ``max_points`` per type, evenly spaced. Rows: sim_time, resource, rate."""
-    rows = list(RateSample.objects.filter(market=market).order_by("resource_type__stage", "resource_type_id", "sim_time", "id")
+    rows = list(rate_series(market=market).order_by("resource_type__stage", "resource_type_id", "sim_time", "id")
                 .values_list("resource_type__name", "sim_time", "charged", "slot_seconds"))
     out: list[dict[str, object]] = []
     by_type: dict[str, list[tuple[float, float, float]]] = {}
@@ -117,12 +163,13 @@ def rate_points(*, market: Market, span_s: float = 900.0, max_points: int = 500)
 
 
 def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: float = 7200.0,
-                    since_s: float = 86400.0) -> dict[str, list[dict[str, object]]]:
+                    since_s: float = 86400.0) -> dict[str, Any]:
     """Every price of the market in money per slot-second, for one chart (docs/economy.md): the spot
     market's realised rate over time (:func:`rate_points`), the price curve quotes price from over
     the next ``ahead_s`` seconds (``hooks.price_curve``: one more unit of each type, per slot), and
-    the prices the parts offered in the last ``since_s`` seconds (``hooks.offered_prices``:
-    reservation quotes, deadline bookings)."""
+    what the parts' tenants paid per slot-second of their work in the last ``since_s`` seconds
+    (``hooks.offered_prices``: reservations, deadline bookings, pool jobs), and each type's reference
+    rate and reserve price."""
     from marketplace.market import hooks
 
     now = market.sim_time
@@ -134,7 +181,8 @@ def one_unit_prices(*, market: Market, types: Sequence[ResourceType], ahead_s: f
                  for j in range(len(types)) for k, t in enumerate(np.asarray(times).tolist()) if np.isfinite(prices[j, k])]
     offered = [{"sim_time": at, "resource": types[j].name, "price": price, "source": label}
                for label, j, at, price in hooks.offered_prices(market, types, now - since_s) if j < len(types)]
-    return {"spot": rate_points(market=market), "curve": curve, "offered": offered}
+    return {"spot": rate_points(market=market), "curve": curve, "offered": offered,
+            "reference": reference_rates(market=market, types=types), "reserve": {t.name: float(t.reserve_price) for t in types}}
 
 
 DAY_S = 86400.0

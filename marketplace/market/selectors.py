@@ -7,7 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Prefetch, QuerySet, Sum
+from django.utils import timezone
 
 from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
@@ -16,7 +17,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.models.tenants import Tenant
-from marketplace.market.prices import price_level, realised_rates
+from marketplace.market.prices import price_level, realised_rates, reference_rates
 
 
 def market_default() -> Market:
@@ -26,8 +27,9 @@ def market_default() -> Market:
 
 
 def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
-    """A tenant's jobs, newest first, with their work rows."""
-    return Job.objects.filter(tenant=tenant).select_related("queue").prefetch_related("work__resource_type").order_by("-id")
+    """A tenant's jobs, newest first, with their work rows and their resource types (one query for both)."""
+    work = Prefetch("work", queryset=JobWork.objects.select_related("resource_type"))
+    return Job.objects.filter(tenant=tenant).select_related("queue").prefetch_related(work).order_by("-id")
 
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
@@ -43,24 +45,22 @@ def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[
     """job id -> {resource type name: within-queue share} in the latest stored Plan.
 
     The decoded shares are kept in this process per newest snapshot id, so the lists and
-    pages that show them read one id, not the Plan, until the next clearing.
+    pages that show them read one id, not the Plan, until the next clearing; after it, the same
+    statement reads the new Plan.
     """
-    newest = (AllocationSnapshot.objects.filter(market_id=market.pk, plan__isnull=False).order_by("-id")
-              .values_list("id", flat=True).first())
-    if newest is None:
-        return {}
     with _SHARES_LOCK:
         cached = _SHARES.get(market.pk)
-    if cached is None or cached[0] != newest:
-        latest = adapters.latest_plan(market.pk)
-        if latest is None:
-            return {}
-        snap_id, plan = latest
+    newest = adapters.plan_unless(market.pk, -1 if cached is None else cached[0])  # one statement
+    if newest is None:
+        return {}
+    snap_id, plan = newest
+    if plan is not None:  # a Plan this process has not decoded the shares of (always so when nothing is cached)
         names = [t.name for t in resource_types_of(market=market)]
         shares = {job: dict(zip(names, row, strict=True)) for job, row in zip(plan.job_ids.tolist(), plan.shares.tolist(), strict=True)}
         cached = (snap_id, shares)
         with _SHARES_LOCK:
             _SHARES[market.pk] = cached
+    assert cached is not None
     if job_ids is None:
         return dict(cached[1])
     return {job: cached[1][job] for job in job_ids if job in cached[1]}
@@ -143,7 +143,8 @@ def market_overview(*, market: Market) -> dict[str, object]:
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
         "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
-                 "price_level": price_level(market=market)},
+                 "price_level": price_level(market=market), "reference_rate": reference_rates(market=market, types=types),
+                 "reserve_price": {t.name: float(t.reserve_price) for t in types}},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,
             "converged": snap.converged, "n_jobs": snap.n_jobs, "solve_ms": snap.solve_ms, "total_ms": snap.total_ms,
@@ -339,6 +340,26 @@ def queue_tree_nodes(*, market: Market) -> list[Queue]:
 def market_or_none() -> Market | None:
     """The market the pages show (the first one), or None before any exists."""
     return Market.objects.order_by("id").first()
+
+
+def replayed_jobs(*, market: Market) -> QuerySet[Job]:
+    """The market's jobs that a trace replay submitted (``replay_trace``: a trace job id in
+    ``external_id``, a name ``trace-<id>``), as opposed to jobs a tenant placed."""
+    return Job.objects.filter(market=market).exclude(external_id="").filter(name__startswith="trace-")
+
+
+CLOCK_STALE_S = 5.0  # a clock not ticked for this long is stopped (run_clock ticks every 0.5 s, the replay every 0.5 s)
+
+
+def market_clock(*, market: Market) -> dict[str, Any]:
+    """The market clock as a page shows it: ``sim_time`` (simulated s, extrapolated from the last
+    tick at ``clock_speed`` simulated s per wall s), ``speed`` (that rate while the clock runs, 0
+    while it is stopped: no tick for ``CLOCK_STALE_S`` wall s) and ``running``. The browser ticks
+    the header clock at ``speed`` between reads (``static/js/clock.js``)."""
+    since = None if market.clock_wall_at is None else (timezone.now() - market.clock_wall_at).total_seconds()
+    running = since is not None and 0.0 <= since < CLOCK_STALE_S
+    speed = float(market.clock_speed) if running else 0.0
+    return {"sim_time": market.sim_time + speed * (since or 0.0), "speed": speed, "running": running}
 
 
 def tenant_of(*, user: object) -> Tenant | None:

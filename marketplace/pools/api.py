@@ -17,6 +17,7 @@ from marketplace.api.conventions import created, request_tenant, service_errors
 from marketplace.api.fields import MoneyField, StrictJSON, money_text
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.market import selectors
+from marketplace.market.prices import price_level
 from marketplace.pools.models import CuraJob
 from marketplace.pools.selectors import cura_jobs_of, pool_rows
 from marketplace.pools.services.jobs import cura_job_cancel, cura_job_submit
@@ -48,11 +49,14 @@ class CuraJobSerializer(serializers.ModelSerializer[CuraJob]):
     cost = MoneyField(help_text="Resource cost: VMs x unit price x runtime (rounded to the money format).", allow_null=True)
     held = MoneyField(help_text="Money still held on the tenant's account for this job.")
     charged = MoneyField(help_text="Money charged for this job (on completion).")
+    paid_rate = serializers.FloatField(read_only=True, allow_null=True, help_text=(
+        "What the job pays per slot-second of its work (a slot per vCPU), money per slot-second, a rate: once charged, "
+        "charged / (VMs x vCPUs x seconds run); before, cost / (VMs x vCPUs x planned seconds). Null without a configuration."))
 
     class Meta:
         model = CuraJob
         fields = ("id", "job_type", "job_class", "arrival_s", "deadline_s", "status", "vm_type", "vms", "start_s", "end_s",
-                  "finished_s", "cost", "held", "charged")
+                  "finished_s", "cost", "held", "charged", "paid_rate")
 
 
 class PoolSettingsOutSerializer(serializers.Serializer[Any]):
@@ -74,12 +78,15 @@ class PoolOutSerializer(serializers.Serializer[Any]):
     size = serializers.IntegerField(help_text="VMs in the pool, a count.")
     busy = serializers.IntegerField(help_text="VMs running a job now, a count.")
     utilisation = serializers.FloatField(help_text="busy / size, 0 to 1.")
+    level_ratio = serializers.FloatField(allow_null=True, help_text=(
+        "price_per_slot_second over the market's price level (1: priced at the level; docs/economy.md)."))
 
 
 class PoolsStateSerializer(serializers.Serializer[Any]):
     """The VM pools now and the pool manager's settings (paper 004)."""
 
     sim_time = serializers.FloatField()
+    price_level = serializers.FloatField(help_text="The market's price level, money per slot-second.")
     settings = PoolSettingsOutSerializer(help_text="The pool manager's settings.")
     pools = PoolOutSerializer(many=True, help_text="One per VM type.")
 
@@ -92,11 +99,12 @@ def _pools_state() -> dict[str, Any]:
     ps = pool_settings_of(market=market)
     return {
         "sim_time": market.sim_time,
+        "price_level": price_level(market=market),  # money per slot-second: what price_per_slot_second is compared with
         "settings": {f: getattr(ps, f) for f in SETTINGS_FIELDS},
         "pools": [
             {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": money_text(r["type"].price),
-             "price_per_slot_second": round(r["slot_rate"], RATE_PLACES), "size": r["pool"].size, "busy": r["busy"],
-             "utilisation": r["utilisation"]}
+             "price_per_slot_second": round(r["slot_rate"], RATE_PLACES), "level_ratio": r["level_ratio"],
+             "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
             for r in pool_rows(market=market)
         ],
     }

@@ -111,6 +111,21 @@ class CuraJob(models.Model):
     def __str__(self) -> str:
         return f"Cura job {self.pk} ({self.status})"
 
+    @property
+    def paid_rate(self) -> float | None:
+        """What the tenant pays per slot-second of its work, money (a slot per vCPU): once charged, the
+        charge over the VM-seconds it ran x vCPUs; before, its configuration's cost over the planned
+        ones (VMs x unit price x runtime over VMs x vCPUs x runtime: its VM type's price per vCPU-second).
+        None when it has no configuration or ran nothing."""
+        if self.vm_type is None or not self.vms or self.start_s is None:
+            return None
+        charged = self.charged > 0 and self.finished_s is not None
+        end, amount = (self.finished_s, self.charged) if charged else (self.end_s, self.cost)
+        seconds = (end - self.start_s) if end is not None else 0.0
+        if amount is None or seconds <= 0:
+            return None
+        return float(amount) / (self.vms * self.vm_type.vcpus * seconds)
+
 
 class CuraLedgerLink(models.Model):
     """Which Cura job a ledger entry moved money for (its hold, charge or release): written by the

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 
+from marketplace.ledger.money import format_money
+from marketplace.market.hooks import PartJob, PricePoint
 from marketplace.market.models.market import Market
+from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
-from marketplace.pools.models import CuraJob, PoolReconfiguration, VMInstanceType
+from marketplace.market.prices import price_level
+from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, VMInstanceType
 
 
 def vm_types_of(*, market: Market) -> list[VMInstanceType]:
@@ -44,14 +50,33 @@ def slot_rate(vm_type: VMInstanceType) -> float:
 
 
 def pool_rows(*, market: Market) -> list[dict[str, Any]]:
-    """One row per pool: type, size, cores, VMs busy now, utilisation now and the price per slot-second."""
+    """One row per pool: type, size, cores, VMs busy now, utilisation now, the price per slot-second
+    and its ratio to the market's price level (``level_ratio``: 1 when the pools are priced at the level)."""
     busy = busy_at(market=market, t=market.sim_time)
+    level = price_level(market=market)
     rows = []
     for t in vm_types_of(market=market):
         used = busy.get(t.pk, 0)
         rows.append({"type": t, "pool": t.pool, "cores": t.vcpus * t.pool.size, "busy": used,
-                     "utilisation": used / t.pool.size if t.pool.size else 0.0, "slot_rate": slot_rate(t)})
+                     "utilisation": used / t.pool.size if t.pool.size else 0.0, "slot_rate": slot_rate(t),
+                     "level_ratio": slot_rate(t) / level if level > 0 else None})
     return rows
+
+
+POINTS_LIMIT = 500  # newest pool jobs a chart shows
+
+
+def pool_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[PricePoint]:
+    """Paper 004's prices paid (``market.hooks.MarketPart.price_points``): what each charged Cura job paid per
+    slot-second of its work (``CuraJob.paid_rate``: its charge over VMs x vCPUs x the seconds it ran), at the
+    simulated time it was charged, newest ``POINTS_LIMIT`` since ``since``. Drawn in the first resource type's
+    column: a pool vCPU is a map slot (``simulator.cura.pools``)."""
+    if not types:
+        return []
+    jobs = (CuraJob.objects.filter(market=market, charged__gt=0, finished_s__gte=since).select_related("vm_type")
+            .order_by("-id")[:POINTS_LIMIT])
+    return [("pool job", 0, float(j.finished_s), rate) for j in jobs
+            if j.finished_s is not None and (rate := j.paid_rate) is not None]
 
 
 def pool_series(*, market: Market, types: list[VMInstanceType]) -> dict[str, list[dict[str, Any]]]:
@@ -90,3 +115,19 @@ def reconfigurations(*, market: Market) -> QuerySet[PoolReconfiguration]:
 
 def cura_jobs_of(*, tenant: Tenant) -> QuerySet[CuraJob]:
     return CuraJob.objects.filter(tenant=tenant).select_related("vm_type")
+
+
+def cura_part_job(job: CuraJob) -> PartJob:
+    """A Cura job as My jobs and the ledger show it (``market.hooks.PartJob``): a link to its row on the Cura page."""
+    what = f"{job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name}" if job.vm_type is not None else "no VMs yet"
+    end = job.finished_s if job.finished_s is not None else job.end_s
+    until = f", ends at {end:.0f} s" if end is not None else ""
+    money = f"charged {format_money(job.charged)}" if job.charged > 0 else f"holds {format_money(job.held)}"
+    return PartJob(label=f"Cura job #{job.pk}", url=f"{reverse('cura-jobs')}#cura-{job.pk}", status=job.get_status_display(),
+                   summary=f"{job.job_class or f'type {job.job_type}'}: {what}, deadline {job.deadline_s:.0f} s{until}; {money}")
+
+
+def cura_ledger_jobs(*, entry_ids: list[int]) -> dict[int, PartJob]:
+    """Ledger entry id -> the Cura job it moved money for."""
+    links = CuraLedgerLink.objects.filter(entry_id__in=entry_ids).select_related("cura_job__vm_type")
+    return {link.entry_id: cura_part_job(link.cura_job) for link in links}

@@ -7,6 +7,7 @@ from marketplace.pools import api, views
 urlpatterns = [
     path("pools/", views.pools_admin, name="pools"),
     path("cura/jobs/", views.cura_jobs, name="cura-jobs"),
+    path("cura/jobs/live.json", views.cura_jobs_live, name="cura-jobs-live"),
     path("cura/jobs/<int:pk>/cancel/", views.cura_job_cancel_view, name="cura-job-cancel"),
 ]
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_http_methods
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods
 
 from marketplace.ledger.money import format_money
 from marketplace.market import selectors
 from marketplace.market.models.tenants import Tenant
+from marketplace.market.prices import price_level
 from marketplace.pools.charts import pool_figures
 from marketplace.pools.forms import CuraJobForm, PoolSettingsForm, PoolSizeForm, VMTypeForm
 from marketplace.pools.models import VMPool
@@ -22,10 +24,12 @@ from marketplace.pools.services.pools import (
     pool_resize,
     pool_settings_of,
     pool_settings_update,
+    pools_price_at_level,
     pools_setup_paper,
     vm_type_save,
 )
 from marketplace.web.forms import apply_service_errors
+from marketplace.web.http_cache import poller_revalidates
 from marketplace.web.shortcuts import paginate, render_page, tenant_required
 
 
@@ -44,10 +48,14 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
     settings_form = PoolSettingsForm(request.POST if action == "settings" else None, initial=initial, prefix="s")
     type_form = VMTypeForm(request.POST if action == "vm_type" else None, prefix="t")
     size_form = PoolSizeForm(request.POST if action == "size" else None, prefix="p")
+    if action == "level":
+        pools_price_at_level(market=market, user=request.user, reason=request.POST.get("reason", ""))
+        messages.success(request, f"Re-priced the VM types at the market's level, {price_level(market=market):.4g} per slot-second.")
+        return redirect("pools")
     if action == "paper":
         try:
             pools_setup_paper(market=market, user=request.user)
-            messages.success(request, "Created the VM types of paper 004, App. A, with 40 VMs each.")
+            messages.success(request, "Created the VM types of paper 004, App. A, with 40 VMs each, priced at the market's level.")
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
         return redirect("pools")
@@ -85,7 +93,7 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
     sizes_fig, util_fig = pool_figures(pool_series(market=market, types=types))
     return render_page(request, "pools/admin.html", {
         "nav": "pools", "settings_form": settings_form, "type_form": type_form, "size_form": size_form,
-        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig,
+        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig, "price_level": price_level(market=market),
         "reconfigurations": paginate(request, reconfigurations(market=market)),
         "size_error_pool": size_form["pool"].value() if size_form.errors else None,
     }, market=market)
@@ -112,7 +120,7 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
             return redirect("cura-jobs")
     return render_page(request, "pools/jobs.html", {
         "nav": "cura", "form": form, "page": paginate(request, cura_jobs_of(tenant=tenant)),
-        "pools": pool_rows(market=tenant.market),
+        "pools": pool_rows(market=tenant.market), "price_level": price_level(market=tenant.market),
     }, market=tenant.market)
 
 
@@ -133,3 +141,15 @@ def cura_job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Job {job.pk} cancelled; its hold was released (it had not run).")
     return redirect("cura-jobs")
+
+
+@tenant_required
+@require_GET
+@poller_revalidates
+def cura_jobs_live(request: HttpRequest) -> HttpResponse:
+    """``{"fragments": {"cura-rows": html}}``: the Cura jobs table's rows for the same page, polled by
+    ``static/js/live.js`` (an ETag of the content: unchanged rows are a 304)."""
+    tenant: Tenant = request.tenant  # type: ignore[attr-defined]
+    page = paginate(request, cura_jobs_of(tenant=tenant))
+    html = render_to_string("pools/_job_rows.html", {"page": page}, request=request)
+    return JsonResponse({"fragments": {"cura-rows": html}})

@@ -23,7 +23,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook, market_outlook
-from marketplace.market.prices import recent_samples
+from marketplace.market.prices import recent_settlements, reference_rates
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
@@ -143,14 +143,21 @@ class EraState:
 
 
 def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | None:
-    """The type's realised spot rate by level of demand over the recent window
-    (``market.prices.recent_samples``; ``scheduler.era.spot.SpotCurve``), which ERA's prices are
-    anchored to (docs/economy.md). None: nothing sold in the window yet."""
-    rows = list(recent_samples(market=market).filter(resource_type=resource_type).values_list("utilisation", "charged", "slot_seconds"))
+    """The type's spot rate by level of demand over the recent window, fitted robustly
+    (``market.prices.recent_settlements``; ``scheduler.era.spot.SpotCurve`` with one vote per tenant in
+    each level and the type's reference rate as one more), never below the type's reserve price:
+    what ERA's prices are anchored to (docs/economy.md, "A price nobody moves alone"). None: nothing
+    sold in the window and no reserve price."""
+    rows = list(recent_settlements(market=market).filter(resource_type=resource_type)
+                .values_list("utilisation", "charged", "slot_seconds", "tenant_id"))
+    reserve = float(resource_type.reserve_price)
     if not rows:
-        return None
-    u, c, w = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
-    return SpotCurve.fit(u, c, w)
+        return SpotCurve.flat(reserve) if reserve > 0 else None
+    u, c, w = (np.array(col, dtype=np.float64) for col in list(zip(*rows, strict=True))[:3])
+    voters = np.array([t if t is not None else -1 for *_, t in rows], dtype=np.int64)
+    prior = reference_rates(market=market, types=[resource_type])[resource_type.name]
+    curve = SpotCurve.fit(u, c, w, voters=voters, prior=prior)
+    return curve.floored(reserve) if curve is not None else None
 
 
 def era_state(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None,
@@ -251,10 +258,11 @@ POINTS_LIMIT = 500  # newest quotes a chart shows
 
 
 def quote_price_points(market: Market, types: Sequence[ResourceType], since: float) -> list[hooks.PricePoint]:
-    """ERA's prices offered (``market.hooks.MarketPart.price_points``): each quote's price per slot-second at the
-    simulated time it was priced, newest ``POINTS_LIMIT`` since ``since``."""
+    """ERA's prices paid (``market.hooks.MarketPart.price_points``): what each accepted reservation pays per
+    slot-second of its work (price / (units x (end - start))), at the simulated time its quote was priced,
+    newest ``POINTS_LIMIT`` since ``since``."""
     column = {t.pk: j for j, t in enumerate(types)}
-    rows = (ReservationQuote.objects.filter(market=market, quoted_at__gte=since).order_by("-id")
-            .values_list("resource_type_id", "quoted_at", "price", "units", "duration")[:POINTS_LIMIT])
-    return [("reservation quote", column[rt], float(at), float(price) / (units * duration))
-            for rt, at, price, units, duration in rows if rt in column and units and duration]
+    rows = (Reservation.objects.filter(market=market, quote__quoted_at__gte=since).order_by("-id")
+            .values_list("resource_type_id", "quote__quoted_at", "price", "units", "start", "end")[:POINTS_LIMIT])
+    return [("reservation", column[rt], float(at), float(price) / (units * (end - start)))
+            for rt, at, price, units, start, end in rows if rt in column and units and end > start]

@@ -57,6 +57,9 @@ class RequestSerializer(StrictJSON, serializers.Serializer):
                                   help_text="V: the most you would pay (money units); never used to set the price.")
 
 
+PAID_RATE_HELP = ("What the tenant pays per slot-second of its work: price / the work of the job the reservation books "
+                  "(units tasks of duration seconds), money per slot-second, a rate; the same number as unit_rate.")
+
 # [start, price] pairs: the start a number (simulated seconds), the price a 4-place money string (null: no room).
 OFFERS_SCHEMA = {
     "type": "array",
@@ -74,10 +77,11 @@ class QuoteSerializer(serializers.ModelSerializer):
     unit_rate = serializers.FloatField(read_only=True, help_text=(
         "The price per slot-second: price / (units x duration), money per slot-second, the unit every price of the "
         "market is compared in (the spot market's realised rate, deadline unit prices)."))
+    paid_rate = serializers.FloatField(read_only=True, help_text=PAID_RATE_HELP)
 
     class Meta:
         model = ReservationQuote
-        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "unit_rate",
+        fields = ("id", "resource_type", "units", "duration", "arrival", "deadline", "value", "start", "price", "unit_rate", "paid_rate",
                   "status", "quoted_at", "expires_at", "offers", "alternatives", "replaced_by")
 
     @extend_schema_field(OFFERS_SCHEMA)
@@ -101,6 +105,7 @@ class ReservationSerializer(serializers.Serializer):
     deadline = serializers.FloatField()
     price = MoneyField(help_text="Price of the whole reservation, paid at acceptance.")
     unit_rate = serializers.FloatField(help_text="price / (units x (end - start)), money per slot-second.")
+    paid_rate = serializers.FloatField(help_text=PAID_RATE_HELP)
     value = MoneyField(help_text="V: the most the tenant would pay (null if not given).", allow_null=True)
     quote = serializers.IntegerField(source="quote_id", allow_null=True)
 

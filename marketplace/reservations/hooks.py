@@ -32,6 +32,7 @@ class ReservationsPart(MarketPart):
     """ERA (paper 001): reservations, their bookings in the engine, and the market's price curve."""
 
     name = "reservations"
+    idle_until_used = True  # a market with no reservation: no query a clearing or a tick
 
     def clearing_exclusions(self, job_ids: list[int]) -> set[int]:
         return reserved_job_ids(job_ids)

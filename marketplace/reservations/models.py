@@ -102,6 +102,12 @@ class ReservationQuote(models.Model):
         return float(self.price) / (self.units * self.duration) if self.units and self.duration else 0.0
 
     @property
+    def paid_rate(self) -> float:
+        """What the tenant pays per slot-second of its work, money: the price over the work of the job a
+        reservation books (W tasks of T seconds), so the same number as :attr:`unit_rate`."""
+        return self.unit_rate
+
+    @property
     def shown_status(self) -> str:
         """The status a tenant sees: an open quote past its expiry reads "expired" (it is
         re-priced if accepted)."""
@@ -147,3 +153,9 @@ class Reservation(models.Model):
         """The price per slot-second (money): price over units x (end - start)."""
         span = self.units * (self.end - self.start)
         return float(self.price) / span if span > 0 else 0.0
+
+    @property
+    def paid_rate(self) -> float:
+        """What the tenant pays per slot-second of its work, money: the price over its job's work (W tasks
+        of end - start seconds), the same number as :attr:`unit_rate`."""
+        return self.unit_rate

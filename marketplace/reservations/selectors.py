@@ -46,6 +46,17 @@ def quote_alternatives(*, quote: ReservationQuote, count: int = 3) -> list[tuple
     return out
 
 
+def window_unit_price(*, quote: ReservationQuote) -> float | None:
+    """The unit price of the quote's slots now, money per slot-second: the market's price of one more
+    unit of its type (paper 001, Alg. 1 line 7 with i = 1, ``adapters.unit_price_curve``) averaged over
+    [start, start + duration); None when none of them has a unit left. The quote's own price over
+    its work is at least this for an open quote: its W units are priced one after another, each
+    no cheaper than the one before."""
+    _, prices = ra.unit_price_curve(quote.market, [quote.resource_type], quote.start, quote.start + quote.duration)
+    finite = prices[0][np.isfinite(prices[0])]
+    return float(finite.mean()) if finite.size else None
+
+
 @dataclass(frozen=True)
 class PriceCurve:
     """The coming horizon of one resource type, slot by slot.

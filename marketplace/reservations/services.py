@@ -41,7 +41,7 @@ from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.config import resource_capacity_set
-from marketplace.market.services.market import market_changed
+from marketplace.market.services.market import market_changed, part_in_use
 from marketplace.market.validation import StateConflict
 from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
@@ -387,6 +387,7 @@ def reservation_book(
         job_hold(tenant_id=tenant.pk, job=job, amount=hold, user=user)
     job_charge(job=job, amount=amount, memo=f"reservation price of job {job.pk} (fixed at acceptance)")
     job.save(update_fields=["charged"])
+    part_in_use(market=market, name="reservations")
     reservation = Reservation.objects.create(
         market=market, tenant=tenant, job=job, resource_type=resource_type, units=units, start=start, end=end,
         arrival=start if arrival is None else arrival, deadline=end if deadline is None else deadline,

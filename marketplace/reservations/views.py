@@ -23,7 +23,7 @@ from marketplace.reservations import charts as rc
 from marketplace.reservations import selectors as rsel
 from marketplace.reservations.models import ReservationQuote
 from marketplace.reservations.services import QuoteMoved, reservation_accept, reservation_decline, reservation_quote
-from marketplace.web.forms import apply_service_errors
+from marketplace.web.forms import MARKET_TIME_HELP, MarketTimeField, apply_service_errors, market_times_at
 from marketplace.web.shortcuts import render_page, tenant_required
 
 
@@ -33,8 +33,8 @@ class ReservationRequestForm(forms.Form):
     resource_type = forms.ChoiceField(label="Resource type")
     units = forms.IntegerField(label="Units (W)", help_text="Units held at once.")
     duration = forms.FloatField(label="Duration T (s, market clock)")
-    arrival = forms.FloatField(label="Window start A (s, market clock)")
-    deadline = forms.FloatField(label="Window end D (s, market clock)", help_text="The reservation ends by then.")
+    arrival = MarketTimeField(label="Window start A (market clock)")
+    deadline = MarketTimeField(label="Window end D (market clock)", help_text=f"The reservation ends by then. {MARKET_TIME_HELP}")
     value = forms.CharField(label="Worth at most V (money, optional)", required=False,
                             help_text="Never used to set the price; it helps the market predict demand.")
 
@@ -49,9 +49,9 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
     market = tenant.market
     types = selectors.resource_types_of(market=market)
     s = ra.era_settings(market)
-    now = ra.origin_slot(market.sim_time, s.slot_seconds) * s.slot_seconds
-    initial = {"units": 4, "duration": 1800, "arrival": now, "deadline": now + 4 * 3600}
+    initial = {"units": 4, "duration": 1800, "arrival": "now", "deadline": "in 4 h"}
     form = ReservationRequestForm(request.POST or None, initial=initial, resource_types=types)
+    market_times_at(form, market.sim_time)
     if request.method == "POST" and form.is_valid():
         try:
             quote = reservation_quote(tenant=tenant, **form.cleaned_data)
@@ -74,6 +74,7 @@ def reservation_quote_view(request: HttpRequest, pk: int) -> HttpResponse:
     return render_page(request, "reservations/quote.html", {
         "nav": "reserve", "quote": quote, "alternatives": alternatives, "figure": figure,
         "reservation": getattr(quote, "reservation", None), "cluster_now": cluster_now(market=tenant.market),
+        "unit_price": rsel.window_unit_price(quote=quote),
     }, market=tenant.market)
 
 

@@ -32,7 +32,8 @@ def render_page(
 ) -> HttpResponse:
     """Render with what the base layout needs: the market and its simulated clock."""
     market = market or selectors.market_or_none()
-    base = {"market": market, "sim_clock": charts.format_hms(market.sim_time) if market else None}
+    clock = selectors.market_clock(market=market) if market else None
+    base = {"market": market, "clock": clock, "sim_clock": charts.format_hms(clock["sim_time"]) if clock else None}
     return render(request, template, base | context, status=status)
 
 

@@ -10,6 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 
+from marketplace.market import selectors
 from marketplace.web.throttling import client_address, login_attempt, login_succeeded
 
 
@@ -54,6 +55,15 @@ class ThrottledLoginView(auth_views.LoginView):
             return _locked(wait)
         return super().post(request, *args, **kwargs)
 
+    def form_invalid(self, form: Any) -> HttpResponse:
+        """The form again with its errors, answered 401 when a username and a password were given
+        and do not log in (a missing field stays 200: nothing was checked)."""
+        response = super().form_invalid(form)
+        if form.cleaned_data.get("username") and form.cleaned_data.get("password"):
+            response.status_code = 401
+            response["WWW-Authenticate"] = 'Form realm="login"'  # no challenge a browser answers by itself
+        return response
+
     def form_valid(self, form: Any) -> HttpResponse:
         login_succeeded(client_address(self.request), self.request.POST.get("username", ""))
         return super().form_valid(form)
@@ -64,3 +74,17 @@ def not_found(request: HttpRequest, exception: Exception | None = None, rest: st
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception or Exception("not found"))
+
+
+def clock_json(request: HttpRequest) -> HttpResponse:
+    """``GET /clock.json``: the market clock for the header of every page (``static/js/clock.js``):
+    ``{"sim_time": float s, "speed": simulated s per wall s (0 while stopped), "running": bool}``
+    (``market.selectors.market_clock``); 401 when not logged in, 404 before a market exists."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"detail": "Log in to read the market clock."}, status=401)
+    market = selectors.market_or_none()
+    if market is None:
+        return JsonResponse({"detail": "No market yet."}, status=404)
+    response = JsonResponse(selectors.market_clock(market=market))
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -183,6 +183,21 @@ def _first_min(totals: FloatArray, scores: FloatArray | None = None) -> int | No
     return int(np.argmax(s <= low + 1e-9 * max(1.0, abs(low))))
 
 
+def _first_min_penalised(totals: FloatArray, penalty: float) -> int | None:
+    """:func:`_first_min` of ``totals[k] * exp(penalty * k)``, compared as logarithms so a large
+    penalty or a long window never overflows ``exp``: a free start (total 0) scores 0, the earliest
+    wins; otherwise ``log total + penalty * k``, ties within 1e-9 (the same relative tie as the product's)."""
+    if totals.size == 0 or not np.isfinite(totals).any():
+        return None
+    free = totals <= 0
+    if free.any():
+        return int(np.argmax(free))
+    with np.errstate(divide="ignore"):
+        s = np.log(totals) + penalty * np.arange(totals.size)
+    low = float(np.min(s))
+    return int(np.argmax(s <= low + 1e-9))
+
+
 class BasicEcon(_Promises):
     """Basic-Econ scheduling and pricing (paper 001, Sec. 3.1, Algorithm 1).
 
@@ -263,10 +278,7 @@ class BasicEcon(_Promises):
             ValueError: as :func:`check_request`.
         """
         totals = self.prices(units, duration, arrival, deadline, now=now)
-        scores = None
-        if self.late_penalty > 0:
-            scores = totals * np.exp(self.late_penalty * np.arange(totals.size))
-        k = _first_min(totals, scores)
+        k = _first_min(totals) if self.late_penalty <= 0 else _first_min_penalised(totals, self.late_penalty)
         return None if k is None else Offer(arrival + k, float(totals[k]))
 
     def reserve(self, units: int, duration: int, arrival: int, deadline: int, value: float, *,

@@ -56,11 +56,20 @@ class SpotCurve:
     slot_seconds: FloatArray
 
     @classmethod
-    def fit(cls, levels: ArrayLike, charged: ArrayLike, slot_seconds: ArrayLike, *, bins: int = LEVEL_BINS) -> SpotCurve | None:
+    def fit(cls, levels: ArrayLike, charged: ArrayLike, slot_seconds: ArrayLike, *, bins: int = LEVEL_BINS,
+            voters: ArrayLike | None = None, prior: float | None = None) -> SpotCurve | None:
         """Fit from settlements: each its level of demand (0..1), its charge (money) and the
         slot-seconds it paid for. Within a level bin the rate is total charged / total
         slot-seconds (what that demand paid per slot-second); across bins the rates are made
         non-decreasing by the weighted least-squares isotonic fit (weights: slot-seconds).
+
+        With ``voters`` (one id per settlement: its tenant) the fit is the robust one the live market
+        uses (docs/economy.md, "A price nobody moves alone"): within a level bin each voter's rate
+        (its charges / its slot-seconds there) is one vote, ``prior`` (the reference rate) one more,
+        and the bin's rate is the median of the votes (:func:`robust_rate`); the isotonic fit's
+        weights are the votes' counts. One voter then moves a bin's rate only between the order
+        statistics of the other votes next to their median, whatever it paid and however much it
+        bought.
 
         Returns:
             None when no settlement has slot-seconds (nothing was sold yet).
@@ -82,10 +91,31 @@ class SpotCurve:
         used = np.bincount(index, weights=w[keep], minlength=bins)
         paid = np.bincount(index, weights=c[keep], minlength=bins)
         have = used > 0
-        raw = paid[have] / used[have]
-        fitted = isotonic_regression(raw, weights=used[have], increasing=True).x
+        if voters is None:
+            raw = paid[have] / used[have]
+            weights = used[have]
+        else:
+            who = np.asarray(voters).reshape(-1)
+            if who.shape != u.shape:
+                raise ValueError("voters need one entry per settlement")
+            who, ck, wk = who[keep], c[keep], w[keep]
+            votes = [robust_votes(ck[index == b], wk[index == b], who[index == b], prior=prior) for b in np.flatnonzero(have)]
+            raw = np.array([float(np.median(v)) for v in votes])
+            weights = np.array([float(v.size) for v in votes])
+        fitted = isotonic_regression(raw, weights=weights, increasing=True).x
         centres = (np.flatnonzero(have) + 0.5) / bins
         return cls(centres.astype(np.float64), np.asarray(fitted, dtype=np.float64), used[have].astype(np.float64))
+
+    @classmethod
+    def flat(cls, rate: float) -> SpotCurve:
+        """One rate at every level (money per slot-second): the reserve price before any sale."""
+        if not (math.isfinite(rate) and rate >= 0):
+            raise ValueError("the rate must be finite and >= 0")
+        return cls(np.array([0.5]), np.array([float(rate)]), np.array([1.0]))
+
+    def floored(self, rate: float) -> SpotCurve:
+        """This curve, never below ``rate`` (money per slot-second: the reserve price); still non-decreasing."""
+        return SpotCurve(self.levels, np.maximum(self.rates, float(rate)), self.slot_seconds)
 
     @property
     def mean_rate(self) -> float:
@@ -98,6 +128,74 @@ class SpotCurve:
         x = np.clip(np.asarray(level, dtype=np.float64), 0.0, 1.0)
         out: FloatArray = np.interp(x, self.levels, self.rates)
         return out
+
+
+def robust_votes(charged: ArrayLike, slot_seconds: ArrayLike, voters: ArrayLike, *, prior: float | None = None) -> FloatArray:
+    """The votes of :func:`robust_rate`: each voter's rate (its total charged / its total
+    slot-seconds, money per slot-second; voters with no slot-seconds have none), then ``prior``.
+
+    Shapes: three (n,) arrays, one entry per settlement; returns (k,) with k <= n + 1.
+
+    Raises:
+        ValueError: arrays of different lengths, negative or non-finite money or slot-seconds,
+            or a prior that is not a finite number >= 0.
+    """
+    c = np.asarray(charged, dtype=np.float64).reshape(-1)
+    w = np.asarray(slot_seconds, dtype=np.float64).reshape(-1)
+    who = np.asarray(voters).reshape(-1)
+    if not (c.shape == w.shape == who.shape):
+        raise ValueError("charged, slot_seconds and voters need one entry each")
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(w)) and np.all(c >= 0) and np.all(w >= 0)):
+        raise ValueError("charges and slot-seconds must be finite and >= 0")
+    if prior is not None and not (math.isfinite(prior) and prior >= 0):
+        raise ValueError("the prior must be a finite rate >= 0")
+    out: list[float] = []
+    if who.size:
+        _, group = np.unique(who, return_inverse=True)
+        paid = np.bincount(group, weights=c)
+        used = np.bincount(group, weights=w)
+        out = (paid[used > 0] / used[used > 0]).tolist()
+    if prior is not None:
+        out.append(float(prior))
+    return np.asarray(out, dtype=np.float64)
+
+
+def robust_rate(charged: ArrayLike, slot_seconds: ArrayLike, voters: ArrayLike, *, prior: float) -> float:
+    """The market's reference rate, robust to any one tenant (docs/economy.md, "A price nobody
+    moves alone"): the median of the votes, one per voter (its rate: its charges over its
+    slot-seconds, however many jobs and slot-seconds it bought) and one for ``prior``.
+
+    The bound: let x_1 <= ... <= x_n be the other votes (the prior's included). Whatever one voter
+    pays for whatever it buys, the median of the n + 1 votes stays within
+    [median(x + [0]), median(x + [inf])] (the median is monotone in each vote), which is
+    [x_(p), x_(p+1)] when n = 2p and [(x_(p)+x_(p+1))/2, (x_(p+1)+x_(p+2))/2] when n = 2p + 1
+    (x_(0) := 0 for the lower end): one voter moves the rate at most to the other votes next to their
+    median. With the prior alone beside it (a newcomer on a new market), that is [prior/2, inf):
+    a cheap buyer can at most halve the rate; with two honest voters, their lower vote.
+
+    Args:
+        charged, slot_seconds, voters: (n,) each settlement's charge (money), slot-seconds, and voter.
+        prior: the reference rate before any sale (money per slot-second), always one vote.
+
+    Returns:
+        Money per slot-second (``prior`` when nobody has a vote).
+
+    Raises:
+        ValueError: as :func:`robust_votes`.
+    """
+    return float(np.median(robust_votes(charged, slot_seconds, voters, prior=prior)))
+
+
+def robust_bounds(others: ArrayLike) -> tuple[float, float]:
+    """(lowest, highest) :func:`robust_rate` one more voter can produce beside the votes ``others``
+    (the prior's included): the median with that voter at rate 0, and at an unbounded rate."""
+    x = np.sort(np.asarray(others, dtype=np.float64).reshape(-1))
+    if x.size == 0:
+        raise ValueError("the bound needs at least one other vote (the prior)")
+    low = float(np.median(np.concatenate([[0.0], x])))
+    n = x.size  # the highest: the voter's rate above every other vote
+    high = float(x[n // 2]) if n % 2 == 0 else float((x[n // 2] + x[n // 2 + 1]) / 2) if n > 1 else math.inf
+    return low, high
 
 
 def occupancy(finish_times: ArrayLike, units: ArrayLike, *, origin: float, slot: float, horizon: int) -> NDArray[np.int64]:

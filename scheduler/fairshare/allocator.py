@@ -100,6 +100,7 @@ class FairShareAllocator:
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
         self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
+        self._q_stale: set[int] = set()  # leaves with tasks finished since Q was last brought up to date
         self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
@@ -180,7 +181,10 @@ class FairShareAllocator:
         demanding (Alg. 2, lines 14-16: a leaf without pending tasks does not wait).
         Raises ValueError on a wrong shape or time going backwards.
         """
-        mask = self._mask(demanding)
+        self._track_demand(self._mask(demanding), now)
+
+    def _track_demand(self, mask: NDArray[np.bool_], now: float) -> None:
+        """:meth:`update_demand` on a mask already checked by :meth:`_mask`."""
         self._advance(now)
         key = mask.tobytes()
         if key == self._since_mask:
@@ -213,7 +217,7 @@ class FairShareAllocator:
         time going backwards.
         """
         mask = self._mask(demanding)
-        self.update_demand(mask, now)
+        self._track_demand(mask, now)
         if not self.work_conserving:
             mask = self._limit(mask)
         if self._policy in ("mlrf", "static"):
@@ -300,7 +304,7 @@ class FairShareAllocator:
         else:
             self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
         self._apps.finish(app, now - start, int(units))
-        self._update_quantum_path(leaf)
+        self._q_stale.add(leaf)  # Q is brought up to date when read (_quantum): only unknown durations read it
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
@@ -315,6 +319,10 @@ class FairShareAllocator:
         return self._quantum()
 
     def _quantum(self) -> NDArray[np.float64]:
+        if self._q_stale:  # the same values as refreshing each path at each finish: a leaf's Q depends
+            for leaf in sorted(self._q_stale):  # only on its finished tasks, a group's on its children's Q
+                self._update_quantum_path(leaf)
+            self._q_stale.clear()
         if self._q_source is None:  # nearest node with history on the path to the root
             tree, has = self.tree, ~np.isnan(self._q_own)
             src = np.full(len(tree.names), -1, dtype=np.int64)
@@ -344,24 +352,30 @@ class FairShareAllocator:
         max(expected duration or Q, elapsed) (Sec. 6.2.1); only the part
         after the current round's start counts (Sec. 6.2.2, time windows).
         """
-        out = self._finished.copy()
         n = len(self._tasks)
-        if n:
-            t = self._tasks
-            leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
-            unknown = np.isnan(exp)
-            est = exp
-            if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
-                est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
-                if self._apps.named:  # without named applications a leaf's Q is its only one's
-                    idx = np.flatnonzero(unknown)
-                    est[idx] = self._apps.estimates(t.app[:n][idx], est[idx])
-            if self.history == "decay":  # the past decayed, the rest of the estimate in full
-                held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
-            else:
-                before_round = np.maximum(self._round_start - start, 0.0)
-                held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
-            out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
+        if not n:
+            return self._finished.copy()
+        t = self._tasks
+        leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
+        if not t.unknown and self.history != "decay" and self._round_start == -math.inf:
+            # every duration known, no round begun: max(est, elapsed) is what counts, bit for bit the
+            # general case below (there, nothing lies before the round and no estimate is negative)
+            held = np.maximum(exp, now - start)
+            return self._finished + np.bincount(leaf, weights=held * t.units[:n], minlength=self._finished.size)
+        out = self._finished.copy()
+        unknown = np.isnan(exp)
+        est = exp
+        if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
+            est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
+            if self._apps.named:  # without named applications a leaf's Q is its only one's
+                idx = np.flatnonzero(unknown)
+                est[idx] = self._apps.estimates(t.app[:n][idx], est[idx])
+        if self.history == "decay":  # the past decayed, the rest of the estimate in full
+            held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
+        else:
+            before_round = np.maximum(self._round_start - start, 0.0)
+            held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
+        out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
         return out
 
     @cached_property

@@ -25,6 +25,7 @@ class RunningTasks:
         self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
         self.units = np.zeros(16)
         self.app = np.zeros(16, dtype=np.int64)  # application key (scheduler.fairshare.quantum)
+        self.unknown = 0  # batches whose expected duration is unknown (NaN)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -37,11 +38,13 @@ class RunningTasks:
         self.slot[key] = n
         self.keys.append(key)
         self.leaf[n], self.start[n], self.expected[n], self.units[n], self.app[n] = leaf, start, expected, units, app
+        self.unknown += math.isnan(expected)
 
     def pop(self, key: int) -> tuple[int, float, float, int]:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
         leaf, start, units, app = int(self.leaf[i]), float(self.start[i]), float(self.units[i]), int(self.app[i])
+        self.unknown -= math.isnan(self.expected[i])
         last = len(self.keys) - 1
         if i != last:
             moved = self.keys[last]

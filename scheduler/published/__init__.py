@@ -17,9 +17,11 @@ unchanged:
   discretised two-dimensional least attained service with starvation promotion;
 * :mod:`~scheduler.published.themis` -- Themis (Mahajan et al., NSDI'20):
   finish-time fairness ``rho = T_shared / T_ideal`` and the partial-allocation
-  auction among the jobs with the worst ``rho``.
+  auction among the jobs with the worst ``rho``;
+* :mod:`~scheduler.published.srpt` -- shortest remaining work first, the
+  control that reads the same exact job sizes as Themis' oracle variant.
 
-DRF, Slurm and Karma rank leaf queues (users); Tiresias and Themis rank jobs
+DRF, Slurm and Karma rank leaf queues (users); Tiresias, Themis and SRPT rank jobs
 across all queues (``job_level``: the cluster hands them every active job,
 :class:`~scheduler.published.jobs.JobView`, as FIFO across queues already ranks
 jobs by arrival). Pure numpy; no Django.

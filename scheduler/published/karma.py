@@ -38,7 +38,11 @@ Deviations of the adapter: the cluster is work conserving, so a borrower is
 never refused for lack of credits; credits therefore start at 0 and may go
 negative -- the same ranking as the library's default of (practically)
 unlimited initial credits, shifted by a constant. Demand is observed as "has
-pending tasks" (the stage's interface), not as a slice count.
+pending tasks" (the stage's interface), not as a slice count, so the library's
+tie order (least remaining want first) cannot be read here: leaves tied on
+the ranking take turns instead, the first tied leaf after the one served last
+(cyclically), so equal credits -- every credit starts equal -- do not always
+favour the first leaf.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.fairshare.selection import argmin_first
+from scheduler.fairshare.selection import TIE_RTOL, argmin_first
 from scheduler.published.base import BatchBook
 
 ALPHA = 0.5  # the guaranteed fraction of the fair share (paper and library default example)
@@ -59,14 +63,20 @@ QUANTUM_S = 60.0
 
 def _one_by_one(pool: NDArray[np.float64], room: NDArray[np.int64], count: int, richest: bool) -> NDArray[np.int64]:
     """Hand ``count`` slices one at a time to the entry with the lowest (``richest``: highest)
-    current ``pool`` value and room left, the pool moving by one per slice; ties to the lower index."""
+    current ``pool`` value and room left, the pool moving by one per slice. Among equal pool
+    values the entry with the least room left goes first, then the lower index: the library's
+    order (``borrow_from_poorest_fast`` / ``give_to_richest_fast`` keep the tied users in a heap
+    ordered by their remaining donation or want, and a last partial round pops its smallest)."""
     taken = np.zeros(room.size, dtype=np.int64)
     level = pool.astype(np.float64).copy()
     for _ in range(count):
         open_ = taken < room
         if not open_.any():
             break
-        i = argmin_first(-level if richest else level, open_)
+        key = -level if richest else level
+        best = float(key[open_].min())
+        tied = open_ & (key <= best + TIE_RTOL * max(1.0, abs(best)))
+        i = argmin_first((room - taken).astype(np.float64), tied)
         taken[i] += 1
         level[i] += -1.0 if richest else 1.0
     return taken
@@ -155,6 +165,7 @@ class KarmaAllocator(BatchBook):
         self._credits = np.zeros(n)
         self._used = np.zeros(n)  # unit-seconds in the current quantum
         self._q_start = -math.inf
+        self._turn = -1  # the leaf served last (ties rotate from the next one)
 
     def credits(self) -> NDArray[np.float64]:
         """(L,) credits now (the current quantum's free credits included, its exchange not yet)."""
@@ -201,22 +212,35 @@ class KarmaAllocator(BatchBook):
 
     def pick_leaf(self, demanding: NDArray[np.bool_], now: float, head: NDArray[np.float64] | None = None) -> int:
         """A demanding leaf below its guarantee (fewest units per unit of guarantee), else the
-        richest borrower (credits minus units borrowed now); ties to the lowest position; -1 if none."""
+        richest borrower (credits minus units borrowed now); ties rotate: the first tied leaf after
+        the one picked last, cyclically; -1 if none."""
         mask = self._mask(demanding)
         self._advance(now)
         g = self.alpha * self.fair_share()
         below = mask & (self._running < g - 1e-9)
         if below.any():
-            return argmin_first(self._running / np.maximum(g, 1e-12), below)
+            return self._rotate(self._running / np.maximum(g, 1e-12), below)
         richness = self._credits - np.maximum(self._running - g, 0.0)
-        return argmin_first(-richness, mask)
+        return self._rotate(-richness, mask)
+
+    def _rotate(self, values: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
+        """The smallest masked value's index; among ties the first after ``_turn`` (cyclic)."""
+        first = argmin_first(values, mask)
+        if first < 0:
+            return first
+        best = float(values[first])
+        tied = np.flatnonzero(mask & (values <= best + TIE_RTOL * max(1.0, abs(best))))
+        after = tied[tied > self._turn]
+        self._turn = int(after[0] if after.size else tied[0])
+        return self._turn
 
     def _extra_state(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "quantum": self.quantum, "credits": self._credits.tolist(), "used": self._used.tolist(),
-                "q_start": None if math.isinf(self._q_start) else self._q_start}  # fmt: skip
+                "q_start": None if math.isinf(self._q_start) else self._q_start, "turn": self._turn}  # fmt: skip
 
     def _load_extra(self, extra: dict[str, Any]) -> None:
         self.alpha, self.quantum = float(extra["alpha"]), float(extra["quantum"])
         self._credits = np.asarray(extra["credits"], dtype=np.float64)
         self._used = np.asarray(extra["used"], dtype=np.float64)
         self._q_start = -math.inf if extra["q_start"] is None else float(extra["q_start"])
+        self._turn = int(extra.get("turn", -1))

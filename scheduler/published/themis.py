@@ -22,8 +22,14 @@ dispatch of the cluster, on the units free then. Set-up and deviations:
 * a job is an app; its ``rho`` for ``g`` more units of the type being handed
   out is ``(now - submit + T_rem(g)) / T_ideal`` with the fluid estimate
   ``T_rem = (pending + running tasks of the type) * duration / (running + g)``,
-  its later stages at a ``1/N`` share (the authors estimate it from the app's
-  progress; here task counts and durations are known);
+  its later stages at a ``1/N`` share. ``sizes="oracle"`` (the default) reads
+  the exact task durations; ``sizes="attained"`` estimates them from progress,
+  as the authors do (their Agent measures the app's rate from what it has run):
+  a job's task duration of a type is the mean of its finished tasks of that
+  type, else the mean of every finished task of that type in the cluster
+  (1 s before any has finished), and never less than the age of its oldest
+  running task of that type (attained service); task counts are known, as the
+  number of iterations of a training job is;
 * N is the number of active jobs, time-averaged over the job's life as seen
   at the cluster's dispatches;
 * the hidden payment ``c_i * x*_i`` is rounded to the nearest unit, not down:
@@ -37,6 +43,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +55,8 @@ from scheduler.published.base import BatchBook
 from scheduler.published.jobs import Grants, JobView, waves_time
 
 FAIRNESS_KNOB = 0.8
+SIZES = ("oracle", "attained")
+PRIOR_S = 1.0  # the estimated task duration before any task of the type has finished
 
 
 def finish_time_fairness(shared_time: float, ideal_time_s: float) -> float:
@@ -144,6 +154,9 @@ class ThemisAllocator(BatchBook):
     Args:
         tree: the queue tree (unused for ranking: Themis ranks jobs).
         fairness_knob: f in [0, 1); the worst ``ceil((1 - f) * n)`` jobs bid.
+        sizes: "oracle" (exact task durations) or "attained" (estimated from progress; module docstring).
+
+    Raises ValueError on a knob outside [0, 1) or an unknown ``sizes``.
     """
 
     policy = "themis"
@@ -151,15 +164,45 @@ class ThemisAllocator(BatchBook):
 
     def __init__(
         self, tree: QueueTree, *, t_wait: float = 0.0, history: str = "forever", history_length: float = math.inf,
-        fairness_knob: float = FAIRNESS_KNOB,
+        fairness_knob: float = FAIRNESS_KNOB, sizes: str = "oracle",
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("fairness_knob must be in [0, 1)")
+        if sizes not in SIZES:
+            raise ValueError(f"sizes must be one of {SIZES}")
         super().__init__(tree, t_wait=t_wait, history=history, history_length=history_length)
-        self.fairness_knob = float(fairness_knob)
+        self.fairness_knob, self.sizes = float(fairness_knob), sizes
         self._contention = 0.0  # N since the last dispatch
         self._area = 0.0  # integral of N over time
         self._seen: dict[int, tuple[float, float]] = {}  # job -> (first seen, area then)
+        self._done: dict[int, tuple[int, float]] = {}  # job -> (finished tasks, their seconds) of this type
+        self._all = (0, 0.0)  # every finished task of this type: (count, seconds)
+        self._types: list[ThemisAllocator] = [self]  # the cluster's allocators, one per type (link)
+
+    @staticmethod
+    def link(allocators: Sequence[Any]) -> None:
+        """Let one cluster's per-type allocators read each other's finished tasks (the estimate of ``sizes="attained"``)."""
+        for a in allocators:
+            a._types = list(allocators)
+
+    def _on_finish(self, leaf: int, app: int, units: int, start: float, now: float) -> None:
+        n, total = self._done.get(app, (0, 0.0))
+        self._done[app] = (n + units, total + units * (now - start))
+        self._all = (self._all[0] + units, self._all[1] + units * (now - start))
+
+    def task_estimate(self, app: int, now: float) -> float:
+        """Estimated seconds per task of this type for job ``app`` from progress (module docstring)."""
+        n, total = self._done.get(app, (0, 0.0))
+        est = total / n if n else (self._all[1] / self._all[0] if self._all[0] else PRIOR_S)
+        starts = [b[1] for b in self._batches.values() if b[3] == app]
+        return max(est, now - min(starts)) if starts else est
+
+    def _estimated(self, view: JobView, now: float) -> JobView:
+        """``view`` with every job's task durations replaced by their estimates (one column per type)."""
+        types = self._types if len(self._types) == view.durations.shape[1] else [self] * view.durations.shape[1]
+        ids = view.job_ids.tolist()
+        est = np.array([[a.task_estimate(int(job), now) for a in types] for job in ids], dtype=np.float64).reshape(view.durations.shape)
+        return replace(view, durations=est)
 
     def _on_time(self, before: float, now: float) -> None:
         if math.isfinite(before):
@@ -179,12 +222,15 @@ class ThemisAllocator(BatchBook):
             self._seen[job] = (now, self._area)
         for job in set(self._seen) - ids:
             del self._seen[job]
+            self._done.pop(job, None)
         self._contention = float(view.n)
 
     def pick_jobs(self, view: JobView, free: int, now: float) -> Grants:
         """The auction over ``free`` units of ``view.resource`` at ``now`` (module docstring)."""
         self._advance(now)
         self._observe(view, now)
+        if self.sizes == "attained":
+            view = self._estimated(view, now)
         positions = [p for p in range(view.n) if view.eligible[p] > 0]
         if not positions or free <= 0:
             return []
@@ -210,9 +256,14 @@ class ThemisAllocator(BatchBook):
 
     def _extra_state(self) -> dict[str, Any]:
         return {"knob": self.fairness_knob, "contention": self._contention, "area": self._area,
-                "seen": [[k, t, a] for k, (t, a) in self._seen.items()]}  # fmt: skip
+                "seen": [[k, t, a] for k, (t, a) in self._seen.items()], "sizes": self.sizes,
+                "done": [[k, n, x] for k, (n, x) in self._done.items()], "all": list(self._all)}  # fmt: skip
 
     def _load_extra(self, extra: dict[str, Any]) -> None:
         self.fairness_knob = float(extra["knob"])
         self._contention, self._area = float(extra["contention"]), float(extra["area"])
         self._seen = {int(k): (float(t), float(a)) for k, t, a in extra["seen"]}
+        self.sizes = str(extra.get("sizes", "oracle"))
+        self._done = {int(k): (int(n), float(x)) for k, n, x in extra.get("done", [])}
+        count, seconds = extra.get("all", [0, 0.0])
+        self._all = (int(count), float(seconds))

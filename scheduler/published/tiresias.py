@@ -6,22 +6,28 @@ executed (2D-LAS, Sec. 3.2); the continuous priority is discretised into K
 queues by thresholds on attained service -- a job starts in the highest queue
 ``Q_0`` and is demoted when its service passes its queue's threshold; queues
 are served in order, jobs inside a queue in arrival (FIFO) order (Sec. 3.2,
-"Discretized 2D-LAS"). Against starvation a job that has waited longer than
-``PROMOTE_KNOB`` times its execution time since its last promotion is promoted
-back to ``Q_0`` and its counters restart (the authors' simulator,
+"Discretized 2D-LAS"). Against starvation a job whose pending time since its
+last promotion reaches ``PROMOTE_KNOB`` times its execution time since then is
+promoted back to ``Q_0`` and its counters restart (the authors' simulator,
 SymbioticLab/Tiresias ``run_sim.py``, ``dlas_sim_jobs``: ``last_pending_time >=
-executed_time * solve_starvation``).
+executed_time * solve_starvation``). The pending time is *cumulative*: it grows
+while the job waits after it first ran and is reset only at a promotion, never
+when the job runs again (``last_pending_time`` is zeroed only beside
+``executed_time``).
 
 * :func:`queue_of`, :func:`promoted` -- the two rules as functions.
 * :class:`TiresiasAllocator` -- the policy as a job-level fair-share-stage
   allocator for ONE resource type: service is counted in unit-seconds of that
   type (the 2D product), from the cluster's ``record_start`` / ``record_finish``.
 
-Set-up and deviations: the queue thresholds default to the authors'
-simulator's (30 min, 1 h and 2 h of executed service: ``Q0:[0, 30min)``,
-``Q1:[30min, 1h)``, ``Q2:[1h, 2h)``, ``Q3:[2h, inf)``), here in unit-seconds;
-the knob to 2 (our choice: the paper leaves it to the operator, the authors'
-simulator's default is 0, off). The cluster never preempts: a job loses its
+Set-up and deviations: the queue thresholds default to the authors' (two
+queues, one limit of 3,600 unit-seconds: the simulator README's first example,
+"there are two queues, and the threshold for Q1 is 3600 seconds", and ``jobs.py``'s
+per-GPU-class ``g_job``: ``num_queue = 2``, ``queue_limit[0] = 3600``);
+:data:`THREE_LIMITS_S` (30 min, 1 h and 2 h: ``Q0:[0, 30min)`` ... ``Q3:[2h, inf)``,
+the ``dlas_sim_jobs`` docstring) is a labelled variant. The knob defaults to 2 (our
+choice: the paper leaves it to the operator, the authors' simulator's default is
+0, off). The cluster never preempts: a job loses its
 place only at task boundaries (Tiresias preempts whole jobs), and a job in a
 higher queue takes the free units before those in lower ones.
 """
@@ -41,7 +47,8 @@ from scheduler.fairshare.running import from_json_float, json_float
 from scheduler.published.base import BatchBook
 from scheduler.published.jobs import Grants, JobView, greedy_in_order
 
-THRESHOLDS_S: tuple[float, ...] = (1800.0, 3600.0, 7200.0)
+THRESHOLDS_S: tuple[float, ...] = (3600.0,)  # the authors' default: two queues
+THREE_LIMITS_S: tuple[float, ...] = (1800.0, 3600.0, 7200.0)  # the variant of the dlas_sim_jobs docstring
 PROMOTE_KNOB = 2.0
 
 
@@ -53,7 +60,8 @@ def queue_of(service: float, thresholds: Sequence[float]) -> int:
 
 def promoted(waited: float, executed: float, knob: float) -> bool:
     """Starvation rule: promote a job that ran ``executed`` s since its last promotion and has
-    waited ``waited`` s since it last ran, iff it ran at all and ``waited >= knob * executed``."""
+    been pending ``waited`` s in total since then (cumulative, not since it last ran), iff it
+    ran at all and ``waited >= knob * executed``."""
     return executed > 0 and waited >= knob * executed
 
 
@@ -78,12 +86,12 @@ class TiresiasAllocator(BatchBook):
             raise ValueError("thresholds must be increasing and > 0, promote_knob >= 0")
         super().__init__(tree, t_wait=t_wait, history=history, history_length=history_length)
         self.thresholds, self.promote_knob = tuple(limits), float(promote_knob)
-        self._jobs: dict[int, list[float]] = {}  # app -> [service, executed, last change, last stop, promotions]
+        self._jobs: dict[int, list[float]] = {}  # app -> [service, executed, last change, pending, promotions]
 
     def _record(self, app: int, now: float) -> list[float]:
         rec = self._jobs.get(app)
         if rec is None:
-            rec = self._jobs[app] = [0.0, 0.0, now, now, 0.0]
+            rec = self._jobs[app] = [0.0, 0.0, now, 0.0, 0.0]
         return rec
 
     def _accrue(self, rec: list[float], units_before: int, now: float) -> None:
@@ -91,16 +99,15 @@ class TiresiasAllocator(BatchBook):
         rec[0] += units_before * dt
         if units_before > 0:
             rec[1] += dt
+        elif rec[1] > 0:  # pending after it ran (since its last promotion): run_sim's last_pending_time
+            rec[3] += dt
         rec[2] = now
 
     def _on_start(self, leaf: int, app: int, units: int, now: float) -> None:
         self._accrue(self._record(app, now), self.job_units(app) - units, now)
 
     def _on_finish(self, leaf: int, app: int, units: int, start: float, now: float) -> None:
-        rec = self._record(app, now)
-        self._accrue(rec, self.job_units(app) + units, now)
-        if self.job_units(app) == 0:
-            rec[3] = now
+        self._accrue(self._record(app, now), self.job_units(app) + units, now)
 
     def service(self, app: int, now: float) -> tuple[float, float]:
         """``(attained service in unit-seconds, executed seconds)`` of job ``app`` since its last promotion."""
@@ -110,13 +117,21 @@ class TiresiasAllocator(BatchBook):
         units = self.job_units(app)
         return rec[0] + units * (now - rec[2]), rec[1] + (now - rec[2] if units else 0.0)
 
+    def pending(self, app: int, now: float) -> float:
+        """Seconds job ``app`` has been pending (holding no unit) since its last promotion, counted
+        from when it first ran after it; cumulative, reset only by a promotion."""
+        rec = self._jobs.get(app)
+        if rec is None:
+            return 0.0
+        return rec[3] + (now - rec[2] if self.job_units(app) == 0 and rec[1] > 0 else 0.0)
+
     def queue(self, app: int, now: float) -> int:
         """The job's queue now, after the starvation rule (promotes as a side effect)."""
         service, executed = self.service(app, now)
         q = queue_of(service, self.thresholds)
         rec = self._jobs.get(app)
-        if rec is not None and q > 0 and self.job_units(app) == 0 and promoted(now - rec[3], executed, self.promote_knob):
-            rec[0], rec[1], rec[2], rec[3] = 0.0, 0.0, now, now
+        if rec is not None and q > 0 and self.job_units(app) == 0 and promoted(self.pending(app, now), executed, self.promote_knob):
+            rec[0], rec[1], rec[2], rec[3] = 0.0, 0.0, now, 0.0
             rec[4] += 1
             return 0
         return q

@@ -19,10 +19,11 @@ from simulator.records import TaskLaunch
 STATE_FORMAT = 2
 
 
-def dump(c: ClusterCore) -> dict[str, Any]:
+def dump(c: ClusterCore, *, jobs: bool = True) -> dict[str, Any]:
     """Everything needed to continue the run (only dicts, lists, str, int, float,
-    None; infinities stored as None)."""
-    return {
+    None; infinities stored as None). Without ``jobs``, no "jobs" entry (the jobs' counters
+    are stored one record a job: ``simulator.market.delta``)."""
+    state = {
         "format": STATE_FORMAT,
         "now": c.now,
         "capacity": c.capacity.tolist(),
@@ -39,7 +40,6 @@ def dump(c: ClusterCore) -> dict[str, Any]:
         "sample_clock": [c._sample_origin, c._sample_k],
         "next_key": c._next_key,
         "next_seq": c._next_seq,
-        "jobs": [job.to_state() for job in c._jobs.values()],
         "reservations": [r.to_list() for r in c._reservations],
         "placement": c.placement.to_state(),
         "events": c._events.to_state(),
@@ -48,6 +48,9 @@ def dump(c: ClusterCore) -> dict[str, Any]:
         "executor": {"kind": c.executor, "running": [list(p) for p in c._external.values()],
                      "launches": [t.to_list() for t in c.launches], "kills": list(c.kills)},
     }
+    if jobs:
+        state["jobs"] = [job.to_state() for job in c._jobs.values()]
+    return state
 
 
 def config_of(tree: QueueTree, state: dict[str, Any]) -> dict[str, Any]:

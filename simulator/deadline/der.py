@@ -31,7 +31,10 @@ Set-up, after Sec. 5.1:
   A task no node can serve in time takes the whole availability of the node
   that finishes it soonest (Alg. 1's infeasible case) if that node offers at
   least ``min_units`` on every dimension, and otherwise waits for the next
-  completion and is planned again with what remains of its deadline. A task
+  completion and is planned again with what remains of its deadline; with
+  ``wait="lookahead"`` (the default) it also waits when the next completion
+  would let it finish sooner, with ``wait="start"`` it never waits while a node
+  offers ``min_units`` (the waiting rule's isolation). A task
   holds its vector on its node until it really finishes (pay-by-reserve).
 
 The measure is the deadline extension ratio ``DER = finish time / D`` (Sec. 5.2),
@@ -66,6 +69,7 @@ PRICES = (1.0, 2.0, 3.0)  # the paper's prices of the three operations
 
 
 ERROR_MODELS = ("eq23", "uniform", "exact")
+WAIT_RULES = ("lookahead", "start")
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ def jain_index(x: FloatArray) -> float:
 
 def run_case(
     tasks: list[MatrixTask], *, planning: float, nodes: int = 10, cores: float = 8.0, min_units: float = 1.0,
-    starts: list[float] | None = None,
+    starts: list[float] | None = None, wait: str = "lookahead",
 ) -> FloatArray:
     """Serve ``tasks`` (all submitted at t = 0) on the cluster; the (m,) DERs.
 
@@ -150,7 +154,12 @@ def run_case(
         nodes, cores: the cluster (units per node on every dimension).
         min_units: least units per dimension a task accepts in Alg. 1's infeasible case.
         starts: if given, filled with each task's start time / its deadline (the wait's share of its DER).
+        wait: "lookahead" or "start" (module docstring).
+
+    Raises ValueError on an unknown ``wait``; RuntimeError when a task can never start.
     """
+    if wait not in WAIT_RULES:
+        raise ValueError(f"wait must be one of {WAIT_RULES}")
     R = len(OPERATIONS)
     free = np.full((nodes, R), float(cores))
     prices = np.tile(np.array(PRICES), (nodes, 1))
@@ -162,7 +171,7 @@ def run_case(
     while waiting:
         still = []
         for i in waiting:
-            nxt = (running[0][0], running[0][2], np.array(running[0][3])) if running else None
+            nxt = (running[0][0], running[0][2], np.array(running[0][3])) if running and wait == "lookahead" else None
             start = _try_start(tasks[i], planning, now, free, prices, min_units, nxt)
             if start is None:
                 still.append(i)
@@ -258,11 +267,11 @@ class DERResult:
 def der_experiment(
     levels: range | list[int] = range(1, 41), *, seed: int = 0, alpha_err: float = 0.7, beta_err: float = 1.3,
     nodes: int = 10, cores: float = 8.0, min_units: float = 1.0, progress: Callable[[float, str], None] | None = None,
-    model: str = "eq23",
+    model: str = "eq23", wait: str = "lookahead",
 ) -> DERResult:
     """Paper 003, Sec. 5.2 (Figs. 4-6): for each m, one case of m tasks (seeded), served
     once planning with D and once with D' = alpha_err D (the same tasks; Eq. 22). ``progress``
-    is called with (fraction done, message) before each level; ``model`` is the error model."""
+    is called with (fraction done, message) before each level; ``model`` is the error model, ``wait`` the waiting rule."""
     rules = {"D": 1.0, "D'": alpha_err}
     keys = ("low", "mean", "high", "jain", "late", "worst_wait")
     out: dict[str, dict[str, list[float]]] = {k: {r: [] for r in rules} for k in keys}
@@ -275,7 +284,7 @@ def der_experiment(
         alone += sum(float(t.estimate.sum()) / cores > alpha_err * t.deadline for t in tasks)
         for rule, factor in rules.items():
             starts: list[float] = []
-            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units, starts=starts)
+            der = run_case(tasks, planning=factor, nodes=nodes, cores=cores, min_units=min_units, starts=starts, wait=wait)
             out["worst_wait"][rule].append(float(starts[int(np.argmax(der))]))
             out["low"][rule].append(float(der.min()))
             out["mean"][rule].append(float(der.mean()))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simulator.experiments import Result
-from simulator.experiments.fidelity import headline
+from simulator.experiments.fidelity import headline, scaled_verdict
 
 NO_CI = " (no interval: this experiment predates the fidelity statistics)"
 
@@ -116,7 +116,7 @@ def cura_fig5(result: Result) -> list[dict[str, str]]:
         if ours is None or paper is None:
             continue
         band = 0.1 * paper
-        verdict = "reproduced" if abs(ours - paper) <= band else ("shape only" if ours > 0 else "differs")
+        verdict = "reproduced" if abs(ours - paper) <= band else scaled_verdict("shape only" if ours > 0 else "differs", paper, paper, ours)
         out.append(headline(paper="004", section="Sec. IV-B 1, Fig. 5", quote=f"Cura ... {r[0]} (up to)", paper_value=str(r[2]),
                             ours=f"{r[1]} (best over the deadlines)" + NO_CI, verdict=verdict,
                             cause="" if verdict == "reproduced" else "the per-job clusters' VM boot time is assumed (cura_reconfig "

@@ -14,8 +14,15 @@ Verdicts. Fixed here, before any result was seen, and the same for every paper:
   number, the paired difference's interval lies wholly on the claimed side;
 * **shape only** -- the claim's direction holds (the paired interval on the
   claimed side, or a stated qualitative shape holds) but the number is outside
-  that band;
-* **differs** -- the claimed direction does not hold at 95 %.
+  that band, by at most ``MAGNITUDE`` (3x);
+* **differs (magnitude)** -- the direction holds but our mean is off the
+  paper's number (or range) by more than 3x either way, or has the other sign
+  (:func:`off_by`; added 2026-11-28, before the report under it was run: a 20x
+  miss is not "shape only");
+* **differs** -- the claimed direction does not hold at 95 %;
+* **not testable** -- the model rules the claim's number out for every policy
+  (e.g. a gain above the work bound); the row's cause says what the model lacks
+  (added 2026-11-28, before the report under it was run).
 
 A headline row (:func:`headline`) carries the paper's quote with its section,
 the paper's value, ours with its interval, the verdict and its cause; every
@@ -43,7 +50,8 @@ from scipy import stats
 from simulator.experiments import finite, table
 
 TOLERANCE = 0.10  # a paper's number within our interval widened by 10 % of it counts as reproduced
-VERDICTS = ("reproduced", "shape only", "differs")
+MAGNITUDE = 3.0  # "shape only" becomes "differs (magnitude)" beyond this factor
+VERDICTS = ("reproduced", "shape only", "differs (magnitude)", "differs", "not testable")
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,30 @@ def holds(diff: Estimate, side: str) -> bool:
     return diff.low > 0 if side == "+" else diff.high < 0
 
 
+def off_by(low: float, high: float, ours: float) -> float:
+    """The factor by which ``ours`` lies outside the paper's ``[low, high]`` (a number: low = high):
+    1 inside, ``ours / high`` above, ``low / ours`` below (magnitudes); inf for the other sign or 0."""
+    lo, hi = sorted((low, high))
+    if lo <= ours <= hi:
+        return 1.0
+    if not math.isfinite(ours):
+        return math.inf
+    sign = 1.0 if hi > 0 else -1.0 if lo < 0 else 0.0
+    if sign == 0.0 or ours * sign <= 0:
+        return math.inf
+    a, b = sorted((abs(lo), abs(hi)))
+    x = abs(ours)
+    return x / b if x > b else a / x
+
+
+def scaled_verdict(decided: str, low: float, high: float, ours: float, *, factor: float = MAGNITUDE) -> str:
+    """``decided`` with the magnitude rule (module docstring): "shape only" more than ``factor`` off
+    the paper's ``[low, high]`` becomes "differs (magnitude)"; any other verdict is returned unchanged."""
+    return "differs (magnitude)" if decided == "shape only" and off_by(low, high, ours) > factor else decided
+
+
 def verdict(paper_value: float | None, ours: Estimate | None, shape_holds: bool, *, tolerance: float = TOLERANCE) -> str:
-    """The module docstring's rule: reproduced, shape only or differs.
+    """The module docstring's rule: reproduced, shape only, differs (magnitude) or differs.
 
     Args:
         paper_value: the paper's number (None for a claim without one).
@@ -118,7 +148,7 @@ def verdict(paper_value: float | None, ours: Estimate | None, shape_holds: bool,
         band = tolerance * abs(paper_value)
         if ours.low - band <= paper_value <= ours.high + band:
             return "reproduced"
-        return "shape only" if shape_holds else "differs"
+        return scaled_verdict("shape only", paper_value, paper_value, ours.mean) if shape_holds else "differs"
     return "reproduced" if shape_holds else "differs"
 
 

@@ -47,6 +47,15 @@ def dump(engine: Saved) -> dict[str, Any]:
             None if b.sub_budget is None else b.sub_budget.tolist(), None if share is None else share.tolist(),
             shares.area(b.row).tolist(), shares.mark(b.row), b.accepted,
         ])
+    state = dump_header(engine)
+    state["books"] = books
+    state["cluster"] = engine.cluster.to_state()
+    return state
+
+
+def dump_header(engine: Saved) -> dict[str, Any]:
+    """What of :func:`dump`'s state does not grow with the jobs: the format, the configuration,
+    the bookings and their prices and the Plan in force (no books, no cluster)."""
     c = engine.config
     return {
         "format": STATE_FORMAT,
@@ -54,11 +63,9 @@ def dump(engine: Saved) -> dict[str, Any]:
             c.mechanism, c.fairshare, c.dispatch, c.alpha, c.tol, c.max_rounds, inf_to_none(c.t_wait), c.history,
             inf_to_none(c.history_length),
         ],
-        "books": books,
         "booked": [r.to_list() for r in engine._booked],
         "booked_prices": [[job, price] for job, price in engine._booked_price.items()],
         "plan_id": engine.plan_id,
-        "cluster": engine.cluster.to_state(),
     }
 
 

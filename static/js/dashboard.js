@@ -18,6 +18,7 @@
   function apply(payload) {
     var text = payload.headline.text, meters = payload.headline.meters;
     Object.keys(text).forEach(function (id) {
+      if (id === "sim-clock" && window.MarketClock) { window.MarketClock.sync(); return; }  // the header clock reads its own
       var el = document.getElementById(id);
       if (el) { el.textContent = text[id]; }
     });

@@ -59,8 +59,9 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
             tenant.get_by_label("Job (profiled)").select_option("4")
             tenant.get_by_label("Deadline (s from now, market clock)").fill("270")
             tenant.get_by_role("button", name="Submit").click()
+            # the paper's 416.6667 at the market's level: a vCPU-second at 1.0 before any sale, 12 x the paper's 1/12
             expect(tenant.locator(".messages")).to_contain_text(
-                "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (market clock), cost 416.6667 credits"
+                "10 \N{MULTIPLICATION SIGN} VM-1 from 0 s to 250 s (market clock), cost 5,000.00 credits"
             )
             expect(tenant.locator(".messages")).to_contain_text("held until it ends")  # the hold on the account
             expect(tenant.locator("#cura-jobs")).to_contain_text("VM-1")

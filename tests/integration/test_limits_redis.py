@@ -51,7 +51,7 @@ def test_parallel_wrong_passwords_on_redis_get_at_most_the_limits_answers(redis_
         t.start()
     for t in threads:
         t.join()
-    assert codes.count(400) <= 5 and codes.count(429) >= 15, codes
+    assert codes.count(401) <= 5 and codes.count(429) >= 15, codes
     assert APIClient().post("/api/auth/token/", {"username": "dave", "password": PASSWORD}).status_code == 429  # locked
 
 
@@ -66,4 +66,4 @@ def test_with_redis_unreachable_the_limits_count_per_process(real_services, sett
     finally:
         resilience.CACHE.reset()
         throttling.LOCAL_FALLBACK.clear()
-    assert codes == [400] * 5 + [429, 429]
+    assert codes == [401] * 5 + [429, 429]

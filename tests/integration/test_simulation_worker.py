@@ -176,7 +176,8 @@ def test_a_killed_worker_leaves_a_failed_run_when_no_attempt_is_left(real_servic
 
 def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The worker reads an uploaded trace (the request only stored it), then runs
-    the study; a malformed upload is refused there, with its line, and deleted."""
+    the study, and the upload is deleted when the study ends; a malformed upload is refused
+    there, with its line, and deleted."""
     settings.SIMULATION_UPLOAD_DIR = ROOT / "var" / "simulation-uploads"  # the worker's setting too (same checkout)
     folder = settings.SIMULATION_UPLOAD_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -192,8 +193,8 @@ def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff,
     _wait(lambda: SimulationStudy.objects.get(pk=refused.pk).check_status == "refused", 60, "the bad upload refused")
     study = SimulationStudy.objects.get(pk=refused.pk)
     assert "bad.tsv:2:" in study.check_message and set(_statuses(refused)) == {"failed"}
-    assert not bad.exists() and good.exists()
-    good.unlink()
+    assert not bad.exists()  # refused: deleted at once
+    assert not good.exists()  # its study ended: deleted, out of the owner's storage quota (lab.services.quotas)
 
 
 def test_a_split_experiment_runs_part_by_part_on_a_real_worker_and_is_combined(sim_worker, staff) -> None:  # type: ignore[no-untyped-def]

@@ -76,3 +76,19 @@ def test_the_load_client_speaks_enough_http() -> None:
     assert b"Content-Type: application/json" in requests[1] and b"Idempotency-Key: k" in requests[1]
     assert b'If-None-Match: "v1"' in requests[2] and b"If-None-Match" not in requests[3]
     assert len(requests) == 5
+
+
+def test_the_load_mix_bids_clear_the_demo_reserve_price() -> None:
+    # given the demo market's reserve price and 200 of the mix's bids
+    import random
+
+    from marketplace.management.commands.seed_demo import DEMO_RESERVE
+
+    load = _load_module()
+    rng = random.Random(3)
+    bids = [load._bid_body(rng) for _ in range(200)]
+    # then every budget covers the reserve price times the bid's slot-seconds (else a 400 in the mix)
+    assert load.RESERVE == DEMO_RESERVE
+    for bid in bids:
+        slot_seconds = sum(w["tasks"] * w["task_duration"] for w in bid["work"])
+        assert float(bid["budget"]) >= DEMO_RESERVE * slot_seconds + 1

@@ -65,7 +65,7 @@ def test_production_settings_refuse_to_start_without_a_secret(tmp_path):
 def test_wrong_logins_on_the_page_are_limited_with_retry_after(client, alice, settings):
     settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (50, 300), "token": (20, 300)}
     for _ in range(5):
-        assert client.post("/login/", {"username": "alice", "password": "wrong"}).status_code == 200
+        assert client.post("/login/", {"username": "alice", "password": "wrong"}).status_code == 401
     blocked = client.post("/login/", {"username": "alice", "password": "pw-for-tests-1"})  # right, but blocked
     assert blocked.status_code == 429 and 0 < int(blocked["Retry-After"]) <= 300
 
@@ -73,7 +73,7 @@ def test_wrong_logins_on_the_page_are_limited_with_retry_after(client, alice, se
 def test_wrong_passwords_from_one_address_are_limited_across_usernames(client, alice, settings):
     settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (8, 300), "token": (20, 300)}
     for k in range(8):
-        assert client.post("/login/", {"username": f"nobody{k}", "password": "wrong"}).status_code == 200
+        assert client.post("/login/", {"username": f"nobody{k}", "password": "wrong"}).status_code == 401
     assert client.post("/login/", {"username": "alice", "password": "pw-for-tests-1"}).status_code == 429
 
 
@@ -81,7 +81,7 @@ def test_wrong_passwords_at_the_token_endpoint_are_limited(alice, settings):
     settings.FAILURE_LIMITS = {"login": (5, 300), "login_ip": (50, 300), "token": (20, 300)}
     api = APIClient()
     for _ in range(5):
-        assert api.post("/api/auth/token/", {"username": "alice", "password": "nope"}).status_code == 400
+        assert api.post("/api/auth/token/", {"username": "alice", "password": "nope"}).status_code == 401
     resp = api.post("/api/auth/token/", {"username": "alice", "password": "pw-for-tests-1"})
     assert resp.status_code == 429 and int(resp["Retry-After"]) > 0
 
@@ -120,7 +120,8 @@ def test_writes_are_rate_limited_with_retry_after(alice_api, alice, monkeypatch)
     assert int(last["Retry-After"]) > 0
 
 
-def test_throttling_fails_open_when_the_cache_is_down(alice_api, alice):
+def test_throttling_answers_when_the_cache_is_down(alice_api, alice):
+    # the rates then count per process (tests/marketplace/web/test_limits.py), never a 500
     resilience.CACHE.reset()
     down = redis.exceptions.ConnectionError("down")
     with mock.patch("django.core.cache.cache.get", side_effect=down), mock.patch("django.core.cache.cache.set", side_effect=down), \
@@ -152,3 +153,13 @@ def test_compose_is_secure_by_default():
     assert "seed_demo" not in services["web"]["command"] and services["seed"]["profiles"] == ["demo"]
     assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert "--without-gossip" in services["worker"]["command"]
+
+
+def test_a_bad_login_is_401_and_a_missing_field_400(alice, client):
+    api = APIClient()
+    wrong = api.post("/api/auth/token/", {"username": "alice", "password": "nope"})
+    assert wrong.status_code == 401 and wrong["WWW-Authenticate"].startswith("Token") and "non_field_errors" in wrong.json()
+    assert api.post("/api/auth/token/", {"username": "alice"}).status_code == 400
+    page = client.post("/login/", {"username": "alice", "password": "nope"})
+    assert page.status_code == 401 and b"correct username and password" in page.content
+    assert client.post("/login/", {"username": "alice"}).status_code == 200  # nothing was checked

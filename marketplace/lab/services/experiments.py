@@ -54,6 +54,7 @@ from marketplace.lab.services.parts import (
     part_started,
     parts_create,
 )
+from marketplace.lab.services.quotas import dispatch_held, owner_lock, waiting_message, windowed
 from marketplace.lab.services.runs import in_thread, run_kind, task_publish
 from simulator import experiments
 
@@ -97,14 +98,26 @@ def experiment_publish(*, run_ids: list[int], countdown: float = 0.0) -> list[in
     """Hand runs to the workers, each as its kind's task (``services.runs.KINDS``: a
     simulation-lab run, a part of a split run, or a plain run), after ``countdown`` wall
     seconds (see :func:`services.runs.task_publish`). A parent (a run with parts) is never
-    published. Sets ``enqueued_at`` of each one handed; one the broker did not take keeps it
-    None for :func:`experiment_requeue`. Returns the ids published, in the order given."""
-    rows = ExperimentRun.objects.filter(pk__in=run_ids).exclude(is_parent())
-    kinds = {pk: run_kind(study_id=study, parent_id=parent) for pk, study, parent in rows.values_list("pk", "study_id", "parent_id")}
+    published, nor a study run past its owner's dispatch window (``services.quotas``: it waits
+    in the database, published when one of the owner's runs ends). Sets ``enqueued_at`` of each
+    one handed; one the broker did not take keeps it None for :func:`experiment_requeue`.
+    Returns the ids published, in the order given."""
+    rows = list(ExperimentRun.objects.filter(pk__in=run_ids).exclude(is_parent())
+                .values_list("pk", "study_id", "parent_id", "created_by_id"))  # fmt: skip
+    kinds = {pk: run_kind(study_id=study, parent_id=parent) for pk, study, parent, _ in rows}
+    studied = [pk for pk in run_ids if kinds.get(pk) == "simulation"] if countdown <= 0 and windowed() else []
     # Stamped before publication: a worker that fails the run at once clears the stamp for its
     # retry (_retry_or_fail), and a stamp written after the send would hide that retry from the sweeper.
+    # Study runs past their owner's window wait in the database (services.quotas), decided and
+    # stamped under the owners' row locks so that two publishers never both fill one window.
     stamp = timezone.now()
-    ExperimentRun.objects.filter(pk__in=list(kinds), status=Status.QUEUED).update(enqueued_at=stamp)
+    with transaction.atomic():
+        owner_lock([user for pk, _, _, user in rows if pk in set(studied)])
+        held = dispatch_held(run_ids=studied)
+        if held:
+            ExperimentRun.objects.filter(pk__in=held, status=Status.QUEUED).update(message=waiting_message())
+            kinds = {pk: kind for pk, kind in kinds.items() if pk not in set(held)}
+        ExperimentRun.objects.filter(pk__in=list(kinds), status=Status.QUEUED).update(enqueued_at=stamp)
     handed: set[int] = set()
     for kind in dict.fromkeys(kinds.values()):  # each kind once, in the order first seen
         handed.update(task_publish(kind=kind, ids=[pk for pk in run_ids if kinds.get(pk) == kind], countdown=countdown))
@@ -247,11 +260,12 @@ def experiment_requeue(*, grace_s: float = 5.0) -> list[int]:
     due = ExperimentRun.objects.filter(status=Status.QUEUED, enqueued_at__isnull=True, cancel_requested=False).filter(
         Q(retry_at__isnull=True, created_at__lte=now - timedelta(seconds=grace_s)) | Q(retry_at__lte=now)
     ).exclude(study__check_status="checking").exclude(is_parent())  # an upload's runs wait for its check (simulation_check)
-    rows = list(due.order_by("pk").values_list("pk", "retry_at"))
+    rows = list(due.order_by("pk").values_list("pk", "retry_at", "message"))
     if not rows:
         return []
-    published = experiment_publish(run_ids=[pk for pk, _ in rows])
-    lost = [pk for pk, retry_at in rows if retry_at is None]  # a retry is expected here; these missed the broker at commit
+    published = experiment_publish(run_ids=[pk for pk, _, _ in rows])
+    # A retry is expected here, and a run waiting for its owner's window; the others missed the broker at commit.
+    lost = [pk for pk, retry_at, message in rows if retry_at is None and message != waiting_message()]
     if lost:
         log.warning("re-enqueued queued experiment runs the broker did not have: %s (published now: %s)", lost, published)
     return published

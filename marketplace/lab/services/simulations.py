@@ -43,6 +43,7 @@ from django.utils import timezone
 from marketplace.lab.adapters import live_workload
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services.experiments import experiment_cancel, experiment_execute, experiment_publish
+from marketplace.lab.services.quotas import dispatch_next, owner_lock, quota_check
 from marketplace.lab.services.runs import task_publish
 from marketplace.lab.services.uploads import upload_discard, upload_limits
 from marketplace.market.roles import sees_all_tenants
@@ -165,7 +166,8 @@ def simulation_start(
 
     Raises:
         PermissionDenied: ``user`` is neither staff nor a tenant.
-        ValidationError: see :func:`simulation_plan`.
+        ValidationError: see :func:`simulation_plan`; a tenant's quota of kept uploads or of
+            queued and running runs (``services.quotas.quota_check``).
     """
     if not (getattr(user, "is_staff", False) or hasattr(user, "tenant")):
         raise PermissionDenied("Only staff and tenants may start simulations.")
@@ -175,6 +177,9 @@ def simulation_start(
     if vm_pools:
         workload = {**workload, "vm_pools": vm_pools}  # kept with the study's settings
     with transaction.atomic():
+        owner_lock([getattr(user, "pk", None)])  # one tenant's parallel starts are counted one after the other
+        stored = Path(str(workload["trace"])) if uploaded else None
+        quota_check(user=user, runs=len(plan), upload=stored, swept=bool(vary) and vary != "seed")
         study = SimulationStudy.objects.create(
             title=title[:200] or "what-if", kind=SimulationStudy.Kind.LIVE if market is not None else SimulationStudy.Kind.TRACE,
             workload=workload, capacity=list(capacity), base=base, vary=vary if vary != "seed" else "",
@@ -243,11 +248,14 @@ def _refuse(study: SimulationStudy, runs: list[ExperimentRun], message: str) -> 
 
 
 def simulation_execute(*, run_id: int) -> str:
-    """Run one configuration (``experiment_execute``), then gather its study if it was the last."""
+    """Run one configuration (``experiment_execute``), then gather its study if it was the last,
+    and publish the owner's next runs waiting for their dispatch window (``services.quotas``)."""
     status = experiment_execute(run_id=run_id)
-    study_id = ExperimentRun.objects.values_list("study_id", flat=True).get(pk=run_id)
+    study_id, owner = ExperimentRun.objects.values_list("study_id", "created_by_id").get(pk=run_id)
     if study_id is not None:
         simulation_gather(study_id=study_id)
+    if owner is not None:
+        experiment_publish(run_ids=dispatch_next(user_id=owner))
     return status
 
 
@@ -266,7 +274,18 @@ def simulation_gather(*, study_id: int) -> bool:
     table = summary_table(rows, type_names=study_type_names(runs[0].params))
     table["failed"] = [r.label for r in runs if r.status != ExperimentRun.Status.DONE]
     SimulationStudy.objects.filter(pk=study_id).update(summary=table, gathered_at=timezone.now())
+    _upload_release(study_id)
     return True
+
+
+def _upload_release(study_id: int) -> None:
+    """Delete an ended study's uploaded trace (no run reads it any more): it leaves its owner's
+    storage quota (``services.quotas``). A study cancelled while its upload was being checked
+    ends too (a check that comes later finds no file and refuses it). A study whose trace is
+    not an upload is left alone."""
+    study = SimulationStudy.objects.only("workload", "check_status").get(pk=study_id)
+    if study.check_status in (SimulationStudy.Check.CHECKING, SimulationStudy.Check.PASSED):
+        upload_discard(study.workload.get("trace", ""))
 
 
 def study_type_names(params: dict[str, Any]) -> list[str]:
@@ -298,6 +317,8 @@ def simulation_cancel(*, study_id: int, user: Any) -> int:
     for pk in ids:
         experiment_cancel(run_id=pk, user=user)
     simulation_gather(study_id=study_id)
+    if study.created_by_id is not None:
+        experiment_publish(run_ids=dispatch_next(user_id=study.created_by_id))  # its queued runs left the window
     return len(ids)
 
 

@@ -21,11 +21,12 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.management.progress import Progress, progress
-from marketplace.market import adapters
+from marketplace.market import adapters, selectors
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
@@ -60,15 +61,30 @@ class Command(BaseCommand):
         parser.add_argument("--tick", type=float, default=0.5, help="Wall seconds between live clock ticks.")
         parser.add_argument("--max-jobs", type=int, default=None)
         parser.add_argument(
+            "--once", action="store_true",
+            help="Replay only onto a market that holds no replayed job yet (a second `make run` does not replay again).",
+        )
+        parser.add_argument(
             "--budgets", choices=["priced", "paper"], default="priced",
             help="priced (default): a budget pays the market's price level for the job's work, times U[50, 200] / 125 "
                  "(the paper's spread around it); paper: U[50, 200] whatever the work (paper 000's set-up).",
         )
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        try:
+            self._replay(opts)
+        except KeyboardInterrupt:  # Ctrl-C: the jobs submitted so far stay on the market
+            self.stdout.write("\nReplay stopped (Ctrl-C).")
+            raise SystemExit(130) from None
+
+    def _replay(self, opts: dict) -> None:
         market = Market.objects.order_by("id").first()
         if market is None:
             raise CommandError("No market: run `python manage.py seed_demo` first.")
+        if opts["once"] and (done := selectors.replayed_jobs(market=market).count()):
+            self.stdout.write(f"Market '{market.name}' holds a replay already ({done} jobs): not replaying again. "
+                              "`make reset` empties the database to start the demo over.")
+            return
         if opts["tenants"] < 1:
             raise CommandError("--tenants must be at least 1.")
         jobs = self._load(opts)
@@ -251,5 +267,6 @@ def _live_loop(bar: Progress, market: Market, bids: list, offset: float, opts: d
                 ids.append(job_id)
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
+        Market.objects.filter(pk=market.pk).update(clock_wall_at=timezone.now())  # the live clock ticked (the pages' header clock runs)
         bar.update(nxt, sim_t=f"{result.sim_time:.0f}s", active_jobs=result.active_jobs, tasks_finished=result.finished_tasks)
     return ids, rejected

@@ -40,6 +40,12 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         if not opts["tick"] > 0:
             raise CommandError("--tick must be positive.")
+        try:
+            self._run(opts)
+        except KeyboardInterrupt:  # Ctrl-C: a tick is one transaction, so nothing is left half done
+            raise SystemExit(130) from None
+
+    def _run(self, opts: dict) -> None:
         n = 0
         next_sweep = time.monotonic()
         while opts["ticks"] is None or n < opts["ticks"]:

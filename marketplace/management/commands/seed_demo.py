@@ -19,6 +19,7 @@ from django.db import transaction
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
 from marketplace.market.prices import fair_share_deposit
+from marketplace.market.services.config import reserve_prices_set
 from marketplace.market.services.setup import market_create, tenant_create
 
 # Two organisations contributed capacity 2:1; each has two teams (leaf queues).
@@ -62,6 +63,9 @@ def demo_passwords() -> dict[str, str]:
     return passwords
 
 
+DEMO_RESERVE = 0.05  # credits per slot-second
+
+
 class Command(BaseCommand):
     help = "Create the demo market, an administrator and demo tenants (idempotent)."
 
@@ -77,6 +81,8 @@ class Command(BaseCommand):
             market = market_create(
                 name="default", resources={"map": opts["map_slots"], "reduce": opts["reduce_slots"]}, hierarchy=DEMO_HIERARCHY
             )
+            # a twentieth of the reference rate: below it no bid is served, and no quote prices (docs/economy.md)
+            reserve_prices_set(market=market, prices={"map": DEMO_RESERVE, "reduce": DEMO_RESERVE}, reason="seed_demo")
         User = get_user_model()
         admin = User.objects.filter(username="admin").first()
         if admin is None:

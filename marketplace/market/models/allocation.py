@@ -9,6 +9,7 @@ from django.db import models
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
+from marketplace.market.models.tenants import Tenant
 
 
 class AllocationSnapshot(models.Model):
@@ -120,15 +121,43 @@ class MarketSample(models.Model):
         return f"resource type {self.resource_type_id} at t={self.sim_time}s: benefit {self.benefit}, loss {self.loss}"
 
 
-class RateSample(models.Model):
-    """What auction jobs that left the market at a simulated time paid for what they used, on one
-    resource type: the realised rate of the spot market (docs/economy.md, "One unit of price").
+class SpotSettlement(models.Model):
+    """What one auction job that left the market paid for what it used of one resource type, and
+    whose it was (docs/economy.md, "One unit of price" and "A price nobody moves alone").
 
     A departed or cancelled job whose payment rule is the auction's (pay at completion, or if its
     SLO was met: paper 000, Secs. 3 and 6) adds its charge, split over the resource types in
     proportion to the slot-seconds it used of each, and those slot-seconds. ``utilisation`` is the
-    type's busy share of its capacity at that time: the level of demand the charge was made at.
-    One row per resource type and clock tick (or cancellation) that settled such jobs.
+    type's busy share of its capacity then: the level of demand the charge was made at. Private:
+    the reference rate reads these (one vote per tenant), and only pooled sums are published
+    (``RateSample``), never one tenant's payment.
+    """
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="spot_settlements")
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
+    tenant = models.ForeignKey(Tenant, null=True, on_delete=models.SET_NULL, related_name="+")
+    sim_time = models.FloatField(help_text="Simulated seconds on the market clock when the job settled.")
+    charged = models.FloatField(help_text="The job's charge attributed to this resource type, money.")
+    slot_seconds = models.FloatField(help_text="Slot-seconds of this resource type the job used.")
+    utilisation = models.FloatField(help_text="Busy slots / capacity of the type when it settled, 0 to 1.")
+    pooled = models.BooleanField(default=False, help_text="Published in a RateSample already.")
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["sim_time", "id"]
+        indexes = (models.Index(fields=["market", "sim_time"]), models.Index(fields=["market", "pooled"]))
+
+    def __str__(self) -> str:
+        return f"resource type {self.resource_type_id} at t={self.sim_time}s: {self.charged} for {self.slot_seconds} slot-s"
+
+
+class RateSample(models.Model):
+    """What auction jobs that left the market paid for what they used, on one resource type, pooled
+    so that no row reveals one tenant's payment: the published realised rate of the spot market
+    (docs/economy.md, "One unit of price").
+
+    The settlements of a type (``SpotSettlement``) not yet published are pooled into one row as soon
+    as they come from at least ``MARKET_RATE_MIN_TENANTS`` (3) tenants; the row's time is the last
+    settlement's, its ``utilisation`` the slot-second-weighted mean of theirs.
     """
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="rate_samples")
@@ -137,6 +166,7 @@ class RateSample(models.Model):
     charged = models.FloatField(help_text="The jobs' charges attributed to this resource type, money.")
     slot_seconds = models.FloatField(help_text="Slot-seconds of this resource type the jobs used.")
     jobs = models.PositiveIntegerField(help_text="Jobs settled.")
+    tenants = models.PositiveIntegerField(default=0, help_text="Distinct tenants whose jobs are pooled here (0: before pooling).")
     utilisation = models.FloatField(help_text="Busy slots / capacity of the type when they settled, 0 to 1.")
 
     class Meta:

@@ -74,7 +74,8 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(budget__gt=0), name="job_budget_positive"),
             models.CheckConstraint(condition=Q(charged__gte=0), name="job_charged_non_negative"),
         )
-        indexes = (models.Index(fields=["market", "status"]),)
+        # (tenant, newest first): a tenant's job list and its count read only its own rows at any size
+        indexes = (models.Index(fields=["market", "status"]), models.Index(fields=["tenant", "-id"], name="job_tenant_newest"))
 
     def __str__(self) -> str:
         return self.name or f"job {self.pk}"

@@ -55,6 +55,11 @@ class Market(models.Model):
         default=dict, blank=True,
         help_text="Each part's own settings by part name (market.hooks.MarketPart.arguments): a new part needs no column.",
     )
+    parts_in_use = models.JSONField(
+        default=list, blank=True,
+        help_text="Names of the parts (market.hooks) that have held rows of this market; a part that is idle until "
+                  "used (MarketPart.idle_until_used) costs the clock and the clearing nothing until it is named here.",
+    )
     state_version = models.BigIntegerField(default=0)
     cleared_version = models.BigIntegerField(default=-1)
     clearing_lease_until = models.DateTimeField(null=True, blank=True)
@@ -97,3 +102,30 @@ class ConfigChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.old_value} -> {self.new_value}"
+
+
+class EngineJob(models.Model):
+    """One job's record of the stored market engine (``simulator.market.delta``: its cluster counters,
+    spec, bid and payment rule), written only by a store whose tick changed it. ``job_id`` is not a
+    foreign key: the engine keeps its own books (docs/engine.md)."""
+
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="+")
+    job_id = models.BigIntegerField()
+    state = models.JSONField()
+
+    class Meta:
+        constraints = (models.UniqueConstraint(fields=["market", "job_id"], name="engine_job_unique"),)
+
+    def __str__(self) -> str:
+        return f"engine record of job {self.job_id}"
+
+
+class EngineColumns(models.Model):
+    """The stored market engine's packed columns (``simulator.market.delta``: shares, sub-budgets,
+    share integrals, dispatch credits, one float64 array each), rewritten by every store."""
+
+    market = models.OneToOneField(Market, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    data = models.BinaryField(default=b"")
+
+    def __str__(self) -> str:
+        return f"engine columns of market {self.market_id}"

@@ -86,6 +86,9 @@ class ResourceType(models.Model):
     capacity = models.PositiveIntegerField()
     stage = models.PositiveSmallIntegerField(default=0)
     unit = models.CharField(max_length=20, default="slot")
+    reserve_price = models.FloatField(default=0.0, help_text=(
+        "The least the market sells a slot-second of this type for, money per slot-second, set by staff: a bid whose "
+        "budget is below it times the bid's work is refused, and no quote prices below it (docs/economy.md)."))
 
     objects = NoKeyLockManager()  # row locks: FOR NO KEY UPDATE (infra.locking)
 
@@ -94,6 +97,7 @@ class ResourceType(models.Model):
         constraints = (
             models.UniqueConstraint(fields=["market", "name"], name="resource_type_unique_name"),
             models.CheckConstraint(condition=Q(capacity__gt=0), name="resource_type_capacity_positive"),
+            models.CheckConstraint(condition=Q(reserve_price__gte=0), name="resource_type_reserve_not_negative"),
         )
 
     def __str__(self) -> str:

@@ -137,7 +137,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
         active_ids = active_job_ids(market_id=market_id)
         new = [pk for pk in active_ids if not engine.knows(pk)]
-        new = sorted(set(new) - hooks.excluded_from_clearing(new))  # jobs a part serves itself (ERA: reserved) never join the auction
+        new = sorted(set(new) - hooks.excluded_from_clearing(market, new))  # a part serves these itself (ERA: reserved)
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
         gone = [job for job in engine.known_jobs() if job not in active_ids]
     newer = None

@@ -152,7 +152,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: in
         used = work[job_id]
         done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, float(sum(used)), job_id))
         if report.settled_rules.get(job_id, "fixed") != "fixed":  # the auction's rule: a spot price paid
-            served.append(Served(job_id, money(c.amount) if c else money(0.0), used))
+            served.append(Served(job_id, money(c.amount) if c else money(0.0), used, job.tenant_id))
     rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility",
                            "slot_seconds"), ("id",), done_rows)  # fmt: skip
     if served:

@@ -126,6 +126,48 @@ def _user(user: object) -> Any:
     return user if getattr(user, "is_authenticated", False) else None
 
 
+MAX_RESERVE_PRICE = 1e6  # money per slot-second
+
+
+@transaction.atomic
+def reserve_prices_set(*, market: Market, prices: dict[str, Any], user: object = None, reason: str = "") -> list[ConfigChange]:
+    """Set resource types' reserve prices (money per slot-second; docs/economy.md, "A price nobody moves
+    alone"), audited: one ``ConfigChange`` ``reserve_price[<type>]`` per price that changed. Below its
+    reserve price the market sells no slot-second of a type: a bid's budget must cover the reserve
+    times its work, and no quote prices below it. Applied from the next bid and quote.
+
+    Raises:
+        ValidationError: {"reserve_prices": [...]} for an unknown type or a price that is not a finite
+            number in [0, 1e6] (nothing written).
+    """
+    types = {t.name: t for t in ResourceType.objects.select_for_update().filter(market=market)}
+    errors, values = [], {}
+    for name, value in prices.items():
+        if name not in types:
+            errors.append(f"Unknown resource type '{name}' (known: {', '.join(sorted(types))}).")
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None or not math.isfinite(number) or not 0 <= number <= MAX_RESERVE_PRICE:
+            errors.append(f"{name}: the reserve price must be a number of credits per slot-second from 0 to {MAX_RESERVE_PRICE:g}.")
+            continue
+        values[name] = float(number)
+    if errors:
+        raise ValidationError({"reserve_prices": errors})
+    locked = Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
+    changes = []
+    for name, value in values.items():
+        rt = types[name]
+        if rt.reserve_price != value:
+            changes.append(ConfigChange(market=locked, field=f"reserve_price[{name}]", old_value=_shown(rt.reserve_price),
+                                        new_value=_shown(value), changed_by=_user(user), reason=reason[:200]))
+            rt.reserve_price = value
+            rt.save(update_fields=["reserve_price"])
+    if changes:
+        ConfigChange.objects.bulk_create(changes)
+        structure_changed(market=locked)  # every process re-reads the types (the engine is kept: same ids)
+    return changes
+
+
 @transaction.atomic
 def resource_capacity_set(*, resource_type: ResourceType, capacity: int, user: object = None) -> ResourceType:
     """Change a resource type's capacity (slots), audited; the cluster applies it at the next tick.

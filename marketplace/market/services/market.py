@@ -6,10 +6,13 @@
   clearing task is enqueued. Services never import ``marketplace.tasks``
   (tasks import services); the task is looked up by name in the Celery app.
 * :func:`engine_load` / :func:`engine_store` -- the live market's
-  ``simulator.market.engine.MarketEngine``, serialised on the market row. A process
-  keeps the engine it last stored or read in memory, keyed by the row's
+  ``simulator.market.engine.MarketEngine``, stored in parts (``simulator.market.delta``):
+  the header on the market row, one ``EngineJob`` row a job, the packed ``EngineColumns``.
+  A store writes the header, the columns and the records of the jobs that changed since
+  the version it started from (docs/engine.md: the crash-consistency
+  rule). A process keeps the engine it last stored or read in memory, keyed by the row's
   ``engine_version``, so a tick or a clearing that follows its own last write
-  does not parse the state again.
+  does not read the state again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -31,8 +35,9 @@ from marketplace.infra import rows
 from marketplace.infra.resilience import cache_add, cache_delete, publish_task
 from marketplace.market import adapters, structure
 from marketplace.market.models.jobs import Job, JobWork
-from marketplace.market.models.market import Market
+from marketplace.market.models.market import EngineColumns, EngineJob, Market
 from marketplace.market.models.queues import ResourceType
+from simulator.market import delta
 from simulator.market.engine import MarketEngine
 
 log = logging.getLogger(__name__)
@@ -49,6 +54,16 @@ def market_changed(*, market: Market) -> None:
     market.state_version += 1
     rows.update_rows(Market, ("state_version",), ("id",), [(market.state_version, market.pk)])
     enqueue_clearing(market_id=market.pk)
+
+
+def part_in_use(*, market: Market, name: str) -> None:
+    """Record that the part ``name`` holds rows of the market from now on (ERA's first reservation, Cura's
+    first pool job): the clock and the clearing call its hooks from then on (``hooks.MarketPart.idle_until_used``).
+    The caller holds the market row lock (so ``market`` is the row as locked) and writes the rows in the
+    same transaction."""
+    if name not in market.parts_in_use:
+        market.parts_in_use = [*market.parts_in_use, name]
+        rows.update_rows(Market, ("parts_in_use",), ("id",), [(market.parts_in_use, market.pk)])
 
 
 def market_lock_and_bump(*, market_id: int) -> Market:
@@ -176,6 +191,7 @@ class _Cached:
     signature: str
     engine: MarketEngine
     marks: SyncMarks
+    stored: dict[int, delta.Mark] | None = None  # the marks of the job records stored at ``version`` (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -250,9 +266,11 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
     if cached is not None and cached.version == market.engine_version and cached.signature == context.signature:
         return cached.engine
     engine_forget(market_id=market.pk)  # its marks describe another version
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
-    if state.get("signature") == context.signature:
-        engine = MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    version, state, columns, records = _read_stored(market.pk)
+    engine = _engine_of(context, state, columns, records)
+    stored = None
+    if engine is not None:
+        stored = delta.marks_of(engine) if "parts" in state else None  # the records as stored (none: a whole-state format)
     else:
         if state:
             log.warning("market %s: queue tree or resource types changed; restarting the market engine", market.pk)
@@ -261,25 +279,65 @@ def engine_load(*, market: Market, context: EngineContext) -> MarketEngine:
             [t.capacity for t in context.types], context.tree_map.tree, adapters.market_config(market), seed=market.pk,
             sample_interval=settings.MARKET_SAMPLE_INTERVAL_S, now=market.sim_time, executor=settings.CLUSTER_EXECUTOR,
         )
-    if market.engine_version:  # 0: nothing stored yet, so nothing to key a copy by
+    if market.engine_version and version == market.engine_version:  # 0: nothing stored yet, so nothing to key a copy by
         with _CACHE_LOCK:
-            _CACHE[market.pk] = _Cached(market.engine_version, context.signature, engine, UNKNOWN)
+            _CACHE[market.pk] = _Cached(market.engine_version, context.signature, engine, UNKNOWN, stored)
     return engine
+
+
+READ_ATTEMPTS = 4  # optimistic reads of the stored engine before one under the market row lock
+
+
+def _read_stored(market_id: int) -> tuple[int, dict[str, Any], bytes, dict[int, list[Any]]]:
+    """The stored engine: (its ``engine_version``, the header document, the packed columns, the job
+    records). Its parts are read in three statements, so a store that commits between them would
+    mix two versions: the version is read again after them and the read repeated if it moved
+    (versions are random, never reused); the last attempt holds the market row lock."""
+    for attempt in range(READ_ATTEMPTS + 1):
+        with transaction.atomic() if attempt == READ_ATTEMPTS else contextlib.nullcontext():
+            query = Market.objects.filter(pk=market_id)
+            if attempt == READ_ATTEMPTS:
+                query = query.select_for_update()
+            version, state = query.values_list("engine_version", "engine_state").get()
+            state = state or {}
+            if "parts" not in state:
+                return version, state, b"", {}
+            data = EngineColumns.objects.filter(market_id=market_id).values_list("data", flat=True).first()
+            records = dict(EngineJob.objects.filter(market_id=market_id).values_list("job_id", "state"))
+            if attempt == READ_ATTEMPTS or Market.objects.filter(pk=market_id, engine_version=version).exists():
+                return version, state, b"" if data is None else bytes(data), records
+    raise AssertionError("unreachable")  # the last attempt returns
+
+
+def _engine_of(context: EngineContext, state: dict[str, Any], columns: bytes, records: dict[int, list[Any]]) -> MarketEngine | None:
+    """The engine stored as ``state`` (parts, or the whole state of a store before parts), None when
+    nothing is stored for the current queue tree and resource types."""
+    if state.get("signature") != context.signature:
+        return None
+    if "parts" in state:
+        return MarketEngine.from_state(context.tree_map.tree, delta.join(state["parts"], columns, records))
+    if "engine" in state:
+        return MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    return None
+
+
+def engine_stored(*, market: Market, context: EngineContext) -> MarketEngine | None:
+    """A fresh copy of the market's stored engine (the caller may step or clear it: nothing
+    stored changes), None when nothing is stored for the current queue tree and resource types."""
+    _, state, columns, records = _read_stored(market.pk)
+    return _engine_of(context, state, columns, records)
 
 
 def engine_peek(*, market: Market, context: EngineContext) -> MarketEngine | None:
     """The market's engine for reading only (a quote's outlook): this process's copy when it is
-    the stored version, else one parsed from the stored state and not kept; None when nothing is
+    the stored version, else one read from the stored state and not kept; None when nothing is
     stored for the current queue tree and resource types. Unlike :func:`engine_load` it never
     writes (no requeue after a structure change). The caller must not mutate it."""
     with _CACHE_LOCK:
         cached = _CACHE.get(market.pk)
     if cached is not None and cached.version == market.engine_version and cached.signature == context.signature:
         return cached.engine
-    state = Market.objects.filter(pk=market.pk).values_list("engine_state", flat=True).get() or {}
-    if state.get("signature") != context.signature:
-        return None
-    return MarketEngine.from_state(context.tree_map.tree, state["engine"])
+    return engine_stored(market=market, context=context)
 
 
 def engine_marks(*, market: Market) -> SyncMarks:
@@ -290,18 +348,35 @@ def engine_marks(*, market: Market) -> SyncMarks:
 
 
 def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine, marks: SyncMarks = UNKNOWN) -> None:
-    """Save the engine on the (locked) market row under a new ``engine_version``;
-    the caller saves ``market`` with :data:`ENGINE_FIELDS`.
+    """Store the engine under a new ``engine_version`` (the caller holds the market row lock
+    and saves ``market`` with :data:`ENGINE_FIELDS`, in the same transaction).
+
+    When ``engine`` is this process's copy of the stored version (:func:`engine_load` gave it),
+    only the records of the jobs that changed since are written, and those of departed jobs
+    deleted; otherwise every record is written again. The header and the columns are written
+    every time (docs/engine.md).
 
     The version is random, not a counter: a copy in memory must never match
     another row that happens to reuse a primary key and a count (test
     databases, a restored backup)."""
+    with _CACHE_LOCK:
+        cached = _CACHE.get(market.pk)
+    base = cached.stored if (cached is not None and cached.engine is engine and cached.version == market.engine_version
+                             and cached.signature == context.signature) else None
+    parts = delta.split(engine, base)
+    pk = market.pk
+    if base is None:
+        rows.delete_where(EngineJob, equal={"market": pk})
+    else:
+        rows.delete_where(EngineJob, equal={"market": pk}, within=("job_id", parts.gone))
+    rows.upsert_documents(EngineJob, fixed={"market": pk}, key="job_id", document="state", rows=list(parts.records.items()))
+    rows.upsert_rows(EngineColumns, ("market", "data"), ("market",), [(pk, parts.columns)])
     market.engine_version = secrets.randbits(62) + 1
-    market.engine_state = {"signature": context.signature, "engine": engine.to_state()}
-    version, pk = market.engine_version, market.pk
+    market.engine_state = {"signature": context.signature, "parts": parts.header}
+    version = market.engine_version
     # Remember it only once the transaction commits: a rollback must not leave
     # this process with an engine the database never saw.
-    transaction.on_commit(lambda: _remember(pk, _Cached(version, context.signature, engine, marks)))
+    transaction.on_commit(lambda: _remember(pk, _Cached(version, context.signature, engine, marks, parts.marks)))
 
 
 ENGINE_FIELDS = ["engine_state", "engine_version"]

@@ -41,6 +41,7 @@ from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import money, tenant_movements
 from marketplace.market.models.market import ConfigChange, Market
 from marketplace.market.models.tenants import Tenant
+from marketplace.market.services.market import part_in_use
 from marketplace.market.validation import StateConflict
 from marketplace.pools.models import CuraJob, CuraLedgerLink, PoolReconfiguration, PoolSettings, VMInstanceType, VMPool
 from marketplace.pools.services.pools import pool_settings_of
@@ -271,6 +272,7 @@ def cura_job_submit(
     driver, ev = _load(market, types, ps)
     profile = learnt_profile(tenant=tenant, job_type=job_type, job_class=job_class, V=len(types),
                              framework_start=ps.framework_start_s)
+    part_in_use(market=market, name="pools")
     job = CuraJob.objects.create(
         market=market, tenant=tenant, job_type=job_type, job_class=job_class, runtime_scale=float(runtime_scale),
         arrival_s=now, deadline_s=now + float(deadline_in_s), status=CuraJob.Status.WAITING,

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from marketplace.market.models.market import ConfigChange, Market
+from marketplace.market.prices import price_level
 from marketplace.pools.models import PoolSettings, VMInstanceType, VMPool
 
 MAX_POOL = 100_000
@@ -144,10 +145,39 @@ def pool_settings_update(*, market: Market, user: object = None, reason: str = "
     return audit
 
 
+def level_factor(*, market: Market, types: list[VMInstanceType]) -> float:
+    """What the VM types' prices are multiplied by so that their mean price per vCPU-second (the sum of
+    the prices per VM-second over the sum of the vCPUs) is the market's price level per slot-second
+    (``market.prices.price_level``; a slot per vCPU, as ``simulator.cura.pools`` gives them). 1.0
+    without VM types. Dimensionless."""
+    per_vcpu = float(sum(t.price for t in types)) / sum(t.vcpus for t in types) if types else 0.0
+    return price_level(market=market) / per_vcpu if per_vcpu > 0 else 1.0
+
+
 @transaction.atomic
-def pools_setup_paper(*, market: Market, size: int = 40, user: object = None) -> list[VMInstanceType]:
+def pools_price_at_level(*, market: Market, user: object = None, reason: str = "") -> list[VMInstanceType]:
+    """Re-price every VM type at the market's price level, audited: each price per VM-second times
+    :func:`level_factor`, so a vCPU-second of the pools sells at the level a slot-second of the
+    cluster does (docs/economy.md, section 2) and the types keep their price ratios. Paper 004's
+    Alg. 1 and pool manager compare costs of one job or one window with each other, so one factor
+    on every price changes none of their choices (footnote 2: the paper leaves pricing out). Jobs
+    already placed keep the cost they were planned at. Returns the VM types, re-priced."""
+    Market.objects.select_for_update().defer("engine_state").get(pk=market.pk)
+    types = list(VMInstanceType.objects.select_for_update().filter(market=market).select_related("pool"))
+    factor = level_factor(market=market, types=types)
+    note = reason or f"priced at the market's level, {price_level(market=market):.6g} per slot-second"
+    for t in types:
+        vm_type_save(market=market, vm_type=t, name=t.name, vcpus=t.vcpus, memory_gb=t.memory_gb,
+                     price=Decimal(f"{float(t.price) * factor:.10g}"), user=user, reason=note)
+    return types
+
+
+@transaction.atomic
+def pools_setup_paper(*, market: Market, size: int = 40, user: object = None, at_level: bool = True) -> list[VMInstanceType]:
     """The VM types of paper 004, App. A (VM-1/2/3: 2/4/8 vCPUs and GB, 1/6, 1/3, 2/3 per
-    VM-second) with ``size`` VMs each, for a market without VM types."""
+    VM-second) with ``size`` VMs each, for a market without VM types; ``at_level``: priced at the
+    market's level (:func:`pools_price_at_level`, the paper's ratios kept: every type's vCPU-second
+    costs the level), else at the paper's prices (1/12 per vCPU-second, its experiments)."""
     from scheduler.cura.profiles import PAPER_VM_TYPES
 
     if VMInstanceType.objects.filter(market=market).exists():
@@ -159,4 +189,6 @@ def pools_setup_paper(*, market: Market, size: int = 40, user: object = None) ->
         pool_resize(pool=vt.pool, size=size, user=user)
         out.append(vt.pk)
     pool_settings_of(market=market)
+    if at_level:
+        pools_price_at_level(market=market, user=user)
     return list(VMInstanceType.objects.filter(pk__in=out).select_related("pool"))

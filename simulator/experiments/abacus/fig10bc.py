@@ -22,7 +22,18 @@ import numpy as np
 
 from simulator.experiments import Experiment, Params, Progress, Result, figure, finite, register, table
 from simulator.experiments.abacus.setup import CAPACITY, Outcome, simulate
-from simulator.experiments.fidelity import from_paper, headline, headline_table, holds, mean_ci, paired, setup_table, silent, verdict
+from simulator.experiments.fidelity import (
+    TOLERANCE,
+    from_paper,
+    headline,
+    headline_table,
+    holds,
+    mean_ci,
+    paired,
+    setup_table,
+    silent,
+    verdict,
+)
 from simulator.market.records import Bid
 from simulator.workloads.table1 import MAP_TASKS, REDUCE_TASKS, TABLE1, Job, table1_jobs
 
@@ -81,14 +92,22 @@ def run(params: Params, progress: Progress) -> Result:
     same = float(params["others_budget_b"])
     others = [b for b in by_budget if b != same]
     best = {b: paired(by_budget[same], by_budget[b]) for b in others} if same in by_budget else {}
+    # 2026-11-28, fixed before the report under it: a gain the work bound rules out for every order of the jobs
+    # (FIFO's whole excess over the bound below the paper's number less the 10 % band) cannot be tested in this model
+    untestable = slack.high < 20.0 * (1 - TOLERANCE)
+    decided = "not testable" if untestable else verdict(20.0, est, holds(est, "+"))
     heads = [
         headline(paper="000", section="Sec. 7.1.3, Fig. 10(c)", quote="Abacus improves the system performance by about 20%, even "
                  "when the user is not reporting the true utility functions", paper_value="about 20 % faster than FIFO",
-                 ours=f"{est.text(1, ' %')} (mean over user 3's untrue ratios)", verdict=verdict(20.0, est, holds(est, "+")),
-                 cause="" if verdict(20.0, est, True) == "reproduced" else
-                 (f"FIFO's total time is only {slack.text(1, ' %')} above the work bound (the busier slot type's work over its "
-                  "slots), which no order of the jobs can beat: on our Table 1 set-up (10 + 10 tasks, 20 + 20 slots; the paper "
-                  "gives neither) the load keeps both types busy, so there is no 20 % to gain")),
+                 ours=f"{est.text(1, ' %')} (mean over user 3's untrue ratios)", verdict=decided,
+                 cause="" if decided == "reproduced" else
+                 (f"not testable in this model: FIFO's total time is only {slack.text(1, ' %')} above the work bound (the busier "
+                  "slot type's work over its slots), which no order of the jobs can beat, so no scheduler can gain 20 %. Our "
+                  "map and reduce slots are independent types; Hadoop 0.20's reduce slow-start, where reduces take slots "
+                  "while the maps run and hold them idle until the maps end, is the likely source of the paper's gain (an "
+                  "order that starts reduces late frees those slots) and is not modelled. Set-up: Table 1 (10 + 10 tasks, "
+                  "20 + 20 slots; the paper gives neither)" if untestable else
+                  f"FIFO's total time is {slack.text(1, ' %')} above the work bound (the busier slot type's work over its slots)")),
         headline(paper="000", section="Sec. 7.1.3, Fig. 10(c)", quote="The performance gain increases further when the user tells "
                  "her true utility function", paper_value="gain(true) > gain(untrue)",
                  ours=f"gain at ratio {true_key:g} minus the untrue ratios' mean: {more.text(2, ' pp')}",

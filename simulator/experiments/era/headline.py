@@ -38,6 +38,7 @@ from simulator.experiments.fidelity import (
     holds,
     mean_ci,
     paired,
+    scaled_verdict,
     setup_table,
     silent,
     verdict,
@@ -191,7 +192,8 @@ def _headlines(s: _Seeds, prices: list[float], dn_diff: Estimate, rule: str) -> 
     g = [mean_ci(s.greedy[k]) for k in regime]
     lo, hi = min(e.low for e in g), max(e.high for e in g)
     band = 0.1 * PAPER["greedy"]
-    greedy_verdict = "reproduced" if lo - band <= PAPER["greedy"] <= hi + band else ("shape only" if beats else "differs")
+    greedy_verdict = "reproduced" if lo - band <= PAPER["greedy"] <= hi + band else scaled_verdict(
+        "shape only" if beats else "differs", PAPER["greedy"], PAPER["greedy"], float(np.mean([e.mean for e in g])))
     low = [mean_ci(s.low[k]) for k in regime]
     most = all(e.low > 0.5 for e in low)
     top = prices[regime[-1]]

@@ -1,8 +1,9 @@
 """Running paper 002's macro-benchmark (``simulator.workloads.ltyarn``) on the fair-share stage.
 
 :func:`simulate` replays the four workloads on one :class:`~simulator.cluster.model.Cluster`
-(one resource type, memory containers; FIFO inside a leaf queue, as YARN's queues run
-their applications): timed jobs at their submit times, chained jobs (TPC-H, Spark) each
+(one resource type, memory containers; inside a leaf queue its applications share the
+queue's containers equally, as YARN's Fair Scheduler does by default (``dispatch="stride"``;
+``"fifo"``, the oldest application first, was the earlier set-up): timed jobs at their submit times, chained jobs (TPC-H, Spark) each
 ``gap`` seconds after the previous one of its queue finished, and a job's reduce phase when
 its maps are done. No market clearing runs: this isolates the fair-share stage, as the
 paper's experiment does.
@@ -37,14 +38,16 @@ class MacroRun:
 
 
 def simulate(workload: Mapping[str, Sequence[MacroJob]], tree: QueueTree, leaf: Mapping[str, int], *, capacity: int, policy: str,
-             t_wait: float = 0.0, starts: Mapping[str, float] | None = None, interval: float = math.inf) -> MacroRun:
+             t_wait: float = 0.0, starts: Mapping[str, float] | None = None, interval: float = math.inf,
+             dispatch: str = "stride") -> MacroRun:
     """Replay ``workload`` (queue -> jobs) on the cluster to completion (module docstring).
 
     Args:
         leaf: queue -> leaf position in ``tree``; starts: queue -> its start time (s, default 0);
-        interval: seconds between fairness samples (inf: none).
+        interval: seconds between fairness samples (inf: none);
+        dispatch: inside a leaf queue, "stride" (equal shares among its applications) or "fifo".
     """
-    cluster = Cluster([capacity], tree, policy=policy, t_wait=t_wait, dispatch="fifo", staged=False, sample_interval=interval)
+    cluster = Cluster([capacity], tree, policy=policy, t_wait=t_wait, dispatch=dispatch, staged=False, sample_interval=interval)
     starts = starts or {}
     out = MacroRun(jobs={q: [] for q in workload})
     ids: dict[int, tuple[str, int, int, float]] = {}  # spec id -> (queue, job index, phase, job submit)
@@ -81,6 +84,14 @@ def simulate(workload: Mapping[str, Sequence[MacroJob]], tree: QueueTree, leaf: 
                 submit(queue, k + 1, 0, report.now + nxt.gap, report.now + nxt.gap)
         if not ids:
             return out
+
+
+def overloaded_seconds(run: MacroRun, leaf: int, share: float, until: float) -> float:
+    """Seconds in ``[0, until)`` during which the leaf's demand (eligible pending plus running tasks)
+    exceeded ``share`` containers, from the run's samples (each sample stands for the interval since the one before)."""
+    times = [0.0] + [s.time for s in run.samples]
+    return float(sum(min(b, until) - a for a, b, s in zip(times[:-1], times[1:], run.samples, strict=True)
+                     if a < until and s.demand[leaf, 0] > share))
 
 
 def running_of(run: MacroRun, leaf: int) -> tuple[list[float], list[int]]:

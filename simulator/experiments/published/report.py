@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from simulator.experiments import figure, finite, table
-from simulator.experiments.published.setup import TRACES
+from simulator.experiments.published.setup import CONFIGS, TRACES
 from simulator.whatif.compare import Estimate, estimate
 
 BASELINE = "H-LTRF"
@@ -40,15 +40,38 @@ TITLE = {k: t for k, t, _ in METRICS}
 MECHANISM = {
     "LTRF": "hands each free unit to the queue with the least accumulated usage",
     "H-LTRF": "walks the queue tree by accumulated usage and serves a starved queue after T_wait",
-    "Abacus": "splits each queue's units by the budget auction's shares",
-    "ERA": "runs the jobs whose value covers Basic-Econ's price on reserved units",
+    "H-LTRF + equal share": "walks the queue tree as H-LTRF does and splits each queue's units equally among its jobs",
+    "Abacus over H-LTRF": "is a market: H-LTRF across queues, each queue's units split by the budget auction's shares",
+    "ERA reservations over H-LTRF": "is a market: the jobs whose value covers Basic-Econ's price run on reserved units, "
+                                    "sized from their exact task counts and durations",
     "DRF": "gives the next unit to the queue with the lowest dominant share now, without memory",
+    "DRF + equal share": "gives the next unit to the queue with the lowest dominant share and splits it equally among its jobs",
     "Slurm": "ranks queues by 2^(-U/S) recomputed every 5 minutes, so one queue takes every free unit until the next calculation",
+    "Slurm + equal share": "ranks queues by 2^(-U/S) and splits each queue's units equally among its jobs",
     "Karma": "serves guaranteed shares first and then the queue with the most credits",
+    "Karma + equal share": "serves guaranteed shares, then the richest queue, and splits each queue's units equally among its jobs",
     "Tiresias": "serves the job with the least attained service first, so short jobs overtake long ones",
-    "Themis": "auctions free units to the jobs furthest behind their 1/N finish time",
+    "Tiresias, three limits": "serves the job with the least attained service first, in four queues",
+    "Themis (exact sizes)": "auctions free units to the jobs furthest behind their 1/N finish time, reading every job's exact size",
+    "Themis (attained service)": "auctions free units to the jobs furthest behind their 1/N finish time, sizes estimated from progress",
+    "SRPT (exact sizes)": "serves the job with the least remaining work first, reading every job's exact size",
 }
-JOB_LEVEL = ("Tiresias", "Themis")
+INSIDE = {c.label: c.inside for c in CONFIGS}
+SIZES = {c.label: c.sizes for c in CONFIGS}
+JOB_LEVEL = tuple(c.label for c in CONFIGS if c.inside == "jobs ranked across queues")
+# (configuration, its control, what the difference isolates): the controls' paired comparisons
+CONTROLS: tuple[tuple[str, str, str], ...] = (
+    ("H-LTRF + equal share", "H-LTRF", "sharing inside the queue under H-LTRF"),
+    ("DRF + equal share", "DRF", "sharing inside the queue under DRF"),
+    ("Slurm + equal share", "Slurm", "sharing inside the queue under Slurm"),
+    ("Karma + equal share", "Karma", "sharing inside the queue under Karma"),
+    ("Abacus over H-LTRF", "H-LTRF + equal share", "Abacus' budget auction against equal shares, the same stride dispatch"),
+    ("Abacus over H-LTRF", "H-LTRF", "the market against FIFO inside the queues (what the study credited to Abacus before)"),
+    ("ERA reservations over H-LTRF", "H-LTRF", "ERA's reservations (exact sizes) against H-LTRF"),
+    ("Themis (exact sizes)", "SRPT (exact sizes)", "Themis' auction against SRPT with the same size oracle"),
+    ("Themis (attained service)", "Themis (exact sizes)", "Themis estimating sizes from progress against reading them"),
+    ("Tiresias, three limits", "Tiresias", "Tiresias' three-limit variant against the authors' two queues"),
+)
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -69,9 +92,9 @@ def estimates(rows: Rows) -> dict[str, dict[str, dict[str, Estimate]]]:
     return out
 
 
-def paired(rows: Rows, key: str, relative: bool) -> dict[str, dict[str, Estimate]]:
-    """trace -> policy -> change of ``key`` against H-LTRF on the same window (relative: percent)."""
-    base = {(r["trace"], r["seed"]): _value(r, key) for r in rows if r["policy"] == BASELINE}
+def paired(rows: Rows, key: str, relative: bool, baseline: str = BASELINE) -> dict[str, dict[str, Estimate]]:
+    """trace -> policy -> change of ``key`` against ``baseline`` on the same window (relative: percent)."""
+    base = {(r["trace"], r["seed"]): _value(r, key) for r in rows if r["policy"] == baseline}
     out: dict[str, dict[str, Estimate]] = {}
     for trace in _ordered(r["trace"] for r in rows):
         out[trace] = {}
@@ -144,11 +167,12 @@ def _summary_tables(est: Mapping[str, Mapping[str, Mapping[str, Estimate]]], pai
                     ) -> list[dict[str, Any]]:  # fmt: skip
     out = []
     for trace, by_policy in est.items():
-        rows = [[p, *[_text(e[k]) for k, _, _ in METRICS]] for p, e in by_policy.items()]
+        rows = [[p, INSIDE.get(p, ""), SIZES.get(p, ""), *[_text(e[k]) for k, _, _ in METRICS]] for p, e in by_policy.items()]
         out.append(table(f"{TRACES[trace]}: metrics over {n_windows[trace]} windows (mean ± 95 % CI)",
-                         ["configuration", *[t for _, t, _ in METRICS]], rows,
+                         ["configuration", "inside a queue", "reads before a job runs", *[t for _, t, _ in METRICS]], rows,
                          note="Payments only where the configuration has money (Abacus: budgets charged at completion; "
-                              "ERA: the accepted reservations' prices)."))  # fmt: skip
+                              "ERA: the accepted reservations' prices). \"exact job sizes\": every task count and duration "
+                              "of a job before it runs (an oracle)."))  # fmt: skip
         rows = [[p, *[_text(pair[k][trace].get(p), 3) for k, _, _ in PAIRED]] for p in by_policy]
         out.append(table(f"{TRACES[trace]}: change against H-LTRF on the same window (mean ± 95 % CI)",
                          ["configuration", *[t for _, _, t in PAIRED]], rows))  # fmt: skip
@@ -187,7 +211,7 @@ def _significant(pair: Mapping[str, Estimate], *, below: bool) -> list[str]:
         if p == BASELINE or e.n < 2 or not math.isfinite(e.half_width):
             continue
         if (below and e.mean + e.half_width < 0) or (not below and e.mean - e.half_width > 0):
-            out.append(f"{p} ({e.mean:+.0f} %)")
+            out.append(f"{p} ({e.mean:+.1f} %)")
     return out
 
 
@@ -237,12 +261,63 @@ def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: str, fair: str) -
             f"completion time is {100 * (j_fair / j_fast - 1):+.0f} % against it; {_how(fair)}.")
 
 
+def control_changes(rows: Rows) -> dict[tuple[str, str], dict[str, Estimate]]:
+    """(configuration, control) -> trace -> paired change of the mean JCT (%), for every pair of ``CONTROLS`` that ran."""
+    ran = {r["policy"] for r in rows}
+    out = {}
+    for config, control, _ in CONTROLS:
+        if config in ran and control in ran:
+            out[(config, control)] = {t: by_p[config] for t, by_p in paired(rows, "mean_response_s", True, control).items()
+                                      if config in by_p}  # fmt: skip
+    return out
+
+
+def _verdict(e: Estimate) -> str:
+    if e.n < 2 or not math.isfinite(e.half_width):
+        return "one window"
+    if e.mean + e.half_width < 0:
+        return "faster"
+    return "slower" if e.mean - e.half_width > 0 else "no difference at 95 %"
+
+
+def controls_paragraph(trace: str, changes: Mapping[tuple[str, str], Mapping[str, Estimate]]) -> str:
+    """What the controls isolate on ``trace``: each pair's paired change of mean JCT, then what follows from the signs."""
+    said = []
+    for config, control, what in CONTROLS:
+        e = changes.get((config, control), {}).get(trace)
+        if e is not None and e.n:
+            said.append(f"{what}: {config} vs {control} {e.mean:+.1f} % ± {e.half_width:.1f} ({_verdict(e)})")
+    if not said:
+        return f"{TRACES[trace]}: no control ran."
+    text = f"{TRACES[trace]}, controls (paired change of mean JCT on the same windows): " + "; ".join(said) + ". "
+    share = changes.get(("H-LTRF + equal share", "H-LTRF"), {}).get(trace)
+    auction = changes.get(("Abacus over H-LTRF", "H-LTRF + equal share"), {}).get(trace)
+    if share is not None and auction is not None and share.n >= 2:
+        if _verdict(share) == "faster" and _verdict(auction) != "faster":
+            text += ("Abacus' lead over H-LTRF comes from sharing inside the queue: equal shares alone give it, and the budget "
+                     "auction adds nothing significant on top. ")
+        elif _verdict(auction) == "faster":
+            text += "Abacus' budget auction is faster than equal shares under the same dispatch: the auction itself helps. "
+    srpt = changes.get(("Themis (exact sizes)", "SRPT (exact sizes)"), {}).get(trace)
+    if srpt is not None and srpt.n >= 2:
+        if _verdict(srpt) == "slower":
+            text += ("SRPT with the same size oracle is faster than Themis: Themis' speed comes from reading exact sizes, "
+                     "not from its auction. ")
+        elif _verdict(srpt) == "faster":
+            text += "Themis is faster than SRPT with the same size oracle. "
+    est = changes.get(("Themis (attained service)", "Themis (exact sizes)"), {}).get(trace)
+    if est is not None and est.n >= 2 and _verdict(est) == "slower":
+        text += "Without the oracle (sizes from attained service) Themis loses part of that speed. "
+    return text.strip()
+
+
 def build(rows: Rows, policies: Sequence[str]) -> dict[str, Any]:
     """Figures, tables and summary of the study's ``rows`` (one per trace, window and configuration)."""
     est = estimates(rows)
     pair = {k: paired(rows, k, rel) for k, rel, _ in PAIRED}
     n_windows = {t: len({r["seed"] for r in rows if r["trace"] == t}) for t in est}
-    paragraphs = [paragraph(t, rows, est[t], pair) for t in est]
+    changes = control_changes(rows)
+    paragraphs = [paragraph(t, rows, est[t], pair) + " " + controls_paragraph(t, changes) for t in est]
     return {
         "figures": _bar_figures(est, pair, policies),
         "tables": [

@@ -37,10 +37,18 @@ and stated on the experiment's page (``DESCRIPTION``):
   budget U[50, 200] and weights U[0.5, 2] (paper 000's set-up,
   ``simulator.runner.draw_bid``); its value (welfare) is its budget and its
   deadline ``submit + 3 x`` its ideal run time (``simulator.outcomes``).
-* **Configurations** (``CONFIGS``): inside a leaf queue the oldest job first
-  (FIFO dispatch) for the policies without money; Abacus shares (stride
-  dispatch) under H-LTRF; ERA's reservations first, the rejected jobs
-  best-effort under H-LTRF. Task durations are known at start (LTRF's usage).
+* **Configurations** (``CONFIGS``; the controls dated 2026-11-28, chosen before
+  any of their results was seen): every queue-level policy without money
+  (H-LTRF, DRF, Slurm, Karma) runs twice, the oldest job of a leaf queue first
+  (FIFO dispatch) and equal shares of the queue's units among its jobs (stride
+  dispatch, "+ equal share"); Abacus is a market over H-LTRF (its auction's
+  shares, stride dispatch), ERA's reservations a market over H-LTRF (the
+  rejected jobs best-effort, FIFO inside a queue). The job-level policies:
+  Tiresias (the authors' two queues) and its three-limit variant, Themis with
+  exact sizes and with sizes estimated from attained service, and SRPT with
+  the same exact sizes as Themis' oracle variant (the control for reading
+  sizes). ``Config.sizes`` says what a configuration reads before a job runs.
+  LTRF's usage counts a task's duration when it starts.
 """
 
 from __future__ import annotations
@@ -79,25 +87,42 @@ FB_USERS, FB_GROUPS = 8, 2
 
 @dataclass(frozen=True)
 class Config:
-    """One compared configuration: its label, the market's settings and whether it has money."""
+    """One compared configuration: its label, the market's settings, whether it has money, what
+    decides inside a queue (``inside``) and which sizes it reads before a job runs (``sizes``)."""
 
     label: str
     params: MarketParams
     money: bool = False
     era: bool = False
+    inside: str = "FIFO"
+    sizes: str = "none"
 
 
 _FIFO = MarketParams(mechanism="equal", dispatch="fifo")
+_SHARE = MarketParams(mechanism="equal", dispatch="stride")  # equal shares of a queue's units among its jobs
+_TASK = "task durations at start"  # LTRF's usage: a task's duration counts when it starts
+_ORACLE = "exact job sizes"  # every task count and duration of a job before it runs
+_ACROSS = "jobs ranked across queues"
+_HLTRF = replace(_FIFO, fairshare="hltrf", t_wait=T_WAIT_S)
+_SLURM = replace(_FIFO, fairshare="slurm", history="decay", history_length=SLURM_HALF_LIFE_S)
 CONFIGS: tuple[Config, ...] = (
-    Config("LTRF", replace(_FIFO, fairshare="ltrf")),
-    Config("H-LTRF", replace(_FIFO, fairshare="hltrf", t_wait=T_WAIT_S)),
-    Config("Abacus", MarketParams(mechanism="abacus", alpha=0.5, fairshare="hltrf", t_wait=T_WAIT_S, dispatch="stride"), money=True),
-    Config("ERA", replace(_FIFO, fairshare="hltrf", t_wait=T_WAIT_S), money=True, era=True),
+    Config("LTRF", replace(_FIFO, fairshare="ltrf"), sizes=_TASK),
+    Config("H-LTRF", _HLTRF, sizes=_TASK),
+    Config("H-LTRF + equal share", replace(_HLTRF, dispatch="stride"), inside="equal share (stride)", sizes=_TASK),
+    Config("Abacus over H-LTRF", replace(_HLTRF, mechanism="abacus", alpha=0.5, dispatch="stride"), money=True,
+           inside="budget auction's shares (stride)", sizes=_TASK),
+    Config("ERA reservations over H-LTRF", _HLTRF, money=True, era=True, inside="reservations, then FIFO", sizes=_ORACLE),
     Config("DRF", replace(_FIFO, fairshare="drf")),
-    Config("Slurm", replace(_FIFO, fairshare="slurm", history="decay", history_length=SLURM_HALF_LIFE_S)),
+    Config("DRF + equal share", replace(_SHARE, fairshare="drf"), inside="equal share (stride)"),
+    Config("Slurm", _SLURM),
+    Config("Slurm + equal share", replace(_SLURM, dispatch="stride"), inside="equal share (stride)"),
     Config("Karma", replace(_FIFO, fairshare="karma")),
-    Config("Tiresias", replace(_FIFO, fairshare="tiresias")),
-    Config("Themis", replace(_FIFO, fairshare="themis")),
+    Config("Karma + equal share", replace(_SHARE, fairshare="karma"), inside="equal share (stride)"),
+    Config("Tiresias", replace(_FIFO, fairshare="tiresias"), inside=_ACROSS),
+    Config("Tiresias, three limits", replace(_FIFO, fairshare="tiresias3"), inside=_ACROSS),
+    Config("Themis (exact sizes)", replace(_FIFO, fairshare="themis"), inside=_ACROSS, sizes=_ORACLE),
+    Config("Themis (attained service)", replace(_FIFO, fairshare="themis_est"), inside=_ACROSS, sizes="task counts"),
+    Config("SRPT (exact sizes)", replace(_FIFO, fairshare="srpt"), inside=_ACROSS, sizes=_ORACLE),
 )
 LABELS: tuple[str, ...] = tuple(c.label for c in CONFIGS)
 REFERENCE = CONFIGS[1]  # H-LTRF: the load rule's reference run and the paired baseline

@@ -115,11 +115,15 @@ def run(params: Params, progress: Progress) -> Result:
 
 
 DESCRIPTION = (
-    "Our LTRF, H-LTRF (paper 002), Abacus (paper 000) and ERA (paper 001) beside five published schedulers re-implemented from "
-    "their papers (scheduler.published): DRF (Ghodsi et al., NSDI'11, as YARN's Fair Scheduler), Slurm's classic fair share "
-    "(2^(-U/S), usage halved every PriorityDecayHalfLife = 7 days, priorities every 5 min), Karma (OSDI'23; alpha = 0.5, "
-    "60 s quanta), Tiresias (NSDI'19; 2D-LAS queues at 30 min, 1 h and 2 h of unit-time, promotion after waiting 2x the "
-    "execution) and Themis (NSDI'20; finish-time fairness auction, f = 0.8). Set-up fixed before any result: each seed replays "
+    "Our LTRF, H-LTRF (paper 002) and the markets Abacus (paper 000) and ERA (paper 001) over H-LTRF beside five published "
+    "schedulers re-implemented from their papers (scheduler.published): DRF (Ghodsi et al., NSDI'11, as YARN's Fair Scheduler), "
+    "Slurm's classic fair share (2^(-U/S), usage halved every PriorityDecayHalfLife = 7 days, priorities every 5 min), Karma "
+    "(OSDI'23; alpha = 0.5, 60 s quanta), Tiresias (NSDI'19; the authors' two 2D-LAS queues at 3,600 unit-s, cumulative "
+    "pending-time promotion after waiting 2x the execution; the three-limit set 30 min, 1 h, 2 h as a variant) and Themis "
+    "(NSDI'20; finish-time fairness auction, f = 0.8; exact sizes, and sizes estimated from attained service). Controls "
+    "(2026-11-28, before their results): H-LTRF, DRF, Slurm and Karma each with FIFO and with equal shares inside a queue, and "
+    "SRPT with Themis' size oracle; the tables say what decides inside a queue and what each configuration reads before a job "
+    "runs. Set-up fixed before any result: each seed replays "
     "a window of the trace whose start is drawn at random (FB-2009 2 h, KTH-SP2 7 days, LCG 2 h; quick: 15 min, 12 h, 15 min); "
     "FB-2009's jobs get one of 8 users (2 groups) drawn with the seed, KTH-SP2's users are the leaves of a flat tree (so H-LTRF is "
     "LTRF there, Theorem 1), LCG's groups then users. The cluster has C_j = ceil(W_j / (0.9 x window)) units of each type, W_j "
@@ -130,8 +134,8 @@ DESCRIPTION = (
     "set-up gave FB-2009 a utilisation of 0.67, below the 70 % asked, and before any comparison under them was seen). "
     "Utilisation is the cluster's busy unit-seconds over its unit-seconds in the window. "
     "Every job bids a budget U[50, 200] and weights U[0.5, 2]; its "
-    "value is its budget and its deadline submit + 3x its ideal time (welfare). Inside a queue the oldest job goes first for the "
-    "policies without money; Abacus splits each queue by its auction (alpha = 0.5, stride dispatch) under H-LTRF (T_wait = 60 s); "
+    "value is its budget and its deadline submit + 3x its ideal time (welfare). Abacus splits each queue by its auction "
+    "(alpha = 0.5, stride dispatch) under H-LTRF (T_wait = 60 s); "
     "ERA prices each job's stages with Basic-Econ (spreading predictor learnt from the same jobs with other values, 60 s slots, "
     "600 s for KTH-SP2, window 3x the reservation) and runs the rejected ones best-effort under H-LTRF. The cluster never "
     "preempts a task. Metrics: job completion time (mean, p95), slowdown, finish-time fairness rho = T_shared / T_ideal (max, "
@@ -141,7 +145,7 @@ DESCRIPTION = (
 
 EXPERIMENT = register(Experiment(
     name="published_schedulers",
-    title="The lab against the published schedulers: Karma, Themis, Tiresias, DRF and Slurm",
+    title="The lab against the published schedulers: Karma, Themis, Tiresias, DRF and Slurm, with controls",
     source=("docs/published_schedulers.md; papers 000-002 beside DRF (NSDI'11), Karma (OSDI'23), Themis (NSDI'20), "
             "Tiresias (NSDI'19), Slurm classic fair share"),
     run=run,

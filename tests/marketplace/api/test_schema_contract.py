@@ -75,7 +75,8 @@ def test_the_servers_limits_are_in_the_schema(schema):
 
 def test_nullable_references_say_their_type(schema):
     slo = schema["components"]["schemas"]["Job"]["properties"]["slo"]
-    assert slo["nullable"] and slo["type"] == "object" and slo["allOf"][0]["$ref"].endswith("/SloStatus")
+    assert slo["nullable"] and slo["type"] == "object" and slo["oneOf"][0]["$ref"].endswith("/SloStatus")
+    assert slo["oneOf"][1] == {"type": "object", "nullable": True, "enum": [None]}  # null, as OpenAPI 3.0 spells it
 
 
 def test_quote_prices_are_typed_as_money_strings(schema, alice_api):

@@ -356,6 +356,23 @@ def test_account_page_shows_balances_and_paginates_ledger(alice_client, alice):
     assert len(alice_client.get(reverse("account"), {"page": 2}).context["page"].object_list) == 1
 
 
+def test_account_page_leaves_the_trace_replay_out_until_asked(alice_client, alice):
+    # given a job alice placed and two the trace replay placed in her name (make run's demo)
+    own = _submit(alice, budget="1", name="mine")
+    for k in (1, 2):
+        bid_submit(tenant=alice, name=f"trace-{k}", external_id=str(k), budget=Decimal("2"),
+                   work=[WorkItem("map", 1, 10.0)])
+    # when she opens her account page
+    resp = alice_client.get(reverse("account"))
+    # then her own job's entries and the deposit are listed, the replay's two holds summed in one line
+    jobs = {e.job_id for e in resp.context["page"].object_list}
+    assert jobs == {own.pk, None} and resp.context["replay_count"] == 2
+    assert "2 entries of the trace replay's jobs are hidden" in resp.content.decode()
+    # and ?replay=show lists them, with the pages' links keeping the choice
+    shown = alice_client.get(reverse("account"), {"replay": "show"})
+    assert len(shown.context["page"].object_list) == 4 and shown.context["query"] == "replay=show"
+
+
 # --- Market settings --------------------------------------------------------------------------
 
 

@@ -207,6 +207,17 @@ def test_api_quote_then_book(alice_api, alice, market):
     assert DeadlineBooking.objects.get(job=job).slots == [r["slots"] for r in q["resources"]]
 
 
+def test_api_booking_over_max_payment_is_a_conflict(alice_api, alice, market):
+    # given a quote's price, and a caller that accepts a little less
+    q = _api(alice_api, "/api/deadline/quote/", {"work": API_WORK, "deadline": 400}).json()
+    body = {"work": API_WORK, "deadline": 400, "max_payment": str(Decimal(q["payment"]) - Decimal("0.0001"))}
+    # when it books
+    resp = _api(alice_api, "/api/deadline/book/", body)
+    # then the state (the price now) refuses it: 409 with the field that says why, and nothing is booked
+    assert resp.status_code == 409, resp.content
+    assert "max_payment" in resp.json() and not Job.objects.exists()
+
+
 API_ERRORS = {
     "past deadline": ({"deadline": -5}, "deadline"),
     "nan deadline": ('{"work": %s, "deadline": NaN}', "deadline"),

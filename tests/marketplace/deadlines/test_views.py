@@ -24,7 +24,30 @@ def test_page_shows_the_form_with_a_default_deadline(alice_client, market):
     resp = alice_client.get("/deadline/")
     assert resp.status_code == 200
     html = resp.content.decode()
-    assert 'name="deadline"' in html and 'value="900"' in html and "map tasks" in html
+    assert 'name="deadline"' in html and 'value="in 15 min"' in html and "map tasks" in html
+
+
+def test_the_default_deadline_counts_from_when_the_form_is_sent(alice_client, market):
+    # given a form loaded at t=0 whose deadline reads "in 15 min", and a market clock that ran on 600 s
+    from marketplace.market.services.clock import cluster_advance
+
+    cluster_advance(market_id=market.pk, seconds=600.0)
+    # when it is sent
+    resp = alice_client.post("/deadline/", FORM | {"deadline": "in 15 min", "quote": ""})
+    # then the deadline is 15 minutes after the clock at sending, not after the clock at loading
+    q = resp.context["quote"]
+    assert q is not None and q.relative_deadline == pytest.approx(900.0, abs=1.0)
+
+
+@pytest.mark.parametrize(("typed", "relative"), [("+900 s", 900.0), ("in 2 h", 7200.0), ("+1h30m", 5400.0), ("0:25:00", 1500.0)])
+def test_relative_and_clock_deadlines_are_read(alice_client, market, typed, relative):
+    resp = alice_client.post("/deadline/", FORM | {"deadline": typed, "quote": ""})
+    assert resp.context["quote"].relative_deadline == pytest.approx(relative, abs=1.0)
+
+
+def test_a_deadline_that_is_not_a_time_is_a_field_error(alice_client, market):
+    resp = alice_client.post("/deadline/", FORM | {"deadline": "tomorrow", "quote": ""})
+    assert resp.status_code == 200 and "deadline" in resp.context["form"].errors and resp.context["quote"] is None
 
 
 def test_quote_shows_vector_time_payment_guarantee_and_chart(alice_client, market):
@@ -52,7 +75,8 @@ def test_book_from_the_page_redirects_to_the_job(alice_client, market):
 @pytest.mark.parametrize(
     ("change", "text"),
     [
-        ({"deadline": "-10"}, "in the past"),
+        ({"deadline": "now"}, "in the past"),
+        ({"deadline": "-10"}, "Not a time"),
         ({"map_tasks": "0", "reduce_tasks": "0"}, "work must be positive"),
         ({"alpha_err": "1.5", "beta_err": "2"}, "must contain 1"),
         ({"alpha_err": "0", "beta_err": "2"}, "must be positive"),

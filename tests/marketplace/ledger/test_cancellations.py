@@ -20,7 +20,7 @@ from marketplace.auction.services import WorkItem, bid_submit, job_cancel
 from marketplace.deadlines.services import deadline_book
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.services import account_deposit, ledger_reconcile
-from marketplace.market.models.allocation import RateSample
+from marketplace.market.models.allocation import RateSample, SpotSettlement
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
@@ -50,8 +50,9 @@ def test_a_job_cancelled_at_80_percent_of_its_work_pays_80_percent_of_its_budget
     assert "80.0% of its work done" in memo and "400 of 500 slot-seconds" in memo
     # the job's served slot-seconds and the spot market's realised rate record the payment
     assert job.slot_seconds == pytest.approx(400.0)
-    sample = RateSample.objects.get(market=market)
-    assert (sample.charged, sample.slot_seconds, sample.jobs) == (pytest.approx(200.0), pytest.approx(400.0), 1)
+    settled = SpotSettlement.objects.get(market=market)
+    assert (settled.charged, settled.slot_seconds, settled.tenant_id) == (pytest.approx(200.0), pytest.approx(400.0), alice.pk)
+    assert not RateSample.objects.exists()  # one tenant's payment is never published alone
     alice.account.refresh_from_db()
     assert alice.account.held == 0 and ledger_reconcile(account=alice.account) == []
 
@@ -74,7 +75,7 @@ def test_a_job_cancelled_before_any_task_ended_pays_nothing(market: Market, alic
     job = job_cancel(job=Job.objects.get(pk=job.pk))
     sums = _sums(job.pk)
     assert "charge" not in sums and sums["release"] == sums["hold"] == Decimal("90")
-    assert job.charged == 0 and not RateSample.objects.exists()  # nothing used: no rate to learn
+    assert job.charged == 0 and not SpotSettlement.objects.exists()  # nothing used: no rate to learn
 
 
 def test_the_charge_rounds_down_and_never_exceeds_the_hold(market: Market, alice: Tenant):
@@ -94,7 +95,7 @@ def test_a_reserved_job_keeps_its_price_paid_and_pays_nothing_more(market: Marke
     sums = _sums(job.pk)
     assert sums.get("charge", Decimal(0)) == reservation.price == job.charged  # paid at acceptance, kept
     assert sums["hold"] == sums.get("charge", Decimal(0)) + sums.get("release", Decimal(0))
-    assert not RateSample.objects.exists()  # a fixed price is not a spot price
+    assert not SpotSettlement.objects.exists()  # a fixed price is not a spot price
 
 
 def test_a_booked_job_keeps_its_price_paid_and_pays_nothing_more(market: Market, alice: Tenant):
@@ -104,7 +105,7 @@ def test_a_booked_job_keeps_its_price_paid_and_pays_nothing_more(market: Market,
     job = job_cancel(job=Job.objects.get(pk=job.pk))
     sums = _sums(job.pk)
     assert sums["charge"] == quote.price == job.charged and "release" not in sums  # the hold was the price
-    assert not RateSample.objects.exists()
+    assert not SpotSettlement.objects.exists()
 
 
 @pytest.fixture

@@ -81,10 +81,11 @@ def test_cancel_while_running_frees_the_slots(market, alice):
 
 
 def _active_ids(market: Market) -> list[int]:
-    from marketplace.market.adapters import queue_tree
-    from simulator.market.engine import MarketEngine
+    from marketplace.market.services.market import engine_context, engine_stored
 
-    return MarketEngine.from_state(queue_tree(market).tree, market.engine_state["engine"]).cluster.active_jobs()
+    engine = engine_stored(market=market, context=engine_context(market))
+    assert engine is not None
+    return engine.cluster.active_jobs()
 
 
 def test_clock_never_runs_backwards(market):
@@ -106,6 +107,32 @@ def test_replay_drain_summary(market, alice, bob):
     assert Job.objects.filter(status__in=Job.ACTIVE).count() == 0
     for tenant in market.tenants.all():
         assert ledger_reconcile(account=tenant.account) == []
+
+
+def test_replay_once_does_not_replay_onto_a_market_that_holds_a_replay(market, alice):
+    # given a market a first replay has run on
+    call_command("replay_trace", str(TRACE), "--hours", "0.1", "--max-jobs", "3", "--drain", "--once", stdout=StringIO())
+    first = Job.objects.count()
+    assert first == 3
+    # when `make run` replays again
+    out = StringIO()
+    call_command("replay_trace", str(TRACE), "--hours", "0.1", "--max-jobs", "3", "--drain", "--once", stdout=out)
+    # then no job is added, and the output says why and how to start over
+    assert Job.objects.count() == first
+    assert "holds a replay already (3 jobs)" in out.getvalue() and "make reset" in out.getvalue()
+
+
+def test_ctrl_c_stops_the_replay_without_a_traceback(market, alice, monkeypatch):
+    from marketplace.management.commands import replay_trace
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay_trace, "_drain", interrupted)
+    out = StringIO()
+    with pytest.raises(SystemExit) as stop:
+        call_command("replay_trace", str(TRACE), "--hours", "0.1", "--drain", stdout=out)
+    assert stop.value.code == 130 and "Replay stopped (Ctrl-C)." in out.getvalue()
 
 
 def test_a_tick_clears_changes_no_clearing_has_seen_before_handing_out_slots(market, alice, django_capture_on_commit_callbacks):

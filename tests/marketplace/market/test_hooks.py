@@ -63,7 +63,7 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["reservations"] == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "promises", "price_curve",
                                        "price_points"}
     assert by_name["deadlines"] == {"fixed_price_jobs", "promises", "price_points"}
-    assert by_name["pools"] == {"tick_work"}
+    assert by_name["pools"] == {"tick_work", "price_points"}
     assert by_name["lab"] == {"sweep_work"}
     assert by_name["ledger"] == {"sweep_work"}  # expired idempotency keys are purged by the sweeper
     assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_report",

@@ -19,19 +19,20 @@ from django.core.management import call_command
 from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.deadlines.services import deadline_book, deadline_quote
 from marketplace.market import adapters
-from marketplace.market.models.allocation import RateSample
+from marketplace.market.models.allocation import RateSample, SpotSettlement
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import bidders_rate, one_unit_prices, price_level, realised_rates, reference_rate
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from marketplace.reservations.services import reservation_quote
+from marketplace.reservations.services import reservation_accept, reservation_quote
+from tests.factories import TenantFactory
 
 TRACE = "data/traces/FB-2009_samples_24_times_1hr_0.tsv"
 
 
-def test_departures_record_what_auction_jobs_paid_per_slot_second(market, alice, bob):
+def test_departures_record_what_auction_jobs_paid_per_slot_second(market, alice, bob, settings):
     a = bid_submit(tenant=alice, budget="60", work=[WorkItem("map", 4, 10.0), WorkItem("reduce", 2, 10.0)])  # 60 slot-s
     b = bid_submit(tenant=bob, budget="20", work=[WorkItem("map", 2, 20.0)])  # 40 slot-s
     booked, _ = deadline_book(tenant=alice, work=[WorkItem("map", 2, 10.0)], deadline=500.0)  # a fixed price: not spot
@@ -40,18 +41,33 @@ def test_departures_record_what_auction_jobs_paid_per_slot_second(market, alice,
     a.refresh_from_db()
     b.refresh_from_db()
     assert (a.slot_seconds, b.slot_seconds) == (60.0, 40.0) and (a.charged, b.charged) == (Decimal("60"), Decimal("20"))
-    samples = RateSample.objects.filter(market=market)
-    # per type: a's charge split 40:20 over map and reduce by slot-seconds, b's all on map
-    by_type = {name: (sum(s.charged for s in samples if s.resource_type.name == name),
-                      sum(s.slot_seconds for s in samples if s.resource_type.name == name)) for name in ("map", "reduce")}
-    assert by_type["map"] == (pytest.approx(40.0 + 20.0), pytest.approx(40.0 + 40.0))
-    assert by_type["reduce"] == (pytest.approx(20.0), pytest.approx(20.0))
-    assert sum(s.jobs for s in samples) == 3  # a on two types, b on one; the booked job is not the auction's
+    settled = SpotSettlement.objects.filter(market=market)
+    # per job and type: a's charge split 40:20 over map and reduce by slot-seconds, b's all on map; each names its tenant
+    rows = sorted((s.tenant_id, s.resource_type.name, round(s.charged, 6), s.slot_seconds) for s in settled)
+    assert rows == sorted([(alice.pk, "map", 40.0, 40.0), (alice.pk, "reduce", 20.0, 20.0), (bob.pk, "map", 20.0, 40.0)])
+    assert not RateSample.objects.exists()  # two tenants: publishing would tell each the other's payment
     market.refresh_from_db()
     types = adapters.resource_types(market)
-    assert realised_rates(market=market, types=types) == {"map": pytest.approx(60 / 80), "reduce": pytest.approx(1.0)}
-    assert price_level(market=market) == pytest.approx(80 / 100)
+    assert realised_rates(market=market, types=types) == {"map": None, "reduce": None}
     assert Job.objects.get(pk=booked.pk).slot_seconds == 20.0
+    # a third tenant's job on map: map's pool now comes from three tenants and is published, reduce's is not
+    carol = TenantFactory(market=market, username="carol", deposit=Decimal("1000"))
+    bid_submit(tenant=carol, budget="90", work=[WorkItem("map", 3, 10.0)])  # 30 slot-s at 3 per slot-second
+    cluster_advance(market_id=market.pk, until=2000.0)
+    (row,) = RateSample.objects.filter(market=market)
+    assert (row.resource_type.name, row.tenants, row.jobs) == ("map", 3, 3)
+    assert (row.charged, row.slot_seconds) == (pytest.approx(40.0 + 20.0 + 90.0), pytest.approx(40.0 + 40.0 + 30.0))
+    market.refresh_from_db()
+    assert realised_rates(market=market, types=types) == {"map": pytest.approx(150 / 110), "reduce": None}
+    # the price level: one vote per tenant (its charges over its slot-seconds) and one for the reference rate;
+    # only sales in contention vote
+    settings.MARKET_CONTENTION_LEVEL = 0.0  # every sale counts: alice 60/60, bob 0.5, carol 3, the reference 1.0
+    assert price_level(market=market) == pytest.approx(np.median([60 / 60, 20 / 40, 90 / 30, 1.0]))
+    carol_alone = SpotSettlement.objects.filter(tenant=carol)
+    carol_alone.update(charged=0.0)  # carol's vote at nothing paid: the median of 1, 0.5, 0 and 1 is still 0.75
+    assert price_level(market=market) == pytest.approx(0.75)
+    settings.MARKET_CONTENTION_LEVEL = 1.01  # no sale counts: the reference rate alone
+    assert price_level(market=market) == pytest.approx(reference_rate())
 
 
 def test_before_any_sale_the_price_level_is_the_reference_rate(market, settings):
@@ -70,14 +86,20 @@ def test_the_bidders_rate_is_their_money_per_slot_second_of_remaining_work(marke
     assert [rates["map"], rates["reduce"]] == pytest.approx(spent / np.array([30 * 10.0 + 10 * 20.0, 2 * 50.0]))
 
 
-def test_the_api_serves_the_realised_rate(market, alice, alice_api):
+def test_the_api_serves_the_realised_rate_pooled_over_three_tenants(market, alice, bob, alice_api):
     bid_submit(tenant=alice, budget="50", work=[WorkItem("map", 5, 10.0)])
     cluster_advance(market_id=market.pk, until=100.0)
+    assert alice_api.get("/api/market/rates/?resource=map").json()["results"] == []  # one tenant's payment: never shown
+    bid_submit(tenant=bob, budget="25", work=[WorkItem("map", 5, 10.0)])
+    carol = TenantFactory(market=market, username="carol", deposit=Decimal("1000"))
+    bid_submit(tenant=carol, budget="75", work=[WorkItem("map", 5, 10.0)])
+    cluster_advance(market_id=market.pk, until=200.0)
     rows = alice_api.get("/api/market/rates/?resource=map").json()["results"]
-    assert len(rows) == 1 and rows[0]["rate"] == pytest.approx(50 / 50.0) and rows[0]["jobs"] == 1
+    assert len(rows) == 1 and rows[0]["rate"] == pytest.approx(150 / 150.0) and (rows[0]["jobs"], rows[0]["tenants"]) == (3, 3)
     spot = alice_api.get("/api/market/").json()["spot"]
     assert spot["realised_rate"]["map"] == pytest.approx(1.0) and spot["realised_rate"]["reduce"] is None
-    assert spot["unit"] == "credits per slot-second" and spot["price_level"] == pytest.approx(1.0)
+    assert spot["unit"] == "credits per slot-second" and spot["reserve_price"] == {"map": 0.0, "reduce": 0.0}
+    assert spot["reference_rate"]["map"] >= 0.5 and spot["price_level"] >= 0.5  # at most halved by any one vote
 
 
 def test_after_a_replayed_slice_the_three_prices_sit_within_a_small_factor(db, settings, tmp_path):
@@ -94,8 +116,9 @@ def test_after_a_replayed_slice_the_three_prices_sit_within_a_small_factor(db, s
                               deadline=market.sim_time + 3600)
     prices = {"spot": spot, "deadline": deadline, "reservation": quote.unit_rate}
     assert spot is not None and max(prices.values()) / min(prices.values()) < 3.0, prices
+    reservation_accept(quote=quote)
     chart = one_unit_prices(market=market, types=types)
-    assert chart["spot"] and chart["curve"] and any(r["source"] == "reservation quote" for r in chart["offered"])
+    assert chart["spot"] and chart["curve"] and any(r["source"] == "reservation" for r in chart["offered"])
 
 
 def test_the_demo_economy_is_sized_from_the_price_level(db, settings, tmp_path):

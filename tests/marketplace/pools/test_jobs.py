@@ -35,7 +35,7 @@ from simulator.cura.sim import run_cura
 @pytest.fixture
 def rich(market: Market, alice: Tenant) -> Tenant:
     account_deposit(account=alice.account, amount=Decimal("1000000"), memo="the paper's costs are in the thousands")
-    pools_setup_paper(market=market, size=20)
+    pools_setup_paper(market=market, size=20, at_level=False)  # the paper's prices: its costs, as the simulator's
     pool_settings_update(market=market, beta=1e9)  # the manager decides but never re-sizes (as run_cura without one)
     return alice
 

@@ -18,7 +18,7 @@ from marketplace.pools.services.pools import pool_resize, pool_settings_of, pool
 @pytest.fixture
 def pools(market: Market, alice: Tenant) -> list[VMInstanceType]:
     account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
-    return pools_setup_paper(market=market)
+    return pools_setup_paper(market=market, at_level=False)  # the paper's prices: its costs
 
 
 def test_paper_pools_are_created_and_audited(market: Market, pools: list[VMInstanceType]) -> None:

@@ -26,7 +26,7 @@ def staff(market: Market) -> User:
 @pytest.fixture
 def paper_pools(market: Market, alice: Tenant) -> None:
     account_deposit(account=alice.account, amount=Decimal("100000"), memo="the paper's costs are in the thousands")
-    pools_setup_paper(market=market)
+    pools_setup_paper(market=market, at_level=False)  # the paper's prices: its costs
     pool_settings_update(market=market, framework_start_s=0.0)
 
 
@@ -107,3 +107,24 @@ def test_staff_patch_pool_settings_through_the_api(staff: User, paper_pools: Non
     assert bad.status_code == 400 and set(bad.data) == {"beta", "reconf_window_s"}
     huge = api.patch("/api/pools/", {"core_budget": 248368007288275533824}, format="json")  # found by the schema fuzzer: a 500
     assert huge.status_code == 400 and set(huge.data) == {"core_budget"}
+
+
+def test_a_cura_job_is_in_my_jobs_in_the_ledger_and_on_a_live_page(client: Client, alice: Tenant, paper_pools: None) -> None:
+    # given a Cura job alice submitted
+    from marketplace.pools.services.jobs import cura_job_submit
+
+    job = cura_job_submit(tenant=alice, job_type=4, deadline_in_s=270)
+    client.force_login(alice.user)
+    link = f'href="/cura/jobs/#cura-{job.pk}"'
+    # then My jobs lists it, with a link to its row, and its live rows carry it too
+    mine = client.get(reverse("job-list")).content.decode()
+    assert f"Cura job #{job.pk}</a>" in mine and link in mine and "10 \N{MULTIPLICATION SIGN} VM-1" in mine
+    assert f"Cura job #{job.pk}" in client.get(reverse("job-list-live")).json()["fragments"]["part-jobs"]
+    # and the ledger's hold names the job (not "a bid") and links to it
+    ledger = client.get(reverse("account")).content.decode()
+    assert link in ledger and "Hold for a bid" not in ledger and ">Hold<" in ledger
+    # and the Cura page's rows are polled like the other job pages
+    page = client.get(reverse("cura-jobs")).content.decode()
+    assert 'data-live-url="/cura/jobs/live.json"' in page and f'id="cura-{job.pk}"' in page
+    rows = client.get(reverse("cura-jobs-live"))
+    assert rows.status_code == 200 and f'id="cura-{job.pk}"' in rows.json()["fragments"]["cura-rows"]

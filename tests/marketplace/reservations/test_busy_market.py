@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import numpy as np
 import pytest
 from django.test import Client
 
@@ -21,12 +22,12 @@ from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.ledger.services import account_deposit, ledger_reconcile
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
-from marketplace.market.prices import realised_rates
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget
 from marketplace.reservations import adapters as ra
 from marketplace.reservations.models import Reservation, ReservationQuote
 from marketplace.reservations.services import QuoteMoved, reservation_accept, reservation_quote
+from tests.factories import TenantFactory
 
 
 def _fill_the_map_slots(market: Market, bob, tasks: int = 30, seconds: float = 100.0) -> Job:  # type: ignore[no-untyped-def]
@@ -62,19 +63,22 @@ def test_freed_slots_go_to_the_reservation_before_the_auction(market, alice, bob
     assert Job.objects.get(pk=r.job_id).sim_finish_time <= r.end
 
 
-def test_after_spot_sales_a_unit_slot_costs_about_the_spot_rate(market, alice, bob):
-    # given the spot market sold: bob's jobs finished and paid their budgets
-    for _ in range(3):
-        bid_submit(tenant=bob, budget="120", work=[WorkItem("map", 10, 30.0), WorkItem("reduce", 5, 20.0)])
+def test_after_spot_sales_a_unit_slot_costs_the_tenants_median_spot_rate(market, alice, bob, settings):
+    # given the spot market sold: three tenants' jobs finished and paid their budgets, at three rates
+    settings.MARKET_REFERENCE_RATE = 0.2  # the reference rate's vote, near theirs
+    carol = TenantFactory(market=market, username="carol", deposit=Decimal("1000"))
+    for tenant, budget in ((bob, "120"), (carol, "60"), (bob, "120")):
+        bid_submit(tenant=tenant, budget=budget, work=[WorkItem("map", 10, 30.0), WorkItem("reduce", 5, 20.0)])
     cluster_advance(market_id=market.pk, until=2000.0)
     assert not Job.objects.filter(status__in=Job.ACTIVE).exists()
-    spot = realised_rates(market=Market.objects.get(pk=market.pk), types=list(market.resource_types.order_by("stage", "id")))
-    assert spot["map"] and spot["map"] > 0.1  # far above ERA's reserve price of 0.01 per 60 s slot
+    votes = [240 / 800, 60 / 400, 0.2]  # bob's rate over both his jobs, carol's, the reference rate's
     # when alice asks for a reservation on the idle market
     account_deposit(account=alice.account, amount=Decimal("100000"), memo="top-up")
     quote = reservation_quote(tenant=alice, resource_type="map", units=2, duration=600, arrival=2040, deadline=6000)
-    # then its price per slot-second is the spot market's at that (low) level of demand: the realised rate
-    assert quote.unit_rate == pytest.approx(spot["map"], rel=0.05)
+    # then its price per slot-second is the median of one vote per tenant (and the reference rate's) at that level
+    # of demand: bob's two jobs are one vote, however much he bought (docs/economy.md, "A price nobody moves alone")
+    assert quote.unit_rate == pytest.approx(float(np.median(votes)), rel=0.05)
+    assert quote.unit_rate > 0.1  # far above ERA's reserve price of 0.01 per 60 s slot
 
 
 def test_the_form_s_default_window_can_be_accepted_after_its_start_has_begun(market, alice):

@@ -34,6 +34,7 @@ BUNDLE = ROOT / "static" / "vendor" / "plotly" / "plotly-basic.min.js"
 PAGE_SOURCES = sorted(p for p in (ROOT / "marketplace").rglob("*.py") if "migrations" not in p.parts)
 LAB_SOURCES = sorted((ROOT / "simulator").rglob("*.py"))
 TRACE_KEYS = {"x", "y", "name", "mode", "values", "stackgroup"}  # a dict with "type" and one of these is a trace
+OPENAPI_KEYS = {"in", "$ref", "properties", "items"}  # an OpenAPI object (a security scheme, a schema) has "type" and "name" too
 GO_TRACES = {name: name.lower() for name in dir(go) if isinstance(getattr(go, name), type) and issubclass(getattr(go, name), BaseTraceType)}
 
 
@@ -60,7 +61,7 @@ def _trace_types(source: Path) -> set[str]:
             if called in GO_TRACES:
                 found.add(GO_TRACES[called])
         keys = {k for k, _ in pairs}
-        if "type" in keys and keys & TRACE_KEYS:
+        if "type" in keys and keys & TRACE_KEYS and not keys & OPENAPI_KEYS:
             value = dict(pairs)["type"]
             assert isinstance(value, ast.Constant), f"{where}:{value.lineno}: a computed trace type cannot be checked"
             found.add(value.value)

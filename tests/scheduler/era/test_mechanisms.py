@@ -94,6 +94,15 @@ def test_the_late_penalty_moves_the_start_earlier_but_charges_the_plain_price() 
     assert penalised.quote(1, 1, 0, 4) == Offer(0, 2.0)
 
 
+def test_a_huge_late_penalty_does_not_overflow() -> None:
+    # exp(800 x 3) overflows a float; compared as logarithms the earliest start with room still wins
+    with np.errstate(over="raise", invalid="raise"):
+        huge = BasicEcon(10, 400, LinearDemand(10.0), late_penalty=800.0, promised=np.array([10] + [0] * 399))
+        assert huge.quote(1, 1, 0, 400) == Offer(1, 1.0)  # slot 0 is full (infinite price): slot 1
+        mild = BasicEcon(10, 4, LinearDemand(10.0), late_penalty=0.1, promised=np.array([4, 4, 0, 0]))
+        assert mild.quote(1, 1, 0, 4) == Offer(2, 1.0)  # 1.4 at 0 against 1 x e^0.2 = 1.22 at 2: the penalty loses
+
+
 @pytest.mark.parametrize(
     ("units", "duration", "arrival", "deadline", "message"),
     [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from scheduler.era.mechanisms import BasicEcon
 from scheduler.era.predictors import ConstantPrice
-from scheduler.era.spot import SpotAnchored, SpotCurve, backlog_fill, occupancy
+from scheduler.era.spot import SpotAnchored, SpotCurve, backlog_fill, occupancy, robust_bounds, robust_rate
 
 
 def test_the_curve_pools_each_level_and_keeps_what_it_paid_per_slot_second():
@@ -120,3 +120,55 @@ def test_anchored_demand_seen_at_now_counts_only_demand_arriving_from_now_on():
     assert float(base.at(3).inverse_demand(5, 1)) == 0.0
     plain = SpotAnchored(ConstantPrice(1.0), curve, capacity=2, slot=1.0, fill=[0.0])
     assert plain.at(3) is plain  # a predictor without ``at`` is seen the same at every slot
+
+
+# -- the robust reference rate: one vote per tenant and one for the prior ----------------------------------------
+
+_settlement = st.tuples(st.floats(0, 1e6), st.floats(1e-3, 1e6))  # (charged, slot-seconds)
+
+
+@given(honest=st.lists(st.lists(_settlement, min_size=1, max_size=4), min_size=0, max_size=6),
+       attacker=st.lists(_settlement, min_size=1, max_size=8), prior=st.floats(1e-3, 10.0))
+@settings(max_examples=300, deadline=None)
+def test_one_tenant_moves_the_reference_only_within_the_stated_bound(honest, attacker, prior):  # type: ignore[no-untyped-def]
+    rows = [(c, w, k) for k, jobs in enumerate(honest) for c, w in jobs]
+    c, w, who = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [])
+    others = [sum(cc for cc, _ in jobs) / sum(ww for _, ww in jobs) for jobs in honest] + [prior]
+    low, high = robust_bounds(others)
+    before = robust_rate(c, w, who, prior=prior)
+    assert low <= before <= high  # the others alone lie inside too
+    ac, aw = zip(*attacker, strict=True)
+    after = robust_rate(c + list(ac), w + list(aw), who + ["attacker"] * len(attacker), prior=prior)
+    assert low - 1e-9 * max(1.0, high if np.isfinite(high) else low) <= after
+    assert after <= high * (1 + 1e-9) if np.isfinite(high) else True  # an unbounded high end only for the prior alone
+    # however many jobs, the tenant is one vote: its settlements merged into one move nothing
+    merged = robust_rate([*c, sum(ac)], [*w, sum(aw)], [*who, "attacker"], prior=prior)
+    assert after == pytest.approx(merged)
+
+
+def test_the_newcomer_and_the_attacker_cases():
+    prior = 1.0
+    # a new market: only the prior. Two cheap jobs of 540,000 slot-seconds each (a 20,000-credit budget)
+    # under the old rule (charged / slot-seconds over everything) pulled 1.04 to 0.39; here at most halved
+    newcomer = robust_rate([20_000.0, 20_000.0], [540_000.0, 540_000.0], ["new", "new"], prior=prior)
+    assert newcomer == pytest.approx((prior + 20_000 / 540_000) / 2) and newcomer >= robust_bounds([prior])[0]
+    # three honest tenants at about 0.0165: six bids at 0.0001 for 40 x 400 slot-seconds each move nothing past
+    # the honest votes next to their median
+    honest = ([0.0165 * 1e5, 0.016 * 1e5, 0.017 * 1e5], [1e5, 1e5, 1e5], ["a", "b", "c"])
+    low, high = robust_bounds([0.0165, 0.016, 0.017, prior])
+    cheap = robust_rate(honest[0] + [1e-4] * 6, honest[1] + [16_000.0] * 6, honest[2] + ["x"] * 6, prior=prior)
+    assert low <= cheap <= high and cheap >= 0.016
+    assert robust_rate(*honest, prior=prior) == pytest.approx((0.0165 + 0.017) / 2)
+
+
+def test_the_robust_curve_gives_each_tenant_one_vote_per_level():
+    # one tenant buys ten times the slot-seconds at a tenth of the price: the weighted fit follows it,
+    # the robust fit takes the median of (tenant a, tenant b, prior)
+    u, c, w, who = [0.95, 0.95], [1.0e4 * 0.1, 1.0e3 * 2.0], [1.0e4, 1.0e3], ["cheap", "honest"]
+    weighted = SpotCurve.fit(u, c, w)
+    robust = SpotCurve.fit(u, c, w, voters=who, prior=1.5)
+    assert weighted is not None and robust is not None
+    assert weighted.rate(0.95) == pytest.approx(3000.0 / 11000.0)
+    assert robust.rate(0.95) == pytest.approx(1.5)  # median of 0.1, 2.0 and the prior 1.5
+    with pytest.raises(ValueError):
+        SpotCurve.fit(u, c, w, voters=["one"], prior=1.0)

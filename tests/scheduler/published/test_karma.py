@@ -91,3 +91,36 @@ def test_idle_quanta_only_add_free_credits_and_state_round_trips() -> None:
     assert alloc.credits().tolist() == pytest.approx([4 * 1.5, 4 * 4.5])
     again = KarmaAllocator.from_state(tree, alloc.to_state())
     assert again.credits().tolist() == alloc.credits().tolist() and again.quantum == 10.0
+
+
+def test_tied_donors_earn_least_remaining_donation_first() -> None:
+    # guaranteed 3 each, no shared slices; A donates 3, B donates 1, C borrows 1; A and B tie on
+    # credits: the library's heap pops the smaller remaining donation, B, whose slice C borrows
+    alloc, credits = karma_quantum([0, 2, 4], [5.0, 5.0, 5.0], guaranteed=[3, 3, 3], shared=0, free_credits=[0, 0, 0])
+    assert alloc.tolist() == [0, 2, 4]
+    assert credits.tolist() == [5.0, 6.0, 4.0]
+
+
+def test_tied_borrowers_least_remaining_want_first() -> None:
+    # A wants 4 over its guarantee, B 2, equal credits; C's 3 donated slices are all the supply:
+    # one each in lockstep, then the last to the smaller remaining want (B), not to the first index
+    alloc, credits = karma_quantum([7, 5, 0], [10.0, 10.0, 10.0], guaranteed=[3, 3, 3], shared=0, free_credits=[0, 0, 0])
+    assert alloc.tolist() == [4, 5, 0]
+    assert credits.tolist() == [9.0, 8.0, 13.0]
+
+
+def test_adapter_rotates_leaves_tied_on_credits() -> None:
+    # alpha 0: no guarantee, every leaf a borrower; equal credits all through the first quantum
+    alloc = KarmaAllocator(QueueTree.flat(["a", "b", "c"]), alpha=0.0, quantum=60.0)
+    alloc.capacity = 3.0
+    both = np.array([True, True, False])
+    picked = []
+    for k in range(4):
+        leaf = alloc.pick_leaf(both, float(k))
+        picked.append(leaf)
+        alloc.record_start(k, leaf, float(k))
+        alloc.record_finish(k, k + 0.5)
+    assert alloc.credits().tolist() == [1.0, 1.0, 1.0]  # still tied: the quantum has not ended
+    assert picked == [0, 1, 0, 1]  # ties rotate over the demanding leaves, never c
+    again = KarmaAllocator.from_state(QueueTree.flat(["a", "b", "c"]), alloc.to_state())
+    assert again.pick_leaf(both, 4.0) == 0  # the turn survives the round trip

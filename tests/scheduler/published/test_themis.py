@@ -81,3 +81,24 @@ def test_bad_knob_is_refused_and_state_round_trips() -> None:
     alloc.pick_jobs(_view(), 4, 0.0)
     again = ThemisAllocator.from_state(QueueTree.flat(["a", "b"]), alloc.to_state())
     assert again.contention(1, 5.0) == alloc.contention(1, 5.0) == 2.0
+
+
+def test_sizes_from_attained_service() -> None:
+    tree = QueueTree.flat(["a", "b"])
+    alloc = ThemisAllocator(tree, sizes="attained")
+    assert alloc.task_estimate(1, 0.0) == 1.0  # nothing finished anywhere: the 1 s prior
+    alloc.record_start(0, 0, 0.0, units=2, app=1)
+    assert alloc.task_estimate(1, 7.0) == 7.0  # its running tasks are 7 s old: at least that
+    alloc.record_finish(0, 12.0)
+    assert alloc.task_estimate(1, 20.0) == 12.0  # the mean of its finished tasks
+    assert alloc.task_estimate(2, 20.0) == 12.0  # a job with none: the cluster's mean
+    alloc.record_start(1, 1, 20.0, units=1, app=2)
+    alloc.record_finish(1, 24.0)
+    assert alloc.task_estimate(2, 30.0) == 4.0 and alloc.task_estimate(3, 30.0) == pytest.approx((24.0 + 4.0) / 3)
+    # the estimates replace the view's durations (here exact 10 s) before the auction
+    seen = alloc._estimated(_view(), 30.0)
+    assert seen.durations.tolist() == [[12.0], [4.0]] and seen.tasks.tolist() == _view().tasks.tolist()
+    again = ThemisAllocator.from_state(tree, alloc.to_state())
+    assert again.sizes == "attained" and again.task_estimate(2, 30.0) == 4.0
+    with pytest.raises(ValueError, match="sizes"):
+        ThemisAllocator(tree, sizes="guess")

@@ -72,9 +72,15 @@ def test_registered_experiment_runs_and_reports_beside_the_paper() -> None:
 
     result = experiments.run("paper003_der", {"max_tasks": 6, "seeds": [1, 2, 3, 4, 5]})
     assert [f["layout"]["title"]["text"][:6] for f in result["figures"]] == ["Fig. 4", "Fig. 4", "Fig. 5", "Fig. 6"]
-    heads, setup, isolation, per_level = result["tables"]
-    assert any(row[1].startswith("paper silent; chosen: eq23") for row in setup["rows"])
-    assert len(per_level["rows"]) == 6 and len(isolation["rows"]) == 4  # default, two other error models, a node per task
+    heads, setup, isolation, waiting, per_level = result["tables"]
+    # the error model is the one closest to Fig. 4a by the page's rule; the others are sensitivity rows
+    fits = {row[0].split(" ")[0]: float(row[0].split("fit error ")[1].rstrip(")")) for row in isolation["rows"][:3]}
+    chosen = isolation["rows"][0][0].split(" ")[0]
+    assert "chosen by the Fig. 4a fit" in isolation["rows"][0][0] and set(fits) == {"eq23", "uniform", "exact"}
+    assert fits[chosen] == min(fits.values())
+    assert any(row[1].startswith(f"paper silent; chosen: {chosen}") for row in setup["rows"])
+    assert len(per_level["rows"]) == 6 and len(isolation["rows"]) == 4  # chosen, two sensitivity models, a node per task
+    assert [row[0].split(",")[0] for row in waiting["rows"]] == ["look ahead", "start at once on the fastest node", "look ahead"]
     assert len(result["headlines"]) == len(heads["rows"]) == 9
     assert all(h["verdict"] in VERDICTS for h in result["headlines"])
     assert "paper: 20 % at m = 40" in result["summary"]

@@ -47,7 +47,15 @@ def test_the_headline_experiment_reports_a_row_per_headline_with_its_interval() 
 def test_fig3_places_every_mechanism_by_revenue_and_late_jobs_and_isolates_the_cause() -> None:
     result = experiments.run("era_fig3", QUICK["era_fig3"])
     experiments.check_result(result)
-    assert len(result["headlines"]) == 2 and all(h["verdict"] in VERDICTS for h in result["headlines"])
+    assert len(result["headlines"]) == 3 and all(h["verdict"] in VERDICTS for h in result["headlines"])
+    # judged on every Basic-Econ variant (prior / observed LP, with / without the late penalty)
+    dominance = result["tables"][3]
+    assert {row[0] for row in dominance["rows"]} == {"Basic-Econ, prior LP", "Basic-Econ, prior LP, late penalty",
+                                                    "Basic-Econ, observed LP", "Basic-Econ, observed LP, late penalty"}
+    assert all("4 variants" in h["ours"] for h in result["headlines"])
+    per = {row[0]: row for row in result["tables"][2]["rows"] if row[1] == 1.0}
+    # the penalty is strong enough to move starts: the penalised variant's accepted jobs differ from the plain one's
+    assert per["Basic-Econ, prior LP, late penalty"][2:] != per["Basic-Econ, prior LP"][2:]
     iso = {(row[0], row[1]): row[2] for row in result["tables"][4]["rows"]}
     # with neither capacity dips nor failures no reservation runs late: lateness comes from those two alone
     assert all(late == 0 for (label, _), late in iso.items() if label == "neither")

@@ -10,7 +10,7 @@ import pytest
 from scheduler.fairshare.fairness import QueueTree
 from simulator import experiments
 from simulator.experiments.fidelity import VERDICTS
-from simulator.experiments.ltrf.macro import simulate, starvation
+from simulator.experiments.ltrf.macro import overloaded_seconds, simulate, starvation
 from simulator.experiments.ltrf.paper import _hierarchy
 from simulator.experiments.report import QUICK
 from simulator.workloads.ltyarn import CONTAINERS, PURDUE_INTERVAL_S, SPARK_GAP_S, TABLE_3, MacroJob, macro_workload
@@ -33,6 +33,16 @@ def test_a_chain_waits_for_the_previous_job_and_reduces_wait_for_maps() -> None:
     jobs = [MacroJob("a", ((4, 10.0), (2, 5.0)), None), MacroJob("b", ((1, 3.0),), None, gap=7.0)]
     run = simulate({"q": jobs}, tree, {"q": 0}, capacity=4, policy="fifo")
     assert run.jobs["q"] == [(0.0, 15.0), (22.0, 25.0)]  # maps 0-10, reduces 10-15; b 7 s later for 3 s
+
+
+def test_overloaded_seconds_count_the_time_demand_exceeds_the_share() -> None:
+    # 4 containers; one job of 8 tasks x 10 s at 0: 4 running + 4 pending in [0, 10), 4 running in [10, 20):
+    # above a share of 5 for 10 s, above 3 for 20 s, nothing after the run
+    tree = QueueTree.from_paths({"root.q": 1.0})
+    run = simulate({"q": [MacroJob("a", ((8, 10.0),), 0.0)]}, tree, {"q": 0}, capacity=4, policy="fifo", interval=1.0)
+    assert overloaded_seconds(run, 0, 5.0, 30.0) == pytest.approx(10.0)
+    assert overloaded_seconds(run, 0, 3.0, 30.0) == pytest.approx(20.0)
+    assert overloaded_seconds(run, 0, 3.0, 15.0) == pytest.approx(15.0)  # only the window counts
 
 
 @pytest.mark.parametrize("seed", range(5))

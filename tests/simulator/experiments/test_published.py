@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def test_every_configuration_runs_on_every_window_of_every_trace(quick: dict[str
         assert r["sharing loss Ω (Eq. 5)"] <= 1e-9 <= r["sharing benefit Ψ (Eq. 4)"] + 2e-9
         assert 0.0 <= r["welfare / requested value"] <= 1.0
         # payments only where the configuration has money
-        assert (r["payments (money)"] is not None) == (r["configuration"] in ("Abacus", "ERA"))
+        assert (r["payments (money)"] is not None) == (r["configuration"] in {c.label for c in setup.CONFIGS if c.money})
     assert len(quick["figures"]) == 8
     experiments.check_result(quick)
 
@@ -63,11 +64,25 @@ def test_each_paragraph_names_the_winner_of_its_table(quick: dict[str, Any]) -> 
         assert "utilisation over the window" in paragraph
 
 
+def test_every_queue_level_policy_runs_fifo_and_equal_share_and_the_paragraphs_read_the_controls(quick: dict[str, Any]) -> None:
+    by_label = {c.label: c for c in setup.CONFIGS}
+    for policy in ("H-LTRF", "DRF", "Slurm", "Karma"):
+        fifo, share = by_label[policy], by_label[f"{policy} + equal share"]
+        assert (fifo.params.dispatch, share.params.dispatch) == ("fifo", "stride")
+        assert replace(fifo.params, dispatch="stride") == share.params  # nothing else differs
+    # the size oracle's control reads what Themis' oracle variant reads; the markets are named as markets
+    assert by_label["SRPT (exact sizes)"].sizes == by_label["Themis (exact sizes)"].sizes == "exact job sizes"
+    assert {c.label for c in setup.CONFIGS if c.money} == {"Abacus over H-LTRF", "ERA reservations over H-LTRF"}
+    for trace, paragraph in quick["paragraphs"].items():
+        assert f"{trace}, controls" in paragraph
+        assert "Themis (exact sizes) vs SRPT (exact sizes)" in paragraph and "Abacus over H-LTRF vs H-LTRF + equal share" in paragraph
+
+
 def test_cells_and_policies_are_validated() -> None:
     assert cells({"traces": ["kth", "fb2009"], "seeds": 2}) == [("kth", 0), ("kth", 1), ("fb2009", 0), ("fb2009", 1)]
     with pytest.raises(ValueError, match="traces"):
         cells({"traces": ["swim"], "seeds": 1})
-    assert policies({"policies": ["Themis"]}) == ("H-LTRF", "Themis")  # the paired baseline always runs
+    assert policies({"policies": ["Themis (exact sizes)"]}) == ("H-LTRF", "Themis (exact sizes)")  # the paired baseline always runs
     with pytest.raises(ValueError, match="policies"):
         policies({"policies": ["CFS"]})
 
@@ -115,7 +130,7 @@ def test_calibration_keeps_the_offered_load_stable_and_fills_each_type_or_stops_
 
 
 def test_parallel_workers_give_the_same_result_as_one(shared_traces: Path) -> None:
-    params = {"traces": ["kth"], "seeds": 2, "quick": True, "policies": ["Themis"]}
+    params = {"traces": ["kth"], "seeds": 2, "quick": True, "policies": ["Themis (exact sizes)"]}
     one = experiments.run("published_schedulers", {**params, "workers": 1})
     two = experiments.run("published_schedulers", {**params, "workers": 2})
     assert two["workers"] == 2 and one["workers"] == 1
@@ -123,7 +138,9 @@ def test_parallel_workers_give_the_same_result_as_one(shared_traces: Path) -> No
     assert {k: v for k, v in one.items() if k not in strip} == {k: v for k, v in two.items() if k not in strip}
     assert make_cell("kth", 0, True).jobs == make_cell("kth", 0, True).jobs  # windows are drawn deterministically
     metrics = next(t for t in one["tables"] if t["title"].startswith("KTH-SP2: metrics"))
-    assert not math.isnan(float(metrics["rows"][0][1].split()[0].replace(",", "")))  # numbers are formatted for people
+    assert metrics["columns"][1:3] == ["inside a queue", "reads before a job runs"]
+    assert metrics["rows"][1][1:3] == ["jobs ranked across queues", "exact job sizes"]  # Themis reads the oracle
+    assert not math.isnan(float(metrics["rows"][0][3].split()[0].replace(",", "")))  # numbers are formatted for people
     assert one["tables"][0]["rows"][0][1] == one["paragraphs"]["KTH-SP2"]
     assert {k for k, _, _ in METRICS} >= {"mean_response_s", "rho_max", "sharing_loss", "welfare_share"}
 
@@ -144,3 +161,20 @@ def test_the_calibrations_reference_run_is_the_h_ltrf_run_it_replaces(shared_tra
     cell, reference = setup.calibrated_cell("fb2009", 1, True)
     assert reference is not None and cell.capacity == make_cell("fb2009", 1, True).capacity
     assert setup.run_config(cell, setup.REFERENCE, reference) == setup.run_config(cell, setup.REFERENCE)
+
+
+def test_the_page_is_rebuilt_from_the_saved_result(quick: dict[str, Any], tmp_path: Path) -> None:
+    # docs/published_schedulers.md comes from a saved result: its "Every run" table rebuilds the same paragraphs
+    import json
+
+    from simulator.experiments.published import document
+
+    saved = tmp_path / "published.json"
+    saved.write_text(json.dumps(quick), encoding="utf-8")
+    page = tmp_path / "page.md"
+    assert document.main([str(saved), str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    for paragraph in quick["paragraphs"].values():
+        assert f"- {paragraph}" in text
+    assert text.count("### ") == 6 and "| configuration | inside a queue | reads before a job runs |" in text
+    assert document.main([str(saved)]) == 2

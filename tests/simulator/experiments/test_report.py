@@ -9,7 +9,7 @@ import pytest
 from simulator import experiments
 from simulator.experiments import report
 from simulator.experiments.__main__ import main
-from simulator.experiments.fidelity import Estimate, mean_ci, paired, verdict
+from simulator.experiments.fidelity import Estimate, mean_ci, off_by, paired, scaled_verdict, verdict
 
 
 def test_help_and_list_print_usage_and_names_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,10 +51,22 @@ def test_intervals_and_the_verdict_rule() -> None:
     diff = paired([2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 2.1, 2.9, 4.0, 5.0])
     assert diff.low > 0  # the same offset on every seed: a tight interval
     assert verdict(3.2, est, True) == "reproduced"
-    assert verdict(10.0, est, True) == "shape only" and verdict(10.0, est, False) == "differs"
+    assert verdict(8.0, est, True) == "shape only" and verdict(8.0, est, False) == "differs"
     assert verdict(None, None, True) == "reproduced"
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 2.0])
+
+
+def test_the_magnitude_rule() -> None:
+    assert off_by(10.0, 23.0, 15.0) == 1.0 and off_by(10.0, 23.0, 46.0) == 2.0 and off_by(10.0, 23.0, 2.5) == 4.0
+    assert off_by(680.0, 680.0, 20.0) == 34.0 and off_by(-10.0, -10.0, -40.0) == 4.0
+    assert off_by(7.0, 7.0, -20.0) == float("inf") and off_by(7.0, 7.0, 0.0) == float("inf")  # the other sign
+    # LTRF Fig. 8: the paper's 10-23 %, ours 418 %: 18x
+    assert scaled_verdict("shape only", 10.0, 23.0, 418.0) == "differs (magnitude)"
+    assert scaled_verdict("shape only", 10.0, 23.0, 60.0) == "shape only"  # 2.6x: within 3x
+    assert scaled_verdict("differs", 10.0, 23.0, 418.0) == "differs" and scaled_verdict("reproduced", 1.0, 1.0, 9.0) == "reproduced"
+    est = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])  # mean 3, interval about [1.0, 5.0]
+    assert verdict(20.0, est, True) == "differs (magnitude)" and verdict(8.0, est, True) == "shape only"
 
 
 def test_every_paper_experiment_of_the_report_is_registered_and_has_a_ci_size() -> None:
