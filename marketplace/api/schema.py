@@ -42,7 +42,7 @@ BODY_ERRORS = {  # the methods that carry a body (marketplace.web.middleware)
 }
 WRITES = ("post", "put", "patch", "delete")
 NO_CONFLICT = {("/api/auth/token/", "post"), ("/api/auth/token/", "delete")}
-ANONYMOUS = {("/api/auth/token/", "post")}  # no credentials are read and no object named: never a 401, 403 or 404
+ANONYMOUS = {("/api/auth/token/", "post")}  # no token is read and no object named: a 401 is a wrong password, never a 403 or 404
 
 
 CONFLICT = ("The object's current state refuses the request (cancelling an ended job, accepting or declining a quote "
@@ -59,7 +59,8 @@ def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> Non
         if (path, method) not in NO_CONFLICT:
             codes["409"] = CONFLICT
     if (path, method) in ANONYMOUS:
-        codes = {k: v for k, v in codes.items() if k not in ("401", "403", "404")}
+        codes = {k: v for k, v in codes.items() if k not in ("403", "404")}
+        codes["401"] = "Wrong username or password."
     for code, text in codes.items():
         responses.setdefault(code, {"description": text, "content": error_body})
     responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
@@ -182,6 +183,10 @@ def _complete_bid(schemas: dict[str, Any], names: list[str]) -> None:
     item = schemas.get("WorkItemRequest")
     if item is not None and names:
         item["properties"]["resource_type"].update({"enum": names, "example": names[0]})
+    config = schemas.get("PatchedMarketConfigRequest", {}).get("properties", {}).get("reserve_prices")
+    if config is not None and names:  # keyed by the market's resource types: no other key is taken
+        child = config.pop("additionalProperties")
+        config.update({"properties": dict.fromkeys(names, child), "additionalProperties": False})
     request = schemas.get("RequestRequest")
     if request is not None and names:
         request["properties"]["resource_type"].update({"enum": names, "example": names[0]})

@@ -60,7 +60,8 @@ def test_the_token_scheme_states_its_prefix_and_the_login_asks_for_no_token(sche
     assert scheme["x-token-prefix"] == "Token" and "Authorization: Token <key>" in scheme["description"]
     login = schema["components"]["schemas"]["LoginRequest"]
     assert set(login["properties"]) == {"username", "password"}
-    assert not {"401", "403", "404"} & set(schema["paths"]["/api/auth/token/"]["post"]["responses"])
+    login_answers = schema["paths"]["/api/auth/token/"]["post"]["responses"]
+    assert not {"403", "404"} & set(login_answers) and login_answers["401"]["description"] == "Wrong username or password."
 
 
 def test_the_servers_limits_are_in_the_schema(schema):
