@@ -150,11 +150,16 @@ def _decorate(response: HttpResponse, tag: str) -> HttpResponse:
 
 
 def _matches(request: Request, tag: str) -> bool:
+    """Whether ``If-None-Match`` names ``tag`` (``*`` is judged after the view: see ``conditional``)."""
     header = request.META.get("HTTP_IF_NONE_MATCH")
     if not header:
         return False
     tags = parse_etags(header)
-    return "*" in tags or tag in tags or f"W/{tag}" in tags
+    return tag in tags or f"W/{tag}" in tags
+
+
+def _any_tag(request: Request) -> bool:
+    return "*" in parse_etags(request.META.get("HTTP_IF_NONE_MATCH") or "")
 
 
 _Handler = Callable[..., Response]
@@ -194,11 +199,15 @@ def conditional(*, scope: str, depends: str = "all", market: str = "default") ->
                     body = cache_get(f"resp:{tag}")
                     if body is not None:
                         LOCAL.put(tag, body)
-                if body is not None:
+                if body is not None:  # a body is cached only for a 200
+                    if _any_tag(request):
+                        return _decorate(HttpResponseNotModified(), tag)
                     return _decorate(HttpResponse(body, content_type=content_type), tag)
             response = method(self, request, *args, **kwargs)
             if response.status_code != 200 or not isinstance(response, Response):
-                return response
+                return response  # an invalid query is a 400 whatever If-None-Match says
+            if _any_tag(request):  # "*": any current answer matches, once the request is known to have one
+                return _decorate(HttpResponseNotModified(), tag)
             response.accepted_renderer = renderer
             response.accepted_media_type = request.accepted_media_type
             response.renderer_context = self.get_renderer_context()

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.utils.functional import lazy
 from rest_framework import serializers
 
@@ -154,3 +155,21 @@ class StrictJSON:
         if errors:
             raise serializers.ValidationError(errors)
         return value
+
+
+def money_pattern(max_value: Decimal) -> str:
+    """A regular expression for the amounts an input field takes: from the smallest amount
+    (``MONEY_QUANTUM``) to ``max_value`` (a power of ten), at most ``MONEY_PLACES`` decimal
+    places, without sign, exponent or leading zeros. The schema states it as the field's pattern."""
+    digits = len(str(int(max_value))) - 1
+    if max_value != Decimal(10) ** digits or MONEY_PLACES != 4:
+        raise ValueError(f"money_pattern expects a power of ten and 4 places, got {max_value}")
+    below_one = r"0\.(?:[1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9])"
+    return rf"^(?:[1-9][0-9]{{0,{digits - 1}}}(?:\.[0-9]{{1,4}})?|{int(max_value)}(?:\.0{{1,4}})?|{below_one})$"
+
+
+def money_format(max_value: Decimal) -> RegexValidator:
+    """The validator of :func:`money_pattern` (drf-spectacular puts its regex in the schema)."""
+    return RegexValidator(money_pattern(max_value), message=(
+        f"Enter an amount from {MONEY_QUANTUM} to {int(max_value)} as a decimal string with at most {MONEY_PLACES} "
+        "decimal places, without sign, exponent or leading zeros."))

@@ -27,7 +27,6 @@ from marketplace.api.schema_fields import describe_fields
 
 log = logging.getLogger(__name__)
 
-BUDGET_PATTERN = r"^[0-9]{1,10}(\.[0-9]{1,4})?$"
 ERRORS = {
     "400": "Invalid input: a JSON object naming each bad field (or `body`, or the query parameter: an unknown filter "
            "value, ordering field or page_size is a 400 naming it, never an empty 200).",
@@ -79,6 +78,21 @@ def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> Non
         }
 
 
+# Open ends of the settings' ranges (market.services.config): DRF's bounds are inclusive.
+EXCLUSIVE = {
+    "PatchedMarketConfigRequest": {"clock_speed": ("exclusiveMinimum",), "fairshare_history_length": ("exclusiveMinimum",),
+                                   "auction_tolerance": ("exclusiveMinimum", "exclusiveMaximum")},
+}
+
+
+def _open_ranges(schemas: dict[str, Any]) -> None:
+    for component, fields in EXCLUSIVE.items():
+        props = schemas.get(component, {}).get("properties", {})
+        for name, ends in fields.items():
+            for end in ends:
+                props[name][end] = True
+
+
 def _type_nullable_references(schemas: dict[str, Any]) -> None:
     """A nullable ``allOf: [$ref]`` property becomes ``oneOf: [$ref, null]``, null written as OpenAPI
     3.0 spells it (``type: object, nullable: true, enum: [null]``): 3.0 reads ``nullable`` only beside
@@ -122,6 +136,7 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
     _describe_conventions(result)
     describe_fields(schemas)
     _type_nullable_references(schemas)
+    _open_ranges(schemas)
     _bound_series_filters(result)
     names = _resource_names()
     _complete_bid(schemas, names)
@@ -155,16 +170,24 @@ def _describe_conventions(result: dict[str, Any]) -> None:
 
 
 def _complete_bid(schemas: dict[str, Any], names: list[str]) -> None:
-    for name in ("Bid", "BidRequest"):
-        bid = schemas.get(name)
-        if bid is None:
-            continue
-        bid["properties"]["budget"].update({"pattern": BUDGET_PATTERN, "example": "25.5"})
-        bid["properties"]["work"].update({"minItems": 1, "maxItems": max(len(names), 1)})
+    """Work lists name each of the market's resource types at most once; a bid example that is accepted as it stands."""
+    for name in ("BidRequest", "DeadlineRequestRequest", "DeadlineBookRequest"):
+        body = schemas.get(name)
+        if body is not None:
+            body["properties"]["work"].update({"minItems": 1, "maxItems": max(len(names), 1)})
+    bid = schemas.get("BidRequest")
+    if bid is not None:
+        bid["properties"]["budget"]["example"] = "25.5"
         if names:
             bid["example"] = {"name": "wordcount", "budget": "25.5", "utility": "linear",
                               "work": [{"resource_type": names[0], "tasks": 4, "task_duration": 30.0, "weight": 1.0}]}
-    for name in ("WorkItem", "WorkItemRequest"):
-        item = schemas.get(name)
-        if item is not None and names:
-            item["properties"]["resource_type"].update({"enum": names, "example": names[0]})
+    item = schemas.get("WorkItemRequest")
+    if item is not None and names:
+        item["properties"]["resource_type"].update({"enum": names, "example": names[0]})
+    config = schemas.get("PatchedMarketConfigRequest", {}).get("properties", {}).get("reserve_prices")
+    if config is not None and names:  # keyed by the market's resource types: no other key is taken
+        child = config.pop("additionalProperties")
+        config.update({"properties": dict.fromkeys(names, child), "additionalProperties": False})
+    request = schemas.get("RequestRequest")
+    if request is not None and names:
+        request["properties"]["resource_type"].update({"enum": names, "example": names[0]})

@@ -7,7 +7,7 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from marketplace.api.fields import MoneyField, StrictDecimalField, StrictJSON, money_help, money_text
+from marketplace.api.fields import MoneyField, StrictDecimalField, StrictJSON, money_format, money_help, money_text
 from marketplace.auction.services import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.market.models.jobs import Job, JobWork
 
@@ -20,11 +20,21 @@ class WorkItemSerializer(StrictJSON, serializers.Serializer):
     weight = serializers.FloatField(min_value=0, max_value=1e6, default=1.0, help_text="Utility weight w_ij.")
 
 
+def each_type_once(items: list[dict]) -> list[dict]:
+    """The work items, refused (a field error) when a resource type is named twice."""
+    names = [item["resource_type"] for item in items]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise serializers.ValidationError(f"Name each resource type once; given twice: {', '.join(twice)}.")
+    return items
+
+
 class BidSerializer(StrictJSON, serializers.Serializer):
     """A bid: budget (money units), utility kind and work per resource type (paper 000, Sec. 3)."""
 
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     budget = StrictDecimalField(max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET,
+                                validators=[money_format(MAX_BUDGET)],
                                 help_text=money_help("The most the job may pay; held until it completes. At most 4 decimal places."))
     utility = serializers.ChoiceField(choices=Job.Utility.choices, default=Job.Utility.LINEAR)
     work = WorkItemSerializer(many=True, allow_empty=False)
@@ -37,6 +47,9 @@ class BidSerializer(StrictJSON, serializers.Serializer):
         required=False, allow_null=True, default=None,
         help_text="SLO: minimum utility of the job's average shares; the budget is paid only if it is met (paper 000, Sec. 6).",
     )
+
+    def validate_work(self, items: list[dict]) -> list[dict]:
+        return each_type_once(items)
 
 
 class JobWorkSerializer(serializers.ModelSerializer):

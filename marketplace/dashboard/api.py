@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import SeriesFilter, default_market, request_tenant, service_errors
-from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, StrictJSON, currency, money_help
+from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, StrictJSON, currency, money_format, money_help
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.serializers import JobSerializer
@@ -111,7 +111,8 @@ class AdjustSerializer(StrictJSON, serializers.Serializer):
     direction = serializers.ChoiceField(choices=["credit", "debit"],
                                         help_text="credit adds to the available balance, debit takes from it.")
     amount = StrictDecimalField(max_digits=18, decimal_places=MONEY_PLACES, min_value=MONEY_QUANTUM,
-                                max_value=MAX_ADJUSTMENT, help_text=money_help("The amount, at most 4 decimal places."))
+                                max_value=MAX_ADJUSTMENT, validators=[money_format(MAX_ADJUSTMENT)],
+                                help_text=money_help("The amount, at most 4 decimal places."))
     reason = serializers.CharField(min_length=REASON_MIN, max_length=REASON_MAX, help_text="Why: kept in the tenant's ledger.")
 
 

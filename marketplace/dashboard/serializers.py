@@ -200,8 +200,8 @@ class TWaitField(serializers.Field):  # type: ignore[type-arg]
     An overflowing number (1e309 parses to inf) is an error, not "off"."""
 
     def to_internal_value(self, data: object) -> float:
-        if isinstance(data, bool) or not isinstance(data, (int, float, str)):
-            raise serializers.ValidationError('Enter a number of seconds or "off".')
+        if isinstance(data, bool) or not isinstance(data, (int, float, str)) or (isinstance(data, str) and data != "off"):
+            raise serializers.ValidationError('Enter a number of seconds or "off".')  # JSON: a number, or the string "off"
         if isinstance(data, float) and not math.isfinite(data):
             raise serializers.ValidationError(
                 f'{data} is not a finite number of seconds (too large for a float); to disable the timeout send "off".'
@@ -248,14 +248,15 @@ class MarketConfigSerializer(StrictJSON, serializers.Serializer):
     alpha = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
     t_wait = TWaitField(required=False, help_text='Seconds >= 0 (0 = LTRF), or "off" for no starvation timeout (the naive hierarchy).')
     fairshare_history = serializers.ChoiceField(required=False, choices=history_choices())
-    fairshare_history_length = serializers.FloatField(required=False, min_value=0.0)
+    fairshare_history_length = serializers.FloatField(required=False, min_value=0.0)  # > 0: exclusive (api.schema.EXCLUSIVE)
 
     mechanism = serializers.ChoiceField(required=False, choices=mechanism_choices())
     fairshare_policy = serializers.ChoiceField(required=False, choices=fairshare_choices())
     dispatch_mode = serializers.ChoiceField(required=False, choices=dispatch_choices())
-    clock_speed = serializers.FloatField(required=False)
-    auction_tolerance = serializers.FloatField(required=False)
-    auction_max_rounds = serializers.IntegerField(required=False)
+    # The ranges of market.services.config (the schema states them; the service checks them).
+    clock_speed = serializers.FloatField(required=False, min_value=0.0, max_value=1e6)  # > 0
+    auction_tolerance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)  # (0, 1)
+    auction_max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
     reserve_prices = serializers.DictField(
         child=serializers.FloatField(min_value=0.0, max_value=1e6), required=False,
         help_text="Resource type name -> its reserve price, credits per slot-second: below it no bid is served and no quote "

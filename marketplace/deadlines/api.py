@@ -24,11 +24,11 @@ from rest_framework.views import APIView
 
 from marketplace.api.answers import DeadlineBookOut, DeadlineChangedOut, DeadlineQuoteOut
 from marketplace.api.conventions import Conflict, created, request_tenant, service_errors
-from marketplace.api.fields import StrictJSON, money_text
+from marketplace.api.fields import StrictDecimalField, StrictJSON, money_format, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
-from marketplace.auction.serializers import WorkItemSerializer
+from marketplace.auction.serializers import WorkItemSerializer, each_type_once
 from marketplace.auction.services import MAX_BUDGET
 from marketplace.deadlines.selectors import booking_start_change
 from marketplace.deadlines.services import DeadlineQuote, QuoteChanged, deadline_book, deadline_quote
@@ -42,11 +42,15 @@ class DeadlineRequestSerializer(StrictJSON, serializers.Serializer):
     alpha_err = serializers.FloatField(default=1.0, help_text="Lowest estimate / real work ratio (0 < alpha_err <= 1).")
     beta_err = serializers.FloatField(default=1.0, help_text="Highest estimate / real work ratio (>= 1).")
 
+    def validate_work(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return each_type_once(items)
+
 
 class DeadlineBookSerializer(DeadlineRequestSerializer):
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    max_payment = serializers.DecimalField(
+    max_payment = StrictDecimalField(
         max_digits=18, decimal_places=4, min_value=Decimal("0.0001"), max_value=MAX_BUDGET, required=False,
+        validators=[money_format(MAX_BUDGET)],
         help_text="Refuse the booking if the price is now above this (the quoted price).",
     )
     quoted_start = serializers.FloatField(

@@ -24,9 +24,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conventions import created, request_tenant, service_errors
-from marketplace.api.fields import MoneyField, StrictJSON, money_text
+from marketplace.api.fields import MoneyField, StrictJSON, money_format, money_text
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction.services import MAX_BUDGET
 from marketplace.market import roles, selectors
 from marketplace.market.roles import CLUSTER_MANAGER
 from marketplace.market.validation import StateConflict
@@ -51,7 +52,8 @@ class RequestSerializer(StrictJSON, serializers.Serializer):
     duration = serializers.FloatField(help_text="T: simulated seconds.")
     arrival = serializers.FloatField(help_text="A: window start, simulated seconds on the market clock.")
     deadline = serializers.FloatField(help_text="D: window end (exclusive), simulated seconds.")
-    value = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None,
+    value = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False,
+                                  validators=[money_format(MAX_BUDGET)],
                                   help_text="V: the most you would pay (money units); never used to set the price.")
 
 

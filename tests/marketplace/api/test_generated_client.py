@@ -98,7 +98,8 @@ def test_the_generated_client_runs_a_tenants_workflow(client_package):  # type: 
 
     # reservation quote, accept (201 with the reservation), accept again (409 in the documented shape)
     quote = _module("api.reservations.reservations_quotes_create").sync(
-        client=alice, body=models.RequestRequest(resource_type="map", units=2, duration=600.0, arrival=0.0, deadline=7200.0))
+        client=alice, body=models.RequestRequest(resource_type=models.RequestRequestResourceType("map"), units=2, duration=600.0,
+                                         arrival=0.0, deadline=7200.0))
     assert isinstance(quote, models.Quote) and quote.status.value == "open"
     assert all(isinstance(start, float) and (price is None or isinstance(price, str)) for start, price in quote.offers)
     accept = _module("api.reservations.reservations_quotes_accept_create")

@@ -104,8 +104,10 @@ def test_history_mode_is_validated_audited_and_reaches_the_engine(staff_client, 
 def test_api_rejects_an_overflowing_t_wait_and_accepts_off(staff_api, market) -> None:  # type: ignore[no-untyped-def]
     resp = staff_api.generic("PATCH", reverse("api-market"), '{"t_wait": 1e309}', content_type="application/json")
     assert resp.status_code == 400 and "not a finite number" in resp.json()["t_wait"][0]
-    resp = staff_api.patch(reverse("api-market"), {"t_wait": "-2"}, format="json")
+    resp = staff_api.patch(reverse("api-market"), {"t_wait": -2}, format="json")
     assert resp.status_code == 400 and "negative" in resp.json()["t_wait"][0]
+    resp = staff_api.patch(reverse("api-market"), {"t_wait": "30"}, format="json")  # JSON: a number, or the string "off"
+    assert resp.status_code == 400 and "off" in resp.json()["t_wait"][0]
     assert not ConfigChange.objects.exists()
     resp = staff_api.patch(reverse("api-market"), {"t_wait": "off", "fairshare_policy": "static"}, format="json")
     assert resp.status_code == 200, resp.content
