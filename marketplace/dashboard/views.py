@@ -286,7 +286,7 @@ def market_settings(request: HttpRequest) -> HttpResponse:
     return render_page(request, "dashboard/market_settings.html", {
         "nav": "settings", "form": form, "reserve_form": reserve_form,
         "t_task": t_task, "guidance": twait_guidance_rows(t_task=t_task, t_wait=market.t_wait),
-        "queues": selectors.queue_tree_rows(market=market), "types": selectors.resource_types_of(market=market),
+        "queues": selectors.queue_tree_rows(market=market), "types": types,
         "history": paginate(request, selectors.config_history(market=market)),
         "convergence": selectors.clearing_convergence(market=market),
         "admin_queues": reverse("admin:marketplace_queue_changelist"),

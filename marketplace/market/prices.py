@@ -88,19 +88,34 @@ def _votes(rows: Sequence[tuple[int | None, float, float]]) -> tuple[list[float]
     return [c for _, c, _ in rows], [w for _, _, w in rows], [t if t is not None else -1 for t, _, _ in rows]
 
 
-def reference_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float]:
+def reference_of(rows: Sequence[tuple[int | None, float, float]], *, floor: float) -> float:
+    """The reference rule on settlements in contention, (tenant_id, charged, slot_seconds) rows:
+    ``max(floor, median(votes))`` with one vote per tenant and one for :func:`reference_rate`
+    (``scheduler.era.spot.robust_rate``), money per slot-second."""
+    return max(float(floor), robust_rate(*_votes(rows), prior=reference_rate()))
+
+
+def contended_settlements(*, market: Market) -> list[tuple[int, int | None, float, float]]:
+    """(resource_type_id, tenant_id, charged, slot_seconds) of the window's settlements made at a level
+    of demand of at least :func:`contention_level`: the votes of :func:`reference_rates` and :func:`price_level`."""
+    return list(recent_settlements(market=market).filter(utilisation__gte=contention_level())
+                .values_list("resource_type_id", "tenant_id", "charged", "slot_seconds"))
+
+
+def reference_rates(*, market: Market, types: Sequence[ResourceType],
+                    contended: Sequence[tuple[int, int | None, float, float]] | None = None) -> dict[str, float]:
     """Type name -> the type's reference rate, money per slot-second (docs/economy.md, "A price nobody
     moves alone"): ``max(reserve, median(votes))`` with one vote per tenant that bought slots of the
     type at a level of demand of at least :func:`contention_level` in the window (its charges over
     its slot-seconds) and one for :func:`reference_rate`. One tenant, whatever it buys at whatever
-    price, moves it only to the other votes next to their median (``scheduler.era.spot.robust_rate``)."""
+    price, moves it only to the other votes next to their median (``scheduler.era.spot.robust_rate``).
+    ``contended``: :func:`contended_settlements` when the caller has read them already."""
+    rows = contended_settlements(market=market) if contended is None else contended
     by_type: dict[int, list[tuple[int | None, float, float]]] = {t.pk: [] for t in types}
-    for type_id, tenant, c, w in (recent_settlements(market=market).filter(utilisation__gte=contention_level())
-                                  .values_list("resource_type_id", "tenant_id", "charged", "slot_seconds")):
+    for type_id, tenant, c, w in rows:
         if type_id in by_type:
             by_type[type_id].append((tenant, c, w))
-    prior = reference_rate()
-    return {t.name: max(float(t.reserve_price), robust_rate(*_votes(by_type[t.pk]), prior=prior)) for t in types}
+    return {t.name: reference_of(by_type[t.pk], floor=float(t.reserve_price)) for t in types}
 
 
 def reserve_floor(types: Sequence[ResourceType]) -> float:
@@ -109,14 +124,13 @@ def reserve_floor(types: Sequence[ResourceType]) -> float:
     return sum(float(t.reserve_price) * t.capacity for t in types) / slots if slots else 0.0
 
 
-def price_level(*, market: Market) -> float:
+def price_level(*, market: Market, contended: Sequence[tuple[int, int | None, float, float]] | None = None) -> float:
     """The market's price level, money per slot-second: :func:`reference_rates`' rule over every type
     at once (one vote per tenant over its contended slot-seconds of all types), never below the
-    reserve prices' capacity-weighted mean; :func:`reference_rate` before anything was sold in contention."""
-    rows = list(recent_settlements(market=market).filter(utilisation__gte=contention_level())
-                .values_list("tenant_id", "charged", "slot_seconds"))
-    types = list(ResourceType.objects.filter(market=market))
-    return max(reserve_floor(types), robust_rate(*_votes(rows), prior=reference_rate()))
+    reserve prices' capacity-weighted mean; :func:`reference_rate` before anything was sold in contention.
+    ``contended``: :func:`contended_settlements` when the caller has read them already."""
+    rows = contended_settlements(market=market) if contended is None else contended
+    return reference_of([(tenant, c, w) for _, tenant, c, w in rows], floor=reserve_floor(adapters.resource_types(market)))
 
 
 def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:

@@ -17,7 +17,7 @@ from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue, ResourceType
 from marketplace.market.models.tenants import Tenant
-from marketplace.market.prices import price_level, realised_rates, reference_rates
+from marketplace.market.prices import contended_settlements, price_level, realised_rates, reference_rates
 
 
 def market_default() -> Market:
@@ -115,6 +115,7 @@ def market_overview(*, market: Market) -> dict[str, object]:
     """Headline numbers for the dashboard and the API's market state."""
     counts = {r["status"]: r["n"] for r in Job.objects.filter(market=market).values("status").annotate(n=Count("id"))}
     types = resource_types_of(market=market)
+    contended = contended_settlements(market=market)  # one read for the level and every type's reference
     running = {
         r["resource_type__name"]: r["r"] or 0
         for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
@@ -143,7 +144,8 @@ def market_overview(*, market: Market) -> dict[str, object]:
         ],
         "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
         "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
-                 "price_level": price_level(market=market), "reference_rate": reference_rates(market=market, types=types),
+                 "price_level": price_level(market=market, contended=contended),
+                 "reference_rate": reference_rates(market=market, types=types, contended=contended),
                  "reserve_price": {t.name: float(t.reserve_price) for t in types}},
         "last_clearing": None if snap is None else {
             "id": snap.pk, "state_version": snap.state_version, "sim_time": snap.sim_time, "rounds": snap.rounds,

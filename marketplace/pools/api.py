@@ -97,15 +97,16 @@ RATE_PLACES = 8  # rates per slot-second in the pools' answer: float noise past 
 def _pools_state() -> dict[str, Any]:
     market = selectors.market_default()
     ps = pool_settings_of(market=market)
+    level = price_level(market=market)  # money per slot-second: what price_per_slot_second is compared with
     return {
         "sim_time": market.sim_time,
-        "price_level": price_level(market=market),  # money per slot-second: what price_per_slot_second is compared with
+        "price_level": level,
         "settings": {f: getattr(ps, f) for f in SETTINGS_FIELDS},
         "pools": [
             {"vm_type": r["type"].name, "vcpus": r["type"].vcpus, "memory_gb": r["type"].memory_gb, "price": money_text(r["type"].price),
              "price_per_slot_second": round(r["slot_rate"], RATE_PLACES), "level_ratio": r["level_ratio"],
              "size": r["pool"].size, "busy": r["busy"], "utilisation": r["utilisation"]}
-            for r in pool_rows(market=market)
+            for r in pool_rows(market=market, level=level)
         ],
     }
 

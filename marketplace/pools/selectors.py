@@ -49,11 +49,12 @@ def slot_rate(vm_type: VMInstanceType) -> float:
     return float(vm_type.price) / vm_type.vcpus
 
 
-def pool_rows(*, market: Market) -> list[dict[str, Any]]:
+def pool_rows(*, market: Market, level: float | None = None) -> list[dict[str, Any]]:
     """One row per pool: type, size, cores, VMs busy now, utilisation now, the price per slot-second
-    and its ratio to the market's price level (``level_ratio``: 1 when the pools are priced at the level)."""
+    and its ratio to the market's price level (``level_ratio``: 1 when the pools are priced at the level;
+    ``level``: the caller's ``price_level`` when it has read it already)."""
     busy = busy_at(market=market, t=market.sim_time)
-    level = price_level(market=market)
+    level = price_level(market=market) if level is None else level
     rows = []
     for t in vm_types_of(market=market):
         used = busy.get(t.pk, 0)

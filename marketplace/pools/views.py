@@ -91,9 +91,10 @@ def pools_admin(request: HttpRequest) -> HttpResponse:
             return redirect("pools")
     types = vm_types_of(market=market)
     sizes_fig, util_fig = pool_figures(pool_series(market=market, types=types))
+    level = price_level(market=market)
     return render_page(request, "pools/admin.html", {
         "nav": "pools", "settings_form": settings_form, "type_form": type_form, "size_form": size_form,
-        "rows": pool_rows(market=market), "sizes_fig": sizes_fig, "util_fig": util_fig, "price_level": price_level(market=market),
+        "rows": pool_rows(market=market, level=level), "sizes_fig": sizes_fig, "util_fig": util_fig, "price_level": level,
         "reconfigurations": paginate(request, reconfigurations(market=market)),
         "size_error_pool": size_form["pool"].value() if size_form.errors else None,
     }, market=market)
@@ -118,9 +119,10 @@ def cura_jobs(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Job {job.pk}: {job.vms} \N{MULTIPLICATION SIGN} {job.vm_type.name} {times}, "
                                           f"cost {format_money(job.cost)} ({format_money(job.held)} held until it ends).")
             return redirect("cura-jobs")
+    level = price_level(market=tenant.market)
     return render_page(request, "pools/jobs.html", {
         "nav": "cura", "form": form, "page": paginate(request, cura_jobs_of(tenant=tenant)),
-        "pools": pool_rows(market=tenant.market), "price_level": price_level(market=tenant.market),
+        "pools": pool_rows(market=tenant.market, level=level), "price_level": level,
     }, market=tenant.market)
 
 

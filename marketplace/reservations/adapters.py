@@ -23,7 +23,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook, market_outlook
-from marketplace.market.prices import recent_settlements, reference_rates
+from marketplace.market.prices import contention_level, recent_settlements, reference_of
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
@@ -155,7 +155,8 @@ def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | No
         return SpotCurve.flat(reserve) if reserve > 0 else None
     u, c, w = (np.array(col, dtype=np.float64) for col in list(zip(*rows, strict=True))[:3])
     voters = np.array([t if t is not None else -1 for *_, t in rows], dtype=np.int64)
-    prior = reference_rates(market=market, types=[resource_type])[resource_type.name]
+    level = contention_level()  # the type's reference rate, from the rows read: those in contention vote
+    prior = reference_of([(t, cc, ww) for uu, cc, ww, t in rows if uu >= level], floor=reserve)
     curve = SpotCurve.fit(u, c, w, voters=voters, prior=prior)
     return curve.floored(reserve) if curve is not None else None
 
