@@ -10,8 +10,9 @@ Per run, over the finished replayed jobs (market clock):
 
 * mean and 95th percentile of the response time, finish - submit (s);
 * small jobs' slowdown: a small job's work (slot-seconds: tasks x task duration, summed over its
-  types) is at most the median work of the slice's trace jobs (the same threshold for both rules); its slowdown is its response time over its run time
-  alone (the sum of its types' task durations: maps, then reduces); the mean over small jobs;
+  types) is at most the median work of the slice's trace jobs (the same threshold for both rules);
+  its slowdown is its response time over its run time alone (the sum of its types' task
+  durations: maps, then reduces); the mean over small jobs;
 * the realised rate, sum charged / sum slot-seconds served (credits per slot-second);
 * the bids refused;
 * the drain's wall and CPU seconds (what the live path costs under each rule).
@@ -102,7 +103,7 @@ def one_run(db: Path, rule: str, seed: int, start_hour: float, hours: float) -> 
     from simulator.workloads.traces import load_swim
 
     trace = load_swim(TRACE, start_hour=start_hour, hours=hours, users=4, seed=seed)
-    median_work = statistics.median(sum(n * d for n, d in zip(t.tasks, t.task_duration)) for t in trace)
+    median_work = statistics.median(sum(n * d for n, d in zip(t.tasks, t.task_duration, strict=True)) for t in trace)
     small = [response[k] / alone[k] for k in work if work[k] <= median_work and alone[k] > 0]
     served = sum(j.slot_seconds or 0.0 for j in done)
     resp = sorted(response.values())
@@ -166,7 +167,8 @@ def main() -> None:
             for rule in RULES:  # the two rules alternate, so the machine's drift hits both
                 db = work / f"{rule}-{seed}-{start:g}.sqlite3"
                 shutil.copy(template, db)
-                rows.append(json.loads(_child(["--one", str(db), rule, str(seed), str(start), "--hours", str(args.hours)]).splitlines()[-1]))
+                answer = _child(["--one", str(db), rule, str(seed), str(start), "--hours", str(args.hours)])
+                rows.append(json.loads(answer.splitlines()[-1]))
                 db.unlink()
                 r = rows[-1]
                 print(f"hours {start:g}+{args.hours:g} seed {seed} {rule}: {r['jobs']} jobs, mean {r['mean_response_s']:.0f} s, "

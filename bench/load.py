@@ -49,6 +49,9 @@ from urllib.parse import urlencode, urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.figures import python_additions_s, record, require  # noqa: E402
+
 PASSWORD_PREFIX = "load-test-pw-"
 
 API_MIX = [
@@ -307,7 +310,7 @@ def report(stats: Stats, wall: float, title: str) -> dict[str, float]:
     return {"rps": total / wall, "p95": p95, "errors": errors}
 
 
-async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> None:
+async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> dict[str, float]:
     base = args.url.rstrip("/")
     think = (args.think_min, args.think_max)
     stats = Stats()
@@ -322,11 +325,13 @@ async def run(args: argparse.Namespace, users: list[tuple[str, str, str]]) -> No
         else:
             tasks.append(api_user(base, token, stats, stop_at, think, seed=k, conditional=args.conditional))
     await asyncio.gather(*tasks)
-    report(stats, time.monotonic() - t0, f"{args.users} users, {args.mix} mix, think {think[0]}-{think[1]} s, {args.duration:.0f} s "
-           f"against {base}{', with If-None-Match' if args.conditional else ''}")
+    figures = report(stats, time.monotonic() - t0, f"{args.users} users, {args.mix} mix, think {think[0]}-{think[1]} s, "
+                     f"{args.duration:.0f} s against {base}{', with If-None-Match' if args.conditional else ''}")
     wall = time.monotonic() - t0
     cpu = time.process_time() - cpu0
     print(f"load generator: {cpu:.1f} s CPU over {wall:.1f} s ({100 * cpu / wall:.0f}% of one core)")
+    figures["bids"] = float(len(stats.latencies.get("POST /api/jobs/", []))) - stats.errors.get("POST /api/jobs/", 0)
+    return figures
 
 
 def main() -> None:
@@ -347,10 +352,19 @@ def main() -> None:
         sys.exit("--duration must be in (0, 600] seconds")
     users = make_users(args.users)  # synchronous Django, before the event loop starts
     before = _market_counters()
-    asyncio.run(run(args, users))
+    additions = python_additions_s()
+    figures = asyncio.run(run(args, users))
     after = _market_counters()
     print(f"market during the run: {after[0] - before[0]} clearings, state version {before[1]} -> {after[1]}, "
           f"cleared version {before[2]} -> {after[2]}")
+    print(f"10^7 pure-Python additions: {additions:.2f} s (the goals are for about 0.6 s)")
+    if args.mix == "api" and os.environ.get("BENCH_FIGURES"):  # make bench's row: the API mix at saturation
+        require(figures["rps"] > 0 and figures["bids"] > 0, f"the mix was served, bids included ({figures['bids']:.0f} bids accepted)")
+        require(after[0] > before[0], "the market cleared during the run")
+        name = f"API mix, {args.users} users, {'PostgreSQL' if 'postgres' in os.environ.get('DATABASE_URL', '') else 'SQLite'}"
+        record(f"{name}: throughput", figures["rps"], unit="req/s", goal=400.0, note=f"10^7 additions {additions:.2f} s")
+        record(f"{name}: p95 latency", figures["p95"], unit="ms", goal=400.0, better="lower")
+        record(f"{name}: errors", figures["errors"], unit="requests", note="the goal is 0")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ own, and the suite exits with status 1 (after running the rest). Benchmarks that
 PostgreSQL (``history`` always) use ``--pg-url`` / ``$BENCH_PG_URL`` (a scratch database they drop and
 re-create); the simulation-lab sweep and the split lab run (``lab-sweep``) need ``DATABASE_URL``
 (PostgreSQL) and ``REDIS_URL`` and are skipped, saying so, without them. ``slurm-array`` needs a
-running Slurm (``make slurm-up``) and is skipped without one, except under ``CI``.
+running Slurm (``make slurm-up``) and is skipped without one, except under ``CI``. ``api-load`` serves the
+demo market with gunicorn on a scratch PostgreSQL database (``$BENCH_LOAD_PG_URL``, default ``bench_load``)
+and runs ``bench/load.py``'s API mix for 30 s at saturation (``bench/load.sh``; a Celery worker when
+``REDIS_URL`` is set).
 
 The machine is shared: next to each figure the table gives the 1-minute load average when it
 was recorded; the benchmarks also report CPU-time figures, which move less with the load.
@@ -29,7 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import scratch_db  # noqa: E402
 from bench.figures import HOLLOW_EXIT, Figure, load_figures  # noqa: E402
+
+LOAD_PG_URL = os.environ.get("BENCH_LOAD_PG_URL", "postgres://postgres@127.0.0.1:5432/bench_load")
 
 # name -> (argv after the interpreter, what it needs); in make bench's order
 BENCHMARKS: dict[str, tuple[list[str], str]] = {
@@ -38,6 +44,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "tick-pg": (["bench/bench_tick.py", "--postgres"], ""),
     "tick-pg-5k": (["bench/bench_tick.py", "--postgres", "--active", "5000", "--repeat", "21"], ""),
     "history": (["bench/bench_history.py"], ""),
+    "api-load": (["bench/load.sh"], "pg-scratch"),
     "auction": (["bench/bench_auction.py"], ""),
     "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
     "fairshare": (["bench/bench_fairshare.py"], ""),
@@ -90,7 +97,10 @@ def run(names: list[str]) -> tuple[list[Figure], list[tuple[str, str, float]]]:
         sys.stdout.write(f"\n=== {name}: {' '.join(argv)}   (load {load:.2f}, {time.strftime('%H:%M:%S')})\n")
         sys.stdout.flush()
         env = dict(os.environ, BENCH_FIGURES=str(figures_file), PYTHONPATH=str(ROOT))
-        done = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, check=False)
+        if need == "pg-scratch":  # its own PostgreSQL database, dropped and re-created (bench.scratch_db)
+            env.update(DATABASE_URL=scratch_db.database_url(True, LOAD_PG_URL), LOAD_RUNS="api", LOAD_DURATION="30")
+        command = ["bash", *argv] if argv[0].endswith(".sh") else [sys.executable, *argv]
+        done = subprocess.run(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, check=False)
         sys.stderr.write(done.stderr)
         if done.returncode == HOLLOW_EXIT:
             last = [line for line in done.stderr.splitlines() if line.startswith("HOLLOW")]
