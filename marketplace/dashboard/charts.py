@@ -19,6 +19,7 @@ from marketplace.web.charts import (
     finite_or_none,
     group_by,
     job_share_figure,
+    log_axis,
     make_figure,
     time_axis_title,
     time_unit,
@@ -188,7 +189,7 @@ def unit_price_figure(data: Mapping[str, Any], *, now: float, unit: tuple[str, f
                                "x": [axis_value(r["sim_time"], unit) for r in points],
                                "y": [finite_or_none(r["price"]) for r in points]})
     return make_figure(traces, base_layout("Prices in one unit: paid per slot-second of work, and unit prices", time_axis_title(unit),
-                                           price_unit(SLOT_SECOND), yaxis={"type": "log"}))
+                                           price_unit(SLOT_SECOND), yaxis=log_axis(y for t in traces for y in t["y"])))
 
 
 def dashboard_figures(

@@ -79,6 +79,19 @@ def unit_for_rows(rows: list[Row], unit: tuple[str, float] | None) -> tuple[str,
     return time_unit(max((float(r["sim_time"]) for r in rows), default=0.0))
 
 
+def log_axis(values: Iterable[Any]) -> dict[str, Any]:
+    """A log-scale axis labelled at 1, 2 and 5 times the powers of ten that span the positive
+    finite ``values`` (plotly's own minor labels read "5" for both 0.5 and 0.05), each tick written
+    out in full ("0.05", "2"); an axis without such values gets plain decades."""
+    positive = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not positive:
+        return {"type": "log"}
+    low, high = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    ticks = [m * 10.0 ** e for e in range(low, high + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]
+    return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:.10g}" for t in ticks]}
+
+
 def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
     axis = {"gridcolor": "#e5e7eb", "zerolinecolor": "#d1d5db", "linecolor": "#9ca3af", "automargin": True}
     layout: dict[str, Any] = {

@@ -43,3 +43,17 @@ def test_the_one_unit_chart_plots_paid_prices(market, alice):
     names = [t["name"] for t in unit_price_figure(one_unit_prices(market=market, types=types), now=market.sim_time)["data"]]
     assert "deadline bookings, paid (map)" in names and "reservations, paid (map)" in names and "pool jobs, paid (map)" in names
     assert any(n.startswith("unit price curve") for n in names)
+
+
+def test_the_one_unit_chart_labels_its_log_axis_in_full(market, alice):
+    # given a market whose prices span a reserve of 0.05 up to about 1 (the demo's)
+    data = {"spot": [{"sim_time": 0.0, "resource": "map", "rate": 0.9}, {"sim_time": 600.0, "resource": "map", "rate": 1.3}],
+            "reserve": {"map": 0.05}, "reference": {"map": 1.0}}
+    axis = unit_price_figure(data, now=600.0)["layout"]["yaxis"]
+    # then every tick is written out in full, one label per value (plotly's own minor labels read "5" for 0.05 and 0.5)
+    assert axis["type"] == "log"
+    assert len(set(axis["ticktext"])) == len(axis["ticktext"]) == len(axis["tickvals"])
+    assert [float(t) for t in axis["ticktext"]] == axis["tickvals"]
+    # and the ticks span every plotted price: the reserve and the highest rate lie between the outer ticks
+    assert min(axis["tickvals"]) <= 0.05 and max(axis["tickvals"]) >= 1.3
+    assert "0.05" in axis["ticktext"] and "1" in axis["ticktext"]
