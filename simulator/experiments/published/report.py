@@ -211,8 +211,21 @@ def _significant(pair: Mapping[str, Estimate], *, below: bool) -> list[str]:
         if p == BASELINE or e.n < 2 or not math.isfinite(e.half_width):
             continue
         if (below and e.mean + e.half_width < 0) or (not below and e.mean - e.half_width > 0):
-            out.append(f"{p} ({e.mean:+.1f} %)")
+            out.append(f"{p} ({_pct(e.mean)} %)")
     return out
+
+
+def _pct(x: float) -> str:
+    """A signed percentage to one decimal, or to two significant digits when that would read 0.0
+    (a significant change of +0.04 % must not print as "+0.0 %")."""
+    if x != 0 and abs(x) < 0.05:
+        return f"{x:+.2g}"
+    return f"{x:+.1f}"
+
+
+def _verb(names: str, singular: str, plural: str) -> str:
+    """``singular`` for one configuration, ``plural`` for tied ones ("LTRF and H-LTRF have")."""
+    return plural if " and " in names else singular
 
 
 def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]], pair: Mapping[str, Mapping[str, Any]]) -> str:
@@ -230,14 +243,16 @@ def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]],
     units = f"{cap[0]:,.0f} map + {cap[1]:,.0f} reduce" if len(cap) == 2 else " + ".join(f"{c:,.0f}" for c in cap)
     text = (f"{TRACES[trace]} ({len(mine)} windows, {jobs:,.0f} jobs and {units} units on average, "
             f"utilisation over the window {np.mean(util):.2f} on average, {min(util):.2f} to {max(util):.2f}): ")
-    text += (f"{fast[0]} has the lowest mean job completion time ({fast[1].text(3)} s against {slow[1].mean:,.0f} s for {slow[0]}); "
+    text += (f"{fast[0]} {_verb(fast[0], 'has', 'have')} the lowest mean job completion time ({fast[1].text(3)} s "
+             f"against {slow[1].mean:,.0f} s for {slow[0]}); "
              f"{_how(fast[0])}. ")
     faster, slower = _significant(jct, below=True), _significant(jct, below=False)
     text += (f"Against H-LTRF on the same windows, faster with 95 % confidence: {', '.join(faster) or 'none'}; "
              f"slower: {', '.join(slower) or 'none'}. ")
     text += (f"The worst-off job fares best under {fair[0]} (max rho {fair[1].text(3)}) and worst under {unfair[0]} "
-             f"(max rho {unfair[1].mean:,.0f}); {few[0]} slows the fewest jobs by sharing ({100 * few[1].mean:.1f} % with rho > 1), "
-             f"and {loss[0]} leaves the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
+             f"(max rho {unfair[1].mean:,.0f}); {few[0]} {_verb(few[0], 'slows', 'slow')} the fewest jobs by sharing "
+             f"({100 * few[1].mean:.1f} % with rho > 1), "
+             f"and {loss[0]} {_verb(loss[0], 'leaves', 'leave')} the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
     text += _tradeoff(est, fast[0], fair[0])
     return text
 
@@ -258,7 +273,7 @@ def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: str, fair: str) -
     r_fast, r_fair = est[fast]["rho_max"].mean, est[fair]["rho_max"].mean
     j_fast, j_fair = est[fast]["mean_response_s"].mean, est[fair]["mean_response_s"].mean
     return (f"The fastest ({kinds[fast]} {fast}) pays in the tail: its max rho is {r_fast / r_fair:.2g} times {fair}'s, whose mean "
-            f"completion time is {100 * (j_fair / j_fast - 1):+.0f} % against it; {_how(fair)}.")
+            f"completion time is {_pct(100 * (j_fair / j_fast - 1))} % against it; {_how(fair)}.")
 
 
 def control_changes(rows: Rows) -> dict[tuple[str, str], dict[str, Estimate]]:
@@ -286,7 +301,7 @@ def controls_paragraph(trace: str, changes: Mapping[tuple[str, str], Mapping[str
     for config, control, what in CONTROLS:
         e = changes.get((config, control), {}).get(trace)
         if e is not None and e.n:
-            said.append(f"{what}: {config} vs {control} {e.mean:+.1f} % ± {e.half_width:.1f} ({_verdict(e)})")
+            said.append(f"{what}: {config} vs {control} {_pct(e.mean)} % ± {e.half_width:.2g} ({_verdict(e)})")
     if not said:
         return f"{TRACES[trace]}: no control ran."
     text = f"{TRACES[trace]}, controls (paired change of mean JCT on the same windows): " + "; ".join(said) + ". "

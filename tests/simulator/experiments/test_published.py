@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from simulator import experiments
-from simulator.experiments.published import setup
+from simulator.experiments.published import report, setup
 from simulator.experiments.published.report import METRICS
 from simulator.experiments.published.setup import LABELS, cluster_for, make_cell, offered_work
 from simulator.experiments.published.study import cells, policies
@@ -178,3 +178,17 @@ def test_the_page_is_rebuilt_from_the_saved_result(quick: dict[str, Any], tmp_pa
         assert f"- {paragraph}" in text
     assert text.count("### ") == 6 and "| configuration | inside a queue | reads before a job runs |" in text
     assert document.main([str(saved)]) == 2
+
+
+@pytest.mark.parametrize(("x", "text"), [(-60.04, "-60.0"), (4.5, "+4.5"), (0.04, "+0.04"), (-0.012, "-0.012"), (0.0, "+0.0")])
+def test_a_small_significant_change_is_not_printed_as_zero(x: float, text: str) -> None:
+    # a change that rounds to 0.0 at one decimal keeps two significant digits: never "slower (+0.0 %)"
+    assert report._pct(x) == text
+    assert float(report._pct(x)) == pytest.approx(x, rel=0.1, abs=1e-12)
+
+
+def test_tied_winners_take_a_plural_verb() -> None:
+    # one configuration "has", two tied ones "have" (the page read "LTRF and H-LTRF has")
+    assert report._verb("LTRF", "has", "have") == "has"
+    assert report._verb("LTRF and H-LTRF", "has", "have") == "have"
+    assert report._verb("Tiresias, three limits", "slows", "slow") == "slows"
