@@ -24,6 +24,18 @@ def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
     return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("1000"))
 
 
+# WCAG contrast ratio of an element's text colour against the first opaque background at or above it.
+CONTRAST_JS = """el => {
+  const rgb = c => c.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+      .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  let node = el, bg = null;
+  while (node && !bg) { const c = rgb(getComputedStyle(node).backgroundColor); if (c.length < 4 || c[3] > 0) bg = c; node = node.parentElement; }
+  const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(bg || [255, 255, 255])].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
 def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect, sync_playwright
 
@@ -53,6 +65,12 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
             expect(page.locator("[data-figure=fig-quote].js-plotly-plot .main-svg").first).to_be_visible()
             expect(page.locator(".legendtext", has_text="Cheapest (quoted)")).to_be_visible()
             page.screenshot(path=str(tmp_path / "quote.png"), full_page=True)
+            # "Decline" reads as a button, not a disabled one: its text contrasts with its own background by >= 4.5:1
+            # (WCAG AA), and it keeps a visible border (the header's dark-theme style made it light grey on white).
+            decline = page.get_by_role("button", name="Decline")
+            assert decline.is_enabled()
+            assert decline.evaluate(CONTRAST_JS) >= 4.5
+            assert decline.evaluate("b => getComputedStyle(b).borderTopStyle") != "none"
 
             # Accept: paid now, listed under My reservations.
             page.get_by_role("button", name=re.compile("Accept and pay")).click()
