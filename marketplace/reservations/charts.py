@@ -63,8 +63,10 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
         })
     slot = curve["slot_seconds"]
     anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
-    return make_figure(traces, base_layout(f"Unit price over the coming horizon ({curve['resource']}; slot = {slot:g} s; "
-                                           f"{anchor})", time_axis_title(unit), price_unit(SLOT_SECOND)))
+    # the detail goes on a second, smaller line: one long title was clipped at the chart's width
+    title = f"Unit price over the coming horizon: {curve['resource']}<br><sup>slot = {slot:g} s; {anchor}</sup>"
+    return make_figure(traces, base_layout(title, time_axis_title(unit), price_unit(SLOT_SECOND), yaxis={"rangemode": "tozero"},
+                                           margin={"l": 60, "r": 10, "t": 64, "b": 50}))
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
@@ -85,7 +87,8 @@ def capacity_figure(curve: Mapping[str, Any]) -> Figure:
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Available",
              "x": x, "y": [max(cap - p - b, 0) for p, b in zip(curve["promised"], busy, strict=True)]},
         ]
-    return make_figure(traces, base_layout(f"Promised, busy and available {curve['resource']} units", time_axis_title(unit), "Units"))
+    return make_figure(traces, base_layout(f"Promised, busy and available {curve['resource']} units", time_axis_title(unit), "Units",
+                                           yaxis={"rangemode": "tozero"}))
 
 
 def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
@@ -101,4 +104,4 @@ def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:
              "y": [finite_or_none(r["welfare"]) for r in rows]},
         ]
     return make_figure(traces, base_layout("Revenue and welfare of reservations", f"Reservation start, {time_axis_title(unit).lower()}",
-                                   money_title("Cumulative amount")))
+                                   money_title("Cumulative amount"), yaxis={"rangemode": "tozero"}))

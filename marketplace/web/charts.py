@@ -128,6 +128,9 @@ def make_figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> Figure:
             "text": EMPTY_NOTE, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
             "font": {"size": 14, "color": "#6b7280"},
         }]
+        for axis in ("xaxis", "yaxis"):  # plotly's empty default runs from -1: no negative times or amounts on an empty chart
+            if layout.get(axis, {}).get("type") != "log":
+                layout[axis] = {**layout.get(axis, {}), "range": [0, 1], "rangemode": "tozero"}
     return {"data": traces, "layout": layout}
 
 

@@ -71,3 +71,14 @@ def test_figures_are_valid_plotly_and_label_their_axes():
     assert rc.capacity_figure(curve)["data"][1]["y"] == [2, 0, 0]  # held by running tasks
     assert rc.capacity_figure(curve)["data"][2]["y"] == [5, 0, 10]  # available: capacity - promised - busy
     assert "per slot-second" in rc.price_curve_figure(curve)["layout"]["yaxis"]["title"]["text"]  # the market's one unit
+    # prices, units and amounts are never negative: every axis of the market page starts at 0, an empty chart's too
+    sold = [{"time": 0.0, "revenue": 1.0, "welfare": 0.0}]
+    for fig in (rc.price_curve_figure(curve), rc.capacity_figure(curve), rc.revenue_figure(sold)):
+        assert fig["layout"]["yaxis"]["rangemode"] == "tozero"
+    empty = rc.revenue_figure([])["layout"]
+    assert empty["xaxis"]["range"][0] == 0 and empty["yaxis"]["range"][0] == 0
+    # the price chart names the one unit the dashboard's price chart uses
+    from marketplace.dashboard.charts import unit_price_figure
+
+    dashboard_unit = unit_price_figure({"spot": [{"sim_time": 0.0, "resource": "map", "rate": 1.0}]}, now=0.0)["layout"]["yaxis"]
+    assert rc.price_curve_figure(curve)["layout"]["yaxis"]["title"]["text"] == dashboard_unit["title"]["text"]
