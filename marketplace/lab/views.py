@@ -57,7 +57,7 @@ from marketplace.web.plotly_bundle import BUNDLE_STYLES, bundle_for
 from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
-_KIND_WORDS = {"int": "a whole number", "float": "a number", "list": "a JSON list", "bool": "true or false"}
+_KIND_WORDS = {"int": "a whole number", "float": "a number"}
 T = TypeVar("T")
 
 
@@ -68,11 +68,38 @@ def _found(row: T | None) -> T:
     return row
 
 
+def _kind_of(default: Any) -> str:
+    """The form field a parameter takes from its default's type: "bool" (a checkbox), "int" or
+    "float" (a number box), "list" (comma-separated values) or "text"."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    if isinstance(default, (list, tuple)):
+        return "list"
+    return "text"
+
+
+def _shown(value: Any) -> str:
+    """A parameter's value as its field shows it: lists comma-separated, numbers as written."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_shown(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else ""
+    return json.dumps(value)
+
+
 def _param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {
             "key": key,
-            "value": value if isinstance(value, str) else json.dumps(value),
+            "kind": _kind_of(experiment.defaults[key]),
+            "value": _shown(value),
+            "checked": value in (True, "on"),
             "help": experiment.help.get(key, ""),
             "error": errors.get(key, ""),
         }
@@ -80,19 +107,59 @@ def _param_rows(experiment: experiments.Experiment, values: dict[str, Any], erro
     ]
 
 
+def _item(raw: str, like: list[Any]) -> Any:
+    """One comma-separated list item, typed like the default list's items (numbers stay numbers).
+    Raises ValueError when a number was expected and ``raw`` is not one."""
+    if like and isinstance(like[0], str):
+        return raw
+    if like and all(isinstance(v, int) and not isinstance(v, bool) for v in like):
+        return int(raw) if raw.lstrip("+-").isdigit() else float(raw)
+    if like:
+        return float(raw)
+    try:  # an empty default: numbers where they read as numbers, text otherwise
+        return float(raw) if "." in raw or "e" in raw.lower() else int(raw)
+    except ValueError:
+        return raw
+
+
+def _typed(key: str, raw: str, default: Any, post: Any) -> Any:
+    """A field's text as the parameter's type (``_kind_of``). Raises ValueError with the words to show."""
+    kind = _kind_of(default)
+    if kind == "bool":
+        return post.get(f"p_{key}") in ("on", "true", "1")
+    if kind == "text":
+        return raw
+    if kind == "list":
+        if raw.startswith("["):  # JSON, as the API and older bookmarks send it
+            return json.loads(raw)
+        try:
+            return [_item(part.strip(), list(default)) for part in raw.split(",") if part.strip()]
+        except ValueError:
+            raise ValueError(f"Enter numbers separated by commas, like {_shown(default) or '1, 2'}.") from None
+    try:
+        return int(raw) if kind == "int" and raw.lstrip("+-").isdigit() else float(raw)
+    except ValueError:
+        raise ValueError(f"Enter {_KIND_WORDS[kind]} like {json.dumps(default)}.") from None
+
+
 def _parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """Form fields ``p_<key>`` (JSON text, or a bare string) -> params, and per-field errors."""
+    """Form fields ``p_<key>`` -> params, and per-field errors. Each field is typed by its default
+    (``_kind_of``): a checkbox, a number box, comma-separated values, or text; an empty field keeps
+    the default. A float parameter given a whole number, or a whole-number one given 2.5, is
+    checked by the experiment itself (``Experiment.params``)."""
     params: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for key, default in experiment.defaults.items():
         raw = str(post.get(f"p_{key}", "")).strip()
-        if raw == "":
-            continue
+        if raw == "" and (_kind_of(default) != "bool" or "typed_form" not in post):
+            continue  # an unticked box is sent as nothing: it means False only from the page's own form
         try:
-            value = raw if isinstance(default, str) else json.loads(raw)
-        except json.JSONDecodeError:
-            errors[key] = f"Enter {_KIND_WORDS.get(type(default).__name__, 'a value')} like {json.dumps(default)}."
+            value = _typed(key, raw, default, post)
+        except (ValueError, json.JSONDecodeError) as exc:
+            errors[key] = str(exc) if not isinstance(exc, json.JSONDecodeError) else f"Enter a list like {json.dumps(default)}."
             continue
+        if isinstance(default, float) and isinstance(value, int):
+            value = float(value)
         try:
             experiment.params({key: value})
         except (TypeError, ValueError) as exc:

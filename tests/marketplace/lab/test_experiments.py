@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -145,3 +146,34 @@ def test_pages_staff_start_everyone_reads_and_csv(staff, alice: Tenant, django_c
     assert tenant.get(reverse("lab-run-table-csv", args=[run.pk, 1])).status_code == 404
     assert tenant.get(reverse("lab-run-json", args=[run.pk])).json()["summary"] == "squares done"
     assert Client().get(reverse("lab")).status_code == 302  # anonymous: to the login page
+
+
+experiments.register(Experiment(name="lab_typed", title="Typed", source="test", run=_steps,
+                                defaults={"steps": 3, "rate": 0.5, "quick": True, "seeds": [0, 1], "traces": ["fb2009", "kth"],
+                                          "label": "x"}))
+
+
+def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore[no-untyped-def]
+    from marketplace.lab.views import _parse_params
+
+    ops = Client()
+    ops.force_login(staff)
+    page = ops.get(reverse("lab")).content.decode()
+    # a number box for numbers, a checkbox for a flag, comma-separated text for a list: no JSON to type
+    assert re.search(r'id="lab_typed-steps" name="p_steps" value="3"\s+type="number" step="1"', page)
+    assert re.search(r'id="lab_typed-rate" name="p_rate" value="0.5"\s+type="number" step="any"', page)
+    assert re.search(r'type="checkbox" id="lab_typed-quick" name="p_quick"\s*checked', page)
+    assert 'name="p_seeds" value="0, 1"' in page and 'name="p_traces" value="fb2009, kth"' in page
+    # the page's own form: typed values back, an unticked box is False, lists keep their items' types
+    exp = experiments.get("lab_typed")
+    got, errors = _parse_params(exp, {"typed_form": "1", "p_steps": "5", "p_rate": "2", "p_seeds": "3, 4,5", "p_traces": "lcg",
+                                      "p_label": "y"})
+    assert errors == {}
+    assert got == {"steps": 5, "rate": 2.0, "quick": False, "seeds": [3, 4, 5], "traces": ["lcg"], "label": "y"}
+    assert isinstance(got["rate"], float) and all(isinstance(s, int) for s in got["seeds"])
+    # a bad value names its field and the shape it wants; nothing else is lost
+    got, errors = _parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on"})
+    assert set(errors) == {"steps", "seeds"} and "whole number" in errors["steps"] and "commas" in errors["seeds"]
+    assert got == {"quick": True}
+    # a post without the form's marker (a script) keeps the flag's default
+    assert _parse_params(exp, {"p_steps": "4"}) == ({"steps": 4}, {})
