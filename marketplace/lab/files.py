@@ -33,6 +33,18 @@ def summary_rows(summary: Mapping[str, Any]) -> Iterable[list[Any]]:
             yield [label, metric, mean, half, n]
 
 
+def summary_by_metric(summary: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The study's summary table turned on its side for the page: one row per metric, one column
+    per configuration (``{"header": ["metric", *labels], "rows": [[metric, *cells]]}``). A study
+    compares a few configurations over some twenty metrics, so this way every column fits the
+    page's width; the CSV keeps one row per configuration and metric (:func:`summary_rows`)."""
+    columns, rows = list(summary.get("columns", [])), [list(r) for r in summary.get("rows", [])]
+    if not columns or not rows:
+        return {"header": [], "rows": []}
+    header = ["metric", *(str(r[0]) for r in rows)]
+    return {"header": header, "rows": [[columns[k], *(r[k] for r in rows)] for k in range(1, len(columns))]}
+
+
 def jobs_rows(cols: Mapping[str, list[Any]]) -> Iterable[list[Any]]:
     """Header, then one row per job of a run's columnar records (columns in
     ``simulator.whatif.run.JOB_COLUMNS`` order, whatever order the stored JSON kept)."""

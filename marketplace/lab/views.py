@@ -22,7 +22,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.lab.charts import comparison_figures
-from marketplace.lab.files import jobs_rows, public_params, public_result, server_roots, study_document, summary_rows
+from marketplace.lab.files import (
+    jobs_rows,
+    public_params,
+    public_result,
+    server_roots,
+    study_document,
+    summary_by_metric,
+    summary_rows,
+)
 from marketplace.lab.forms import LiveForm, StudyForm
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import (
@@ -418,6 +426,7 @@ def sim_study(request: HttpRequest, pk: int) -> HttpResponse:
         live_rows = live_comparison(study, by_label) if study.live else []
         figures = {k: [{"id": f"{k}-{n}", "figure": f} for n, f in enumerate(v)] for k, v in figs.items()}
     context = {"nav": "sim", "study": study, "runs": runs, "finished": finished, "figures": figures, "summary": study.summary,
+               "summary_table": summary_by_metric(study.summary or {}),
                "live_rows": live_rows, "upload_limit": limit_text()}
     return render_page(request, "lab/study.html", context)
 

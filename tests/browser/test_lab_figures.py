@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 # cluster small enough that early start moves jobs (on the paper's 240 GB every shift is 0:
 # one bar).
 RUNS = {
-    "abacus_fig11": {"seeds": "[0, 1]", "ratios": "[6]", "ks": "[3, 5]", "draws": "2", "k_scatter": "3"},
-    "era_rayon": {"seeds": "[0]", "jobs": "100", "capacity_gb": "6", "window_s": "3600"},
+    "abacus_fig11": {"seeds": "0, 1", "ratios": "6", "ks": "3, 5", "draws": "2", "k_scatter": "3"},
+    "era_rayon": {"seeds": "0", "jobs": "100", "capacity_gb": "6", "window_s": "3600"},
 }
 
 

@@ -33,7 +33,7 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS * 3)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -58,10 +58,13 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
 
             # the page reloads itself when the last run has finished
             expect(page.locator("#summary-table")).to_be_visible()
-            rows = page.locator("#summary-table tbody tr")
-            expect(rows).to_have_count(3)
+            # one column per configuration, one row per metric: every column fits the page at 1280 px
+            expect(page.locator("#summary-table thead th")).to_have_count(4)
             for policy in ("fifo", "ltrf", "hltrf"):
-                expect(page.locator("#summary-table")).to_contain_text(f"fairshare={policy}")
+                expect(page.locator("#summary-table thead")).to_contain_text(f"fairshare={policy}")
+            assert page.locator("#summary-table tbody tr").count() > 10
+            for table in page.locator("table").all():  # no table of the page hides columns in a scroll box
+                assert table.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth + 1"), table.get_attribute("id")
             charts = page.locator(".chart.js-plotly-plot")
             expect(charts.first).to_be_visible()
             util = page.evaluate("() => document.querySelector('[data-figure=\"system-0\"]').data.map(t => t.name)")

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
+from marketplace.lab.files import summary_by_metric
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.services import runs
 from marketplace.lab.services import simulations as svc
@@ -140,6 +141,14 @@ def test_the_study_page_compares_configurations_and_exports(staff, django_captur
     assert page.status_code == 200
     html = page.content.decode()
     assert 'id="summary-table"' in html and "fairshare=ltrf" in html
+    # the page's table is the summary on its side: a column per configuration, a row per metric, the same cells
+    study.refresh_from_db()
+    table = summary_by_metric(study.summary)
+    assert table["header"] == ["metric", *(r[0] for r in study.summary["rows"])]
+    assert [r[0] for r in table["rows"]] == study.summary["columns"][1:]
+    for k, row in enumerate(study.summary["rows"]):
+        assert [r[k + 1] for r in table["rows"]] == row[1:]
+    assert summary_by_metric({}) == {"header": [], "rows": []}
     assert html.index("System: load and latency") < html.index("Economic: prices and revenue")
     assert len(page.content) < 2 * 2**20
     rows = list(csv.reader(io.StringIO(client.get(reverse("sim-study-csv", args=[study.pk])).content.decode())))
