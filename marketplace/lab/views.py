@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -236,10 +237,24 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "figures": [{"id": f"figure-{k}", "figure": f} for k, f in enumerate(figures)],
         "plotly_bundle": bundle,
         "plotly_styles": BUNDLE_STYLES[bundle],
-        "tables": (run.result or {}).get("tables", []),
+        "tables": [_shown_table(t) for t in (run.result or {}).get("tables", [])],
         "summary": (run.result or {}).get("summary", ""),
     }
     return render_page(request, "lab/run.html", context)
+
+
+def _shown_table(table: dict[str, Any]) -> dict[str, Any]:
+    """A result table as the page shows it: floats to 4 significant digits, whole with thousands separators from 1,000 (never 1.5e+04)
+    (the CSV keeps every digit); ``many``: the CSS classes of a table of more than 8 columns (compact,
+    its headers wrapping) or more than 14 (smaller still), so every column shows at a desktop width."""
+    def cell(value: Any) -> Any:
+        if not (isinstance(value, float) and math.isfinite(value)):
+            return value
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
+
+    columns = list(table.get("columns", []))
+    many = "many-columns very" if len(columns) > 14 else "many-columns" if len(columns) > 8 else ""
+    return {**table, "rows": [[cell(v) for v in row] for row in table.get("rows", [])], "many": many}
 
 
 def _part_row(part: ExperimentRun) -> dict[str, Any]:

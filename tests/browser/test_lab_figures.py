@@ -97,3 +97,40 @@ def test_box_plot_and_histogram_draw(chromium_path, live_server, staff, tmp_path
             assert errors == [], errors
         finally:
             browser.close()
+
+
+def test_a_runs_wide_tables_show_every_column_at_desktop_width(chromium_path, live_server, staff):  # type: ignore[no-untyped-def]
+    from marketplace.lab.models import ExperimentRun
+
+    # given a finished run with the published study's widest tables: 13 and 17 columns, long names and big numbers
+    names = ["ERA reservations over H-LTRF", "Tiresias, three limits", "Themis (attained service)"]
+    thirteen = {"title": "metrics", "columns": ["configuration", "inside a queue", "reads before a job runs",
+                                                *[f"metric number {k} (sim s)" for k in range(10)]],
+                "rows": [[n, "equal share (stride)", "task durations at start", *[f"{1234.5 * k:,.1f} ± 640" for k in range(10)]]
+                         for n in names]}
+    seventeen = {"title": "every run", "columns": ["trace", "seed", "configuration", "window start (h)", "jobs",
+                                                   "capacity (units per type)", "arrival compression",
+                                                   *[f"measured quantity {k} (fraction)" for k in range(10)]],
+                 "rows": [["FB-2009", s, n, 14.014, 1265, "63, 32", 0.9405, *[15137.2 * (k + 1) for k in range(10)]]
+                          for s in range(3) for n in names]}
+    run = ExperimentRun.objects.create(name="published_schedulers", params={}, status=ExperimentRun.Status.DONE, progress=1.0,
+                                       result={"figures": [], "tables": [thirteen, seventeen], "summary": "done"})
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(TIMEOUT_MS)
+            login(page, live_server.url, "ops")
+            page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
+            tables = page.locator("table.many-columns")
+            assert tables.count() == 2
+            for k in range(2):  # then no column hides in a scroll box
+                width, room = tables.nth(k).evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+                assert width <= room + 1, (k, width, room)
+            # and big numbers read as numbers, not in scientific notation
+            cells = tables.nth(1).locator("td").all_inner_texts()
+            assert "151,372" in cells and not [c for c in cells if "e+" in c]
+        finally:
+            browser.close()
