@@ -48,6 +48,7 @@ from marketplace.auction.services import bid_submit  # noqa: E402
 from marketplace.ledger.services import account_deposit  # noqa: E402
 from marketplace.market.models.jobs import Job  # noqa: E402
 from marketplace.market.models.market import Market  # noqa: E402
+from marketplace.market.models.queues import ResourceType  # noqa: E402
 from marketplace.market.models.tenants import Tenant  # noqa: E402
 from marketplace.market.services.clock import cluster_advance  # noqa: E402
 from marketplace.slurm.client import CliSlurmClient, SlurmError, SlurmUnavailable  # noqa: E402
@@ -84,10 +85,16 @@ def _p(values: list[float], q: float) -> float:
     return float(sorted(values)[min(len(values) - 1, int(q * len(values)))])
 
 
+def _budget(market: Market, slot_seconds: float) -> str:
+    """100 credits above what the map type's reserve price asks for ``slot_seconds`` of work (a bid below it is refused)."""
+    reserve = float(ResourceType.objects.get(market=market, name="map").reserve_price)
+    return f"{100 + reserve * slot_seconds:.2f}"
+
+
 def market_latency(market: Market, tenant: Tenant, client: CliSlurmClient, tasks: int) -> list[float]:
     before = set(SlurmTask.objects.values_list("id", flat=True))
     with RunningWatch(client, f"mkt{market.pk}-") as watch:
-        job = bid_submit(tenant=tenant, budget="100", work=[WorkItem("map", tasks, SPEED, 1.0)])
+        job = bid_submit(tenant=tenant, budget=_budget(market, tasks * SPEED), work=[WorkItem("map", tasks, SPEED, 1.0)])
         _drive(market, [job], tick=0.1, timeout=60)
     rows = [t for t in SlurmTask.objects.filter(job=job) if t.pk not in before]
     require(len(rows) == tasks and all((r.key, r.index) in watch.seen for r in rows),
@@ -120,7 +127,7 @@ def _drive(market: Market, jobs: list[Job], *, tick: float, timeout: float) -> N
 def market_rate(market: Market, tenant: Tenant, client: CliSlurmClient, tasks: int, seconds: float) -> float:
     before = client.diag()
     samples: list[tuple[float, int]] = []
-    job = bid_submit(tenant=tenant, budget="100", work=[WorkItem("map", tasks, seconds * SPEED, 1.0)])
+    job = bid_submit(tenant=tenant, budget=_budget(market, tasks * seconds * SPEED), work=[WorkItem("map", tasks, seconds * SPEED, 1.0)])
     t0, last = time.perf_counter(), time.monotonic()
     while Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).exists():
         require(time.perf_counter() - t0 < 300, "the 400-task job to finish within 300 s")
