@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from django.conf import settings
 
 from marketplace.lab.services.uploads import limit_text
 from scheduler.registry import dispatch_choices, fairshare_choices, mechanism_choices
+from simulator import experiments
 from simulator.experiments.ltrf.traces import SEARCH
 from simulator.whatif.run import FB2009, PREDICTORS
 from simulator.workloads.synthetic import GENERATOR_DEFAULTS, GENERATORS
@@ -198,3 +201,131 @@ class LiveForm(forms.Form):
         if vary and not data.get("values") and "values" not in self.errors:
             self.add_error("values", "Give the values to try.")
         return data
+
+
+# ---- an experiment's run form (the Experiments page): one typed field per parameter
+
+_KIND_WORDS = {"int": "a whole number", "float": "a number"}
+
+
+def _kind_of(default: Any) -> str:
+    """The form field a parameter takes from its default's type: "bool" (a checkbox), "int" or
+    "float" (a number box), "list" (comma-separated values) or "text"."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    if isinstance(default, (list, tuple)):
+        return "list"
+    return "text"
+
+
+def _shown(value: Any) -> str:
+    """A parameter's value as its field shows it: lists comma-separated, numbers as written."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_shown(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else ""
+    return json.dumps(value)
+
+
+def param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": key,
+            "kind": _kind_of(experiment.defaults[key]),
+            "value": _shown(value),
+            "checked": value in (True, "on"),
+            "help": experiment.help.get(key, ""),
+            "error": errors.get(key, ""),
+        }
+        for key, value in values.items()
+    ]
+
+
+def _item(raw: str, like: list[Any]) -> Any:
+    """One comma-separated list item, typed like the default list's items (numbers stay numbers).
+    Raises ValueError when a number was expected and ``raw`` is not one."""
+    if like and isinstance(like[0], str):
+        return raw
+    if like and all(isinstance(v, int) and not isinstance(v, bool) for v in like):
+        return int(raw) if raw.lstrip("+-").isdigit() else float(raw)
+    if like:
+        return float(raw)
+    try:  # an empty default: numbers where they read as numbers, text otherwise
+        return float(raw) if "." in raw or "e" in raw.lower() else int(raw)
+    except ValueError:
+        return raw
+
+
+def _typed(key: str, raw: str, default: Any, post: Any) -> Any:
+    """A field's text as the parameter's type (``_kind_of``). Raises ValueError with the words to show."""
+    kind = _kind_of(default)
+    if kind == "bool":
+        return post.get(f"p_{key}") in ("on", "true", "1")
+    if kind == "text":
+        return raw
+    if kind == "list":
+        if raw.startswith("["):  # JSON, as the API and older bookmarks send it
+            return json.loads(raw)
+        try:
+            return [_item(part.strip(), list(default)) for part in raw.split(",") if part.strip()]
+        except ValueError:
+            raise ValueError(f"Enter numbers separated by commas, like {_shown(default) or '1, 2'}.") from None
+    try:
+        return int(raw) if kind == "int" and raw.lstrip("+-").isdigit() else float(raw)
+    except ValueError:
+        raise ValueError(f"Enter {_KIND_WORDS[kind]} like {json.dumps(default)}.") from None
+
+
+def _duration(seconds: float) -> str:
+    """Wall seconds in words: "about 40 s", "about 6 min", "about 2.5 h"."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def run_estimate(experiment: experiments.Experiment, past: list[float]) -> dict[str, str] | None:
+    """The wall time a run with the defaults takes, before it starts: the experiment's own model
+    (``Experiment.estimate``), else the median of its last finished runs; None for a first run."""
+    if experiment.estimate is not None:
+        e = experiment.estimate(experiment.params(dict(experiment.defaults)))
+        return {"text": _duration(e.seconds), "basis": f"{e.basis}; on a machine doing 10^7 Python additions in "
+                                                       f"{e.reference_additions_s:g} s"}
+    if past:
+        return {"text": _duration(statistics.median(past)), "basis": f"the median of its last {len(past)} finished run"
+                                                                     f"{'s' if len(past) > 1 else ''} on this server"}
+    return None
+
+
+def parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """An experiment's form fields ``p_<key>`` -> params, and per-field errors. Each field is typed by its default
+    (``_kind_of``): a checkbox, a number box, comma-separated values, or text; an empty field keeps
+    the default. A float parameter given a whole number, or a whole-number one given 2.5, is
+    checked by the experiment itself (``Experiment.params``)."""
+    params: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for key, default in experiment.defaults.items():
+        raw = str(post.get(f"p_{key}", "")).strip()
+        if raw == "" and (_kind_of(default) != "bool" or "typed_form" not in post):
+            continue  # an unticked box is sent as nothing: it means False only from the page's own form
+        try:
+            value = _typed(key, raw, default, post)
+        except (ValueError, json.JSONDecodeError) as exc:
+            errors[key] = str(exc) if not isinstance(exc, json.JSONDecodeError) else f"Enter a list like {json.dumps(default)}."
+            continue
+        if isinstance(default, float) and isinstance(value, int):
+            value = float(value)
+        try:
+            experiment.params({key: value})
+        except (TypeError, ValueError) as exc:
+            errors[key] = str(exc).split(": ", 1)[-1]
+            continue
+        params[key] = value
+    return params, errors

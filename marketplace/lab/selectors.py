@@ -117,3 +117,17 @@ def simulation_run_count(*, study_id: int) -> int:
 def simulation_run_records(*, study_id: int) -> list[dict[str, Any]]:
     """A study's runs in creation order as ``{"id", "label", "status", "params", "result"}`` (the JSON download)."""
     return list(ExperimentRun.objects.filter(study_id=study_id).order_by("pk").values("id", "label", "status", "params", "result"))
+
+
+def experiment_past_durations(*, names: list[str], limit: int = 5) -> dict[str, list[float]]:
+    """Wall seconds (start to finish) of each experiment's newest finished whole runs (not the parts of
+    a split run, not the simulation lab's), newest first, at most ``limit`` per experiment: what the
+    lab quotes before a run of an experiment that has no model of its own (``Experiment.estimate``)."""
+    out: dict[str, list[float]] = {}
+    done = (ExperimentRun.objects.filter(name__in=names, status=ExperimentRun.Status.DONE, parent__isnull=True,
+                                         study__isnull=True, started_at__isnull=False, finished_at__isnull=False)
+            .order_by("-finished_at").values_list("name", "started_at", "finished_at"))
+    for name, started, finished in done[: limit * max(1, len(names))]:
+        if len(out.setdefault(name, [])) < limit:
+            out[name].append((finished - started).total_seconds())
+    return out

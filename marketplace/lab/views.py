@@ -32,7 +32,7 @@ from marketplace.lab.files import (
     summary_by_metric,
     summary_rows,
 )
-from marketplace.lab.forms import LiveForm, StudyForm
+from marketplace.lab.forms import LiveForm, StudyForm, param_rows, parse_params, run_estimate
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import (
     experiment_get,
@@ -40,6 +40,7 @@ from marketplace.lab.selectors import (
     experiment_list,
     experiment_part_count,
     experiment_parts,
+    experiment_past_durations,
     experiment_results,
     experiment_visible,
     simulation_get,
@@ -66,7 +67,6 @@ from marketplace.web.plotly_bundle import BUNDLE_STYLES, bundle_for
 from marketplace.web.shortcuts import csv_safe, render_page
 from simulator import experiments
 
-_KIND_WORDS = {"int": "a whole number", "float": "a number"}
 T = TypeVar("T")
 
 
@@ -75,107 +75,6 @@ def _found(row: T | None) -> T:
     if row is None:
         raise Http404("No such run or study.")
     return row
-
-
-def _kind_of(default: Any) -> str:
-    """The form field a parameter takes from its default's type: "bool" (a checkbox), "int" or
-    "float" (a number box), "list" (comma-separated values) or "text"."""
-    if isinstance(default, bool):
-        return "bool"
-    if isinstance(default, int):
-        return "int"
-    if isinstance(default, float):
-        return "float"
-    if isinstance(default, (list, tuple)):
-        return "list"
-    return "text"
-
-
-def _shown(value: Any) -> str:
-    """A parameter's value as its field shows it: lists comma-separated, numbers as written."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_shown(v) for v in value)
-    if isinstance(value, bool):
-        return "on" if value else ""
-    return json.dumps(value)
-
-
-def _param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "key": key,
-            "kind": _kind_of(experiment.defaults[key]),
-            "value": _shown(value),
-            "checked": value in (True, "on"),
-            "help": experiment.help.get(key, ""),
-            "error": errors.get(key, ""),
-        }
-        for key, value in values.items()
-    ]
-
-
-def _item(raw: str, like: list[Any]) -> Any:
-    """One comma-separated list item, typed like the default list's items (numbers stay numbers).
-    Raises ValueError when a number was expected and ``raw`` is not one."""
-    if like and isinstance(like[0], str):
-        return raw
-    if like and all(isinstance(v, int) and not isinstance(v, bool) for v in like):
-        return int(raw) if raw.lstrip("+-").isdigit() else float(raw)
-    if like:
-        return float(raw)
-    try:  # an empty default: numbers where they read as numbers, text otherwise
-        return float(raw) if "." in raw or "e" in raw.lower() else int(raw)
-    except ValueError:
-        return raw
-
-
-def _typed(key: str, raw: str, default: Any, post: Any) -> Any:
-    """A field's text as the parameter's type (``_kind_of``). Raises ValueError with the words to show."""
-    kind = _kind_of(default)
-    if kind == "bool":
-        return post.get(f"p_{key}") in ("on", "true", "1")
-    if kind == "text":
-        return raw
-    if kind == "list":
-        if raw.startswith("["):  # JSON, as the API and older bookmarks send it
-            return json.loads(raw)
-        try:
-            return [_item(part.strip(), list(default)) for part in raw.split(",") if part.strip()]
-        except ValueError:
-            raise ValueError(f"Enter numbers separated by commas, like {_shown(default) or '1, 2'}.") from None
-    try:
-        return int(raw) if kind == "int" and raw.lstrip("+-").isdigit() else float(raw)
-    except ValueError:
-        raise ValueError(f"Enter {_KIND_WORDS[kind]} like {json.dumps(default)}.") from None
-
-
-def _parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """Form fields ``p_<key>`` -> params, and per-field errors. Each field is typed by its default
-    (``_kind_of``): a checkbox, a number box, comma-separated values, or text; an empty field keeps
-    the default. A float parameter given a whole number, or a whole-number one given 2.5, is
-    checked by the experiment itself (``Experiment.params``)."""
-    params: dict[str, Any] = {}
-    errors: dict[str, str] = {}
-    for key, default in experiment.defaults.items():
-        raw = str(post.get(f"p_{key}", "")).strip()
-        if raw == "" and (_kind_of(default) != "bool" or "typed_form" not in post):
-            continue  # an unticked box is sent as nothing: it means False only from the page's own form
-        try:
-            value = _typed(key, raw, default, post)
-        except (ValueError, json.JSONDecodeError) as exc:
-            errors[key] = str(exc) if not isinstance(exc, json.JSONDecodeError) else f"Enter a list like {json.dumps(default)}."
-            continue
-        if isinstance(default, float) and isinstance(value, int):
-            value = float(value)
-        try:
-            experiment.params({key: value})
-        except (TypeError, ValueError) as exc:
-            errors[key] = str(exc).split(": ", 1)[-1]
-            continue
-        params[key] = value
-    return params, errors
 
 
 @login_required
@@ -189,7 +88,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
         name = str(request.POST.get("name", ""))
         if name not in registry:
             raise Http404("No such experiment.")
-        params, field_errors = _parse_params(registry[name], request.POST)
+        params, field_errors = parse_params(registry[name], request.POST)
         if not field_errors:
             try:
                 run = experiment_start(name=name, params=params, user=request.user)
@@ -201,13 +100,15 @@ def lab_index(request: HttpRequest) -> HttpResponse:
         errors[name] = field_errors
         posted[name] = {**registry[name].defaults, **{k: request.POST.get(f"p_{k}", "") for k in registry[name].defaults}}
     latest = experiment_latest_done(names=list(registry), user=request.user)
+    past = experiment_past_durations(names=list(registry))
     cards = [
         {
             "experiment": exp,
+            "estimate": run_estimate(exp, past.get(name, [])),
             "latest": latest.get(name),
             "errors": errors.get(name, {}),
             "form_error": errors.get(name, {}).get("__all__", ""),
-            "params": _param_rows(exp, posted.get(name, dict(exp.defaults)), errors.get(name, {})),
+            "params": param_rows(exp, posted.get(name, dict(exp.defaults)), errors.get(name, {})),
         }
         for name, exp in sorted(registry.items())
     ]
@@ -270,12 +171,14 @@ def _part_row(part: ExperimentRun) -> dict[str, Any]:
 @require_GET
 @poller_revalidates
 def lab_run_status(request: HttpRequest, pk: int) -> JsonResponse:
-    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished"}`` of a run, for the page's poller;
+    """``{"status", "progress" (0-1), "message", "attempts", "max_attempts", "finished", "elapsed_s"}`` of a run, for the
+    page's poller (``elapsed_s``: wall seconds since it started, null before it starts and once it has finished);
     a split run adds ``"parts"``: per part ``{"id", "part" (1-based), "label", "status", "progress", "attempts",
     "max_attempts", "wall_s", "worker"}``."""
     run = _found(experiment_get(run_id=pk, user=request.user, with_result=False))
+    elapsed = (timezone.now() - run.started_at).total_seconds() if run.started_at and not run.finished else None
     body: dict[str, Any] = {"status": run.status, "progress": run.progress, "message": run.message, "attempts": run.attempts,
-                            "max_attempts": run.max_attempts, "finished": run.finished}  # fmt: skip
+                            "max_attempts": run.max_attempts, "finished": run.finished, "elapsed_s": elapsed}  # fmt: skip
     parts = experiment_parts(run_id=run.pk)
     if parts:
         body["parts"] = [_part_row(p) for p in parts]

@@ -71,6 +71,22 @@ class UnknownExperiment(KeyError):
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """A run's wall time before it starts, and the model it comes from.
+
+    Attributes:
+        seconds: estimated wall seconds on a machine doing 10^7 pure-Python additions in
+            ``reference_additions_s`` (scale by this machine's time for that loop).
+        basis: the model in words, with where its constants were measured.
+        reference_additions_s: the measuring machine's time for 10^7 additions (s).
+    """
+
+    seconds: float
+    basis: str
+    reference_additions_s: float
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A registered experiment.
 
@@ -89,6 +105,8 @@ class Experiment:
             the parts at once (:func:`run_in_parts` runs them in turn).
         combine: ``combine(params, part_results)`` -> the result, parts in
             ``shards`` order.
+        estimate: optional ``estimate(params)`` -> :class:`Estimate`, the wall time a run takes
+            before it starts (the lab shows it on the form); None when the experiment has no model.
     """
 
     name: str
@@ -100,6 +118,7 @@ class Experiment:
     help: Mapping[str, str] = field(default_factory=dict)
     shards: Callable[[Params], list[dict[str, Any]]] | None = None
     combine: Callable[[Params, Sequence[Result]], Result] | None = None
+    estimate: Callable[[Params], Estimate] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "_" for c in self.name) or self.name.lower() != self.name:

@@ -20,10 +20,22 @@
   }
   window.LabPoll = { watch: watch };
 
+  function formatLeft(seconds) {
+    if (seconds < 90) { return Math.max(1, Math.round(seconds)) + " s"; }
+    if (seconds < 5400) { return Math.round(seconds / 60) + " min"; }
+    return (seconds / 3600).toFixed(1) + " h";
+  }
+
   watch(document.getElementById("run-status"), function (s) {
     document.getElementById("run-progress").value = s.progress;
     document.getElementById("run-percent").textContent = Math.round(100 * s.progress) + " %";
     document.getElementById("run-message").textContent = s.message;
+    var left = document.getElementById("run-left");
+    if (left) {  // the time left, at the pace so far: elapsed x (1 - progress) / progress
+      var p = s.progress, e = s.elapsed_s;
+      left.textContent = (e === null || e === undefined || p < 0.02 || p >= 1) ? "" :
+        "about " + formatLeft(e * (1 - p) / p) + " left";
+    }
     document.getElementById("run-status-label").textContent = s.status;
     var attempts = document.getElementById("run-attempts");
     if (attempts) { attempts.textContent = "(attempt " + s.attempts + " of " + s.max_attempts + ")"; }

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from simulator.experiments import Experiment, Params, Progress, Result, register
+from simulator.experiments import Estimate, Experiment, Params, Progress, Result, register
 from simulator.experiments.published.report import build
 from simulator.experiments.published.setup import LABELS, TRACES, run_cell
 
@@ -143,6 +143,26 @@ DESCRIPTION = (
     "payments where there is money; mean and 95 % Student-t interval over the windows, and paired changes against H-LTRF."
 )
 
+# Seconds of one worker per (window, configuration), measured 2026-11-28 on the study's own runs (docs/published_schedulers.md):
+# 30 quick windows x 16 configurations in 6.1 min on 2 worker processes, 30 full windows in 37.0 min; 10^7 pure-Python
+# additions took 0.45 s on that machine. KTH-SP2's 7-day windows cost more than the others: this is the mean over traces.
+CELL_CONFIG_S = {True: 6.1 * 60 * 2 / (30 * 16), False: 37.0 * 60 * 2 / (30 * 16)}
+CELL_CONFIG_ADDITIONS_S = 0.45
+
+
+def estimate(params: Params) -> Estimate:
+    """Wall time of a run before it starts: windows x configurations x the measured seconds of one worker
+    per (window, configuration) (``CELL_CONFIG_S``), over the worker processes (at most one per window).
+    Raises ValueError on a bad trace, seed count or configuration (as the run would)."""
+    n_cells, n_configs = len(cells(params)), len(policies(params))
+    quick, workers = bool(params["quick"]), max(1, min(int(params["workers"]), n_cells))
+    seconds = n_cells * n_configs * CELL_CONFIG_S[quick] / workers
+    basis = (f"{n_cells} windows x {n_configs} configurations x {CELL_CONFIG_S[quick]:.1f} s each "
+             f"({'quick' if quick else 'full'} windows, measured on this study's runs) / {workers} worker process"
+             f"{'es' if workers > 1 else ''}")
+    return Estimate(seconds, basis, CELL_CONFIG_ADDITIONS_S)
+
+
 EXPERIMENT = register(Experiment(
     name="published_schedulers",
     title="The lab against the published schedulers: Karma, Themis, Tiresias, DRF and Slurm, with controls",
@@ -161,4 +181,5 @@ EXPERIMENT = register(Experiment(
     },
     shards=shards,
     combine=combine,
+    estimate=estimate,
 ))

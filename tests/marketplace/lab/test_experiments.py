@@ -140,7 +140,8 @@ def test_pages_staff_start_everyone_reads_and_csv(staff, alice: Tenant, django_c
     detail = tenant.get(reverse("lab-run", args=[run.pk]))
     assert detail.status_code == 200 and b"squares done" in detail.content and b'id="figure-0"' in detail.content
     status = tenant.get(reverse("lab-run-status", args=[run.pk])).json()
-    assert status == {"status": "done", "progress": 1.0, "message": "done", "attempts": 1, "max_attempts": 1, "finished": True}
+    assert status == {"status": "done", "progress": 1.0, "message": "done", "attempts": 1, "max_attempts": 1, "finished": True,
+                      "elapsed_s": None}
     csv_text = tenant.get(reverse("lab-run-table-csv", args=[run.pk, 0])).content.decode()
     assert csv_text.splitlines() == ["k,k²", "0,0", "1,1", "2,4"]
     assert tenant.get(reverse("lab-run-table-csv", args=[run.pk, 1])).status_code == 404
@@ -154,7 +155,7 @@ experiments.register(Experiment(name="lab_typed", title="Typed", source="test", 
 
 
 def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore[no-untyped-def]
-    from marketplace.lab.views import _parse_params
+    from marketplace.lab.forms import parse_params
 
     ops = Client()
     ops.force_login(staff)
@@ -166,14 +167,37 @@ def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore
     assert 'name="p_seeds" value="0, 1"' in page and 'name="p_traces" value="fb2009, kth"' in page
     # the page's own form: typed values back, an unticked box is False, lists keep their items' types
     exp = experiments.get("lab_typed")
-    got, errors = _parse_params(exp, {"typed_form": "1", "p_steps": "5", "p_rate": "2", "p_seeds": "3, 4,5", "p_traces": "lcg",
+    got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "5", "p_rate": "2", "p_seeds": "3, 4,5", "p_traces": "lcg",
                                       "p_label": "y"})
     assert errors == {}
     assert got == {"steps": 5, "rate": 2.0, "quick": False, "seeds": [3, 4, 5], "traces": ["lcg"], "label": "y"}
     assert isinstance(got["rate"], float) and all(isinstance(s, int) for s in got["seeds"])
     # a bad value names its field and the shape it wants; nothing else is lost
-    got, errors = _parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on"})
+    got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on"})
     assert set(errors) == {"steps", "seeds"} and "whole number" in errors["steps"] and "commas" in errors["seeds"]
     assert got == {"quick": True}
     # a post without the form's marker (a script) keeps the flag's default
-    assert _parse_params(exp, {"p_steps": "4"}) == ({"steps": 4}, {})
+    assert parse_params(exp, {"p_steps": "4"}) == ({"steps": 4}, {})
+
+
+def test_a_long_experiment_states_its_wall_time_before_it_starts(staff) -> None:  # type: ignore[no-untyped-def]
+    from simulator.experiments.published import study
+
+    # the published study's model: windows x configurations x measured seconds each, over the worker processes
+    full = study.estimate({**study.EXPERIMENT.defaults})
+    quick = study.estimate({**study.EXPERIMENT.defaults, "quick": True})
+    assert quick.seconds < full.seconds
+    assert study.estimate({**study.EXPERIMENT.defaults, "seeds": 20}).seconds == pytest.approx(2 * full.seconds)
+    assert study.estimate({**study.EXPERIMENT.defaults, "workers": 2}).seconds == pytest.approx(full.seconds / 2)
+    # no more workers than windows: one window cannot be split
+    one = {**study.EXPERIMENT.defaults, "traces": ["fb2009"], "seeds": 1}
+    assert study.estimate({**one, "workers": 8}).seconds == pytest.approx(study.estimate(one).seconds)
+    # the 30 quick windows of 16 configurations on 2 processes: the 6.1 min it was measured at
+    measured = study.estimate({**study.EXPERIMENT.defaults, "quick": True, "workers": 2})
+    assert measured.seconds == pytest.approx(6.1 * 60)
+    # and the Experiments page says it, with its basis, before anyone presses Run
+    ops = Client()
+    ops.force_login(staff)
+    page = ops.get(reverse("lab")).content.decode()
+    card = page[page.index('id="exp-published_schedulers"'):]
+    assert "Takes about" in card[:card.index("</section>")] and "configurations" in card[:card.index("</section>")]
