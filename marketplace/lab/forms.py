@@ -51,7 +51,7 @@ OPTIONAL_DEFAULTS = {**GENERATOR_DEFAULTS, "predictor": "exact"}  # the generato
 
 
 class StudyForm(forms.Form):
-    title = forms.CharField(max_length=200, initial="alpha on FB-2009, busy hours 14-16")
+    title = forms.CharField(max_length=200, initial="sharing inside the queues on FB-2009, busy hours 14-16")
     trace = forms.ChoiceField(choices=trace_choices)
     upload = forms.FileField(required=False, help_text="SWIM TSV (6 tab-separated fields) or SWF (18 fields), plain or .gz")
     trace_format = forms.ChoiceField(choices=[("auto", "by file name"), ("swim", "SWIM TSV"), ("swf", "SWF")], initial="auto")
@@ -85,11 +85,11 @@ class StudyForm(forms.Form):
     alpha = forms.FloatField(min_value=0, max_value=1, initial=0.5)
     t_wait = forms.FloatField(min_value=0, initial=30.0, help_text="H-LTRF T_wait (simulated s)")
     vary = forms.ChoiceField(
-        required=False, initial="alpha",
+        required=False, initial="dispatch",
         choices=[("", "nothing (one configuration)"), ("alpha", "alpha"), ("t_wait", "T_wait"), ("fairshare", "fair-share policy"),
                  ("mechanism", "mechanism"), ("dispatch", "dispatch"), ("predictor", "duration predictor")],
     )  # fmt: skip
-    values = forms.CharField(required=False, initial="0.2, 0.5, 0.8", help_text="comma-separated values of the swept parameter")
+    values = forms.CharField(required=False, initial="fifo, stride", help_text="comma-separated values of the swept parameter")
     seeds = forms.CharField(initial="0, 1, 2", help_text="comma-separated seeds (budgets, weights, dispatch)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
