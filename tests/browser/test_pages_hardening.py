@@ -162,9 +162,9 @@ def test_the_labs_default_study_shows_its_configurations_apart(chromium_path, li
             chart = page.locator(".chart").first
             expect(chart.locator(".main-svg").first).to_be_attached()
             expect(chart.locator(".gtitle")).to_have_text("Utilisation, map")
-            assert chart.locator(".legend .traces").count() == 3
+            assert chart.locator(".legend .traces").count() == 2
             paths = chart.locator(".scatterlayer .trace path.js-line").evaluate_all("ps => ps.map(p => p.getAttribute('d'))")
-            assert len(set(paths)) == 3, "the three alphas draw three different lines"
+            assert len(set(paths)) == 2, "FIFO and stride dispatch draw two different lines"
             for axis in (".g-xtitle", ".g-ytitle"):
                 title, frame = chart.locator(axis).bounding_box(), chart.bounding_box()
                 assert title and frame and title["x"] >= frame["x"] and title["y"] >= frame["y"], axis
