@@ -300,9 +300,11 @@ def targets(world: Installation) -> dict[str, tuple[Callable[[], Any], Callable[
 
 
 def _waiting(tenant: Any, first: int) -> int:
-    """A job of ``tenant`` that waits now (queued and holding nothing), else ``first``."""
+    """A job of ``tenant`` that waits now, else ``first``: an active job with a pending task, what the why-waiting
+    explanation explains (``fairshare.selectors.job_waiting``). A queued job with one idle type (``running=0``) was
+    not enough: the type may have finished, with nothing pending."""
     from marketplace.market.models.jobs import Job
 
-    pk = (Job.objects.filter(tenant=tenant, status=Job.Status.QUEUED, work__running=0).order_by("-id")
+    pk = (Job.objects.filter(tenant=tenant, status__in=Job.ACTIVE, work__pending__gt=0).order_by("-id")
           .values_list("id", flat=True).first())
     return int(pk or first)
