@@ -47,6 +47,7 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
             page.set_default_timeout(TIMEOUT_MS)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)  # a CSP violation is one
             login(page, live_server.url, "alice")
             nav = page.get_by_role("navigation", name="Main")
 
