@@ -63,8 +63,9 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
         })
     slot = curve["slot_seconds"]
     anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
-    # the detail goes on a second, smaller line: one long title was clipped at the chart's width
-    title = f"Unit price over the coming horizon: {curve['resource']}<br>slot = {slot:g} s; {anchor}"  # no <sup>: its inline style breaks the CSP
+    # the detail goes on a second line (one long title was clipped at the chart's width); no <sup>: plotly writes it
+    # as an inline style, which the Content-Security-Policy blocks
+    title = f"Unit price over the coming horizon: {curve['resource']}<br>slot = {slot:g} s; {anchor}"
     return make_figure(traces, base_layout(title, time_axis_title(unit), price_unit(SLOT_SECOND), yaxis={"rangemode": "tozero"},
                                            margin={"l": 60, "r": 10, "t": 64, "b": 50}))
 

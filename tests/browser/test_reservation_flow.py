@@ -30,7 +30,11 @@ CONTRAST_JS = """el => {
   const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
       .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
   let node = el, bg = null;
-  while (node && !bg) { const c = rgb(getComputedStyle(node).backgroundColor); if (c.length < 4 || c[3] > 0) bg = c; node = node.parentElement; }
+  while (node && !bg) {
+    const c = rgb(getComputedStyle(node).backgroundColor);
+    if (c.length < 4 || c[3] > 0) bg = c;
+    node = node.parentElement;
+  }
   const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(bg || [255, 255, 255])].sort((x, y) => y - x);
   return (a + 0.05) / (b + 0.05);
 }"""
