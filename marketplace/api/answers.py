@@ -106,6 +106,8 @@ class PreviewRowOut(serializers.Serializer):
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
+    refused = serializers.BooleanField(help_text="True when a bid of this budget would be refused: below suggested.minimum, "
+                                                 "what the reserve prices ask for the work (only the entered budget can be).")
 
 
 class SuggestedBudgetOut(serializers.Serializer):
@@ -131,6 +133,8 @@ class PreviewOut(serializers.Serializer):
     in_pool = serializers.BooleanField(allow_null=True, help_text="SLO bids: in the prolific pool (null without an SLO).")
     converged = serializers.BooleanField(help_text="Whether the auction converged.")
     paid_rate = serializers.FloatField(allow_null=True, help_text=PAID_RATE_AUCTION)
+    refused = serializers.BooleanField(help_text="True when a bid of this budget would be refused (below suggested.minimum): "
+                                                 "the estimate is what it would buy if the reserve prices allowed it.")
     work = serializers.FloatField(help_text="The bid's work: tasks x seconds per task, summed, slot-seconds.")
     curve = PreviewRowOut(many=True, help_text="The same at 1/8 .. 8 times the budget and at the suggested one.")
     suggested = SuggestedBudgetOut(allow_null=True, help_text="A suggested budget: about this much finishes in about this long.")

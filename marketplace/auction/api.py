@@ -138,7 +138,7 @@ def _preview_json(preview: Preview) -> dict[str, Any]:
         "estimate": True, "note": preview.note, "budget": money_text(preview.entered),
         "shares": dict(zip(preview.types, at.shares.tolist(), strict=True)),
         "finish_s": at.finish_s, "in_pool": at.in_pool, "converged": at.converged,
-        "paid_rate": preview.paid_rate(preview.entered), "work": preview.work,
+        "paid_rate": preview.paid_rate(preview.entered), "refused": preview.refused(preview.entered), "work": preview.work,
         "suggested": None if preview.suggested is None else {
             "budget": money_text(preview.suggested), "finish_s": preview.at_suggested.finish_s if preview.at_suggested else None,
             "price_level": preview.price_level, "work": preview.work, "minimum": money_text(preview.minimum),

@@ -216,11 +216,15 @@ class Preview:
         budget at completion for all its work (paper 000), so budget / work (None without work)."""
         return budget / self.work if self.work > 0 else None
 
+    def refused(self, budget: float) -> bool:
+        """Whether a bid of this budget would be refused: below the reserve prices' minimum for the work."""
+        return budget < self.minimum
+
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
                  "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
                  "finish_s": p.finish_s, "converged": p.converged, "in_pool": p.in_pool,
-                 "paid_rate": self.paid_rate(p.budget)} for p in self.points]
+                 "paid_rate": self.paid_rate(p.budget), "refused": self.refused(p.budget)} for p in self.points]
 
 
 def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility: str,
@@ -228,6 +232,7 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     """Share per resource type and estimated finish time the bid would get now, at its
     budget, at 1/8 .. 8 times it and at the suggested budget (:func:`suggested_budget`: the
     market's price level times the bid's work, at least the reserve prices' minimum) (``simulator.market.preview.price_preview``);
+    multiples below that minimum are left out (a bid there is refused), the entered budget never is (``Preview.refused``);
     writes nothing.
 
     Raises:
@@ -257,7 +262,9 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     minimum = reserve_minimum((t, items[t.name]) for t in context.types if t.name in items)
     suggested = max(suggested_budget(level=level, work=work_s), float(minimum))
     try:
-        points = price_preview(engine, spec, bid, sorted({*preview_budgets(entered), suggested}))
+        # budgets the reserve prices refuse are not tried, but for the entered one (its row says it would be refused)
+        tried = {b for b in preview_budgets(entered) if b >= float(minimum)} | {entered, suggested}
+        points = price_preview(engine, spec, bid, sorted(tried))
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None
     return Preview([t.name for t in context.types], entered, points, suggested=suggested, price_level=level, work=work_s,

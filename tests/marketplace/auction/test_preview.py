@@ -88,3 +88,27 @@ def test_form_preview_shows_the_estimate_and_places_nothing(busy: Market, alice:
     # the same form without "action" places the bid
     resp = client.post(reverse("bid-new"), {k: v for k, v in form.items() if k != "action"})
     assert resp.status_code == 302 and Job.objects.filter(name="etl").exists()
+
+
+def test_a_preview_below_the_reserve_says_the_bid_would_be_refused(market: Market, alice: Tenant, alice_api: APIClient) -> None:
+    from marketplace.market.models.queues import ResourceType
+
+    # given reserve prices of 0.05 per slot-second: this work's minimum is 0.05 x 660 = 33
+    ResourceType.objects.filter(market=market).update(reserve_price=Decimal("0.05"))
+    body = alice_api.post("/api/bids/preview/", {**BID, "budget": "20"}, format="json").json()
+    assert body["suggested"]["minimum"] == "33.0000"
+    # the entered budget is below it: the answer says it would be refused, and no other budget below it is tried
+    assert body["refused"] is True
+    below = [r for r in body["curve"] if Decimal(r["budget"]) < 33]
+    assert [r["budget"] for r in below] == ["20.0000"] and below[0]["refused"] is True
+    assert all(r["refused"] is False for r in body["curve"] if Decimal(r["budget"]) >= 33)
+    # and a bid at that budget is refused indeed, while one at the minimum is placed
+    assert alice_api.post("/api/jobs/", {**BID, "budget": "20"}, format="json").status_code == 400
+    assert alice_api.post("/api/jobs/", {**BID, "budget": "33"}, format="json").status_code == 201
+    # the form says so above its estimate
+    client = Client()
+    client.force_login(alice.user)
+    form = {"name": "etl", "budget": "20", "utility": "linear", "map_tasks": "10", "map_duration": "60", "map_weight": "2",
+            "reduce_tasks": "2", "reduce_duration": "30", "reduce_weight": "1", "action": "preview"}
+    page = client.post(reverse("bid-new"), form).content.decode()
+    assert 'id="preview-refused"' in page and "would be\n    refused" in page and "33.00" in page
