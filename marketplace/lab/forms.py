@@ -210,13 +210,16 @@ _KIND_WORDS = {"int": "a whole number", "float": "a number"}
 
 def _kind_of(default: Any) -> str:
     """The form field a parameter takes from its default's type: "bool" (a checkbox), "int" or
-    "float" (a number box), "list" (comma-separated values) or "text"."""
+    "float" (a number box), "choices" (a list of names: pick among the default's, whose names may
+    hold commas, "Tiresias, three limits"), "list" (comma-separated values) or "text"."""
     if isinstance(default, bool):
         return "bool"
     if isinstance(default, int):
         return "int"
     if isinstance(default, float):
         return "float"
+    if isinstance(default, (list, tuple)) and default and all(isinstance(v, str) for v in default):
+        return "choices"
     if isinstance(default, (list, tuple)):
         return "list"
     return "text"
@@ -240,6 +243,8 @@ def param_rows(experiment: experiments.Experiment, values: dict[str, Any], error
             "kind": _kind_of(experiment.defaults[key]),
             "value": _shown(value),
             "checked": value in (True, "on"),
+            "options": [{"name": o, "selected": o in (value if isinstance(value, (list, tuple)) else [value])}
+                        for o in experiment.defaults[key]] if _kind_of(experiment.defaults[key]) == "choices" else [],
             "help": experiment.help.get(key, ""),
             "error": errors.get(key, ""),
         }
@@ -269,6 +274,12 @@ def _typed(key: str, raw: str, default: Any, post: Any) -> Any:
         return post.get(f"p_{key}") in ("on", "true", "1")
     if kind == "text":
         return raw
+    if kind == "choices":  # the page's multiple select sends one value per chosen name; a script may send JSON
+        if raw.startswith("["):
+            return json.loads(raw)
+        getlist = getattr(post, "getlist", None)
+        chosen = getlist(f"p_{key}") if getlist else post.get(f"p_{key}")
+        return [str(c) for c in (chosen if isinstance(chosen, list) else [chosen])]
     if kind == "list":
         if raw.startswith("["):  # JSON, as the API and older bookmarks send it
             return json.loads(raw)

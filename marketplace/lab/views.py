@@ -98,7 +98,9 @@ def lab_index(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Run #{run.pk} of {registry[name].title} queued.")
                 return redirect("lab-run", pk=run.pk)
         errors[name] = field_errors
-        posted[name] = {**registry[name].defaults, **{k: request.POST.get(f"p_{k}", "") for k in registry[name].defaults}}
+        sent = {k: request.POST.getlist(f"p_{k}") if isinstance(d, list) else request.POST.get(f"p_{k}", "")
+                for k, d in registry[name].defaults.items()}
+        posted[name] = {**registry[name].defaults, **sent}
     latest = experiment_latest_done(names=list(registry), user=request.user)
     past = experiment_past_durations(names=list(registry))
     cards = [

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -164,13 +165,17 @@ def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore
     assert re.search(r'id="lab_typed-steps" name="p_steps" value="3"\s+type="number" step="1"', page)
     assert re.search(r'id="lab_typed-rate" name="p_rate" value="0.5"\s+type="number" step="any"', page)
     assert re.search(r'type="checkbox" id="lab_typed-quick" name="p_quick"\s*checked', page)
-    assert 'name="p_seeds" value="0, 1"' in page and 'name="p_traces" value="fb2009, kth"' in page
+    assert 'name="p_seeds" value="0, 1"' in page
+    # a list of names is a multiple select of the default's names, all chosen (a name may hold a comma)
+    assert re.search(r'<select multiple id="lab_typed-traces" name="p_traces"', page)
+    assert '<option value="fb2009" selected>' in page and '<option value="kth" selected>' in page
     # the page's own form: typed values back, an unticked box is False, lists keep their items' types
     exp = experiments.get("lab_typed")
-    got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "5", "p_rate": "2", "p_seeds": "3, 4,5", "p_traces": "lcg",
-                                      "p_label": "y"})
+    got, errors = parse_params(exp, QueryDict("typed_form=1&p_steps=5&p_rate=2&p_seeds=3,+4,5&p_traces=kth&p_label=y"))
     assert errors == {}
-    assert got == {"steps": 5, "rate": 2.0, "quick": False, "seeds": [3, 4, 5], "traces": ["lcg"], "label": "y"}
+    assert got == {"steps": 5, "rate": 2.0, "quick": False, "seeds": [3, 4, 5], "traces": ["kth"], "label": "y"}
+    names = QueryDict("typed_form=1&p_traces=fb2009&p_traces=Tiresias,+three+limits")  # two chosen names, one with a comma
+    assert parse_params(exp, names)[0]["traces"] == ["fb2009", "Tiresias, three limits"]
     assert isinstance(got["rate"], float) and all(isinstance(s, int) for s in got["seeds"])
     # a bad value names its field and the shape it wants; nothing else is lost
     got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on"})
