@@ -83,8 +83,16 @@
         // plotly centres a multi-line title on its anchor line: each further line moves the first up by half a line
         pad: { l: 8, t: 10 + Math.ceil((lines - 1) * 0.65 * TITLE_FONT) },
       });
+      // a subtitle (a smaller line plotly sets under the title) wraps the same way
+      var sub = title.subtitle && title.subtitle.text ? title.subtitle : null, subLines = 0;
+      if (sub) {
+        var subSize = (sub.font && sub.font.size) || 12;
+        var subText = wrapTitle(sub.text, Math.max(16, Math.floor((width - 24) / (subSize * 0.6))));
+        subLines = subText.split(BREAK).length;
+        out.title.subtitle = Object.assign({}, sub, { text: subText });
+      }
       // room for every line, set here: plotly's automargin shifts a multi-line, top-anchored title up out of the figure
-      var top = 14 + lines * 19 + 12;
+      var top = 14 + lines * 19 + (subLines ? 6 + subLines * 17 : 0) + 12;
       out.margin = Object.assign({}, layout.margin || {}, { t: Math.max((layout.margin || {}).t || 0, top) });
       grow += Math.max(0, top - ((layout.margin || {}).t || 48));
     }

@@ -71,7 +71,7 @@ CHART_BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
   };
   const at = selector => box(el.querySelector(selector));
   return {name: el.id || el.dataset.figure, chart: box(el), legend: at('g.legend rect.bg'),
-          xtitle: at('text.xtitle'), ytitle: at('text.ytitle'), title: at('text.gtitle')};
+          xtitle: at('text.xtitle'), ytitle: at('text.ytitle'), title: at('text.gtitle'), subtitle: at('text.gtitle-subtitle')};
 })"""
 
 ALL_DRAWN = """() => [...document.querySelectorAll('.chart')].every(el => !el.getClientRects().length || el.querySelector('.main-svg'))
@@ -126,6 +126,8 @@ def _check(page, url: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
     for c in charts:
         if c["title"]:
             assert _inside(c["title"], c["chart"]), (url, c["name"], "title outside the chart", c["title"], c["chart"])
+        if c["subtitle"]:
+            assert _inside(c["subtitle"], c["chart"]) and not _meet(c["subtitle"], c["title"]), (url, c["name"], "subtitle", c)
         for axis in ("xtitle", "ytitle"):
             if c[axis]:
                 assert _inside(c[axis], c["chart"]), (url, c["name"], f"{axis} outside the chart", c[axis], c["chart"])

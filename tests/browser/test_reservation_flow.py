@@ -112,6 +112,8 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
             nav.get_by_role("link", name="Reservation market").click()
             for fig in ("fig-prices", "fig-capacity", "fig-revenue"):
                 expect(page.locator(f"[data-figure={fig}].js-plotly-plot .main-svg").first).to_be_visible()
+                # as drawn: no axis below 0 (prices, units and amounts are never negative)
+                assert page.locator(f"[data-figure={fig}]").evaluate("el => el._fullLayout.yaxis.range[0]") >= 0, fig
             assert errors == [], errors
         finally:
             browser.close()
