@@ -16,7 +16,7 @@
   //    height, so the plot keeps its size;
   //  - the title is wrapped at word boundaries to the chart's width, from the top edge down, and the top
   //    margin holds every line (the plot starts below the last); long axis titles wrap as well;
-  //  - the mode bar, drawn over the title on a touch screen, is left out.
+  //  - on a phone the mode bar, drawn over the title once tapped, is left out.
   var NARROW = 560;
   var LEGEND_FONT = 11, LEGEND_ROW = 19, LEGEND_ITEM = 45, TITLE_FONT = 14;
   var BREAK = /<br\s*\/?>/i;
@@ -120,8 +120,11 @@
     return out;
   }
 
+  // No mode bar on a phone (a narrow window, or a screen without hover): a tap leaves it over the title.
+  // A narrow chart on a desktop keeps it (it shows while the pointer is over the chart).
   function config(el) {
-    return el.clientWidth && el.clientWidth < NARROW ? Object.assign({}, CONFIG, { displayModeBar: false }) : CONFIG;
+    var phone = window.innerWidth < NARROW || (window.matchMedia && window.matchMedia("(hover: none)").matches);
+    return phone && el.clientWidth && el.clientWidth < NARROW ? Object.assign({}, CONFIG, { displayModeBar: false }) : CONFIG;
   }
 
   function draw(el, figure) {
