@@ -63,11 +63,12 @@ def price_curve_figure(curve: Mapping[str, Any]) -> Figure:
         })
     slot = curve["slot_seconds"]
     anchor = "anchored to the spot rate" if curve.get("anchored") else "no spot sale yet: the reserve price"
-    # the detail goes on a second line (one long title was clipped at the chart's width); no <sup>: plotly writes it
-    # as an inline style, which the Content-Security-Policy blocks
-    title = f"Unit price over the coming horizon: {curve['resource']}<br>slot = {slot:g} s; {anchor}"
-    return make_figure(traces, base_layout(title, time_axis_title(unit), price_unit(SLOT_SECOND), yaxis={"rangemode": "tozero"},
-                                           margin={"l": 60, "r": 10, "t": 64, "b": 50}))
+    # the detail goes in plotly's subtitle, a smaller line under the title: one long title was clipped at the chart's
+    # width, and a <br><sup> second line overlapped the first (superscript is raised into the line above)
+    layout = base_layout(f"Unit price over the coming horizon: {curve['resource']}", time_axis_title(unit), price_unit(SLOT_SECOND),
+                         yaxis={"rangemode": "tozero"}, margin={"l": 60, "r": 10, "t": 70, "b": 50})
+    layout["title"]["subtitle"] = {"text": f"slot = {slot:g} s; {anchor}", "font": {"size": 12, "color": "#4b5563"}}
+    return make_figure(traces, layout)
 
 
 def capacity_figure(curve: Mapping[str, Any]) -> Figure:
@@ -88,8 +89,9 @@ def capacity_figure(curve: Mapping[str, Any]) -> Figure:
             {"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "stackgroup": "units", "name": "Available",
              "x": x, "y": [max(cap - p - b, 0) for p, b in zip(curve["promised"], busy, strict=True)]},
         ]
-    return make_figure(traces, base_layout(f"Promised, busy and available {curve['resource']} units", time_axis_title(unit), "Units",
-                                           yaxis={"rangemode": "tozero"}))
+    # quantities in the unit of the dashboard's allocation chart ("map units held"): units of the named type
+    return make_figure(traces, base_layout(f"Promised, busy and available {curve['resource']} units", time_axis_title(unit),
+                                           f"{curve['resource']} units", yaxis={"rangemode": "tozero"}))
 
 
 def revenue_figure(rows: Sequence[Mapping[str, float]]) -> Figure:

@@ -82,3 +82,23 @@ def test_figures_are_valid_plotly_and_label_their_axes():
 
     dashboard_unit = unit_price_figure({"spot": [{"sim_time": 0.0, "resource": "map", "rate": 1.0}]}, now=0.0)["layout"]["yaxis"]
     assert rc.price_curve_figure(curve)["layout"]["yaxis"]["title"]["text"] == dashboard_unit["title"]["text"]
+
+
+def test_the_market_charts_count_units_as_the_dashboard_does_and_start_at_zero():
+    from marketplace.dashboard.charts import queue_allocation_figure
+
+    curve = {"resource": "reduce", "slot_seconds": 30.0, "times": [0.0, 30.0], "unit_price": [0.4, 0.1],
+             "slot_second_price": [0.4 / 30, 0.1 / 30], "promised": [1, 0], "busy": [0, 1], "capacity": 5}
+    # quantities: units of the named type, as the dashboard's allocation chart counts them (one quantity unit, not a third)
+    held = queue_allocation_figure([{"sim_time": 0.0, "queue": "a", "running": 1.0}], resource="reduce", capacity=5)
+    capacity = rc.capacity_figure(curve)["layout"]["yaxis"]
+    assert held["layout"]["yaxis"]["title"]["text"].startswith("reduce units")
+    assert capacity["title"]["text"].startswith("reduce units")
+    # every market chart: the y axis starts at 0 (plotly's default range padded a stack of small counts to -0.5)
+    sold = [{"time": 0.0, "revenue": 2.0, "welfare": 1.0}]
+    for fig in (rc.price_curve_figure(curve), rc.capacity_figure(curve), rc.revenue_figure(sold)):
+        yaxis = validated(fig)["layout"]["yaxis"]
+        assert yaxis.get("rangemode") == "tozero" or yaxis["range"][0] >= 0
+    # the price chart's detail is a subtitle, not a raised <sup> line run into the title
+    title = rc.price_curve_figure(curve)["layout"]["title"]
+    assert "<sup>" not in title["text"] and "slot = 30 s" in title["subtitle"]["text"]
