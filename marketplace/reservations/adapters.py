@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db.models import F, IntegerField, Sum, Value
+from django.db.models.functions import Cast, Floor, Greatest, Least
 
 from marketplace.market import hooks
 from marketplace.market.adapters import resource_types
@@ -28,7 +30,7 @@ from marketplace.reservations.models import Reservation, ReservationQuote, Reser
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
 from scheduler.era.predictors import ConstantPrice, LPPredictor, PastRequest, SpreadingPredictor
-from scheduler.era.spot import SpotAnchored, SpotCurve, backlog_fill, occupancy
+from scheduler.era.spot import LEVEL_BINS, SpotAnchored, SpotCurve, backlog_fill, occupancy
 
 HISTORY_LIMIT = 5000  # newest past requests a predictor learns from
 
@@ -147,16 +149,27 @@ def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | No
     (``market.prices.recent_settlements``; ``scheduler.era.spot.SpotCurve`` with one vote per tenant in
     each level and the type's reference rate as one more), never below the type's reserve price:
     what ERA's prices are anchored to (docs/economy.md, "A price nobody moves alone"). None: nothing
-    sold in the window and no reserve price."""
-    rows = list(recent_settlements(market=market).filter(resource_type=resource_type)
-                .values_list("utilisation", "charged", "slot_seconds", "tenant_id"))
+    sold in the window and no reserve price.
+
+    The fit needs only each tenant's charges and slot-seconds per level bin, so the database sums
+    them (one row per bin and tenant, not one per settlement: a busy day holds hundreds of
+    thousands); the bin is the fit's own, ``min(floor(clip(u, 0, 1) x bins), bins - 1)``.
+    """
+    window = recent_settlements(market=market).filter(resource_type=resource_type).order_by()
     reserve = float(resource_type.reserve_price)
-    if not rows:
-        return SpotCurve.flat(reserve) if reserve > 0 else None
-    u, c, w = (np.array(col, dtype=np.float64) for col in list(zip(*rows, strict=True))[:3])
-    voters = np.array([t if t is not None else -1 for *_, t in rows], dtype=np.int64)
-    level = contention_level()  # the type's reference rate, from the rows read: those in contention vote
-    prior = reference_of([(t, cc, ww) for uu, cc, ww, t in rows if uu >= level], floor=reserve)
+    level_bin = Cast(Least(Floor(Greatest(Least(F("utilisation"), Value(1.0)), Value(0.0)) * LEVEL_BINS), Value(LEVEL_BINS - 1)),
+                     IntegerField())
+    sold = list(window.filter(slot_seconds__gt=0).annotate(level_bin=level_bin).values("level_bin", "tenant_id")
+                .annotate(c=Sum("charged"), w=Sum("slot_seconds")).values_list("level_bin", "tenant_id", "c", "w"))
+    if not sold:
+        return SpotCurve.flat(reserve) if reserve > 0 and not window.exists() else None
+    u = np.array([(b + 0.5) / LEVEL_BINS for b, *_ in sold], dtype=np.float64)
+    c = np.array([cc for *_, cc, _ in sold], dtype=np.float64)
+    w = np.array([ww for *_, ww in sold], dtype=np.float64)
+    voters = np.array([t if t is not None else -1 for _, t, *_ in sold], dtype=np.int64)
+    # the type's reference rate, from the same window: the tenants that bought in contention vote
+    contended = window.filter(utilisation__gte=contention_level()).values("tenant_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))
+    prior = reference_of([(r["tenant_id"], r["c"], r["w"]) for r in contended], floor=reserve)
     curve = SpotCurve.fit(u, c, w, voters=voters, prior=prior)
     return curve.floored(reserve) if curve is not None else None
 
