@@ -97,9 +97,13 @@ def reference_of(rows: Sequence[tuple[int | None, float, float]], *, floor: floa
 
 def contended_settlements(*, market: Market) -> list[tuple[int, int | None, float, float]]:
     """(resource_type_id, tenant_id, charged, slot_seconds) of the window's settlements made at a level
-    of demand of at least :func:`contention_level`: the votes of :func:`reference_rates` and :func:`price_level`."""
-    return list(recent_settlements(market=market).filter(utilisation__gte=contention_level())
-                .values_list("resource_type_id", "tenant_id", "charged", "slot_seconds"))
+    of demand of at least :func:`contention_level`, summed per type and tenant by the database (the
+    rules vote per tenant: its charges over its slot-seconds, so the sums are all they read; a busy
+    window holds hundreds of thousands of settlements): the votes of :func:`reference_rates` and
+    :func:`price_level`."""
+    return list(recent_settlements(market=market).filter(utilisation__gte=contention_level()).order_by()
+                .values("resource_type_id", "tenant_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))
+                .values_list("resource_type_id", "tenant_id", "c", "w"))
 
 
 def reference_rates(*, market: Market, types: Sequence[ResourceType],

@@ -1,4 +1,5 @@
-"""ERA's spot curve from sums the database computes equals the fit over every settlement.
+"""ERA's spot curve, the price level and the reference rates from sums the database computes equal
+the same rules over every settlement.
 
 ``reservations.adapters.spot_curve`` asks PostgreSQL (or SQLite) for each tenant's charges and
 slot-seconds per level bin instead of reading every settlement of the window; the oracle below is
@@ -16,7 +17,7 @@ import pytest
 from marketplace.market.models.allocation import SpotSettlement
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from marketplace.market.prices import contention_level, recent_settlements, reference_of
+from marketplace.market.prices import contention_level, price_level, recent_settlements, reference_of, reference_rates
 from marketplace.reservations.adapters import spot_curve
 from scheduler.era.spot import SpotCurve
 from tests.factories import MarketFactory, TenantFactory
@@ -52,6 +53,13 @@ def test_the_database_sums_give_the_curve_of_every_settlement(db, seed: int) -> 
         rows.append(SpotSettlement(market=market, resource_type=rt, tenant=owner, sim_time=float(rng.uniform(0, 100)),
                                    charged=float(w * rng.lognormal(0, 0.5)), slot_seconds=w, utilisation=u))
     SpotSettlement.objects.bulk_create(rows)
+    # the price level and the reference rates from the database's per-tenant sums equal those from every row
+    raw = list(recent_settlements(market=market).filter(utilisation__gte=contention_level())
+               .values_list("resource_type_id", "tenant_id", "charged", "slot_seconds"))
+    types = list(ResourceType.objects.filter(market=market))
+    assert price_level(market=market) == pytest.approx(price_level(market=market, contended=raw), rel=1e-12)
+    assert reference_rates(market=market, types=types) == pytest.approx(reference_rates(market=market, types=types, contended=raw),
+                                                                         rel=1e-12)
     want, got = _per_settlement(market, rt), spot_curve(market=market, resource_type=rt)
     assert (want is None) == (got is None)
     if want is not None and got is not None:
