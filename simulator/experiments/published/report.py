@@ -308,8 +308,11 @@ def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: Sequence[str], fa
     kinds = {p: "job-level" if p in JOB_LEVEL else "queue-level" for p in (f, g)}
     r_fast, r_fair = est[f]["rho_max"].mean, est[g]["rho_max"].mean
     j_fast, j_fair = est[f]["mean_response_s"].mean, est[g]["mean_response_s"].mean
-    return (f"The fastest ({kinds[f]} {f}) pays in the tail: its max rho is {human(r_fast / r_fair, 2)} times {g}'s, whose mean "
-            f"completion time is {_pct(100 * (j_fair / j_fast - 1))} % against it; {_how(fair)}.")
+    versus = f"{g}'s mean completion time is {_pct(100 * (j_fair / j_fast - 1))} % against it; {_how(fair)}."
+    if human(r_fast / r_fair, 2) == "1":  # "1 times": no price in the tail worth the words
+        return (f"The fastest ({kinds[f]} {f}) and the fairest ({g}) have about the same max rho ({human(r_fast, 3)} against "
+                f"{human(r_fair, 3)}); {versus}")
+    return f"The fastest ({kinds[f]} {f}) pays in the tail: its max rho is {human(r_fast / r_fair, 2)} times that of {g}; {versus}"
 
 
 def control_changes(rows: Rows) -> dict[tuple[str, str], dict[str, Estimate]]:
@@ -333,12 +336,15 @@ def _verdict(e: Estimate) -> str:
 
 def _control(what: str, config: str, control: str, e: Estimate) -> str:
     """One control's clause: its paired change of mean JCT with the interval at the change's precision and the verdict;
-    "identical on every window" when every window gave the same time (not "+0.0 % ± 0"), no interval from one window."""
+    "identical on every window" when every window gave the same time (not "+0.0 % ± 0"), "on every window" for one change
+    everywhere (not "± 0"), no interval from one window."""
     head = f"{what}: {config} vs {control}"
     if e.n >= 2 and e.mean == 0 and e.half_width == 0:
         return f"{head} identical on every window"
     if _verdict(e) == "one window":
         return f"{head} {_pct(e.mean)} % (one window, no interval)"
+    if e.half_width == 0:  # the same change on every window: no "± 0"
+        return f"{head} {_pct(e.mean)} % on every window ({_verdict(e)})"
     return f"{head} {_change(e)} % {_interval(e)} ({_verdict(e)})"
 
 
