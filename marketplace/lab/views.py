@@ -32,7 +32,7 @@ from marketplace.lab.files import (
     summary_by_metric,
     summary_rows,
 )
-from marketplace.lab.forms import LiveForm, StudyForm, param_rows, parse_params, run_estimate
+from marketplace.lab.forms import LiveForm, StudyForm, param_rows, parse_params, posted_values, run_estimate
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import (
     experiment_get,
@@ -98,7 +98,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Run #{run.pk} of {registry[name].title} queued.")
                 return redirect("lab-run", pk=run.pk)
         errors[name] = field_errors
-        posted[name] = {**registry[name].defaults, **{k: request.POST.get(f"p_{k}", "") for k in registry[name].defaults}}
+        posted[name] = posted_values(registry[name], request.POST)
     latest = experiment_latest_done(names=list(registry), user=request.user)
     past = experiment_past_durations(names=list(registry))
     cards = [

@@ -182,4 +182,6 @@ EXPERIMENT = register(Experiment(
     shards=shards,
     combine=combine,
     estimate=estimate,
+    choices={"traces": list(TRACES), "policies": list(LABELS)},
+    bounds={"seeds": (1, 100), "workers": (1, 64)},
 ))
