@@ -347,16 +347,23 @@ def _duration(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
-def run_estimate(experiment: experiments.Experiment, past: list[float]) -> dict[str, str] | None:
-    """The wall time a run with the defaults takes, before it starts: the experiment's own model
-    (``Experiment.estimate``), else the median of its last finished runs; None for a first run."""
+def run_estimate(experiment: experiments.Experiment, past: list[float], params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The wall time a run with ``params`` (default: the defaults; validated here) takes, before it starts:
+    ``{"seconds", "text", "basis"}`` from the experiment's own model (``Experiment.estimate``, which scales
+    with the work the parameters ask for), else the median of its last finished runs (whatever their
+    parameters); None for a first run without a model, or parameters the model refuses."""
     if experiment.estimate is not None:
-        e = experiment.estimate(experiment.params(dict(experiment.defaults)))
-        return {"text": _duration(e.seconds), "basis": f"{e.basis}; on a machine doing 10^7 Python additions in "
-                                                       f"{e.reference_additions_s:g} s"}
+        try:
+            e = experiment.estimate(experiment.params(params or {}))
+        except (TypeError, ValueError):
+            return None
+        return {"seconds": round(e.seconds, 1), "text": _duration(e.seconds),
+                "basis": f"{e.basis}; on a machine doing 10^7 Python additions in {e.reference_additions_s:g} s"}
     if past:
-        return {"text": _duration(statistics.median(past)), "basis": f"the median of its last {len(past)} finished run"
-                                                                     f"{'s' if len(past) > 1 else ''} on this server"}
+        median = statistics.median(past)
+        return {"seconds": round(median, 1), "text": _duration(median),
+                "basis": f"the median of its last {len(past)} finished run{'s' if len(past) > 1 else ''} on this server, "
+                         "whatever their parameters"}
     return None
 
 

@@ -152,9 +152,10 @@ CELL_CONFIG_ADDITIONS_S = 0.45
 
 def estimate(params: Params) -> Estimate:
     """Wall time of a run before it starts: windows x configurations x the measured seconds of one worker
-    per (window, configuration) (``CELL_CONFIG_S``), over the worker processes (at most one per window).
-    Raises ValueError on a bad trace, seed count or configuration (as the run would)."""
-    n_cells, n_configs = len(cells(params)), len(policies(params))
+    per (window, configuration) (``CELL_CONFIG_S``), over the worker processes (at most one per window);
+    a part of a split run (``cell`` given) is one window. Raises ValueError on a bad trace, seed count or
+    configuration (as the run would)."""
+    n_cells, n_configs = (1 if params["cell"] else len(cells(params))), len(policies(params))  # a part runs one cell
     quick, workers = bool(params["quick"]), max(1, min(int(params["workers"]), n_cells))
     seconds = n_cells * n_configs * CELL_CONFIG_S[quick] / workers
     basis = (f"{n_cells} windows x {n_configs} configurations x {CELL_CONFIG_S[quick]:.1f} s each "

@@ -200,4 +200,4 @@ def test_a_long_experiment_states_its_wall_time_before_it_starts(staff) -> None:
     ops.force_login(staff)
     page = ops.get(reverse("lab")).content.decode()
     card = page[page.index('id="exp-published_schedulers"'):]
-    assert "Takes about" in card[:card.index("</section>")] and "configurations" in card[:card.index("</section>")]
+    assert "Estimated wall time:" in card[:card.index("</section>")] and "configurations" in card[:card.index("</section>")]
