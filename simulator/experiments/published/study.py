@@ -180,7 +180,7 @@ EXPERIMENT = register(Experiment(
         "seeds": "windows per trace (replicas for the 95 % intervals)",
         "quick": "short windows (15 min, 12 h, 15 min) for a fast check",
         "workers": "processes running the (trace, window) cells in parallel (1 inside a Celery worker)",
-        "policies": f"configurations among {', '.join(LABELS)} (H-LTRF always runs: the paired baseline)",
+        "policies": "configurations to compare (H-LTRF always runs: the paired baseline)",
         "cell": "[trace, seed]: run only that cell and return its rows (one part of a sweep; [] runs the study)",
     },
     shards=shards,
