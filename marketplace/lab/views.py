@@ -85,6 +85,7 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     errors: dict[str, dict[str, str]] = {}
     posted: dict[str, dict[str, Any]] = {}
     estimated: dict[str, dict[str, Any]] = {}  # the posted parameters' estimate beside their errors
+    refused: dict[str, dict[str, str]] = {}
     if request.method == "POST":
         name = str(request.POST.get("name", ""))
         if name not in registry:
@@ -100,13 +101,15 @@ def lab_index(request: HttpRequest) -> HttpResponse:
                 return redirect("lab-run", pk=run.pk)
         errors[name] = field_errors
         estimated[name] = params
+        if set(field_errors) - {"__all__"}:  # no estimate for parameters the run would refuse (as the page's script says)
+            refused[name] = {"text": "no estimate", "basis": "", "which": f"a field to correct ({', '.join(sorted(field_errors))})"}
         posted[name] = posted_values(registry[name], request.POST)
     latest = experiment_latest_done(names=list(registry), user=request.user)
     past = experiment_past_durations(names=list(registry))
     cards = [
         {
             "experiment": exp,
-            "estimate": run_estimate(exp, past.get(name, []), estimated.get(name)),
+            "estimate": refused.get(name) or run_estimate(exp, past.get(name, []), estimated.get(name)),
             "latest": latest.get(name),
             "errors": errors.get(name, {}),
             "form_error": errors.get(name, {}).get("__all__", ""),

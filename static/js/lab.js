@@ -70,10 +70,11 @@
           var bad = Object.keys(s.errors || {});
           if (s.estimate && !bad.length) {
             box.querySelector(".estimate-text").textContent = s.estimate.text;
-            box.querySelector(".estimate-basis").textContent = s.estimate.basis;
+            box.querySelector(".estimate-basis").textContent = "(" + s.estimate.basis + ")";
             box.querySelector(".estimate-which").textContent = "the parameters below";
           } else {
             box.querySelector(".estimate-text").textContent = "no estimate";
+            box.querySelector(".estimate-basis").textContent = "";
             box.querySelector(".estimate-which").textContent = bad.length ? "a field to correct (" + bad.join(", ") + ")" : "these parameters";
           }
         })

@@ -66,3 +66,14 @@ def test_the_page_shows_the_posted_parameters_estimate_and_the_run_page_keeps_it
                                                   "p_seeds": "2", "p_quick": "on", "p_workers": "1", "p_policies": "DRF"}).json()
     html = ops.get(reverse("lab-run", args=[run.pk])).content.decode()
     assert f"estimated before it started: {expected['estimate']['text']} in all" in html
+
+
+def test_a_refused_post_shows_no_estimate_beside_its_errors(ops: Client) -> None:
+    # the page re-rendered after seeds=0 must not estimate the defaults "with the parameters below"
+    response = ops.post(reverse("lab"), {"name": "published_schedulers", "typed_form": "1", "p_seeds": "0", "p_traces": "kth",
+                                         "p_policies": "DRF", "p_workers": "1"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    box = page[page.index('id="estimate-published_schedulers"'):]
+    box = " ".join(box[:box.index("</p>")].split())
+    assert "no estimate</strong> with <span class=\"estimate-which\">a field to correct (seeds)" in box, box
