@@ -208,18 +208,18 @@ class LiveForm(forms.Form):
 _KIND_WORDS = {"int": "a whole number", "float": "a number"}
 
 
-def _kind_of(default: Any) -> str:
-    """The form field a parameter takes from its default's type: "bool" (a checkbox), "int" or
-    "float" (a number box), "choices" (a list of names: pick among the default's, whose names may
-    hold commas, "Tiresias, three limits"), "list" (comma-separated values) or "text"."""
+def _kind_of(default: Any, choices: Any = None) -> str:
+    """The form field a parameter takes from its default's type and its declared choices
+    (``Experiment.choices``): "bool" (a checkbox), "int" or "float" (a number box), "choice" (a
+    select), "multi" (a box per choice: a list of choices), "list" (comma-separated values) or "text"."""
     if isinstance(default, bool):
         return "bool"
+    if choices is not None:
+        return "multi" if isinstance(default, (list, tuple)) else "choice"
     if isinstance(default, int):
         return "int"
     if isinstance(default, float):
         return "float"
-    if isinstance(default, (list, tuple)) and default and all(isinstance(v, str) for v in default):
-        return "choices"
     if isinstance(default, (list, tuple)):
         return "list"
     return "text"
@@ -236,20 +236,62 @@ def _shown(value: Any) -> str:
     return json.dumps(value)
 
 
+def _limit(bound: float | None) -> str:
+    return "" if bound is None else f"{bound:g}"
+
+
 def param_rows(experiment: experiments.Experiment, values: dict[str, Any], errors: dict[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "key": key,
-            "kind": _kind_of(experiment.defaults[key]),
-            "value": _shown(value),
-            "checked": value in (True, "on"),
-            "options": [{"name": o, "selected": o in (value if isinstance(value, (list, tuple)) else [value])}
-                        for o in experiment.defaults[key]] if _kind_of(experiment.defaults[key]) == "choices" else [],
-            "help": experiment.help.get(key, ""),
-            "error": errors.get(key, ""),
-        }
-        for key, value in values.items()
-    ]
+    """One row per parameter for the run form: ``kind`` (``_kind_of``), ``value`` (the text of a box),
+    ``checked``, ``options`` (``[(value, label, selected)]`` of a choice), ``min``/``max`` ("" when
+    unbounded; a number list's bounds go into its help), ``help`` and ``error``."""
+    rows = []
+    for key, value in values.items():
+        default, choices = experiment.defaults[key], experiment.choices.get(key)
+        kind = _kind_of(default, choices)
+        low, high = experiment.bounds.get(key, (None, None))
+        chosen = {_shown(v) for v in (value if isinstance(value, (list, tuple)) else [value])}
+        help_text = experiment.help.get(key, "")
+        if kind == "list" and (low is not None or high is not None):
+            span = " to ".join(x for x in (_limit(low), _limit(high)) if x) if low is not None and high is not None else (
+                f"at least {_limit(low)}" if low is not None else f"at most {_limit(high)}")
+            help_text = f"{help_text} (each {span})" if help_text else f"each {span}"
+        rows.append({
+            "key": key, "kind": kind, "value": _shown(value), "checked": value in (True, "on"),
+            "options": [(_shown(c), _shown(c), _shown(c) in chosen) for c in choices or []],
+            "min": _limit(low), "max": _limit(high), "help": help_text, "error": errors.get(key, ""),
+        })
+    return rows
+
+
+def posted_values(experiment: experiments.Experiment, post: Any) -> dict[str, Any]:
+    """What the run form sent, per parameter, to show it again beside its errors: a box's text, a
+    multiple choice's list of ticked values; a parameter not sent keeps its default."""
+    out: dict[str, Any] = {}
+    for key, default in experiment.defaults.items():
+        if _kind_of(default, experiment.choices.get(key)) == "multi":
+            out[key] = _picked(post, key, experiment.choices[key]) if "typed_form" in post else default
+        else:
+            out[key] = post.get(f"p_{key}", default if _kind_of(default) != "bool" or "typed_form" not in post else "")
+    return out
+
+
+def _picked(post: Any, key: str, choices: Any = ()) -> list[str]:
+    """The ticked values of a multiple choice: several ``p_<key>`` fields (the page's boxes), or one
+    comma-separated text (a script) in which a choice holding a comma ("Tiresias, three limits") stays whole."""
+    getlist = getattr(post, "getlist", None)
+    raw = getlist(f"p_{key}") if getlist is not None else post.get(f"p_{key}", [])
+    if isinstance(raw, (list, tuple)) and len(raw) != 1:
+        return [str(x).strip() for x in raw if str(x).strip()]
+    text = str(raw[0] if isinstance(raw, (list, tuple)) else raw)
+    known = {_shown(c) for c in choices}
+    if text.strip() in known or "," not in text:
+        return [text.strip()] if text.strip() else []
+    parts, out, k = [p.strip() for p in text.split(",")], [], 0
+    while k < len(parts):
+        end = next((j for j in range(len(parts), k, -1) if ", ".join(parts[k:j]) in known), k + 1)
+        out.append(", ".join(parts[k:end]))
+        k = end
+    return [x for x in out if x]
 
 
 def _item(raw: str, like: list[Any]) -> Any:
@@ -267,19 +309,22 @@ def _item(raw: str, like: list[Any]) -> Any:
         return raw
 
 
-def _typed(key: str, raw: str, default: Any, post: Any) -> Any:
+def _typed(key: str, raw: str, default: Any, post: Any, choices: Any = None) -> Any:
     """A field's text as the parameter's type (``_kind_of``). Raises ValueError with the words to show."""
-    kind = _kind_of(default)
+    kind = _kind_of(default, choices)
     if kind == "bool":
         return post.get(f"p_{key}") in ("on", "true", "1")
+    if kind in ("choice", "multi"):
+        by_text = {_shown(c): c for c in choices}
+        picked = [raw] if kind == "choice" else _picked(post, key, choices)
+        unknown = [x for x in picked if x not in by_text]
+        if unknown:
+            raise ValueError(f"Choose among {'; '.join(by_text)} ({', '.join(unknown)} is not one).")
+        if kind == "multi" and not picked:
+            raise ValueError("Tick at least one.")
+        return by_text[raw] if kind == "choice" else [by_text[x] for x in picked]
     if kind == "text":
         return raw
-    if kind == "choices":  # the page's multiple select sends one value per chosen name; a script may send JSON
-        if raw.startswith("["):
-            return json.loads(raw)
-        getlist = getattr(post, "getlist", None)
-        chosen = getlist(f"p_{key}") if getlist else post.get(f"p_{key}")
-        return [str(c) for c in (chosen if isinstance(chosen, list) else [chosen])]
     if kind == "list":
         if raw.startswith("["):  # JSON, as the API and older bookmarks send it
             return json.loads(raw)
@@ -302,32 +347,41 @@ def _duration(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
-def run_estimate(experiment: experiments.Experiment, past: list[float]) -> dict[str, str] | None:
-    """The wall time a run with the defaults takes, before it starts: the experiment's own model
-    (``Experiment.estimate``), else the median of its last finished runs; None for a first run."""
+def run_estimate(experiment: experiments.Experiment, past: list[float], params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The wall time a run with ``params`` (default: the defaults; validated here) takes, before it starts:
+    ``{"seconds", "text", "basis"}`` from the experiment's own model (``Experiment.estimate``, which scales
+    with the work the parameters ask for), else the median of its last finished runs (whatever their
+    parameters); None for a first run without a model, or parameters the model refuses."""
     if experiment.estimate is not None:
-        e = experiment.estimate(experiment.params(dict(experiment.defaults)))
-        return {"text": _duration(e.seconds), "basis": f"{e.basis}; on a machine doing 10^7 Python additions in "
-                                                       f"{e.reference_additions_s:g} s"}
+        try:
+            e = experiment.estimate(experiment.params(params or {}))
+        except (TypeError, ValueError):
+            return None
+        return {"seconds": round(e.seconds, 1), "text": _duration(e.seconds),
+                "basis": f"{e.basis}; on a machine doing 10^7 Python additions in {e.reference_additions_s:g} s"}
     if past:
-        return {"text": _duration(statistics.median(past)), "basis": f"the median of its last {len(past)} finished run"
-                                                                     f"{'s' if len(past) > 1 else ''} on this server"}
+        median = statistics.median(past)
+        return {"seconds": round(median, 1), "text": _duration(median),
+                "basis": f"the median of its last {len(past)} finished run{'s' if len(past) > 1 else ''} on this server, "
+                         "whatever their parameters"}
     return None
 
 
 def parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """An experiment's form fields ``p_<key>`` -> params, and per-field errors. Each field is typed by its default
-    (``_kind_of``): a checkbox, a number box, comma-separated values, or text; an empty field keeps
-    the default. A float parameter given a whole number, or a whole-number one given 2.5, is
-    checked by the experiment itself (``Experiment.params``)."""
+    and its declared choices (``_kind_of``): a checkbox, a number box, a select, a box per choice, comma-separated
+    values, or text; an empty field keeps the default. The experiment itself then checks each value
+    (``Experiment.params``: its type, its declared choices and bounds), so an error names its field."""
     params: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for key, default in experiment.defaults.items():
-        raw = str(post.get(f"p_{key}", "")).strip()
-        if raw == "" and (_kind_of(default) != "bool" or "typed_form" not in post):
-            continue  # an unticked box is sent as nothing: it means False only from the page's own form
+        choices = experiment.choices.get(key)
+        kind = _kind_of(default, choices)
+        raw = ", ".join(_picked(post, key, choices)) if kind == "multi" else str(post.get(f"p_{key}", "")).strip()
+        if raw == "" and (kind not in ("bool", "multi") or "typed_form" not in post):
+            continue  # an unticked box is sent as nothing: it means False (or no choice) only from the page's own form
         try:
-            value = _typed(key, raw, default, post)
+            value = _typed(key, raw, default, post, choices)
         except (ValueError, json.JSONDecodeError) as exc:
             errors[key] = str(exc) if not isinstance(exc, json.JSONDecodeError) else f"Enter a list like {json.dumps(default)}."
             continue
@@ -336,7 +390,8 @@ def parse_params(experiment: experiments.Experiment, post: Any) -> tuple[dict[st
         try:
             experiment.params({key: value})
         except (TypeError, ValueError) as exc:
-            errors[key] = str(exc).split(": ", 1)[-1]
+            said = str(exc).split(": ", 1)[-1]
+            errors[key] = said[:1].upper() + said[1:] + ("" if said.endswith(".") else ".")
             continue
         params[key] = value
     return params, errors

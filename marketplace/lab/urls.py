@@ -6,6 +6,7 @@ from marketplace.lab import views
 
 urlpatterns = [
     path("lab/", views.lab_index, name="lab"),
+    path("lab/estimate.json", views.lab_estimate, name="lab-estimate"),
     path("lab/runs/<int:pk>/", views.lab_run, name="lab-run"),
     path("lab/runs/<int:pk>/status.json", views.lab_run_status, name="lab-run-status"),
     path("lab/runs/<int:pk>/cancel/", views.lab_run_cancel, name="lab-run-cancel"),

@@ -32,7 +32,7 @@ from marketplace.lab.files import (
     summary_by_metric,
     summary_rows,
 )
-from marketplace.lab.forms import LiveForm, StudyForm, param_rows, parse_params, run_estimate
+from marketplace.lab.forms import LiveForm, StudyForm, param_rows, parse_params, posted_values, run_estimate
 from marketplace.lab.models import ExperimentRun, SimulationStudy
 from marketplace.lab.selectors import (
     experiment_get,
@@ -84,6 +84,8 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     registry = experiments.load_all()
     errors: dict[str, dict[str, str]] = {}
     posted: dict[str, dict[str, Any]] = {}
+    estimated: dict[str, dict[str, Any]] = {}  # the posted parameters' estimate beside their errors
+    refused: dict[str, dict[str, str]] = {}
     if request.method == "POST":
         name = str(request.POST.get("name", ""))
         if name not in registry:
@@ -98,15 +100,16 @@ def lab_index(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Run #{run.pk} of {registry[name].title} queued.")
                 return redirect("lab-run", pk=run.pk)
         errors[name] = field_errors
-        sent = {k: request.POST.getlist(f"p_{k}") if isinstance(d, list) else request.POST.get(f"p_{k}", "")
-                for k, d in registry[name].defaults.items()}
-        posted[name] = {**registry[name].defaults, **sent}
+        estimated[name] = params
+        if set(field_errors) - {"__all__"}:  # no estimate for parameters the run would refuse (as the page's script says)
+            refused[name] = {"text": "no estimate", "basis": "", "which": f"a field to correct ({', '.join(sorted(field_errors))})"}
+        posted[name] = posted_values(registry[name], request.POST)
     latest = experiment_latest_done(names=list(registry), user=request.user)
     past = experiment_past_durations(names=list(registry))
     cards = [
         {
             "experiment": exp,
-            "estimate": run_estimate(exp, past.get(name, [])),
+            "estimate": refused.get(name) or run_estimate(exp, past.get(name, []), estimated.get(name)),
             "latest": latest.get(name),
             "errors": errors.get(name, {}),
             "form_error": errors.get(name, {}).get("__all__", ""),
@@ -117,6 +120,21 @@ def lab_index(request: HttpRequest) -> HttpResponse:
     status = 400 if errors else 200
     runs = experiment_list(limit=20, user=request.user)
     return render_page(request, "lab/index.html", {"nav": "lab", "cards": cards, "runs": runs}, status=status)
+
+
+@login_required
+@require_GET
+def lab_estimate(request: HttpRequest) -> JsonResponse:
+    """``{"estimate": {"seconds", "text", "basis"} | null, "errors": {field: message}}``: the wall time a run of
+    experiment ``name`` with the form's fields (``p_<key>``, as the run form sends them) would take, before it
+    starts (``forms.run_estimate``); the Experiments page asks it as the fields change. 404 for an unknown name."""
+    registry = experiments.load_all()
+    name = str(request.GET.get("name", ""))
+    if name not in registry:
+        raise Http404("No such experiment.")
+    params, field_errors = parse_params(registry[name], request.GET)
+    past = experiment_past_durations(names=[name]).get(name, [])
+    return JsonResponse({"estimate": run_estimate(registry[name], past, params), "errors": field_errors})
 
 
 @login_required
@@ -142,6 +160,8 @@ def lab_run(request: HttpRequest, pk: int) -> HttpResponse:
         "plotly_styles": BUNDLE_STYLES[bundle],
         "tables": [_shown_table(t) for t in (run.result or {}).get("tables", [])],
         "summary": (run.result or {}).get("summary", ""),
+        # the estimate it had before it started: the page's only time left until the run's own pace shows
+        "estimate": run_estimate(experiment, [], run.params) if experiment is not None and not run.finished else None,
     }
     return render_page(request, "lab/run.html", context)
 

@@ -107,6 +107,10 @@ class Experiment:
             ``shards`` order.
         estimate: optional ``estimate(params)`` -> :class:`Estimate`, the wall time a run takes
             before it starts (the lab shows it on the form); None when the experiment has no model.
+        choices: parameter name -> the values it may take (a list parameter: the values its
+            items may take, several at once); the lab's form offers them as a choice.
+        bounds: parameter name -> (least, most) of a number, or of every number of a list
+            (None: no bound on that side); the lab's number boxes carry them as min and max.
     """
 
     name: str
@@ -119,11 +123,18 @@ class Experiment:
     shards: Callable[[Params], list[dict[str, Any]]] | None = None
     combine: Callable[[Params, Sequence[Result]], Result] | None = None
     estimate: Callable[[Params], Estimate] | None = None
+    choices: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    bounds: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "_" for c in self.name) or self.name.lower() != self.name:
             raise ValueError(f"experiment name {self.name!r}: use lower-case letters, digits and _")
         json.dumps(dict(self.defaults))  # defaults must be JSON
+        stray = (set(self.choices) | set(self.bounds)) - set(self.defaults)
+        if stray:
+            raise ValueError(f"experiment {self.name!r}: choices or bounds for unknown parameters {sorted(stray)}")
+        for key in [*self.choices, *self.bounds]:
+            _declared(key, self.defaults[key], self.choices.get(key), self.bounds.get(key))  # the defaults obey them
 
     def params(self, given: Params | None = None) -> dict[str, Any]:
         """``defaults`` overlaid with ``given``.
@@ -138,7 +149,27 @@ class Experiment:
             if key not in self.defaults:
                 raise ValueError(f"{key}: not a parameter of {self.name} (known: {', '.join(sorted(self.defaults))})")
             out[key] = _coerce(key, value, self.defaults[key])
+            _declared(key, out[key], self.choices.get(key), self.bounds.get(key))
         return out
+
+
+def _declared(key: str, value: Any, choices: Sequence[Any] | None, bounds: tuple[float | None, float | None] | None) -> None:
+    """Check ``value`` (or each item of a list) against the parameter's declared ``choices`` and ``bounds``.
+    Raises ValueError "<key>: ..." naming the values allowed or the bound crossed."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if choices is not None:
+        bad = [v for v in items if v not in choices]
+        if bad:
+            verb = "is" if len(bad) == 1 else "are"
+            raise ValueError(f"{key}: {', '.join(map(str, bad))} {verb} not among the choices ({'; '.join(map(str, choices))})")
+    low, high = bounds or (None, None)
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if low is not None and v < low:
+            raise ValueError(f"{key}: at least {low:g} (got {v:g})")
+        if high is not None and v > high:
+            raise ValueError(f"{key}: at most {high:g} (got {v:g})")
 
 
 def _kind(value: Any) -> str:

@@ -329,6 +329,9 @@ EXPERIMENT = register(Experiment(
     run=run,
     defaults={"seeds": list(range(10)), "max_tasks": 40, "alpha_err": 0.7, "beta_err": 1.3, "nodes": 10, "cores": 8.0,
               "min_units": 1.0, "error_model": FIT},
+    choices={"error_model": [FIT, *ERROR_MODELS]},
+    bounds={"seeds": (0, None), "max_tasks": (1, None), "alpha_err": (0.01, 1.0), "beta_err": (1.0, None), "nodes": (1, None),
+            "cores": (0.01, None), "min_units": (0.01, None)},
     description=(
         "Tasks of 3-15 matrix subtasks (Table 1) are submitted 1 to 40 at a time to a fixed cluster of 10 nodes; each is served "
         "first come, first served by Algorithm 1 (cheapest node and resource vector for its deadline), planned with the "

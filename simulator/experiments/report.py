@@ -223,6 +223,7 @@ EXPERIMENT = register(Experiment(
     source="papers 000-004 (docs/fidelity.md)",
     run=run,
     defaults={"size": "full"},
+    choices={"size": ["full", "quick"]},
     description=("Runs every paper experiment and puts each headline beside the paper: the quote with its section, the "
                  "paper's value, ours with its 95 % interval, a verdict (reproduced, shape only, differs (magnitude), differs) "
                  "and its cause. "

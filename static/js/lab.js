@@ -50,3 +50,38 @@
     });
   });
 })();
+
+/* The Experiments page: each run form asks the server for its estimated wall time (lab/estimate.json)
+   as its fields change, and shows it above the form before anyone presses Run. */
+(function () {
+  "use strict";
+  Array.prototype.forEach.call(document.querySelectorAll("form.run-form[data-estimate-url]"), function (form) {
+    var box = document.getElementById(form.dataset.estimate);
+    if (!box) { return; }
+    var timer = null, asked = 0;
+    function ask() {
+      var query = new URLSearchParams();
+      new FormData(form).forEach(function (value, key) { if (key !== "csrfmiddlewaretoken") { query.append(key, value); } });
+      var mine = ++asked;
+      fetch(form.dataset.estimateUrl + "?" + query.toString(), { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (s) {
+          if (!s || mine !== asked) { return; }
+          var bad = Object.keys(s.errors || {});
+          if (s.estimate && !bad.length) {
+            box.querySelector(".estimate-text").textContent = s.estimate.text;
+            box.querySelector(".estimate-basis").textContent = "(" + s.estimate.basis + ")";
+            box.querySelector(".estimate-which").textContent = "the parameters below";
+          } else {
+            box.querySelector(".estimate-text").textContent = "no estimate";
+            box.querySelector(".estimate-basis").textContent = "";
+            box.querySelector(".estimate-which").textContent = bad.length ? "a field to correct (" + bad.join(", ") + ")" : "these parameters";
+          }
+        })
+        .catch(function () { return null; });
+    }
+    function soon() { clearTimeout(timer); timer = setTimeout(ask, 300); }
+    form.addEventListener("input", soon);
+    form.addEventListener("change", soon);
+  });
+})();

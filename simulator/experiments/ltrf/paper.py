@@ -395,6 +395,7 @@ def _fig10_heads(base: _Fig10, fit: _Fig10, labels: list[str], waits: list[float
 FIG8 = register(Experiment(
     name="ltrf_fig8", title="LTRF Fig. 8: speedup over static partitioning on the paper's four workloads",
     source="paper 002, Sec. 7.2 and 7.5, Fig. 8", run=run_fig8, defaults={"seeds": list(range(10)), "inside": "stride"},
+    choices={"inside": ["stride", "fifo"]}, bounds={"seeds": (0, None)},
     description=("Facebook, Purdue, TPC-H and Spark workloads synthesised from the paper's job mix (Sec. 7.2) in four equal queues, "
                  "under static partitioning, HFS (MLRF) and LTYARN (LTRF); speedup of each workload over static partitioning."),
     help={"seeds": "seeds of the synthesised workloads (bin order, task times)",
@@ -406,6 +407,8 @@ FIG10 = register(Experiment(
     source="paper 002, Sec. 7.6, Figs. 9-10", run=run_fig10,
     defaults={"seeds": list(range(10)), "delay_s": 900.0, "t_waits": [0.0, 10.0, 80.0], "sample_s": 10.0, "inside": "stride",
               "containers": "calibrated"},
+    choices={"inside": ["stride", "fifo"]},
+    bounds={"seeds": (0, None), "delay_s": (0, None), "t_waits": (0, None), "sample_s": (0.001, None)},
     description=("The paper's two-group hierarchy (Fig. 9) with Facebook first and the other three workloads 15 minutes later: how "
                  "long TPC-H waits for its first container under the naive hierarchy, and how many of its tasks H-LTRF keeps "
                  "running for each T_wait."),

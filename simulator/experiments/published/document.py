@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.experiments.published.report import METRICS, build
+from simulator.experiments.published.report import METRICS, build, counted
 from simulator.experiments.published.setup import TRACES
 
 SETUP = """## Set-up (fixed before the results; later choices are dated)
@@ -104,7 +104,8 @@ def markdown(result: Mapping[str, Any], *, size: str, wall: str, command: str, b
         "", "## Reproduce", "", "```", command,
         "PYTHONPATH=. .venv/bin/python -m simulator.experiments.published.document var/published.json docs/published_schedulers.md",
         "```", "",
-        f"This page: {size}, {windows} windows per trace, {len(policies)} configurations; {wall}. The page is generated "
+        f"This page: {size}, {counted(windows, 'window')} per trace, {counted(len(policies), 'configuration')}; {wall}. "
+        "The page is generated "
         "from the saved result (`simulator/experiments/published/document.py`); do not edit it by hand.", "",
         *bench, SETUP,
         "## What wins where, and why", "",
@@ -112,7 +113,9 @@ def markdown(result: Mapping[str, Any], *, size: str, wall: str, command: str, b
         "the controls):", "",
     ]
     lines += [f"- {p}" for p in rebuilt["paragraphs"].values()]
-    lines += ["", f"## Tables (mean ± 95 % Student-t interval over the {windows} windows)", ""]
+    heading = (f"## Tables (mean ± 95 % Student-t interval over the {windows} windows)" if windows > 1
+               else "## Tables (one window per trace: values without an interval)")
+    lines += ["", heading, ""]
     for t in rebuilt["tables"]:
         if t["title"].split(":")[0] in TRACES.values():
             lines += _table(t)

@@ -19,7 +19,7 @@ import numpy as np
 
 from simulator.experiments import figure, finite, table
 from simulator.experiments.published.setup import CONFIGS, TRACES
-from simulator.whatif.compare import Estimate, estimate
+from simulator.whatif.compare import Estimate, estimate, human
 
 BASELINE = "H-LTRF"
 # (key, column title, lower is better) -- compact_result's metrics plus the window utilisation and payments
@@ -168,7 +168,7 @@ def _summary_tables(est: Mapping[str, Mapping[str, Mapping[str, Estimate]]], pai
     out = []
     for trace, by_policy in est.items():
         rows = [[p, INSIDE.get(p, ""), SIZES.get(p, ""), *[_text(e[k]) for k, _, _ in METRICS]] for p, e in by_policy.items()]
-        out.append(table(f"{TRACES[trace]}: metrics over {n_windows[trace]} windows (mean ± 95 % CI)",
+        out.append(table(f"{TRACES[trace]}: metrics over {counted(n_windows[trace], 'window')} (mean ± 95 % CI)",
                          ["configuration", "inside a queue", "reads before a job runs", *[t for _, t, _ in METRICS]], rows,
                          note="Payments only where the configuration has money (Abacus: budgets charged at completion; "
                               "ERA: the accepted reservations' prices). \"exact job sizes\": every task count and duration "
@@ -194,24 +194,39 @@ def _runs_table(rows: Rows) -> dict[str, Any]:
                                "arrival compression", *[TITLE[k] for k in keys]], body)  # fmt: skip
 
 
-def _best(by_policy: Mapping[str, Mapping[str, Estimate]], key: str, lower: bool) -> tuple[str, Estimate] | None:
-    """The configuration with the best mean of ``key`` (ties named together: "LTRF, H-LTRF and Karma")."""
+def _best(by_policy: Mapping[str, Mapping[str, Estimate]], key: str, lower: bool) -> tuple[list[str], Estimate] | None:
+    """The configurations with the best mean of ``key`` (several when tied) and the best estimate; None without a value."""
     known = [(p, e[key]) for p, e in by_policy.items() if e[key].n and math.isfinite(e[key].mean)]
     if not known:
         return None
     best = min(known, key=lambda pe: pe[1].mean if lower else -pe[1].mean)
     tied = [p for p, e in known if abs(e.mean - best[1].mean) <= 1e-9 * max(1.0, abs(best[1].mean))]
-    return (tied[0] if len(tied) == 1 else ", ".join(tied[:-1]) + " and " + tied[-1]), best[1]
+    return tied, best[1]
+
+
+def _names(names: Sequence[str]) -> str:
+    """Configurations in a sentence: "LTRF", "LTRF and H-LTRF", "LTRF, H-LTRF and Karma"; when a name holds a
+    comma ("Tiresias, three limits") the items are separated by semicolons so that no name reads as two."""
+    if len(names) < 2:
+        return "".join(names)
+    sep = "; " if any("," in n for n in names) else ", "
+    return sep.join(names[:-1]) + " and " + names[-1]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless n is 1: "1 window", "10 windows"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _significant(pair: Mapping[str, Estimate], *, below: bool) -> list[str]:
-    """Configurations whose paired change's interval lies wholly below (or above) 0."""
+    """Configurations whose paired change's interval lies wholly below (or above) 0, each with its change
+    printed to the interval's precision (:func:`_change`)."""
     out = []
     for p, e in pair.items():
         if p == BASELINE or e.n < 2 or not math.isfinite(e.half_width):
             continue
         if (below and e.mean + e.half_width < 0) or (not below and e.mean - e.half_width > 0):
-            out.append(f"{p} ({_pct(e.mean)} %)")
+            out.append(f"{p} ({_change(e)} %)")
     return out
 
 
@@ -223,9 +238,29 @@ def _pct(x: float) -> str:
     return f"{x:+.1f}"
 
 
-def _verb(names: str, singular: str, plural: str) -> str:
+def _decimals(half_width: float) -> int:
+    """Decimals that show a positive finite ``half_width`` to two significant digits (none from 10 up)."""
+    return max(0, 1 - math.floor(math.log10(half_width)))
+
+
+def _change(e: Estimate) -> str:
+    """A paired change (percent) with its sign, to the precision of its interval's two significant digits, so that a
+    reader doing the sum reaches the verdict printed beside it (:func:`_verdict`): "-0.62 % ± 0.58", never "-0.6 %
+    ± 0.58". A change outside its interval is larger than it, so it never prints as "+0.0"; without an interval
+    (one window, or identical windows) :func:`_pct`."""
+    if e.n < 2 or not math.isfinite(e.half_width) or e.half_width <= 0:
+        return _pct(e.mean)
+    return f"{e.mean:+,.{_decimals(e.half_width)}f}"
+
+
+def _interval(e: Estimate) -> str:
+    """A paired change's "± half-width" to two significant digits in plain notation ("± 120", never "± 1.2e+02")."""
+    return f"± {human(e.half_width, 2)}"
+
+
+def _verb(names: Sequence[str], singular: str, plural: str) -> str:
     """``singular`` for one configuration, ``plural`` for tied ones ("LTRF and H-LTRF have")."""
-    return plural if " and " in names else singular
+    return plural if len(names) > 1 else singular
 
 
 def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]], pair: Mapping[str, Mapping[str, Any]]) -> str:
@@ -241,39 +276,43 @@ def paragraph(trace: str, rows: Rows, est: Mapping[str, Mapping[str, Estimate]],
         return f"{TRACES[trace]}: no finished job to compare."
     jct = pair["mean_response_s"][trace]
     units = f"{cap[0]:,.0f} map + {cap[1]:,.0f} reduce" if len(cap) == 2 else " + ".join(f"{c:,.0f}" for c in cap)
-    text = (f"{TRACES[trace]} ({len(mine)} windows, {jobs:,.0f} jobs and {units} units on average, "
+    text = (f"{TRACES[trace]} ({counted(len(mine), 'window')}, {jobs:,.0f} jobs and {units} units on average, "
             f"utilisation over the window {np.mean(util):.2f} on average, {min(util):.2f} to {max(util):.2f}): ")
-    text += (f"{fast[0]} {_verb(fast[0], 'has', 'have')} the lowest mean job completion time ({fast[1].text(3)} s "
-             f"against {slow[1].mean:,.0f} s for {slow[0]}); "
+    text += (f"{_names(fast[0])} {_verb(fast[0], 'has', 'have')} the lowest mean job completion time ({fast[1].text(3)} s "
+             f"against {human(slow[1].mean, 3)} s for {_names(slow[0])}); "
              f"{_how(fast[0])}. ")
     faster, slower = _significant(jct, below=True), _significant(jct, below=False)
     text += (f"Against H-LTRF on the same windows, faster with 95 % confidence: {', '.join(faster) or 'none'}; "
              f"slower: {', '.join(slower) or 'none'}. ")
-    text += (f"The worst-off job fares best under {fair[0]} (max rho {fair[1].text(3)}) and worst under {unfair[0]} "
-             f"(max rho {unfair[1].mean:,.0f}); {few[0]} {_verb(few[0], 'slows', 'slow')} the fewest jobs by sharing "
-             f"({100 * few[1].mean:.1f} % with rho > 1), "
-             f"and {loss[0]} {_verb(loss[0], 'leaves', 'leave')} the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
+    text += (f"The worst-off job fares best under {_names(fair[0])} (max rho {fair[1].text(3)}) and worst under "
+             f"{_names(unfair[0])} (max rho {human(unfair[1].mean, 3)}); {_names(few[0])} {_verb(few[0], 'slows', 'slow')} the "
+             f"fewest jobs by sharing ({100 * few[1].mean:.1f} % with rho > 1), and {_names(loss[0])} "
+             f"{_verb(loss[0], 'leaves', 'leave')} the smallest long-term sharing loss (Ω {loss[1].text(3)}). ")
     text += _tradeoff(est, fast[0], fair[0])
     return text
 
 
-def _how(names: str) -> str:
+def _how(names: Sequence[str]) -> str:
     """The mechanism of a (possibly tied) winner, for the paragraph's "why"."""
-    said = [f"{p} {MECHANISM[p]}" for p in names.replace(" and ", ", ").split(", ") if p in MECHANISM]
-    return "; ".join(said) if said else names
+    said = [f"{p} {MECHANISM[p]}" for p in names if p in MECHANISM]
+    return "; ".join(said) if said else _names(names)
 
 
-def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: str, fair: str) -> str:
+def _tradeoff(est: Mapping[str, Mapping[str, Estimate]], fast: Sequence[str], fair: Sequence[str]) -> str:
     """The cost of the fastest configuration in fairness (or its absence), from the numbers."""
-    if fast == fair:
-        return f"Here the same configuration wins both: {fast}."
-    if fast not in est or fair not in est:  # a tie on either metric: no single pair to weigh
-        return f"The fastest ({fast}) and the fairest ({fair}) differ."
-    kinds = {p: "job-level" if p in JOB_LEVEL else "queue-level" for p in (fast, fair)}
-    r_fast, r_fair = est[fast]["rho_max"].mean, est[fair]["rho_max"].mean
-    j_fast, j_fair = est[fast]["mean_response_s"].mean, est[fair]["mean_response_s"].mean
-    return (f"The fastest ({kinds[fast]} {fast}) pays in the tail: its max rho is {r_fast / r_fair:.2g} times {fair}'s, whose mean "
-            f"completion time is {_pct(100 * (j_fair / j_fast - 1))} % against it; {_how(fair)}.")
+    if list(fast) == list(fair):
+        return f"Here the same configuration{'s win' if len(fast) > 1 else ' wins'} both: {_names(fast)}."
+    if len(fast) > 1 or len(fair) > 1:  # a tie on either metric: no single pair to weigh
+        return f"The fastest ({_names(fast)}) and the fairest ({_names(fair)}) differ."
+    f, g = fast[0], fair[0]
+    kinds = {p: "job-level" if p in JOB_LEVEL else "queue-level" for p in (f, g)}
+    r_fast, r_fair = est[f]["rho_max"].mean, est[g]["rho_max"].mean
+    j_fast, j_fair = est[f]["mean_response_s"].mean, est[g]["mean_response_s"].mean
+    versus = f"{g}'s mean completion time is {_pct(100 * (j_fair / j_fast - 1))} % against it; {_how(fair)}."
+    if human(r_fast / r_fair, 2) == "1":  # "1 times": no price in the tail worth the words
+        return (f"The fastest ({kinds[f]} {f}) and the fairest ({g}) have about the same max rho ({human(r_fast, 3)} against "
+                f"{human(r_fair, 3)}); {versus}")
+    return f"The fastest ({kinds[f]} {f}) pays in the tail: its max rho is {human(r_fast / r_fair, 2)} times that of {g}; {versus}"
 
 
 def control_changes(rows: Rows) -> dict[tuple[str, str], dict[str, Estimate]]:
@@ -295,13 +334,27 @@ def _verdict(e: Estimate) -> str:
     return "slower" if e.mean - e.half_width > 0 else "no difference at 95 %"
 
 
+def _control(what: str, config: str, control: str, e: Estimate) -> str:
+    """One control's clause: its paired change of mean JCT with the interval at the change's precision and the verdict;
+    "identical on every window" when every window gave the same time (not "+0.0 % ± 0"), "on every window" for one change
+    everywhere (not "± 0"), no interval from one window."""
+    head = f"{what}: {config} vs {control}"
+    if e.n >= 2 and e.mean == 0 and e.half_width == 0:
+        return f"{head} identical on every window"
+    if _verdict(e) == "one window":
+        return f"{head} {_pct(e.mean)} % (one window, no interval)"
+    if e.half_width == 0:  # the same change on every window: no "± 0"
+        return f"{head} {_pct(e.mean)} % on every window ({_verdict(e)})"
+    return f"{head} {_change(e)} % {_interval(e)} ({_verdict(e)})"
+
+
 def controls_paragraph(trace: str, changes: Mapping[tuple[str, str], Mapping[str, Estimate]]) -> str:
     """What the controls isolate on ``trace``: each pair's paired change of mean JCT, then what follows from the signs."""
     said = []
     for config, control, what in CONTROLS:
         e = changes.get((config, control), {}).get(trace)
         if e is not None and e.n:
-            said.append(f"{what}: {config} vs {control} {_pct(e.mean)} % ± {e.half_width:.2g} ({_verdict(e)})")
+            said.append(_control(what, config, control, e))
     if not said:
         return f"{TRACES[trace]}: no control ran."
     text = f"{TRACES[trace]}, controls (paired change of mean JCT on the same windows): " + "; ".join(said) + ". "

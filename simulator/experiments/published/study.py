@@ -146,20 +146,24 @@ DESCRIPTION = (
 # Seconds of one worker per (window, configuration), measured 2026-11-28 on the study's own runs (docs/published_schedulers.md):
 # 30 quick windows x 16 configurations in 6.1 min on 2 worker processes, 30 full windows in 37.0 min; 10^7 pure-Python
 # additions took 0.45 s on that machine. KTH-SP2's 7-day windows cost more than the others: this is the mean over traces.
+# Checked 2026-11-28 on the same machine, 1 worker process: 30 quick windows took 9.8 min against 12.2 min estimated
+# (0.80x); the first 2 windows per trace alone took 40 s against 146 s (0.27x): windows differ in size, so the
+# estimate is good for a whole study (tens of windows) and rough for a few.
 CELL_CONFIG_S = {True: 6.1 * 60 * 2 / (30 * 16), False: 37.0 * 60 * 2 / (30 * 16)}
 CELL_CONFIG_ADDITIONS_S = 0.45
 
 
 def estimate(params: Params) -> Estimate:
     """Wall time of a run before it starts: windows x configurations x the measured seconds of one worker
-    per (window, configuration) (``CELL_CONFIG_S``), over the worker processes (at most one per window).
-    Raises ValueError on a bad trace, seed count or configuration (as the run would)."""
-    n_cells, n_configs = len(cells(params)), len(policies(params))
+    per (window, configuration) (``CELL_CONFIG_S``), over the worker processes (at most one per window);
+    a part of a split run (``cell`` given) is one window. Raises ValueError on a bad trace, seed count or
+    configuration (as the run would)."""
+    n_cells, n_configs = (1 if params["cell"] else len(cells(params))), len(policies(params))  # a part runs one cell
     quick, workers = bool(params["quick"]), max(1, min(int(params["workers"]), n_cells))
     seconds = n_cells * n_configs * CELL_CONFIG_S[quick] / workers
     basis = (f"{n_cells} windows x {n_configs} configurations x {CELL_CONFIG_S[quick]:.1f} s each "
              f"({'quick' if quick else 'full'} windows, measured on this study's runs) / {workers} worker process"
-             f"{'es' if workers > 1 else ''}")
+             f"{'es' if workers > 1 else ''}; windows differ in size, so a run of a few may take a fraction of this")
     return Estimate(seconds, basis, CELL_CONFIG_ADDITIONS_S)
 
 
@@ -176,10 +180,12 @@ EXPERIMENT = register(Experiment(
         "seeds": "windows per trace (replicas for the 95 % intervals)",
         "quick": "short windows (15 min, 12 h, 15 min) for a fast check",
         "workers": "processes running the (trace, window) cells in parallel (1 inside a Celery worker)",
-        "policies": f"configurations among {', '.join(LABELS)} (H-LTRF always runs: the paired baseline)",
+        "policies": "configurations to compare (H-LTRF always runs: the paired baseline)",
         "cell": "[trace, seed]: run only that cell and return its rows (one part of a sweep; [] runs the study)",
     },
     shards=shards,
     combine=combine,
     estimate=estimate,
+    choices={"traces": list(TRACES), "policies": list(LABELS)},
+    bounds={"seeds": (1, 100), "workers": (1, 64)},
 ))

@@ -45,6 +45,14 @@ def test_the_default_study_separates_its_configurations(staff, django_capture_on
     (fifo, fifo_half, _), (stride, stride_half, _) = (study.summary["estimates"][label]["mean response (sim s)"]
                                                       for label in ("dispatch=fifo", "dispatch=stride"))
     assert abs(fifo - stride) > fifo_half + stride_half, (fifo, fifo_half, stride, stride_half)
+    # the page states the rule with its date, and the outcome it reports is what the defaults give now
+    index = client.get(reverse("sim")).content.decode()
+    rule, outcome = (re.search(rf'id="{k}">(.*?)</p>', index, re.S)[1] for k in ("default-rule", "default-outcome"))  # type: ignore[index]
+    assert "2026-11-28 before this study was run" in " ".join(rule.split())
+    said = " ".join(outcome.split())
+    assert f"{fifo:,.0f} s under FIFO against {stride:,.0f} ± {stride_half:.0f} s under stride" in said, said
+    assert ("outside both intervals" in said) == (abs(fifo - stride) > fifo_half + stride_half)
+    assert ("FIFO's is zero" in said) == (fifo_half == 0)
     utilisation = max(runs[0].result["metrics"]["mean_utilisation"])
     assert utilisation > 0.3  # a contended cluster, not ~10 %
     study.refresh_from_db()

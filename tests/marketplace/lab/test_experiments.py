@@ -152,7 +152,8 @@ def test_pages_staff_start_everyone_reads_and_csv(staff, alice: Tenant, django_c
 
 experiments.register(Experiment(name="lab_typed", title="Typed", source="test", run=_steps,
                                 defaults={"steps": 3, "rate": 0.5, "quick": True, "seeds": [0, 1], "traces": ["fb2009", "kth"],
-                                          "label": "x"}))
+                                          "label": "x"},
+                                choices={"traces": ["fb2009", "kth", "Tiresias, three limits"]}))
 
 
 def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore[no-untyped-def]
@@ -166,9 +167,10 @@ def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore
     assert re.search(r'id="lab_typed-rate" name="p_rate" value="0.5"\s+type="number" step="any"', page)
     assert re.search(r'type="checkbox" id="lab_typed-quick" name="p_quick"\s*checked', page)
     assert 'name="p_seeds" value="0, 1"' in page
-    # a list of names is a multiple select of the default's names, all chosen (a name may hold a comma)
-    assert re.search(r'<select multiple id="lab_typed-traces" name="p_traces"', page)
-    assert '<option value="fb2009" selected>' in page and '<option value="kth" selected>' in page
+    # a list of declared choices is a box per choice, the default's ticked (a name may hold a comma)
+    assert re.search(r'<fieldset class="choices" id="lab_typed-traces"', page)
+    assert re.search(r'name="p_traces" value="fb2009" checked', page) and re.search(r'name="p_traces" value="kth" checked', page)
+    assert re.search(r'name="p_traces" value="Tiresias, three limits">', page)
     # the page's own form: typed values back, an unticked box is False, lists keep their items' types
     exp = experiments.get("lab_typed")
     got, errors = parse_params(exp, QueryDict("typed_form=1&p_steps=5&p_rate=2&p_seeds=3,+4,5&p_traces=kth&p_label=y"))
@@ -178,9 +180,9 @@ def test_each_parameter_gets_a_field_of_its_type(staff) -> None:  # type: ignore
     assert parse_params(exp, names)[0]["traces"] == ["fb2009", "Tiresias, three limits"]
     assert isinstance(got["rate"], float) and all(isinstance(s, int) for s in got["seeds"])
     # a bad value names its field and the shape it wants; nothing else is lost
-    got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on"})
+    got, errors = parse_params(exp, {"typed_form": "1", "p_steps": "many", "p_seeds": "1, two", "p_quick": "on", "p_traces": "kth"})
     assert set(errors) == {"steps", "seeds"} and "whole number" in errors["steps"] and "commas" in errors["seeds"]
-    assert got == {"quick": True}
+    assert got == {"quick": True, "traces": ["kth"]}
     # a post without the form's marker (a script) keeps the flag's default
     assert parse_params(exp, {"p_steps": "4"}) == ({"steps": 4}, {})
 
@@ -205,4 +207,4 @@ def test_a_long_experiment_states_its_wall_time_before_it_starts(staff) -> None:
     ops.force_login(staff)
     page = ops.get(reverse("lab")).content.decode()
     card = page[page.index('id="exp-published_schedulers"'):]
-    assert "Takes about" in card[:card.index("</section>")] and "configurations" in card[:card.index("</section>")]
+    assert "Estimated wall time:" in card[:card.index("</section>")] and "configurations" in card[:card.index("</section>")]

@@ -185,10 +185,3 @@ def test_a_small_significant_change_is_not_printed_as_zero(x: float, text: str) 
     # a change that rounds to 0.0 at one decimal keeps two significant digits: never "slower (+0.0 %)"
     assert report._pct(x) == text
     assert float(report._pct(x)) == pytest.approx(x, rel=0.1, abs=1e-12)
-
-
-def test_tied_winners_take_a_plural_verb() -> None:
-    # one configuration "has", two tied ones "have" (the page read "LTRF and H-LTRF has")
-    assert report._verb("LTRF", "has", "have") == "has"
-    assert report._verb("LTRF and H-LTRF", "has", "have") == "have"
-    assert report._verb("Tiresias, three limits", "slows", "slow") == "slows"
