@@ -102,6 +102,7 @@ RULES: dict[str, Rule] = {
     "lab": PAGE_PUBLIC,
     "lab-run": PAGE_PUBLIC,
     "lab-run-status": PAGE_LOGGED_IN_JSON,
+    "lab-estimate": PAGE_LOGGED_IN_JSON,
     "lab-run-cancel": _rule("a POST (the run's owner or staff)", 302, 405, 405, 405, 405),
     "lab-run-json": PAGE_PUBLIC,
     "lab-run-table-csv": PAGE_PUBLIC,
@@ -241,7 +242,7 @@ def world(market, alice, bob, django_capture_on_commit_callbacks):  # type: igno
             "run": run, "sim_run": done_run, "study": study, "done": done, "clients": clients, "alice": alice}
 
 
-QUERIES = {"twait-explorer": "?t_wait=30"}  # a route that needs a parameter to answer 200
+QUERIES = {"twait-explorer": "?t_wait=30", "lab-estimate": "?name=published_schedulers"}  # routes that need a parameter to answer 200
 
 
 def _kwargs(name: str, pattern: URLPattern, world: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
@@ -52,8 +52,9 @@ def test_every_accepted_budget_is_shown_to_the_cent_and_never_as_nothing(budget)
     # given any budget the service accepts (the bid form and the API both parse through it)
     accepted = parse_budget(format(budget, "f"))
     shown = format_amount(accepted)
-    # then the page shows it with two places, within half a cent, and a non-zero amount never as zero
-    if accepted < Decimal("0.005"):
+    # then the page shows it with two places, within half a cent, and a non-zero amount never as zero (one that
+    # rounds to 0.00 at two places, half to even as the pages round, 0.005 included, reads "< 0.01")
+    if accepted.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN) == 0:
         assert shown == "< 0.01"
     else:
         cents = shown.partition(".")[2]
