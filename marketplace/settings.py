@@ -171,7 +171,9 @@ CACHES = {
         {"BACKEND": "marketplace.infra.cache.SharedClientRedisCache", "LOCATION": REDIS_URL,
          "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}
         if REDIS_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        # in-process: throttle counters, figures, the history's settled sums (infra.windows) -- more than
+        # locmem's default 300 entries, past which it drops a third of them at random
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 20000}}
     )
 }
 

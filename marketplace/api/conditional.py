@@ -36,12 +36,15 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import UTC
 from functools import lru_cache, wraps
 from typing import Any
 
 from django.db import connection
 from django.http import HttpResponse, HttpResponseNotModified
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.dateparse import parse_datetime
 from django.utils.http import parse_etags
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -76,7 +79,15 @@ def market_marks(market_id: int | None = None) -> tuple[Any, ...] | None:
     return tuple(row) if row is not None else None
 
 
-_ROW_FIELDS = tuple(f for f in _ALL if f != "created_at")  # a raw datetime is a string on SQLite: left deferred
+_ROW_FIELDS = _ALL
+
+
+def _aware(value: Any) -> Any:
+    """A raw ``created_at`` as the model holds it: SQLite's cursor gives the text it stores (UTC)."""
+    if isinstance(value, str):
+        parsed = parse_datetime(value)
+        return parsed if parsed is None or timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+    return value
 
 
 def marked_market(request: Request, market_id: int | None = None) -> Market | None:
@@ -90,6 +101,7 @@ def marked_market(request: Request, market_id: int | None = None) -> Market | No
     if marks is None or (market_id is not None and marks[0] != market_id):
         return None
     values = dict(zip(_ALL, marks, strict=True))
+    values["created_at"] = _aware(values["created_at"])  # the caches key the market's history by it (infra.windows)
     names = [f.attname for f in Market._meta.concrete_fields if f.attname in _ROW_FIELDS]  # from_db wants model order
     return Market.from_db(connection.alias, names, [values[n] for n in names])
 

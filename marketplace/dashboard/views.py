@@ -28,7 +28,7 @@ from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
-from marketplace.ledger.selectors import account_of, tenant_ledger
+from marketplace.ledger.selectors import account_of, entry_count, tenant_ledger
 from marketplace.ledger.services import account_adjust
 from marketplace.market import hooks, roles, selectors, visibility
 from marketplace.market.models.market import Market
@@ -186,12 +186,13 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
     last_sample = selectors.last_sample_time(market=market)
     key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{_chart_scope(viewer, only_own)}"
+    # kept as the JSON text they are sent as: a cached answer is not decoded and encoded again
     figures = cache_get(key)
-    if figures is None:
-        figures = json.loads(json.dumps(_dashboard_figures(market, viewer, only_own), cls=PlotlyJSONEncoder))
+    if not isinstance(figures, str):
+        figures = json.dumps(_dashboard_figures(market, viewer, only_own), cls=PlotlyJSONEncoder)
         cache_set(key, figures, DASHBOARD_CACHE_S)
-    payload = {"headline": _headline(selectors.market_overview(market=market)), "figures": figures}
-    return JsonResponse(payload, encoder=PlotlyJSONEncoder)
+    headline = json.dumps(_headline(selectors.market_overview(market=market)), cls=PlotlyJSONEncoder)
+    return HttpResponse(f'{{"headline": {headline}, "figures": {figures}}}', content_type="application/json")
 
 
 def _chart_scope(viewer: visibility.Viewer, only_own: bool) -> str:
@@ -222,15 +223,21 @@ def account(request: HttpRequest) -> HttpResponse:
     the trace as the demo tenants' bids) are left out and summed in one line unless ``?replay=show``."""
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     entries = tenant_ledger(tenant=tenant)
-    replay = entries.filter(job__in=selectors.replayed_jobs(market=tenant.market).filter(tenant=tenant))
-    replay_sum = replay.aggregate(n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
+    replay_jobs = selectors.replayed_jobs(market=tenant.market).filter(tenant=tenant).values("pk")
+    replay_sum = entries.filter(job_id__in=replay_jobs).aggregate(
+        n=Count("id"), amount=Sum("amount", filter=Q(kind=LedgerEntry.Kind.CHARGE)))
     show_replay = request.GET.get("replay") == "show"
-    page = paginate(request, entries if show_replay else entries.exclude(pk__in=replay.values("pk")))
+    # the count is every entry's (kept counted: ledger.selectors.entry_count) less the replay's, not a
+    # count of the filtered rows (at a million entries that reads each row against the replay's entries)
+    account = account_of(tenant=tenant)
+    total = entry_count(account_id=account.pk)
+    page = paginate(request, entries if show_replay else entries.exclude(job_id__in=replay_jobs),
+                    count=total if show_replay else total - replay_sum["n"])
     others = hooks.ledger_part_jobs([e.pk for e in page.object_list])  # Cura's jobs (one query, however many rows)
     for e in page.object_list:
         e.part_job = others.get(e.pk)
     return render_page(request, "dashboard/account.html", {
-        "nav": "account", "tenant": tenant, "account": account_of(tenant=tenant), "page": page,
+        "nav": "account", "tenant": tenant, "account": account, "page": page,
         "show_replay": show_replay, "replay_count": replay_sum["n"], "replay_amount": replay_sum["amount"] or 0,
         "query": "replay=show" if show_replay else "",
     }, market=tenant.market)

@@ -6,7 +6,7 @@
   the market sweeper (``market.services.sweeper``) redoes whatever the lost task would
   have done, so the caller answers success. Under eager Celery (tests, no
   ``REDIS_URL``) the task runs in-process and its exceptions propagate.
-* :func:`cache_get` / :func:`cache_set` / :func:`cache_add` / :func:`cache_delete` -- the
+* :func:`cache_get` / :func:`cache_set` / :func:`cache_add` / :func:`cache_delete` (and ``_many``) -- the
   cache as an optimisation only: errors count as a miss / a no-op / "added".
 
 Each has a :class:`Breaker`: after a failure the service is not tried again for
@@ -94,6 +94,27 @@ def cache_set(key: str, value: Any, timeout: float) -> None:
         return
     try:
         cache.set(key, value, timeout)
+    except Exception as exc:
+        CACHE.trip(exc)
+
+
+def cache_get_many(keys: list[str]) -> dict[str, Any]:
+    """``cache.get_many(keys)`` (one round trip to Redis), or {} (every key a miss) when the cache fails."""
+    if not keys or not CACHE.allows():
+        return {}
+    try:
+        return dict(cache.get_many(keys))
+    except Exception as exc:
+        CACHE.trip(exc)
+        return {}
+
+
+def cache_set_many(values: dict[str, Any], timeout: float) -> None:
+    """Django's cache ``set_many``; nothing when the cache fails."""
+    if not values or not CACHE.allows():
+        return
+    try:
+        cache.set_many(values, timeout)
     except Exception as exc:
         CACHE.trip(exc)
 

@@ -23,6 +23,33 @@ def tenant_ledger(*, tenant: Model) -> QuerySet[LedgerEntry]:
     return LedgerEntry.objects.filter(account_id=account).order_by("-id")
 
 
+ENTRY_COUNT_CACHE_S = 86400.0  # wall seconds an account's counted prefix is kept
+
+
+def entry_count(*, account_id: int) -> int:
+    """How many entries the account has, without counting them all on every page: the count up
+    to an entry id is kept in the cache and later reads count only the entries after it (one range
+    of the ``(account, -id)`` index). Sound because an account's entries are written under its row
+    lock, taken before their ids are drawn (``ledger.services``): an entry committed after another
+    of the same account has a larger id, so none appears below an id already counted. The key
+    holds the account's first entry (its id and time), so an account id reused after the tables
+    were emptied never meets an old count."""
+    from marketplace.infra.resilience import cache_get, cache_set
+
+    entries = LedgerEntry.objects.filter(account_id=account_id)
+    first = entries.order_by("id").values_list("id", "created_at").first()
+    if first is None:
+        return 0
+    key = f"entry-count:{account_id}:{first[0]}:{first[1].timestamp():.6f}"
+    kept = cache_get(key)
+    upto, counted = kept if isinstance(kept, tuple) else (0, 0)
+    newest = entries.order_by("-id").values_list("id", flat=True).first() or upto
+    if newest > upto:
+        counted += entries.filter(id__gt=upto, id__lte=newest).count()
+        cache_set(key, (newest, counted), ENTRY_COUNT_CACHE_S)
+    return counted
+
+
 def job_money(*, job_ids: list[int]) -> dict[int, tuple[Decimal, Decimal]]:
     """job id -> (amount held now, amount charged), from the ledger."""
     held: defaultdict[int, Decimal] = defaultdict(Decimal)

@@ -7,7 +7,8 @@ Reads only. What auction jobs paid when they left the market (``SpotSettlement``
   contention over the window, one for ``MARKET_REFERENCE_RATE``, the median of the votes, never
   below the type's reserve price (``scheduler.era.spot.robust_rate``);
 * :func:`price_level` -- the same over every type: the rate a new tenant's money is sized by;
-* :func:`recent_settlements` -- the settlements of the recent window (``MARKET_RATE_WINDOW_S``), from which
+* :func:`recent_settlements` -- the settlements of the recent window (``MARKET_RATE_WINDOW_S``), and
+  :func:`settlement_sums` -- their sums by type, tenant and level of demand, from which
   ``reservations.adapters.spot_curve`` fits the rate by level of demand that ERA's prices are anchored to;
 * :func:`rate_series`, :func:`realised_rates` -- the published, pooled rows (``RateSample``: no row is one
   tenant's payment) and each type's realised rate over the window from them (charged / slot-seconds);
@@ -18,20 +19,25 @@ Reads only. What auction jobs paid when they left the market (``SpotSettlement``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import QuerySet, Sum
+from django.db.models import Case, Count, F, IntegerField, QuerySet, Sum, Value, When
+from django.db.models.functions import Cast, Floor, Greatest, Least
 
+from marketplace.infra.resilience import cache_get, cache_set
+from marketplace.infra.windows import Buckets, window_sums
 from marketplace.market import adapters
 from marketplace.market.models.allocation import RateSample, SpotSettlement
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
-from scheduler.era.spot import robust_rate
+from scheduler.era.spot import LEVEL_BINS, robust_rate
 
+STATE_MEMO_S = 30.0  # wall seconds the window's sums are kept for one state of the market
 DEFAULT_WINDOW_S = 86400.0  # a day of simulated time: ERA's demand cycle (paper 001, Sec. 5.3)
 
 
@@ -95,15 +101,67 @@ def reference_of(rows: Sequence[tuple[int | None, float, float]], *, floor: floa
     return max(float(floor), robust_rate(*_votes(rows), prior=reference_rate()))
 
 
-def contended_settlements(*, market: Market) -> list[tuple[int, int | None, float, float]]:
+@dataclass(frozen=True)
+class SettledSum:
+    """The window's settlements of one type and tenant at one level of demand, summed: ``level_bin``
+    is the spot fit's bin of the busy share, ``min(floor(clip(u, 0, 1) x LEVEL_BINS), LEVEL_BINS - 1)``;
+    ``contended`` whether the share was at least :func:`contention_level`; ``sold`` whether the rows
+    used slot-seconds (> 0). ``charged`` money, ``slot_seconds``, ``rows`` how many settlements."""
+
+    resource_type_id: int
+    tenant_id: int | None
+    level_bin: int
+    contended: bool
+    sold: bool
+    charged: float
+    slot_seconds: float
+    rows: int
+
+
+def settlement_sums(*, market: Market) -> list[SettledSum]:
+    """The recent window's settlements (:func:`recent_settlements`), summed by type, tenant, level
+    bin, contention and whether they sold anything: every rule that reads the window (the reference
+    rates, the price level, ERA's spot curve) needs only these sums, and a busy window holds hundreds
+    of thousands of settlements. The window's settled part is summed once per quarter hour of the
+    market clock and kept in the cache (``infra.windows``: settlements are written by the clock at
+    its own time and never change)."""
+    level = contention_level()
+    created = market.created_at.timestamp() if market.created_at else 0.0
+    # the rules read them several times for one answer (the dashboard: the level, each type's curve and
+    # reference): kept for the market's state, which a settlement always moves (the clock's time or,
+    # for a cancellation, its state_version)
+    memo = f"settlement-sums:{market.pk}:{created:.6f}:{level:g}:{market.sim_time!r}:{market.state_version}"
+    kept = cache_get(memo)
+    if kept is not None:
+        return list(kept)
+    level_bin = Cast(Least(Floor(Greatest(Least(F("utilisation"), Value(1.0)), Value(0.0)) * LEVEL_BINS), Value(LEVEL_BINS - 1)),
+                     IntegerField())
+    rows = SpotSettlement.objects.filter(market=market).annotate(
+        level_bin=level_bin,
+        contended=Case(When(utilisation__gte=level, then=Value(1)), default=Value(0), output_field=IntegerField()),
+        sold=Case(When(slot_seconds__gt=0, then=Value(1)), default=Value(0), output_field=IntegerField()))
+    sums = window_sums(rows=rows, time_field="sim_time", group=("resource_type_id", "tenant_id", "level_bin", "contended", "sold"),
+                       sums={"c": Sum("charged"), "w": Sum("slot_seconds"), "n": Count("id")},
+                       start=market.sim_time - window_s(), now=market.sim_time,
+                       buckets=Buckets(key=f"settlements:{market.pk}:{created:.6f}:{level:g}:{LEVEL_BINS}"))
+    out = [SettledSum(int(t), tenant, int(b), bool(c), bool(sold), v[0], v[1], int(v[2])) for (t, tenant, b, c, sold), v in sums.items()]
+    cache_set(memo, out, STATE_MEMO_S)
+    return out
+
+
+def contended_settlements(*, market: Market, sums: Sequence[SettledSum] | None = None) -> list[tuple[int, int | None, float, float]]:
     """(resource_type_id, tenant_id, charged, slot_seconds) of the window's settlements made at a level
-    of demand of at least :func:`contention_level`, summed per type and tenant by the database (the
-    rules vote per tenant: its charges over its slot-seconds, so the sums are all they read; a busy
-    window holds hundreds of thousands of settlements): the votes of :func:`reference_rates` and
-    :func:`price_level`."""
-    return list(recent_settlements(market=market).filter(utilisation__gte=contention_level()).order_by()
-                .values("resource_type_id", "tenant_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))
-                .values_list("resource_type_id", "tenant_id", "c", "w"))
+    of demand of at least :func:`contention_level`, summed per type and tenant (the rules vote per
+    tenant: its charges over its slot-seconds, so the sums are all they read): the votes of
+    :func:`reference_rates` and :func:`price_level`. ``sums``: :func:`settlement_sums` when the
+    caller has read them already."""
+    by: dict[tuple[int, int | None], list[float]] = {}
+    for r in settlement_sums(market=market) if sums is None else sums:
+        if r.contended:
+            into = by.setdefault((r.resource_type_id, r.tenant_id), [0.0, 0.0])
+            into[0] += r.charged
+            into[1] += r.slot_seconds
+    return [(t, tenant, c, w) for (t, tenant), (c, w) in by.items()]
 
 
 def reference_rates(*, market: Market, types: Sequence[ResourceType],

@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, QuerySet, Sum
 from django.utils import timezone
 
+from marketplace.infra.windows import Buckets, history_sums
 from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
@@ -111,9 +112,26 @@ def current_allocation(*, market: Market) -> list[RunningUnits]:
     ]
 
 
+def job_counts(*, market: Market) -> dict[str, int]:
+    """Status -> how many of the market's jobs have it (every status, 0 for none). A job that left
+    (finished, cancelled: a final status) has ``sim_finish_time``, the clock's time then; the ones
+    that left before the settled past are a running total kept in the cache and extended by the
+    jobs that left since (``infra.windows.history_sums``), so a site with hundreds of thousands of
+    finished jobs does not count them on every dashboard poll. The rest (the active jobs, with no
+    finish time, and those that left lately) are counted in one query through the
+    ``(market, sim_finish_time)`` index."""
+    counts = dict.fromkeys(Job.Status.values, 0)
+    created = market.created_at.timestamp() if market.created_at else 0.0
+    by_status = history_sums(rows=Job.objects.filter(market=market), time_field="sim_finish_time", group=("status",),
+                             sums={"n": Count("id")}, now=market.sim_time, buckets=Buckets(key=f"jobs:{market.pk}:{created:.6f}"))
+    for (status,), (n,) in by_status.items():
+        counts[status] = counts.get(status, 0) + int(n)
+    return counts
+
+
 def market_overview(*, market: Market) -> dict[str, object]:
     """Headline numbers for the dashboard and the API's market state."""
-    counts = {r["status"]: r["n"] for r in Job.objects.filter(market=market).values("status").annotate(n=Count("id"))}
+    counts = job_counts(market=market)
     types = resource_types_of(market=market)
     contended = contended_settlements(market=market)  # one read for the level and every type's reference
     running = {
@@ -228,15 +246,11 @@ def sample_times(*, market: Market, max_points: int = 500) -> list[float]:
 def fairness_points(*, market: Market, times: list[float]) -> list[dict[str, object]]:
     """Fairness samples at ``times``: sim_time, queue (path), resource, rho, running."""
     paths = queue_paths(market=market)
-    rows = (
-        FairnessSample.objects.filter(market=market, sim_time__in=times).order_by("sim_time", "id")
-        .values("sim_time", "queue_id", "resource_type__name", "rho", "running")
-    )
-    return [
-        {"sim_time": r["sim_time"], "queue": paths.get(r["queue_id"], str(r["queue_id"])), "resource": r["resource_type__name"],
-         "rho": r["rho"], "running": r["running"]}
-        for r in rows
-    ]
+    names = dict(ResourceType.objects.filter(market=market).values_list("id", "name"))
+    rows = (FairnessSample.objects.filter(market=market, sim_time__in=times).order_by("sim_time", "id")
+            .values_list("sim_time", "queue_id", "resource_type_id", "rho", "running"))
+    return [{"sim_time": t, "queue": paths.get(q, str(q)), "resource": names.get(r), "rho": rho, "running": running}
+            for t, q, r, rho, running in rows]
 
 
 def market_points(*, market: Market, times: list[float]) -> list[dict[str, object]]:

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import F, IntegerField, Sum, Value
-from django.db.models.functions import Cast, Floor, Greatest, Least
 
 from marketplace.market import hooks
 from marketplace.market.adapters import resource_types
@@ -25,7 +23,7 @@ from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import ResourceType
 from marketplace.market.outlook import Outlook, market_outlook
-from marketplace.market.prices import contention_level, recent_settlements, reference_of
+from marketplace.market.prices import contended_settlements, reference_of, settlement_sums
 from marketplace.reservations.models import Reservation, ReservationQuote, ReservationSettings
 from scheduler import plan
 from scheduler.era.mechanisms import BasicEcon
@@ -153,23 +151,25 @@ def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | No
 
     The fit needs only each tenant's charges and slot-seconds per level bin, so the database sums
     them (one row per bin and tenant, not one per settlement: a busy day holds hundreds of
-    thousands); the bin is the fit's own, ``min(floor(clip(u, 0, 1) x bins), bins - 1)``.
+    thousands: ``market.prices.settlement_sums``); the bin is the fit's own, ``min(floor(clip(u, 0, 1) x bins), bins - 1)``.
     """
-    window = recent_settlements(market=market).filter(resource_type=resource_type).order_by()
+    mine = [r for r in settlement_sums(market=market) if r.resource_type_id == resource_type.pk]
     reserve = float(resource_type.reserve_price)
-    level_bin = Cast(Least(Floor(Greatest(Least(F("utilisation"), Value(1.0)), Value(0.0)) * LEVEL_BINS), Value(LEVEL_BINS - 1)),
-                     IntegerField())
-    sold = list(window.filter(slot_seconds__gt=0).annotate(level_bin=level_bin).values("level_bin", "tenant_id")
-                .annotate(c=Sum("charged"), w=Sum("slot_seconds")).values_list("level_bin", "tenant_id", "c", "w"))
-    if not sold:
-        return SpotCurve.flat(reserve) if reserve > 0 and not window.exists() else None
-    u = np.array([(b + 0.5) / LEVEL_BINS for b, *_ in sold], dtype=np.float64)
-    c = np.array([cc for *_, cc, _ in sold], dtype=np.float64)
-    w = np.array([ww for *_, ww in sold], dtype=np.float64)
-    voters = np.array([t if t is not None else -1 for _, t, *_ in sold], dtype=np.int64)
+    by_bin: dict[tuple[int, int | None], list[float]] = {}
+    for r in mine:
+        if r.sold:
+            into = by_bin.setdefault((r.level_bin, r.tenant_id), [0.0, 0.0])
+            into[0] += r.charged
+            into[1] += r.slot_seconds
+    if not by_bin:
+        return SpotCurve.flat(reserve) if reserve > 0 and not mine else None
+    sold = sorted(by_bin.items(), key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1]))
+    u = np.array([(b + 0.5) / LEVEL_BINS for (b, _), _ in sold], dtype=np.float64)
+    c = np.array([cw[0] for _, cw in sold], dtype=np.float64)
+    w = np.array([cw[1] for _, cw in sold], dtype=np.float64)
+    voters = np.array([t if t is not None else -1 for (_, t), _ in sold], dtype=np.int64)
     # the type's reference rate, from the same window: the tenants that bought in contention vote
-    contended = window.filter(utilisation__gte=contention_level()).values("tenant_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))
-    prior = reference_of([(r["tenant_id"], r["c"], r["w"]) for r in contended], floor=reserve)
+    prior = reference_of([(tenant, c, w) for _, tenant, c, w in contended_settlements(market=market, sums=mine)], floor=reserve)
     curve = SpotCurve.fit(u, c, w, voters=voters, prior=prior)
     return curve.floored(reserve) if curve is not None else None
 

@@ -74,8 +74,12 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(budget__gt=0), name="job_budget_positive"),
             models.CheckConstraint(condition=Q(charged__gte=0), name="job_charged_non_negative"),
         )
-        # (tenant, newest first): a tenant's job list and its count read only its own rows at any size
-        indexes = (models.Index(fields=["market", "status"]), models.Index(fields=["tenant", "-id"], name="job_tenant_newest"))
+        # (tenant, newest first): a tenant's job list and its count read only its own rows at any size;
+        # (market, sim_finish_time): the departed jobs since a time (market.selectors.job_counts);
+        # a tenant's replayed jobs (a trace's id in external_id; few of a busy tenant's): the account page's replay line
+        indexes = (models.Index(fields=["market", "status"]), models.Index(fields=["tenant", "-id"], name="job_tenant_newest"),
+                   models.Index(fields=["market", "sim_finish_time"], name="job_market_departed"),
+                   models.Index(fields=["tenant"], name="job_replayed", condition=~Q(external_id="")))
 
     def __str__(self) -> str:
         return self.name or f"job {self.pk}"
