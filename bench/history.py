@@ -295,8 +295,21 @@ def targets(world: Installation) -> dict[str, tuple[Callable[[], Any], Callable[
         f"ledger API, page {far_entries}": (lambda: api.get(f"/api/account/ledger/?page={far_entries}"), results),
         "dashboard data": (lambda: page.get("/dashboard/data.json"), lambda r: len(r.content) > 1000),
         "market series API": (lambda: api.get("/api/market/series/?resource=map"), lambda r: len(r.content) > 1000),
-        "why-waiting": (lambda: api.get(f"/api/jobs/{_waiting(tenant, waiting)}/waiting/"), lambda r: r.json()["waiting"] is True),
+        "why-waiting": (_WaitingRequest(api, tenant, waiting), lambda r: r.json()["waiting"] is True),
     }
+
+
+class _WaitingRequest:
+    """The why-waiting request of a job that waits now: ``prepare()`` (untimed) finds it, the call asks."""
+
+    def __init__(self, api: Any, tenant: Any, first: int) -> None:
+        self.api, self.tenant, self.job = api, tenant, first
+
+    def prepare(self) -> None:
+        self.job = _waiting(self.tenant, self.job)
+
+    def __call__(self) -> Any:
+        return self.api.get(f"/api/jobs/{self.job}/waiting/")
 
 
 def _waiting(tenant: Any, first: int) -> int:

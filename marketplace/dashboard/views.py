@@ -7,6 +7,7 @@ a non-staff user gets 403 (the navigation does not offer these links to them).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -182,17 +183,25 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     viewer = visibility.viewer_of(user=request.user)
     only_own = request.GET.get("jobs") == "mine"
     # The figures change only with a clearing (prices, shares) or a new sample (fairness,
-    # utilisation): cached per cleared version and newest sample, shared by every viewer;
-    # the headline (the clock) is read fresh. A cache outage is a miss, never a 500.
-    last_sample = selectors.last_sample_time(market=market)
-    key = f"dashboard-figures:{market.pk}:{market.cleared_version}:{market.clearings}:{last_sample}:{_chart_scope(viewer, only_own)}"
-    # kept as the JSON text they are sent as: a cached answer is not decoded and encoded again
-    figures = cache_get(key)
-    if not isinstance(figures, str):
-        figures = json.dumps(_dashboard_figures(market, viewer, only_own), cls=PlotlyJSONEncoder)
-        cache_set(key, figures, DASHBOARD_CACHE_S)
+    # utilisation): cached per cleared version and newest sample, as the JSON text they are sent as.
+    # All but the share chart are the same for every viewer and are computed once for all of them;
+    # the share chart per whose jobs it shows. The headline (the clock) is read fresh. A cache
+    # outage is a miss, never a 500.
+    version = f"{market.pk}:{market.cleared_version}:{market.clearings}:{selectors.last_sample_time(market=market)}"
+    shared = _cached_json(f"dashboard-figures:{version}", lambda: _shared_figures(market))
+    jobs = _cached_json(f"dashboard-jobs:{version}:{_chart_scope(viewer, only_own)}", lambda: _jobs_figure(market, viewer, only_own))
+    figures = f'{shared[:-1]}, "jobs": {jobs}}}' if shared != "{}" else f'{{"jobs": {jobs}}}'
     headline = json.dumps(_headline(selectors.market_overview(market=market)), cls=PlotlyJSONEncoder)
     return HttpResponse(f'{{"headline": {headline}, "figures": {figures}}}', content_type="application/json")
+
+
+def _cached_json(key: str, build: Callable[[], Any]) -> str:
+    """``build()`` as JSON text, kept in the cache under ``key`` for ``DASHBOARD_CACHE_S``."""
+    text = cache_get(key)
+    if not isinstance(text, str):
+        text = json.dumps(build(), cls=PlotlyJSONEncoder)
+        cache_set(key, text, DASHBOARD_CACHE_S)
+    return text
 
 
 def _chart_scope(viewer: visibility.Viewer, only_own: bool) -> str:
@@ -202,18 +211,26 @@ def _chart_scope(viewer: visibility.Viewer, only_own: bool) -> str:
     return f"t{viewer.tenant.pk}" if viewer.tenant else "none"
 
 
-def _dashboard_figures(market: Market, viewer: visibility.Viewer, only_own: bool) -> dict[str, charts.Figure]:
+def _shared_figures(market: Market) -> dict[str, charts.Figure]:
+    """Every dashboard figure but the share chart (``dashboard.charts.dashboard_figures``): the same for every viewer."""
     times = selectors.sample_times(market=market, max_points=MAX_POINTS)
-    labels = visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
-    return dashboard_figures(
-        resources=[(t.name, t.capacity) for t in selectors.resource_types_of(market=market)],
+    types = selectors.resource_types_of(market=market)
+    figures = dashboard_figures(
+        resources=[(t.name, t.capacity) for t in types],
         fairness=selectors.fairness_points(market=market, times=times),
         samples=selectors.market_points(market=market, times=times),
         prices=selectors.price_points(market=market, max_points=MAX_POINTS),
-        shares=selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS),
-        job_labels=labels, job_until=selectors.job_share_until(market=market, job_ids=list(labels)), now=market.sim_time,
-        unit_prices=one_unit_prices(market=market, types=selectors.resource_types_of(market=market)),
+        shares=[], job_labels={}, now=market.sim_time, unit_prices=one_unit_prices(market=market, types=types),
     )
+    figures.pop("jobs")
+    return figures
+
+
+def _jobs_figure(market: Market, viewer: visibility.Viewer, only_own: bool) -> charts.Figure:
+    """The dashboard's share chart for ``viewer`` (``dashboard.charts.dashboard_figures``' ``jobs``)."""
+    labels = visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
+    return charts.job_share_figure(selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS), labels=labels,
+                            until=selectors.job_share_until(market=market, job_ids=list(labels)), unit=charts.time_unit(market.sim_time))
 
 
 @tenant_required

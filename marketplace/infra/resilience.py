@@ -99,7 +99,7 @@ def cache_set(key: str, value: Any, timeout: float) -> None:
 
 
 def cache_get_many(keys: list[str]) -> dict[str, Any]:
-    """``cache.get_many(keys)`` (one round trip to Redis), or {} (every key a miss) when the cache fails."""
+    """Django's cache ``get_many`` (one round trip to Redis), or {} (every key a miss) when the cache fails."""
     if not keys or not CACHE.allows():
         return {}
     try:

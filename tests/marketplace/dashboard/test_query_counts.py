@@ -58,33 +58,31 @@ def test_page_queries_are_constant_in_the_number_of_rows(client, alice, market, 
     assert many == few, f"{path}: {few} queries with 4 jobs, {many} with 24"
 
 
-def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, market):
+def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, bob, market):
+    """The figures every viewer shares are computed once per cleared version (and newest sample), the share
+    chart once per version and whose jobs it shows."""
     from unittest import mock
 
+    from django.test import Client
+
     from marketplace.dashboard import views
-    from marketplace.dashboard.views import _dashboard_figures
     from marketplace.market.models.market import Market
 
     client.force_login(alice.user)
+    other = Client()
+    other.force_login(bob.user)
     _bids(alice, 2)
     market_clear(market_id=market.pk)
-    with mock.patch.object(views, "_dashboard_figures", wraps=_dashboard_figures) as figures:
-        assert client.get("/dashboard/data.json").status_code == 200
+    with mock.patch.object(views, "_shared_figures", wraps=views._shared_figures) as shared, \
+            mock.patch.object(views, "_jobs_figure", wraps=views._jobs_figure) as jobs:
+        first = client.get("/dashboard/data.json")
+        assert first.status_code == 200 and set(first.json()["figures"]) >= {"jobs", "util", "prices", "unit-prices", "alloc-0"}
         Market.objects.filter(pk=market.pk).update(sim_time=5.0)  # the clock moves; no clearing, no sample
         again = client.get("/dashboard/data.json")
-        assert again.status_code == 200 and figures.call_count == 1
+        assert again.status_code == 200 and (shared.call_count, jobs.call_count) == (1, 1)
         assert again.json()["headline"]["text"]["sim-clock"] == "0:00:05"  # the headline is fresh
+        assert other.get("/dashboard/data.json").status_code == 200  # another tenant: its own share chart, the rest shared
+        assert (shared.call_count, jobs.call_count) == (1, 2)
         _bids(alice, 1)
         market_clear(market_id=market.pk)  # a new cleared version: computed again
-        assert client.get("/dashboard/data.json").status_code == 200 and figures.call_count == 2
-
-
-@pytest.mark.parametrize("path", ["/api/jobs/", "/api/market/allocation/", "/api/market/series/", "/api/market/"])
-def test_a_304_reads_one_row(alice_api, alice, market, path):
-    """A matching If-None-Match is answered from the market's version columns alone (one query)."""
-    _bids(alice, 5)
-    market_clear(market_id=market.pk)
-    tag = alice_api.get(path)["ETag"]
-    with CaptureQueriesContext(connection) as ctx:
-        resp = alice_api.get(path, HTTP_IF_NONE_MATCH=tag)
-    assert resp.status_code == 304 and len(ctx) == 1, [q["sql"][:80] for q in ctx.captured_queries]
+        assert client.get("/dashboard/data.json").status_code == 200 and (shared.call_count, jobs.call_count) == (2, 3)
