@@ -103,15 +103,20 @@ def predictor_of(market: Market, resource_type: ResourceType, s: ReservationSett
     return _FromOrigin(base, origin)
 
 
-def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int) -> np.ndarray:
+def promised_slots(market: Market, resource_type: ResourceType, s: ReservationSettings, origin: int,
+                   promises: Sequence[Promise] | None = None) -> np.ndarray:
     """(horizon,) units promised in each slot from ``origin`` on, by the reservations and
-    the deadline bookings of active jobs (a finished or cancelled job's units are free again)."""
+    the deadline bookings of active jobs (a finished or cancelled job's units are free again).
+    ``promises``: ``market.hooks.promised_windows`` from ``origin`` on over ``resource_types(market)``,
+    when the caller has read them for several types."""
     slot, horizon = s.slot_seconds, int(s.horizon_slots)
     promised = np.zeros(horizon, dtype=np.int64)
     # every part's promises (market.hooks): ERA's reservations and paper 003's deadline bookings
-    types = list(ResourceType.objects.filter(market=market))
+    types = resource_types(market)
     column = [t.pk for t in types].index(resource_type.pk)
-    windows = [(p.units, p.start, p.end) for p in hooks.promised_windows(market, types, origin * slot, math.inf) if p.j == column]
+    if promises is None:
+        promises = hooks.promised_windows(market, types, origin * slot, math.inf)
+    windows = [(p.units, p.start, p.end) for p in promises if p.j == column]
     for units, start, end in windows:
         lo = max(slot_floor(start, slot) - origin, 0)
         hi = min(slot_ceil(end, slot) - origin, horizon)
@@ -175,7 +180,7 @@ def spot_curve(*, market: Market, resource_type: ResourceType) -> SpotCurve | No
 
 
 def era_state(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None,
-              outlook: Outlook | None = None) -> EraState:
+              outlook: Outlook | None = None, promises: Sequence[Promise] | None = None) -> EraState:
     """Basic-Econ for one resource type on the whole live market (docs/economy.md, "Quotes"):
 
     * capacity is promised from the times slots actually free: the units the auction's running
@@ -189,7 +194,7 @@ def era_state(market: Market, resource_type: ResourceType, s: ReservationSetting
     origin = origin_slot(market.sim_time, slot)
     outlook = outlook or market_outlook(market=market)
     j = [t.pk for t in resource_types(market)].index(resource_type.pk)
-    promised = promised_slots(market, resource_type, s, origin)
+    promised = promised_slots(market, resource_type, s, origin, promises)
     busy = occupancy(*outlook.finishes[j], origin=origin * slot, slot=slot, horizon=horizon)
     taken = promised + busy
     fill = backlog_fill(capacity - taken, float(outlook.backlog[j]), slot=slot)
@@ -218,7 +223,8 @@ def unit_price_curve(market: Market, types: Sequence[ResourceType], start: float
     a = max(slot_floor(start, slot) - origin, 0)
     d = min(max(slot_ceil(end, slot) - origin, a + 1), int(s.horizon_slots))
     a = min(a, d - 1)
-    prices = np.vstack([era_state(market, t, s, outlook).mech.unit_prices(1, a, d, now=0)[:, 0] / slot for t in types])
+    promises = hooks.promised_windows(market, resource_types(market), origin * slot, math.inf)  # read once for every type
+    prices = np.vstack([era_state(market, t, s, outlook, promises).mech.unit_prices(1, a, d, now=0)[:, 0] / slot for t in types])
     return (origin + np.arange(a, d)) * slot, prices
 
 
