@@ -117,7 +117,7 @@ MIDDLEWARE = [
     "marketplace.web.middleware.FormWriteLimitMiddleware",  # forms share the API's write limit (429 page)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (below)
+    "marketplace.web.middleware.CSPMiddleware",  # Content-Security-Policy (below; django-csp's, built once)
     "marketplace.web.middleware.InertBidiMiddleware",  # right-to-left overrides in user text shown inert
 ]
 
@@ -282,6 +282,8 @@ REST_FRAMEWORK = {
         "marketplace.api.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # DRF's negotiation, with a shortcut for the plain JSON requests nearly every client sends.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "marketplace.api.renderers.ContentNegotiation",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",  # the API reads JSON bodies only
 }
 SPECTACULAR_SETTINGS = {

@@ -18,7 +18,6 @@ inactive. Expiry is checked on every request.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from datetime import datetime, timedelta
@@ -27,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db.models import Exists, OuterRef
+from django.db.models.base import ModelState
 from django.db.models.signals import post_delete
 from django.utils import timezone
 from rest_framework import exceptions
@@ -58,13 +58,25 @@ def _token_deleted(sender: Any, instance: Token, **kwargs: Any) -> None:
 post_delete.connect(_token_deleted, sender=Token, dispatch_uid="marketplace-forget-deleted-token")
 
 
+def _shallow(obj: Any) -> Any:
+    """A shallow copy of a model instance: its attributes, its state and its cache of related objects
+    (what ``copy.copy`` copies, without the pickling protocol it goes through for a model)."""
+    out = obj.__class__.__new__(obj.__class__)
+    out.__dict__.update(obj.__dict__)
+    state = ModelState.__new__(ModelState)
+    state.__dict__.update(obj._state.__dict__)
+    state.fields_cache = dict(obj._state.fields_cache)
+    out._state = state
+    return out
+
+
 def _copy(token: Token) -> Token:
     """A copy of ``token`` and of its user and tenant, for one request (nothing shared between requests)."""
-    out = copy.copy(token)
-    user = copy.copy(token.user)
+    out = _shallow(token)
+    user = _shallow(token.user)
     tenant = user._state.fields_cache.get("tenant")
     if tenant is not None:
-        user._state.fields_cache["tenant"] = copy.copy(tenant)
+        user._state.fields_cache["tenant"] = _shallow(tenant)
     out._state.fields_cache["user"] = user
     return out
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer as DRFJSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -52,3 +53,22 @@ class JSONRenderer(DRFJSONRenderer):
         if self.get_indent(accepted_media_type or "", renderer_context or {}):
             return super().render(data, accepted_media_type, renderer_context)  # type: ignore[no-any-return]
         return json_bytes(data)
+
+
+class ContentNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation with a shortcut for what nearly every API client sends: ``Accept:
+    application/json`` or ``*/*`` (or no ``Accept``), no ``?format=`` and no format suffix, to a view whose
+    first renderer writes JSON. DRF's own answer to such a request is that renderer and
+    ``application/json``; it gets there by parsing the header and matching it against each renderer,
+    on every request. Anything else (other media types, parameters such as ``indent``, a format) goes
+    through DRF's negotiation unchanged."""
+
+    def select_renderer(self, request: Any, renderers: Any, format_suffix: str | None = None) -> Any:
+        accept = request.META.get("HTTP_ACCEPT", "*/*")
+        if (accept in _PLAIN_ACCEPT and not format_suffix and renderers and renderers[0].media_type == "application/json"
+                and self.settings.URL_FORMAT_OVERRIDE not in request.query_params):
+            return renderers[0], "application/json"
+        return super().select_renderer(request, renderers, format_suffix)
+
+
+_PLAIN_ACCEPT = frozenset({"application/json", "*/*"})

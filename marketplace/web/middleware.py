@@ -21,9 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import csp.constants
+import csp.middleware
+import csp.utils
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import Resolver404, resolve
 
 from marketplace.web.text import BIDI_CONTROLS, inert
@@ -150,4 +153,43 @@ class InertBidiMiddleware:
         text = response.content.decode(response.charset or "utf-8", errors="replace")
         if BIDI_CONTROLS.search(text):
             response.content = inert(text).encode(response.charset or "utf-8")
+        return response
+
+
+_PER_RESPONSE_POLICY = ("_csp_config", "_csp_update", "_csp_replace", "_csp_config_ro", "_csp_update_ro", "_csp_replace_ro")
+
+
+class CSPMiddleware(csp.middleware.CSPMiddleware):
+    """django-csp's middleware, with the site's policy built once instead of on every response.
+
+    django-csp builds both headers (the policy and the report-only one) from the settings for every
+    response, the same strings each time unless a view changed the policy (``csp_update`` and the like,
+    the API docs pages) or a page used a nonce. Those responses still go through django-csp; the others
+    get the strings built on first use (again whenever the settings object changes: tests override it)."""
+
+    _built: tuple[object, object, str, str] | None = None
+
+    def _policies(self) -> tuple[str, str]:
+        conf = getattr(settings, "CONTENT_SECURITY_POLICY", None)
+        report_only = getattr(settings, "CONTENT_SECURITY_POLICY_REPORT_ONLY", None)
+        built = self._built
+        if built is None or built[0] is not conf or built[1] is not report_only:
+            built = self._built = (conf, report_only, csp.utils.build_policy(), csp.utils.build_policy(report_only=True))
+        return built[2], built[3]
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        if getattr(request, "_csp_nonce", None) is not None or any(getattr(response, a, None) is not None for a in _PER_RESPONSE_POLICY):
+            return super().process_response(request, response)
+        if response.status_code in (500, 404) and settings.DEBUG:  # django-csp leaves the debug pages alone
+            return response
+        policy, report_only = self._policies()
+        for header, value, exempt, setting in ((csp.constants.HEADER, policy, "_csp_exempt", "CONTENT_SECURITY_POLICY"),
+                                               (csp.constants.HEADER_REPORT_ONLY, report_only, "_csp_exempt_ro",
+                                                "CONTENT_SECURITY_POLICY_REPORT_ONLY")):
+            prefixes = tuple((getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES", None) or ())
+            exempted = getattr(response, exempt, False) is not False or request.path_info.startswith(prefixes)
+            if value and header not in response and not exempted:
+                response[header] = value
+        # as django-csp: a nonce asked for after the header was written is an error, not a silent no-op
+        request.csp_nonce = csp.middleware.CheckableLazyObject(self._csp_nonce_post_response)  # type: ignore[attr-defined]
         return response
