@@ -116,15 +116,11 @@ class SeriesFilter(filters.FilterSet):
                                   help_text="true: only the samples at the newest simulated time (after the other filters).")
 
     def filter_resource(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        names = self.resource_names()
-        if value not in names:
-            raise ValidationError({"resource": f"Unknown resource type '{value}'; known: {', '.join(names)}."})
-        return queryset.filter(resource_type__name=value)
+        return of_resource(queryset, value, self.resource_names())
 
     def resource_names(self) -> list[str]:
-        from marketplace.market import selectors
-
-        return [t.name for t in selectors.resource_types_of(market=selectors.market_default())]
+        market = default_market(self.request) if self.request is not None else selectors.market_default()
+        return series_resource_names(market)
 
     def filter_latest(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if value != "true":
@@ -137,6 +133,18 @@ class SeriesFilter(filters.FilterSet):
         latest = self.form.cleaned_data.pop("latest", None)
         queryset = super().filter_queryset(queryset)
         return self.filter_latest(queryset, "latest", latest) if latest else queryset
+
+
+def series_resource_names(market: Market) -> list[str]:
+    """The names the time series' ``resource`` filter accepts: the market's resource types."""
+    return [t.name for t in selectors.resource_types_of(market=market)]
+
+
+def of_resource(queryset: QuerySet, value: str, names: list[str]) -> QuerySet:
+    """``queryset``'s rows of resource type ``value``; a name not in ``names`` is a 400."""
+    if value not in names:
+        raise ValidationError({"resource": f"Unknown resource type '{value}'; known: {', '.join(names)}."})
+    return queryset.filter(resource_type__name=value)
 
 
 def request_tenant(request: Request) -> Tenant:

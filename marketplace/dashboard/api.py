@@ -7,6 +7,7 @@ POSTs; field errors per field; one audited ledger entry, ``ledger.services.accou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -22,10 +23,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from marketplace.api.conditional import conditional
-from marketplace.api.conventions import SeriesFilter, default_market, request_tenant, service_errors
+from marketplace.api.conventions import (
+    SeriesFilter,
+    default_market,
+    of_resource,
+    request_tenant,
+    series_resource_names,
+    service_errors,
+)
 from marketplace.api.fields import MONEY_PLACES, MONEY_QUANTUM, StrictDecimalField, StrictJSON, currency, money_format, money_help
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
+from marketplace.api.rows import answer_rows, lookups
 from marketplace.auction.serializers import JobSerializer
 from marketplace.dashboard.serializers import (
     AccountSerializer,
@@ -44,6 +53,7 @@ from marketplace.ledger.services import MAX_ADJUSTMENT, REASON_MAX, REASON_MIN, 
 from marketplace.market import roles, selectors, visibility
 from marketplace.market.models.allocation import FairnessSample, MarketSample, PriceSample, RateSample
 from marketplace.market.models.jobs import Job
+from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.prices import rate_series
 from marketplace.market.services.config import market_configure, reserve_prices_set
@@ -215,11 +225,38 @@ def allocation_entry(row: selectors.RunningUnits) -> dict[str, object]:
 
 
 class _SeriesView(generics.ListAPIView):
-    """A time series: filters and ordering of ``api.conventions.SeriesFilter``."""
+    """A time series: filters and ordering of ``api.conventions.SeriesFilter``.
+
+    ``plain_rows``: the page is written from value rows (``api.rows``) with the serializer's fields,
+    not by the serializer's walk over model instances; ``computed`` gives its method fields."""
 
     filterset_class = SeriesFilter
     ordering_fields = ("sim_time",)
     ordering_default = "sim_time (oldest first); -sim_time for newest first"
+    plain_rows = False
+    row_extra: tuple[str, ...] = ()
+
+    def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        """Nothing asked but ``resource`` and paging (the pollers' usual request): that filter alone,
+        as the filter set applies it (the value stripped; empty: every type), without building its form."""
+        params = self.request.query_params
+        if set(params) - {"resource", "page", "page_size", "format"}:
+            return super().filter_queryset(queryset)
+        value = (params.get("resource") or "").strip()
+        if not value:
+            return queryset
+        return of_resource(queryset, value, series_resource_names(default_market(self.request)))
+
+    def computed(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        return {}
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        if not self.plain_rows:
+            return super().list(request, *args, **kwargs)
+        serializer = self.get_serializer_class()
+        rows = self.filter_queryset(self.get_queryset()).values(*lookups(serializer, *self.row_extra))
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(answer_rows(serializer, page if page is not None else rows, self.computed()))
 
 
 class FairnessSeriesView(_SeriesView):
@@ -227,6 +264,12 @@ class FairnessSeriesView(_SeriesView):
     newest first), paginated; ``latest=true`` gives only the newest sample time."""
 
     serializer_class = FairnessSampleSerializer
+    plain_rows = True
+    row_extra = ("queue_id",)
+
+    def computed(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        paths = selectors.queue_paths(market=default_market(self.request))  # FairnessSampleSerializer.get_queue's
+        return {"queue": lambda row: paths[row["queue_id"]] if row["queue_id"] in paths else Queue.objects.get(pk=row["queue_id"]).path}
 
     def get_serializer_context(self) -> dict:
         market = default_market(self.request)
@@ -247,6 +290,7 @@ class MarketSeriesView(_SeriesView):
     the fairness series)."""
 
     serializer_class = MarketSampleSerializer
+    plain_rows = True
 
     @conditional(scope="market", depends="ticks")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -263,6 +307,7 @@ class PriceSeriesView(_SeriesView):
     per slot); ``latest=true`` gives the current prices in one request."""
 
     serializer_class = PriceSampleSerializer
+    plain_rows = True
 
     @conditional(scope="market", depends="samples")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
