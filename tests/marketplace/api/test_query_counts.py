@@ -82,3 +82,21 @@ def test_a_bid_and_its_cancel_stay_under_their_query_ceilings(token_api, alice, 
     with django_assert_max_num_queries(19):
         cancelled = token_api.post(f"/api/jobs/{placed.json()['id']}/cancel/", HTTP_IDEMPOTENCY_KEY=uuid.uuid4().hex)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+
+
+# the time series as pollers read them, after a tick (a new version: no cached answer): the token (1),
+# the market's versions (1), the count and the page (2); the resource filter reads no market row
+SERIES_CEILINGS = {"/api/market/fairness/?resource=map": 4, "/api/market/series/?resource=map": 4,
+                   "/api/market/prices/?resource=map": 4}
+
+
+@pytest.mark.parametrize("path", list(SERIES_CEILINGS))
+def test_the_time_series_stay_under_their_query_ceiling(token_api, alice, market, jobs, path, django_assert_max_num_queries):
+    assert token_api.get(path).status_code == 200
+    cluster_advance(market_id=market.pk, seconds=60.0)
+    market_clear(market_id=market.pk)
+    forget_tokens()
+    with django_assert_max_num_queries(SERIES_CEILINGS[path]):
+        resp = token_api.get(path)
+    assert resp.status_code == 200, resp.content[:300]
+    assert resp.json()["results"], path  # samples of the new tick, not an empty page
