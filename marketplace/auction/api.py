@@ -206,9 +206,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return ctx
 
     def filter_queryset(self, queryset):  # type: ignore[no-untyped-def]
-        """No filter and no ordering asked (the pollers' usual request): the list as it is, newest
-        first (``market.selectors.tenant_jobs``), without building the filter form."""
-        if self.action == "list" and not set(self.request.query_params) - {"page", "page_size", "format"}:
+        """No filter and no ordering asked (the pollers' usual request, and every cancel): the jobs as
+        they are, newest first (``market.selectors.tenant_jobs``), without building the filter form."""
+        if not set(self.request.query_params) - {"page", "page_size", "format"}:
             return queryset
         return super().filter_queryset(queryset)
 

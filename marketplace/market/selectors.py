@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Prefetch, QuerySet, Sum
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from marketplace.infra.windows import Buckets, history_sums
@@ -85,22 +85,24 @@ class RunningUnits:
     shares: dict[str, float]
 
 
-def current_allocation(*, market: Market) -> list[RunningUnits]:
-    """What runs now (ERA's current_allocation, paper 001 Sec. 2.3.2): per active job,
-    units held per resource type, pending tasks, and the latest shares.
+def current_allocation(*, market: Market, tenant: Tenant | None = None) -> list[RunningUnits]:
+    """What runs now (ERA's current_allocation, paper 001 Sec. 2.3.2): per active job (of
+    ``tenant`` only, when given), units held per resource type, pending tasks, and the latest shares.
 
     Active jobs that hold nothing yet are included with empty allocations, so a
     cluster manager may start them early. Plain value rows (two queries, no model
     instance): the list has one entry per active job, hundreds under load.
     """
     active = Job.objects.filter(market=market, status__in=Job.ACTIVE)
+    work_rows = JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
+    if tenant is not None:
+        active, work_rows = active.filter(tenant=tenant), work_rows.filter(job__tenant=tenant)
     jobs = list(active.order_by("id").values_list("id", "tenant__name", "queue_id", "status"))
     shares = current_shares(market=market, job_ids=[j[0] for j in jobs])
     paths = queue_paths(market=market)
     running: dict[int, dict[str, int]] = defaultdict(dict)
     pending: dict[int, dict[str, int]] = defaultdict(dict)
-    works = (JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
-             .order_by("job_id", "resource_type__stage", "resource_type_id")
+    works = (work_rows.order_by("job_id", "resource_type__stage", "resource_type_id")
              .values_list("job_id", "resource_type__name", "running", "pending"))
     for job_id, name, run, wait in works:
         running[job_id][name] = run
@@ -127,6 +129,28 @@ def job_counts(*, market: Market) -> dict[str, int]:
     for (status,), (n,) in by_status.items():
         counts[status] = counts.get(status, 0) + int(n)
     return counts
+
+
+def queue_totals(*, market: Market) -> list[dict[str, Any]]:
+    """Per queue (by dotted path, sorted): its active jobs, and their running units and pending tasks
+    per resource type (the types some active job of the queue has work of, in stage order), summed in
+    the database in one query: the public part of the current allocation, without a row per job."""
+    paths = queue_paths(market=market)
+    types = resource_types_of(market=market)
+    sums: dict[str, Any] = {"n": Count("id", distinct=True)}
+    for k, t in enumerate(types):
+        of_type = Q(work__resource_type_id=t.pk)
+        sums |= {f"w{k}": Count("work__id", filter=of_type), f"r{k}": Sum("work__running", filter=of_type),
+                 f"p{k}": Sum("work__pending", filter=of_type)}
+    totals: dict[str, dict[str, Any]] = {}
+    for row in Job.objects.filter(market=market, status__in=Job.ACTIVE).order_by().values("queue_id").annotate(**sums):
+        q = totals.setdefault(paths.get(row["queue_id"], ""), {"jobs": 0, "running": {}, "pending": {}})
+        q["jobs"] += row["n"]
+        for k, t in enumerate(types):
+            if row[f"w{k}"]:
+                q["running"][t.name] = q["running"].get(t.name, 0) + int(row[f"r{k}"] or 0)
+                q["pending"][t.name] = q["pending"].get(t.name, 0) + int(row[f"p{k}"] or 0)
+    return [{"queue": path, **q} for path, q in sorted(totals.items())]
 
 
 def market_overview(*, market: Market) -> dict[str, object]:
