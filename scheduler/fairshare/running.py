@@ -7,55 +7,75 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 class RunningTasks:
-    """Running batches in parallel arrays (swap-remove), so usage is one vectorised pass.
+    """Running batches in parallel lists (swap-remove).
 
     A batch is ``units`` tasks of one leaf started at the same instant with the
     same expected duration (the cluster starts a job's tasks that way); it
-    counts ``units`` times everywhere a task would count once.
+    counts ``units`` times everywhere a task would count once. :meth:`arrays`
+    gives the columns as numpy arrays for a vectorised pass; :meth:`held` sums
+    the known-duration case in plain Python (a few hundred batches at most, where
+    numpy's per-call overhead is the larger cost).
     """
 
     def __init__(self) -> None:
         self.slot: dict[int, int] = {}
         self.keys: list[int] = []
-        self.leaf = np.zeros(16, dtype=np.int64)
-        self.start = np.zeros(16)
-        self.expected = np.zeros(16)  # NaN = unknown, use the leaf's quantum Q
-        self.units = np.zeros(16)
-        self.app = np.zeros(16, dtype=np.int64)  # application key (scheduler.fairshare.quantum)
+        self.leaf: list[int] = []
+        self.start: list[float] = []
+        self.expected: list[float] = []  # NaN = unknown, use the leaf's quantum Q
+        self.units: list[float] = []
+        self.app: list[int] = []  # application key (scheduler.fairshare.quantum)
         self.unknown = 0  # batches whose expected duration is unknown (NaN)
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def add(self, key: int, leaf: int, start: float, expected: float, units: int, app: int = -1) -> None:
-        n = len(self.keys)
-        if n == self.leaf.size:
-            self.leaf, self.app = np.resize(self.leaf, 2 * n), np.resize(self.app, 2 * n)
-            self.start, self.expected, self.units = (np.resize(a, 2 * n) for a in (self.start, self.expected, self.units))
-        self.slot[key] = n
+        self.slot[key] = len(self.keys)
         self.keys.append(key)
-        self.leaf[n], self.start[n], self.expected[n], self.units[n], self.app[n] = leaf, start, expected, units, app
+        self.leaf.append(leaf)
+        self.start.append(start)
+        self.expected.append(expected)
+        self.units.append(float(units))
+        self.app.append(app)
         self.unknown += math.isnan(expected)
 
     def pop(self, key: int) -> tuple[int, float, float, int]:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
-        leaf, start, units, app = int(self.leaf[i]), float(self.start[i]), float(self.units[i]), int(self.app[i])
-        self.unknown -= math.isnan(self.expected[i])
+        leaf, start, units, app = self.leaf[i], self.start[i], self.units[i], self.app[i]
+        expected = self.expected[i]
+        self.unknown -= math.isnan(expected)
         last = len(self.keys) - 1
-        if i != last:
+        if i != last:  # the last batch takes the hole, as before (the order the sums run in)
             moved = self.keys[last]
             self.keys[i] = moved
             self.slot[moved] = i
-            self.leaf[i] = self.leaf[last]
-            self.app[i] = self.app[last]
-            for a in (self.start, self.expected, self.units):
-                a[i] = a[last]
-        self.keys.pop()
+            self.leaf[i], self.start[i], self.expected[i] = self.leaf[last], self.start[last], self.expected[last]
+            self.units[i], self.app[i] = self.units[last], self.app[last]
+        for column in (self.keys, self.leaf, self.start, self.expected, self.units, self.app):
+            column.pop()
         return leaf, start, units, app
+
+    def arrays(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        """``(leaf, start, expected, units, app)`` as (n,) numpy arrays, in batch order."""
+        return (np.array(self.leaf, dtype=np.int64), np.array(self.start, dtype=np.float64),
+                np.array(self.expected, dtype=np.float64), np.array(self.units, dtype=np.float64),
+                np.array(self.app, dtype=np.int64))  # fmt: skip
+
+    def held(self, now: float, n_leaves: int) -> list[float]:
+        """(L,) per leaf, the sum of ``max(expected, now - start) * units`` over its batches, in
+        batch order from 0.0: ``np.bincount(leaf, weights=np.maximum(expected, now - start) * units)``
+        bit for bit. Every expected duration must be known (``unknown == 0``)."""
+        out = [0.0] * n_leaves
+        for leaf, start, expected, units in zip(self.leaf, self.start, self.expected, self.units, strict=True):
+            elapsed = now - start
+            out[leaf] += (expected if expected >= elapsed else elapsed) * units
+        return out
 
 
 def json_float(x: float) -> float | str | None:

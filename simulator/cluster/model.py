@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan
 from simulator.cluster import plan_apply, reconfigure
@@ -106,14 +107,14 @@ class Cluster(ReservationBook):
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
         for _, _, _, (_, _, j, key, units, shared) in killed:
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.running[job.leaf][j] -= units
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(key, self.now)
         for key in [k for k, p in self._external.items() if p[1] == job_id]:  # the executor is told to kill them
             _, _, j, _, units, shared, alloc_key, _, _ = self._external.pop(key)
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.running[job.leaf][j] -= units
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(alloc_key, self.now)
@@ -229,7 +230,7 @@ class Cluster(ReservationBook):
         before = job.eligible_pending(j, self.staged)
         job.drop(j, -units, units)  # back to pending: dispatched again
         self._count_eligible(job, j, job.eligible_pending(j, self.staged) - before)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.running[job.leaf][j] -= units
         self._busy[j] -= units
         self.placement.invalidate(job.leaf, j)
         self._touch(job)
@@ -351,7 +352,7 @@ class Cluster(ReservationBook):
             assert self._report is not None
             self._report.first_starts[job.job_id] = self.now
         self._count_eligible(job, j, -units)
-        self._ledger.running[job.leaf, j] += units
+        self._ledger.running[job.leaf][j] += units
         self._busy[j] += units
         if job.pending[j] == 0:
             self.placement.invalidate(job.leaf, j)
@@ -384,7 +385,7 @@ class Cluster(ReservationBook):
 
     def _finish_units(self, job: JobState, j: int, units: int) -> None:
         moved = job.finish(j, units)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.running[job.leaf][j] -= units
         self._busy[j] -= units
         if moved and self.staged and not job.is_finished():
             stage = job.stage
@@ -411,7 +412,9 @@ class Cluster(ReservationBook):
             free = int(self.capacity[j]) - self._busy[j]
             if free <= 0 and not self._reservations:
                 allocator = self._allocators[j]
-                if allocator.tracks_demand:
+                if isinstance(allocator, FairShareAllocator):
+                    allocator.update_demand_flags(self.shared_flags(j), self.now)
+                elif allocator.tracks_demand:
                     allocator.update_demand(self.shared_demanding(j), self.now)
                 continue
             for stage in self.stages:
