@@ -97,6 +97,7 @@ class FairShareAllocator:
         self.initial_q = float(initial_q)
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
+        self._frac_list: list[float] = [float(x) for x in self._frac]
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
@@ -182,17 +183,7 @@ class FairShareAllocator:
         demanding (Alg. 2, lines 14-16: a leaf without pending tasks does not wait).
         Raises ValueError on a wrong shape or time going backwards.
         """
-        self._track_demand(self._mask(demanding), now)
-
-    def _track_demand(self, mask: NDArray[np.bool_], now: float) -> None:
-        """:meth:`update_demand` on a mask already checked by :meth:`_mask`."""
-        self._advance(now)
-        key = mask.tobytes()
-        if key == self._since_mask:
-            return  # the same demanding leaves as last time: their clocks run on
-        self._since_mask = key
-        self._since[mask & np.isnan(self._since)] = now
-        self._since[~mask] = np.nan
+        self.update_demand_flags(self._mask(demanding).tolist(), now)
 
     def update_demand_flags(self, demanding: list[bool], now: float) -> None:
         """:meth:`update_demand` on (L,) plain bools (the cluster's shared stage keeps them so).
@@ -202,7 +193,7 @@ class FairShareAllocator:
         self._advance(now)
         key = bytes(demanding)  # a bool mask's tobytes(): one key for both kinds of call
         if key == self._since_mask:
-            return
+            return  # the same demanding leaves as last time: their clocks run on
         self._since_mask = key
         since = self._since
         for leaf, flag in enumerate(demanding):
@@ -235,7 +226,7 @@ class FairShareAllocator:
         time going backwards.
         """
         mask = self._mask(demanding)
-        self._track_demand(mask, now)
+        self.update_demand_flags(mask.tolist(), now)
         if not self.work_conserving:
             mask = self._limit(mask)
         if self._policy in ("mlrf", "static"):
@@ -267,10 +258,6 @@ class FairShareAllocator:
         if waited >= self._t_wait:
             return lowest
         return descend_small(self._small_tree, usage, demanding)
-
-    @cached_property
-    def _frac_list(self) -> list[float]:
-        return [float(x) for x in self._frac]
 
     def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
         """Naive hierarchical LTRF (Sec. 5.2.1): from the root, the demanding child
@@ -329,7 +316,7 @@ class FairShareAllocator:
     def record_more(self, task_key: int, units: int = 1) -> None:
         """Grow the batch ``task_key`` started at the current time by ``units`` units
         (the same leaf got the next unit too). Raises KeyError if not running."""
-        self._tasks.units[self._tasks.slot[task_key]] += units
+        self._tasks.grow(task_key, units)
 
     def record_finish(self, task_key: int, now: float) -> None:
         """Task ``task_key`` ended at ``now``: its usage becomes the actual duration

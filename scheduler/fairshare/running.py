@@ -30,6 +30,8 @@ class RunningTasks:
         self.units: list[float] = []
         self.app: list[int] = []  # application key (scheduler.fairshare.quantum)
         self.unknown = 0  # batches whose expected duration is unknown (NaN)
+        self._held: list[float] | None = None  # held() at _held_at, kept while only batches starting then are added
+        self._held_at = math.nan
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -43,10 +45,23 @@ class RunningTasks:
         self.units.append(float(units))
         self.app.append(app)
         self.unknown += math.isnan(expected)
+        held = self._held
+        if held is not None:
+            if start == self._held_at and not math.isnan(expected):  # the last term of its leaf's sum, as held() adds it
+                elapsed = self._held_at - start
+                held[leaf] += (expected if expected >= elapsed else elapsed) * float(units)
+            else:
+                self._held = None
+
+    def grow(self, key: int, units: int) -> None:
+        """Batch ``key`` holds ``units`` more units. Raises KeyError if not running."""
+        self.units[self.slot[key]] += units
+        self._held = None
 
     def pop(self, key: int) -> tuple[int, float, float, int]:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
+        self._held = None
         leaf, start, units, app = self.leaf[i], self.start[i], self.units[i], self.app[i]
         expected = self.expected[i]
         self.unknown -= math.isnan(expected)
@@ -70,11 +85,15 @@ class RunningTasks:
     def held(self, now: float, n_leaves: int) -> list[float]:
         """(L,) per leaf, the sum of ``max(expected, now - start) * units`` over its batches, in
         batch order from 0.0: ``np.bincount(leaf, weights=np.maximum(expected, now - start) * units)``
-        bit for bit. Every expected duration must be known (``unknown == 0``)."""
+        bit for bit. Every expected duration must be known (``unknown == 0``). The list is kept
+        (do not change it) and brought up to date by :meth:`add` while the clock stands still."""
+        if self._held is not None and self._held_at == now and len(self._held) == n_leaves:
+            return self._held
         out = [0.0] * n_leaves
         for leaf, start, expected, units in zip(self.leaf, self.start, self.expected, self.units, strict=True):
             elapsed = now - start
             out[leaf] += (expected if expected >= elapsed else elapsed) * units
+        self._held, self._held_at = out, now
         return out
 
 

@@ -122,9 +122,28 @@ def descend_small(tree: SmallTree, usage: list[float], demanding: list[bool]) ->
     value, demand = group_totals(tree, usage, demanding)
     node, fraction = tree.root, tree.sibling_fraction
     while kids := tree.kids[node]:
-        values, mask = [value[k] / fraction[k] for k in kids], [demand[k] for k in kids]
-        found = argmin_first_small(values, mask)
-        if found is None:  # a value that is not finite, or no demand: numpy's edge cases
-            found = argmin_first(np.array(values), np.array(mask, dtype=np.bool_))
-        node = kids[found]
+        best = math.inf  # argmin_first_small inline: the smallest finite demanding value, then the first tie
+        for k in kids:
+            if demand[k]:
+                v = value[k] / fraction[k]
+                if v < best:
+                    best = v
+        chosen = -1
+        if math.isfinite(best):
+            limit = best + TIE_RTOL * max(1.0, abs(best))
+            for k in kids:
+                if demand[k]:
+                    v = value[k] / fraction[k]
+                    if not math.isfinite(v):
+                        chosen = -1  # numpy's edge cases, below
+                        break
+                    if chosen < 0 and v <= limit:
+                        chosen = k
+        if chosen < 0:  # a value that is not finite, or no demand: numpy's edge cases
+            values, mask = [value[k] / fraction[k] for k in kids], [demand[k] for k in kids]
+            found = argmin_first_small(values, mask)
+            if found is None:
+                found = argmin_first(np.array(values), np.array(mask, dtype=np.bool_))
+            chosen = kids[found]
+        node = chosen
     return tree.leaf_position[node]

@@ -21,86 +21,73 @@ from simulator.records import FairnessSample
 
 
 class LeafLedger:
-    """Counters per (leaf, type) and the integrals built from them, as nested lists
-    (``[leaf][type]``: an event changes one or two cells, and a cell of a list costs
-    less to read and write than one of a small numpy array).
+    """Counters per (leaf, type) and the integrals built from them.
 
     Attributes:
-        running: (L, m) tasks running.
-        eligible: (L, m) pending tasks that may start now.
-        usage: (L, m) resource-seconds used so far (Eq. 1).
-        entitled: (L, m) integral of min(d, S) (Eq. 3 denominator).
+        running: (L, m) int64 tasks running.
+        eligible: (L, m) int64 pending tasks that may start now.
+        usage: (L, m) float64 resource-seconds used so far (Eq. 1).
+        entitled: (L, m) float64 integral of min(d, S) (Eq. 3 denominator).
         mark: time (s) up to which ``usage`` and ``entitled`` are summed.
     """
 
     def __init__(self, n_leaves: int, m: int, now: float) -> None:
         self.mark = now
-        self.running = [[0] * m for _ in range(n_leaves)]
-        self.eligible = [[0] * m for _ in range(n_leaves)]
-        self.usage = [[0.0] * m for _ in range(n_leaves)]
-        self.entitled = [[0.0] * m for _ in range(n_leaves)]
-        self._share_of: NDArray[np.float64] | None = None  # the share matrix _share_rows lists
-        self._share_rows: list[list[float]] = []
+        self.running = np.zeros((n_leaves, m), dtype=np.int64)
+        self.eligible = np.zeros((n_leaves, m), dtype=np.int64)
+        self.usage = np.zeros((n_leaves, m), dtype=np.float64)
+        self.entitled = np.zeros((n_leaves, m), dtype=np.float64)
 
     def demand(self) -> NDArray[np.int64]:
         """(L, m) current demand d_i = eligible pending + running tasks."""
-        return np.array(self.running, dtype=np.int64) + np.array(self.eligible, dtype=np.int64)
+        return self.running + self.eligible
 
     def integrate_to(self, t: float, share: NDArray[np.float64]) -> None:
         """Sum the current counts up to time ``t``; ``share`` is (L, m) S_i.
         Call it before the counts or the shares change."""
-        self.usage, self.entitled = self._at(t, share)
-        self.mark = max(self.mark, t)
+        usage, entitled = self._at(t, share)
+        self.usage, self.entitled, self.mark = usage, entitled, max(self.mark, t)
 
-    def _at(self, t: float, share: NDArray[np.float64]) -> tuple[list[list[float]], list[list[float]]]:
-        """(usage, entitled) at ``t`` without storing them: ``usage + running * dt`` and
-        ``entitled + minimum(running + eligible, share) * dt`` cell by cell, the same floats
-        as numpy's element-wise operations."""
+    def _at(self, t: float, share: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(usage, entitled) at ``t`` without storing them."""
         dt = t - self.mark
         if dt <= 0:
             return self.usage, self.entitled
-        if share is not self._share_of:
-            self._share_of, self._share_rows = share, share.tolist()
-        usage = [[u + r * dt for u, r in zip(u_row, r_row, strict=True)] for u_row, r_row in zip(self.usage, self.running, strict=True)]
-        entitled = [
-            [e + min(r + g, s) * dt for e, r, g, s in zip(e_row, r_row, g_row, s_row, strict=True)]
-            for e_row, r_row, g_row, s_row in zip(self.entitled, self.running, self.eligible, self._share_rows, strict=True)
-        ]
-        return usage, entitled
+        return (
+            self.usage + self.running * dt,
+            self.entitled + np.minimum(self.demand(), share) * dt,
+        )
 
     def sample(self, now: float, share: NDArray[np.float64], capacity: NDArray[np.int64]) -> FairnessSample:
-        """A :class:`FairnessSample` at ``now`` (>= mark; fresh arrays)."""
+        """A :class:`FairnessSample` at ``now`` (>= mark; copies, not views)."""
         m = share.shape[1]
-        usage_rows, entitled_rows = self._at(now, share)
-        usage = np.array(usage_rows, dtype=np.float64).reshape(share.shape)
-        entitled = np.array(entitled_rows, dtype=np.float64).reshape(share.shape)
+        usage, entitled = self._at(now, share)
         rho = np.column_stack([fairness_degree(usage[:, j], entitled[:, j]) for j in range(m)]).reshape(share.shape)
-        running = np.array(self.running, dtype=np.int64).reshape(share.shape)
-        busy = running.sum(axis=0)
+        busy = self.running.sum(axis=0)
         util = np.divide(busy, capacity, out=np.zeros(m), where=capacity > 0)
         return FairnessSample(
             time=now,
-            usage=usage,
-            demand=self.demand().reshape(share.shape),
+            usage=usage.copy(),
+            demand=self.demand(),
             share=share.copy(),
-            entitled=entitled,
+            entitled=entitled.copy(),
             rho=rho.astype(np.float64),
             benefit=np.array([sharing_benefit(rho[:, j]) for j in range(m)]),
             loss=np.array([sharing_loss(rho[:, j]) for j in range(m)]),
-            running=running,
+            running=self.running.copy(),
             utilisation=util,
         )
 
     def to_state(self) -> dict[str, Any]:
         """The integrals and their mark (the counts are rebuilt from the jobs)."""
         return {
-            "usage": [list(row) for row in self.usage],
-            "entitled": [list(row) for row in self.entitled],
+            "usage": self.usage.tolist(),
+            "entitled": self.entitled.tolist(),
             "mark": self.mark,
         }
 
     def load_integrals(self, state: dict[str, Any]) -> None:
-        rows, m = len(self.usage), len(self.usage[0]) if self.usage else 0
-        self.usage = np.array(state["usage"], dtype=np.float64).reshape(rows, m).tolist()
-        self.entitled = np.array(state["entitled"], dtype=np.float64).reshape(rows, m).tolist()
+        shape = self.usage.shape
+        self.usage = np.array(state["usage"], dtype=np.float64).reshape(shape)
+        self.entitled = np.array(state["entitled"], dtype=np.float64).reshape(shape)
         self.mark = float(state["mark"])

@@ -229,7 +229,7 @@ class ClusterCore:
 
     def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
         """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
-        self._ledger.eligible[job.leaf][j] += delta
+        self._ledger.eligible[job.leaf, j] += delta
         if job.reserved:
             self._reserved_eligible[job.leaf, j] += delta
         else:
@@ -237,7 +237,7 @@ class ClusterCore:
 
     def _recount_shared(self) -> None:
         """Rebuild the shared stage's counts from the ledger (after reservations changed hands)."""
-        shared = np.array(self._ledger.eligible, dtype=np.int64) - self._reserved_eligible
+        shared = self._ledger.eligible - self._reserved_eligible
         self._shared_eligible = [[int(x) for x in shared[:, j]] for j in range(self.m)]
 
     def _shared_pending(self, job_id: int, j: int) -> int:

@@ -43,7 +43,9 @@ from scheduler.plan import Plan
 from simulator.cluster import plan_apply, reconfigure
 from simulator.cluster import state as cluster_state
 from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
+from simulator.cluster.lookahead import EarlyStartStage
 from simulator.cluster.reservations import ReservationBook
+from simulator.cluster.stages import ReservationStage, SharedStage
 from simulator.engine import ARRIVE, DONE_EXT, FAIL_EXT, FINISH, WAKE
 from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec, TaskLaunch
 
@@ -107,14 +109,14 @@ class Cluster(ReservationBook):
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
         for _, _, _, (_, _, j, key, units, shared) in killed:
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf][j] -= units
+            self._ledger.running[job.leaf, j] -= units
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(key, self.now)
         for key in [k for k, p in self._external.items() if p[1] == job_id]:  # the executor is told to kill them
             _, _, j, _, units, shared, alloc_key, _, _ = self._external.pop(key)
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf][j] -= units
+            self._ledger.running[job.leaf, j] -= units
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(alloc_key, self.now)
@@ -230,7 +232,7 @@ class Cluster(ReservationBook):
         before = job.eligible_pending(j, self.staged)
         job.drop(j, -units, units)  # back to pending: dispatched again
         self._count_eligible(job, j, job.eligible_pending(j, self.staged) - before)
-        self._ledger.running[job.leaf][j] -= units
+        self._ledger.running[job.leaf, j] -= units
         self._busy[j] -= units
         self.placement.invalidate(job.leaf, j)
         self._touch(job)
@@ -352,7 +354,7 @@ class Cluster(ReservationBook):
             assert self._report is not None
             self._report.first_starts[job.job_id] = self.now
         self._count_eligible(job, j, -units)
-        self._ledger.running[job.leaf][j] += units
+        self._ledger.running[job.leaf, j] += units
         self._busy[j] += units
         if job.pending[j] == 0:
             self.placement.invalidate(job.leaf, j)
@@ -385,7 +387,7 @@ class Cluster(ReservationBook):
 
     def _finish_units(self, job: JobState, j: int, units: int) -> None:
         moved = job.finish(j, units)
-        self._ledger.running[job.leaf][j] -= units
+        self._ledger.running[job.leaf, j] -= units
         self._busy[j] -= units
         if moved and self.staged and not job.is_finished():
             stage = job.stage
@@ -408,8 +410,15 @@ class Cluster(ReservationBook):
         pending tasks); the shared stage does that.
         """
         self._batches.clear()
+        stages = self.stages
+        # without reservations the default pipeline's first and last stages pass every unit on untouched
+        shared_only = not self._reservations and len(stages) == 3 and type(stages[0]) is ReservationStage \
+            and type(stages[1]) is SharedStage and type(stages[2]) is EarlyStartStage
         for j in range(self.m):
             free = int(self.capacity[j]) - self._busy[j]
+            if shared_only and free > 0:
+                stages[1].hand_out(self, j, free)
+                continue
             if free <= 0 and not self._reservations:
                 allocator = self._allocators[j]
                 if isinstance(allocator, FairShareAllocator):
