@@ -50,7 +50,7 @@ from scheduler.fairshare.fairness import (
 from scheduler.fairshare.limits import check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fairshare.quantum import AppQuanta
 from scheduler.fairshare.running import RunningTasks, from_json_float, json_float
-from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_first_small, descend_small, mean_of
+from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend_small, mean_of
 
 __all__ = ["POLICIES", "FairShareAllocator"]
 
@@ -246,10 +246,11 @@ class FairShareAllocator:
         :func:`descend_small`: the same floats in the same order), else through :meth:`pick_leaf`.
         Raises ValueError on a wrong length or time going backwards."""
         self.update_demand_flags(demanding, now)
-        if self._policy not in ("ltrf", "hltrf") or len(self.tree.names) > SMALL or not self.work_conserving:
+        if self._policy not in ("ltrf", "hltrf") or len(self.tree.names) > SMALL or not self.work_conserving \
+                or 0.0 in self._frac_list:  # a fraction that underflowed: numpy's division by zero
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
         usage = self.usage_list(now)
-        lowest = argmin_first_small([u / f for u, f in zip(usage, self._frac_list, strict=True)], demanding)
+        lowest = argmin_ratio_small(usage, self._frac_list, demanding)
         if lowest is None:  # no demand, or a value that is not finite: numpy's edge cases
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
         if self._policy == "ltrf":

@@ -4,6 +4,7 @@ expected duration)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -17,8 +18,8 @@ class RunningTasks:
     same expected duration (the cluster starts a job's tasks that way); it
     counts ``units`` times everywhere a task would count once. :meth:`arrays`
     gives the columns as numpy arrays for a vectorised pass; :meth:`held` sums
-    the known-duration case in plain Python (a few hundred batches at most, where
-    numpy's per-call overhead is the larger cost).
+    the known-duration case in plain Python, leaf by leaf, keeping each leaf's
+    sum until its batches change or one of them may have overrun.
     """
 
     def __init__(self) -> None:
@@ -30,14 +31,24 @@ class RunningTasks:
         self.units: list[float] = []
         self.app: list[int] = []  # application key (scheduler.fairshare.quantum)
         self.unknown = 0  # batches whose expected duration is unknown (NaN)
-        self._held: list[float] | None = None  # held() at _held_at, kept while only batches starting then are added
-        self._held_at = math.nan
+        # per leaf: its batches' positions in increasing order, the kept sum of held() and the clock up to
+        # which it holds (no batch of the leaf has overrun its expected duration by then); -inf: recompute
+        self._members: list[list[int]] = []
+        self._sums: list[float] = []
+        self._safe: list[float] = []
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def _leaf_slots(self, leaf: int) -> None:
+        while len(self._members) <= leaf:
+            self._members.append([])
+            self._sums.append(0.0)
+            self._safe.append(math.inf)
+
     def add(self, key: int, leaf: int, start: float, expected: float, units: int, app: int = -1) -> None:
-        self.slot[key] = len(self.keys)
+        n = len(self.keys)
+        self.slot[key] = n
         self.keys.append(key)
         self.leaf.append(leaf)
         self.start.append(start)
@@ -45,26 +56,30 @@ class RunningTasks:
         self.units.append(float(units))
         self.app.append(app)
         self.unknown += math.isnan(expected)
-        held = self._held
-        if held is not None:
-            if start == self._held_at and not math.isnan(expected):  # the last term of its leaf's sum, as held() adds it
-                elapsed = self._held_at - start
-                held[leaf] += (expected if expected >= elapsed else elapsed) * float(units)
-            else:
-                self._held = None
+        self._leaf_slots(leaf)
+        self._members[leaf].append(n)  # the largest position: its leaf's last term
+        safe = _safe_until(start, expected)
+        if self._safe[leaf] >= start and safe >= start:  # held() at any clock up to safe: the sum plus this term
+            self._sums[leaf] += expected * float(units)
+            self._safe[leaf] = min(self._safe[leaf], safe)
+        else:
+            self._safe[leaf] = -math.inf
 
     def grow(self, key: int, units: int) -> None:
         """Batch ``key`` holds ``units`` more units. Raises KeyError if not running."""
-        self.units[self.slot[key]] += units
-        self._held = None
+        i = self.slot[key]
+        self.units[i] += units
+        self._safe[self.leaf[i]] = -math.inf
 
     def pop(self, key: int) -> tuple[int, float, float, int]:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
-        self._held = None
         leaf, start, units, app = self.leaf[i], self.start[i], self.units[i], self.app[i]
         expected = self.expected[i]
         self.unknown -= math.isnan(expected)
+        members = self._members[leaf]
+        del members[bisect.bisect_left(members, i)]
+        self._safe[leaf] = -math.inf
         last = len(self.keys) - 1
         if i != last:  # the last batch takes the hole, as before (the order the sums run in)
             moved = self.keys[last]
@@ -72,6 +87,10 @@ class RunningTasks:
             self.slot[moved] = i
             self.leaf[i], self.start[i], self.expected[i] = self.leaf[last], self.start[last], self.expected[last]
             self.units[i], self.app[i] = self.units[last], self.app[last]
+            other = self._members[self.leaf[i]]
+            other.pop()  # the last position is its leaf's last
+            bisect.insort(other, i)
+            self._safe[self.leaf[i]] = -math.inf
         for column in (self.keys, self.leaf, self.start, self.expected, self.units, self.app):
             column.pop()
         return leaf, start, units, app
@@ -85,16 +104,36 @@ class RunningTasks:
     def held(self, now: float, n_leaves: int) -> list[float]:
         """(L,) per leaf, the sum of ``max(expected, now - start) * units`` over its batches, in
         batch order from 0.0: ``np.bincount(leaf, weights=np.maximum(expected, now - start) * units)``
-        bit for bit. Every expected duration must be known (``unknown == 0``). The list is kept
-        (do not change it) and brought up to date by :meth:`add` while the clock stands still."""
-        if self._held is not None and self._held_at == now and len(self._held) == n_leaves:
-            return self._held
-        out = [0.0] * n_leaves
-        for leaf, start, expected, units in zip(self.leaf, self.start, self.expected, self.units, strict=True):
-            elapsed = now - start
-            out[leaf] += (expected if expected >= elapsed else elapsed) * units
-        self._held, self._held_at = out, now
+        bit for bit. Every expected duration must be known (``unknown == 0``).
+
+        A leaf's sum is kept while ``now`` stays below each of its batches' start + expected
+        duration by a margin far above rounding: there ``now - start`` rounds to at most
+        ``expected``, so every term is ``expected * units`` whatever the clock.
+        """
+        self._leaf_slots(n_leaves - 1)
+        out = self._sums[:n_leaves]
+        for leaf in range(n_leaves):
+            if now <= self._safe[leaf]:
+                continue
+            total, safe = 0.0, math.inf
+            start, expected, units = self.start, self.expected, self.units
+            for i in self._members[leaf]:
+                begun, duration = start[i], expected[i]
+                elapsed = now - begun
+                total += (duration if duration >= elapsed else elapsed) * units[i]
+                safe = min(safe, _safe_until(begun, duration))
+            out[leaf] = self._sums[leaf] = total
+            self._safe[leaf] = safe if now <= safe else -math.inf
         return out
+
+
+def _safe_until(start: float, expected: float) -> float:
+    """A clock up to which ``now - start`` rounds to at most ``expected`` (below start + expected
+    by a relative 1e-9, far above rounding); -inf for an unknown duration."""
+    if math.isnan(expected):
+        return -math.inf
+    end = start + expected
+    return end - 1e-9 * max(1.0, abs(end))
 
 
 def json_float(x: float) -> float | str | None:

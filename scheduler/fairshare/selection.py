@@ -53,6 +53,26 @@ def argmin_first_small(values: list[float], mask: list[bool]) -> int | None:
     return None
 
 
+def argmin_ratio_small(numerators: list[float], denominators: list[float], mask: list[bool]) -> int | None:
+    """``argmin_first_small([n / d for n, d in zip(numerators, denominators)], mask)`` without
+    building the list: the same quotients, the same answer (None for numpy's edge cases)."""
+    best = math.inf
+    for n, d, m in zip(numerators, denominators, mask, strict=True):
+        if m:
+            v = n / d
+            if not math.isfinite(v):
+                return None
+            if v < best:
+                best = v
+    if best == math.inf:
+        return None
+    limit = best + TIE_RTOL * max(1.0, abs(best))
+    for i, (n, d, m) in enumerate(zip(numerators, denominators, mask, strict=True)):
+        if m and n / d <= limit:
+            return i
+    return None
+
+
 def mean_of(values: list[float]) -> float:
     """``np.mean(values)``, bit for bit: numpy sums fewer than 8 values one by one,
     as ``sum`` does, so short lists skip numpy's overhead."""
