@@ -36,6 +36,7 @@ class RunningTasks:
         self._members: list[list[int]] = []
         self._sums: list[float] = []
         self._safe: list[float] = []
+        self._stamp: list[float] = []  # the clock the sum was last summed at (NaN: changed since)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -45,6 +46,7 @@ class RunningTasks:
             self._members.append([])
             self._sums.append(0.0)
             self._safe.append(math.inf)
+            self._stamp.append(math.nan)
 
     def add(self, key: int, leaf: int, start: float, expected: float, units: int, app: int = -1) -> None:
         n = len(self.keys)
@@ -59,17 +61,21 @@ class RunningTasks:
         self._leaf_slots(leaf)
         self._members[leaf].append(n)  # the largest position: its leaf's last term
         safe = _safe_until(start, expected)
-        if self._safe[leaf] >= start and safe >= start:  # held() at any clock up to safe: the sum plus this term
-            self._sums[leaf] += expected * float(units)
-            self._safe[leaf] = min(self._safe[leaf], safe)
+        kept = self._safe[leaf] >= start  # the sum holds at any clock up to _safe
+        if (kept or self._stamp[leaf] == start) and not math.isnan(expected):  # it holds now: add the last term
+            self._sums[leaf] += (expected if expected >= 0.0 else 0.0) * float(units)  # held()'s, at elapsed 0
+            if kept and safe >= start:
+                self._safe[leaf] = min(self._safe[leaf], safe)
+            else:
+                self._safe[leaf], self._stamp[leaf] = -math.inf, start
         else:
-            self._safe[leaf] = -math.inf
+            self._safe[leaf], self._stamp[leaf] = -math.inf, math.nan
 
     def grow(self, key: int, units: int) -> None:
         """Batch ``key`` holds ``units`` more units. Raises KeyError if not running."""
         i = self.slot[key]
         self.units[i] += units
-        self._safe[self.leaf[i]] = -math.inf
+        self._safe[self.leaf[i]], self._stamp[self.leaf[i]] = -math.inf, math.nan
 
     def pop(self, key: int) -> tuple[int, float, float, int]:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
@@ -79,7 +85,7 @@ class RunningTasks:
         self.unknown -= math.isnan(expected)
         members = self._members[leaf]
         del members[bisect.bisect_left(members, i)]
-        self._safe[leaf] = -math.inf
+        self._safe[leaf], self._stamp[leaf] = -math.inf, math.nan
         last = len(self.keys) - 1
         if i != last:  # the last batch takes the hole, as before (the order the sums run in)
             moved = self.keys[last]
@@ -90,7 +96,7 @@ class RunningTasks:
             other = self._members[self.leaf[i]]
             other.pop()  # the last position is its leaf's last
             bisect.insort(other, i)
-            self._safe[self.leaf[i]] = -math.inf
+            self._safe[self.leaf[i]], self._stamp[self.leaf[i]] = -math.inf, math.nan
         for column in (self.keys, self.leaf, self.start, self.expected, self.units, self.app):
             column.pop()
         return leaf, start, units, app
@@ -112,18 +118,25 @@ class RunningTasks:
         """
         self._leaf_slots(n_leaves - 1)
         out = self._sums[:n_leaves]
+        safe_until, stamp = self._safe, self._stamp
         for leaf in range(n_leaves):
-            if now <= self._safe[leaf]:
+            if now <= safe_until[leaf] or now == stamp[leaf]:
                 continue
-            total, safe = 0.0, math.inf
+            total, low, high = 0.0, math.inf, 0.0
             start, expected, units = self.start, self.expected, self.units
             for i in self._members[leaf]:
                 begun, duration = start[i], expected[i]
                 elapsed = now - begun
                 total += (duration if duration >= elapsed else elapsed) * units[i]
-                safe = min(safe, _safe_until(begun, duration))
+                end = begun + duration
+                if end < low:
+                    low = end
+                if abs(end) > high:
+                    high = abs(end)
+            # below every end by a relative 1e-9 of the largest: far above the rounding of any end
+            safe = low - 1e-9 * max(1.0, abs(low), high) if low < math.inf else math.inf
             out[leaf] = self._sums[leaf] = total
-            self._safe[leaf] = safe if now <= safe else -math.inf
+            safe_until[leaf], stamp[leaf] = (safe if now <= safe else -math.inf), now
         return out
 
 
