@@ -65,7 +65,8 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
     dem = demand_mask(demand, (w.shape[0], w.shape[1]))
     s = result.shares
     rest = np.where(dem, _rivals_share(s, groups), 0.0)
-    x = np.where(dem, marginal(s, rest, w, log_mask(utility, w.shape[0])), 0.0)
+    is_log = log_mask(utility, w.shape[0])
+    x = np.where(dem, marginal(s, rest, w, is_log), 0.0)
     budget = b.sum(axis=1, keepdims=True)
     interior = dem & (b > NEGLIGIBLE * budget)
     with np.errstate(over="ignore"):  # x / b may be huge next to b ~ 0; inf is fine
@@ -82,7 +83,7 @@ def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Seque
     violation = np.max(np.where(bound, np.clip(excess, 0.0, 1.0), 0.0), axis=1, initial=0.0)
     residual: FloatArray = np.maximum(spread, violation)
     # a linear job that no split can gain NEGLIGIBLE of its utility is at a best response
-    linear = ~log_mask(utility, w.shape[0])
+    linear = ~is_log
     flat = linear & (np.sum(w * rest, axis=1) <= NEGLIGIBLE * np.sum(w * s, axis=1))
     out: FloatArray = np.where(flat, 0.0, residual)
     return out

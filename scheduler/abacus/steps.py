@@ -149,6 +149,9 @@ def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta:
     return np.where(total > 0, moved / np.where(total > 0, total, 1.0) * budgets[:, None], moved)
 
 
+_PLAIN_GROUPS = 512  # up to this many jobs, _group_index numbers the groups in plain Python
+
+
 def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
     if groups is None:
         return np.zeros(n, dtype=np.intp), 1 if n else 0
@@ -157,6 +160,10 @@ def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], in
         raise ValueError(f"groups has shape {arr.shape}, expected ({n},)")
     if n and not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"groups must be integers, got dtype {arr.dtype}")
+    if n <= _PLAIN_GROUPS:  # np.unique's labels and inverse in plain Python: the same arrays, less overhead
+        values: list[int] = arr.tolist()
+        position = {label: k for k, label in enumerate(sorted(set(values)))}
+        return np.array([position[v] for v in values], dtype=np.intp).reshape(n), len(position)
     labels, index = np.unique(arr, return_inverse=True)
     return index.astype(np.intp).reshape(n), int(labels.shape[0])
 

@@ -50,11 +50,12 @@ from scheduler.fairshare.fairness import (
 from scheduler.fairshare.limits import check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fairshare.quantum import AppQuanta
 from scheduler.fairshare.running import RunningTasks, from_json_float, json_float
-from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, descend_small, mean_of
+from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend_small, mean_of
 
 __all__ = ["POLICIES", "FairShareAllocator"]
 
 POLICIES: tuple[str, ...] = ("static", "mlrf", "ltrf", "hltrf")
+_PLAIN_TASKS = 256  # up to this many running batches, usage_list sums in plain Python
 
 class FairShareAllocator:
     """Which leaf queue gets the next free unit of one resource type.
@@ -96,6 +97,7 @@ class FairShareAllocator:
         self.initial_q = float(initial_q)
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
+        self._frac_list: list[float] = [float(x) for x in self._frac]
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
@@ -181,17 +183,24 @@ class FairShareAllocator:
         demanding (Alg. 2, lines 14-16: a leaf without pending tasks does not wait).
         Raises ValueError on a wrong shape or time going backwards.
         """
-        self._track_demand(self._mask(demanding), now)
+        self.update_demand_flags(self._mask(demanding).tolist(), now)
 
-    def _track_demand(self, mask: NDArray[np.bool_], now: float) -> None:
-        """:meth:`update_demand` on a mask already checked by :meth:`_mask`."""
+    def update_demand_flags(self, demanding: list[bool], now: float) -> None:
+        """:meth:`update_demand` on (L,) plain bools (the cluster's shared stage keeps them so).
+        Raises ValueError on a wrong length or time going backwards."""
+        if len(demanding) != self._frac.size:
+            raise ValueError(f"demanding must have {self._frac.size} entries, got {len(demanding)}")
         self._advance(now)
-        key = mask.tobytes()
+        key = bytes(demanding)  # a bool mask's tobytes(): one key for both kinds of call
         if key == self._since_mask:
             return  # the same demanding leaves as last time: their clocks run on
         self._since_mask = key
-        self._since[mask & np.isnan(self._since)] = now
-        self._since[~mask] = np.nan
+        since = self._since
+        for leaf, flag in enumerate(demanding):
+            if not flag:
+                since[leaf] = math.nan
+            elif math.isnan(since[leaf]):
+                since[leaf] = now
 
     def waiting(self, now: float) -> NDArray[np.float64]:
         """(L,) how long each demanding leaf has waited at ``now``: now minus the later
@@ -217,7 +226,7 @@ class FairShareAllocator:
         time going backwards.
         """
         mask = self._mask(demanding)
-        self._track_demand(mask, now)
+        self.update_demand_flags(mask.tolist(), now)
         if not self.work_conserving:
             mask = self._limit(mask)
         if self._policy in ("mlrf", "static"):
@@ -230,6 +239,26 @@ class FairShareAllocator:
         if waited >= self._t_wait:
             return lowest
         return self._descend(usage, mask)
+
+    def pick_leaf_flags(self, demanding: list[bool], now: float) -> int:
+        """:meth:`pick_leaf` on (L,) plain bools: the same leaf, in plain Python for LTRF and H-LTRF on
+        a tree of at most ``SMALL`` nodes without limits (:meth:`usage_list`, ``argmin_first_small``,
+        :func:`descend_small`: the same floats in the same order), else through :meth:`pick_leaf`.
+        Raises ValueError on a wrong length or time going backwards."""
+        self.update_demand_flags(demanding, now)
+        if self._policy not in ("ltrf", "hltrf") or len(self.tree.names) > SMALL or not self.work_conserving \
+                or 0.0 in self._frac_list:  # a fraction that underflowed: numpy's division by zero
+            return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
+        usage = self.usage_list(now)
+        lowest = argmin_ratio_small(usage, self._frac_list, demanding)
+        if lowest is None:  # no demand, or a value that is not finite: numpy's edge cases
+            return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
+        if self._policy == "ltrf":
+            return lowest
+        waited = now - max(float(self._last_alloc[lowest]), float(self._since[lowest]))
+        if waited >= self._t_wait:
+            return lowest
+        return descend_small(self._small_tree, usage, demanding)
 
     def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
         """Naive hierarchical LTRF (Sec. 5.2.1): from the root, the demanding child
@@ -288,7 +317,7 @@ class FairShareAllocator:
     def record_more(self, task_key: int, units: int = 1) -> None:
         """Grow the batch ``task_key`` started at the current time by ``units`` units
         (the same leaf got the next unit too). Raises KeyError if not running."""
-        self._tasks.units[self._tasks.slot[task_key]] += units
+        self._tasks.grow(task_key, units)
 
     def record_finish(self, task_key: int, now: float) -> None:
         """Task ``task_key`` ended at ``now``: its usage becomes the actual duration
@@ -352,16 +381,15 @@ class FairShareAllocator:
         max(expected duration or Q, elapsed) (Sec. 6.2.1); only the part
         after the current round's start counts (Sec. 6.2.2, time windows).
         """
-        n = len(self._tasks)
-        if not n:
-            return self._finished.copy()
         t = self._tasks
-        leaf, start, exp = t.leaf[:n], t.start[:n], t.expected[:n]
+        if not len(t):
+            return self._finished.copy()
+        leaf, start, exp, units, apps = t.arrays()
         if not t.unknown and self.history != "decay" and self._round_start == -math.inf:
             # every duration known, no round begun: max(est, elapsed) is what counts, bit for bit the
             # general case below (there, nothing lies before the round and no estimate is negative)
             held = np.maximum(exp, now - start)
-            return self._finished + np.bincount(leaf, weights=held * t.units[:n], minlength=self._finished.size)
+            return self._finished + np.bincount(leaf, weights=held * units, minlength=self._finished.size)
         out = self._finished.copy()
         unknown = np.isnan(exp)
         est = exp
@@ -369,14 +397,26 @@ class FairShareAllocator:
             est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
             if self._apps.named:  # without named applications a leaf's Q is its only one's
                 idx = np.flatnonzero(unknown)
-                est[idx] = self._apps.estimates(t.app[:n][idx], est[idx])
+                est[idx] = self._apps.estimates(apps[idx], est[idx])
         if self.history == "decay":  # the past decayed, the rest of the estimate in full
             held = decayed_integral(now - start, self.history_length) + np.maximum(est - (now - start), 0.0)
         else:
             before_round = np.maximum(self._round_start - start, 0.0)
             held = np.maximum(np.maximum(est, now - start) - before_round, 0.0)
-        out += np.bincount(leaf, weights=held * t.units[:n], minlength=out.size)
+        out += np.bincount(leaf, weights=held * units, minlength=out.size)
         return out
+
+    def usage_list(self, now: float) -> list[float]:
+        """:meth:`usage` as a list, the same floats bit for bit; plain Python when every duration is
+        known and no round or decay applies (the simulator's case), numpy otherwise."""
+        t = self._tasks
+        if t.unknown or self.history == "decay" or self._round_start != -math.inf or len(t) > _PLAIN_TASKS:
+            out: list[float] = self.usage(now).tolist()
+            return out
+        finished: list[float] = self._finished.tolist()
+        if not len(t):
+            return finished
+        return [f + h for f, h in zip(finished, t.held(now, self._frac.size), strict=True)]
 
     @cached_property
     def _leaf_nodes(self) -> NDArray[np.int64]:
@@ -389,8 +429,9 @@ class FairShareAllocator:
 
     def running(self) -> NDArray[np.int64]:
         """(L,) units currently held per leaf (what MLRF balances)."""
-        n = len(self._tasks)
-        return np.bincount(self._tasks.leaf[:n], weights=self._tasks.units[:n], minlength=self._frac.size).astype(np.int64)
+        t = self._tasks
+        return np.bincount(np.array(t.leaf, dtype=np.int64), weights=np.array(t.units, dtype=np.float64),
+                           minlength=self._frac.size).astype(np.int64)  # fmt: skip
 
     def reset_round(self, now: float) -> None:
         """Start a new round (time window) at ``now``: accumulated usage restarts from 0

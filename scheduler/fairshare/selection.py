@@ -53,6 +53,26 @@ def argmin_first_small(values: list[float], mask: list[bool]) -> int | None:
     return None
 
 
+def argmin_ratio_small(numerators: list[float], denominators: list[float], mask: list[bool]) -> int | None:
+    """``argmin_first_small([n / d for n, d in zip(numerators, denominators)], mask)`` without
+    building the list: the same quotients, the same answer (None for numpy's edge cases)."""
+    best = math.inf
+    for n, d, m in zip(numerators, denominators, mask, strict=True):
+        if m:
+            v = n / d
+            if not math.isfinite(v):
+                return None
+            if v < best:
+                best = v
+    if best == math.inf:
+        return None
+    limit = best + TIE_RTOL * max(1.0, abs(best))
+    for i, (n, d, m) in enumerate(zip(numerators, denominators, mask, strict=True)):
+        if m and n / d <= limit:
+            return i
+    return None
+
+
 def mean_of(values: list[float]) -> float:
     """``np.mean(values)``, bit for bit: numpy sums fewer than 8 values one by one,
     as ``sum`` does, so short lists skip numpy's overhead."""
@@ -122,9 +142,28 @@ def descend_small(tree: SmallTree, usage: list[float], demanding: list[bool]) ->
     value, demand = group_totals(tree, usage, demanding)
     node, fraction = tree.root, tree.sibling_fraction
     while kids := tree.kids[node]:
-        values, mask = [value[k] / fraction[k] for k in kids], [demand[k] for k in kids]
-        found = argmin_first_small(values, mask)
-        if found is None:  # a value that is not finite, or no demand: numpy's edge cases
-            found = argmin_first(np.array(values), np.array(mask, dtype=np.bool_))
-        node = kids[found]
+        best = math.inf  # argmin_first_small inline: the smallest finite demanding value, then the first tie
+        for k in kids:
+            if demand[k]:
+                v = value[k] / fraction[k]
+                if v < best:
+                    best = v
+        chosen = -1
+        if math.isfinite(best):
+            limit = best + TIE_RTOL * max(1.0, abs(best))
+            for k in kids:
+                if demand[k]:
+                    v = value[k] / fraction[k]
+                    if not math.isfinite(v):
+                        chosen = -1  # numpy's edge cases, below
+                        break
+                    if chosen < 0 and v <= limit:
+                        chosen = k
+        if chosen < 0:  # a value that is not finite, or no demand: numpy's edge cases
+            values, mask = [value[k] / fraction[k] for k in kids], [demand[k] for k in kids]
+            found = argmin_first_small(values, mask)
+            if found is None:
+                found = argmin_first(np.array(values), np.array(mask, dtype=np.bool_))
+            chosen = kids[found]
+        node = chosen
     return tree.leaf_position[node]

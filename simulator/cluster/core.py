@@ -112,6 +112,8 @@ class ClusterCore:
         self._ledger = LeafLedger(n_leaves, m, self.now)
         # pending tasks of reserved jobs, per (leaf, type): not demand for the shared stage
         self._reserved_eligible = np.zeros((n_leaves, m), dtype=np.int64)
+        # the same, the shared stage's share: per type, per leaf, eligible minus reserved pending tasks
+        self._shared_eligible = [[0] * n_leaves for _ in range(m)]
         self._reservations: tuple[Reservation, ...] = ()
         self._busy = [0] * m
         self._sample_origin, self._sample_k = self.now, 1
@@ -186,8 +188,11 @@ class ClusterCore:
 
     def shared_demanding(self, j: int) -> NDArray[np.bool_]:
         """(L,) leaves with pending tasks of type j the shared stage may start."""
-        out: NDArray[np.bool_] = (self._ledger.eligible[:, j] - self._reserved_eligible[:, j]) > 0
-        return out
+        return np.array(self.shared_flags(j), dtype=np.bool_)
+
+    def shared_flags(self, j: int) -> list[bool]:
+        """:meth:`shared_demanding` as (L,) plain bools."""
+        return [n > 0 for n in self._shared_eligible[j]]
 
     def leaf_heads(self, j: int) -> NDArray[np.float64]:
         """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
@@ -227,6 +232,13 @@ class ClusterCore:
         self._ledger.eligible[job.leaf, j] += delta
         if job.reserved:
             self._reserved_eligible[job.leaf, j] += delta
+        else:
+            self._shared_eligible[j][job.leaf] += delta
+
+    def _recount_shared(self) -> None:
+        """Rebuild the shared stage's counts from the ledger (after reservations changed hands)."""
+        shared = self._ledger.eligible - self._reserved_eligible
+        self._shared_eligible = [[int(x) for x in shared[:, j]] for j in range(self.m)]
 
     def _shared_pending(self, job_id: int, j: int) -> int:
         return self._jobs[job_id].shared_pending(j, self.staged)

@@ -37,12 +37,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan
 from simulator.cluster import plan_apply, reconfigure
 from simulator.cluster import state as cluster_state
 from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
+from simulator.cluster.lookahead import EarlyStartStage
 from simulator.cluster.reservations import ReservationBook
+from simulator.cluster.stages import ReservationStage, SharedStage
 from simulator.engine import ARRIVE, DONE_EXT, FAIL_EXT, FINISH, WAKE
 from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec, TaskLaunch
 
@@ -407,11 +410,20 @@ class Cluster(ReservationBook):
         pending tasks); the shared stage does that.
         """
         self._batches.clear()
+        stages = self.stages
+        # without reservations the default pipeline's first and last stages pass every unit on untouched
+        shared_only = not self._reservations and len(stages) == 3 and type(stages[0]) is ReservationStage \
+            and type(stages[1]) is SharedStage and type(stages[2]) is EarlyStartStage
         for j in range(self.m):
             free = int(self.capacity[j]) - self._busy[j]
+            if shared_only and free > 0:
+                stages[1].hand_out(self, j, free)
+                continue
             if free <= 0 and not self._reservations:
                 allocator = self._allocators[j]
-                if allocator.tracks_demand:
+                if isinstance(allocator, FairShareAllocator):
+                    allocator.update_demand_flags(self.shared_flags(j), self.now)
+                elif allocator.tracks_demand:
                     allocator.update_demand(self.shared_demanding(j), self.now)
                 continue
             for stage in self.stages:

@@ -96,6 +96,7 @@ def mark_reserved(cluster: ClusterCore, reserved: frozenset[int]) -> None:
             if job.active and job.reserved:
                 for j in range(cluster.m):
                     cluster._reserved_eligible[job.leaf, j] += job.eligible_pending(j, cluster.staged)
+        cluster._recount_shared()
         for leaf in range(len(cluster.placement.leaves)):
             cluster.placement.invalidate(leaf)
 

@@ -30,6 +30,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
+from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.fairshare.fifo import FifoAllocator
 from scheduler.fairshare.protocol import JobLevelAllocator
 from simulator.cluster.job_order import hand_out_by_job
@@ -107,6 +108,8 @@ class SharedStage:
             return _oldest_first(cluster, allocator, j, free)
         if allocator.job_level:  # Tiresias, Themis: jobs across all queues (simulator.cluster.job_order)
             return hand_out_by_job(cluster, cast(JobLevelAllocator, allocator), j, free)
+        if isinstance(allocator, FairShareAllocator) and allocator.work_conserving:
+            return _fair_share(cluster, allocator, j, free)
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)
@@ -138,6 +141,33 @@ class SharedStage:
         if started:  # a leaf may have run out of eligible tasks
             allocator.update_demand(demanding, now)
         return free
+
+
+def _fair_share(cluster: ClusterView, allocator: FairShareAllocator, j: int, free: int) -> int:
+    """:meth:`SharedStage.hand_out` under the policies of paper 002 without limits (MLRF, LTRF,
+    H-LTRF): the same choices on the leaves' demand as plain bools (``pick_leaf_flags``)."""
+    demanding = cluster.shared_flags(j)
+    now = cluster.now
+    allocator.update_demand_flags(demanding, now)
+    started = False
+    while free > 0:
+        n_demanding = demanding.count(True)
+        if n_demanding == 0:
+            break
+        leaf = demanding.index(True) if n_demanding == 1 else allocator.pick_leaf_flags(demanding, now)
+        if not (0 <= leaf < len(demanding) and demanding[leaf]):
+            raise RuntimeError(f"allocator picked leaf {leaf} without demand")
+        job_id, units = cluster.placement.grant(leaf, j, free if n_demanding == 1 else 1)
+        job = cluster.job(job_id)
+        if job is None:
+            raise RuntimeError(f"leaf {leaf} holds unknown job {job_id}")
+        cluster.start_tasks(job, j, units, shared=True)
+        free -= units
+        started = True
+        demanding = cluster.shared_flags(j)
+    if started:  # a leaf may have run out of eligible tasks
+        allocator.update_demand_flags(demanding, now)
+    return free
 
 
 def _oldest_first(cluster: ClusterView, allocator: FifoAllocator, j: int, free: int) -> int:

@@ -70,6 +70,10 @@ class ClusterView(Protocol):
         """(L,) leaves with pending tasks of type j the shared stage may start."""
         ...
 
+    def shared_flags(self, j: int) -> list[bool]:
+        """:meth:`shared_demanding` as (L,) plain bools."""
+        ...
+
     def leaf_heads(self, j: int) -> NDArray[np.float64]:
         """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
         ...
