@@ -30,7 +30,60 @@ def _prep(field: models.Field[Any, Any], value: Any) -> Any:
     they are (the ORM would pass those unchanged too)."""
     if type(value) in _NATIVE and not isinstance(field, _CONVERTING):
         return value
+    if value is not None and type(field) is models.JSONField and field.encoder is None:
+        return _json_adapter()(value)  # what get_db_prep_save gives for a plain document, without its per-value lookups
     return field.get_db_prep_save(value, connection)
+
+
+@lru_cache(maxsize=1)
+def _json_adapter() -> Any:
+    """The database's adapter of a JSON document (``connection.ops.adapt_json_value`` without an
+    encoder: psycopg's ``Jsonb`` on PostgreSQL, ``json.dumps`` elsewhere); one per process (its
+    database's vendor does not change)."""
+    if connection.vendor == "postgresql":
+        from psycopg.types.json import Jsonb
+
+        return Jsonb
+    import json
+
+    return json.dumps
+
+
+class Batch:
+    """Writes gathered to run together: on PostgreSQL as one statement when :meth:`run` is called
+    (``WITH w0 AS (write), w1 AS (write) ... write``: one round trip, one statement to parse,
+    plan and log, instead of one each); elsewhere (SQLite, which has no writes inside WITH) each
+    write runs at once, as without a batch.
+
+    The helpers below that take ``batch=`` add their statement to it instead of running it. The
+    writes of one batch see the database as it was before the statement (one snapshot), so no
+    two of them may touch the same rows, and none may depend on another's effect; the order of
+    their parameters is the order they were added. A caller that reads what a batch writes runs
+    it first.
+    """
+
+    def __init__(self) -> None:
+        self.deferring = connection.vendor == "postgresql"
+        self._parts: list[tuple[str, list[Any]]] = []
+
+    def add(self, sql: str, params: Sequence[Any]) -> None:
+        """Add one write (no RETURNING: nothing reads its result)."""
+        self._parts.append((sql, list(params)))
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def run(self) -> None:
+        """Run the gathered writes as one statement (none when nothing was added), and empty the batch."""
+        parts, self._parts = self._parts, []
+        if not parts:
+            return
+        *first, (last_sql, _) = parts
+        sql = last_sql if not first else (
+            "WITH " + ", ".join(f"w{k} AS ({part})" for k, (part, _) in enumerate(first)) + " " + last_sql)
+        params = [v for _, part_params in parts for v in part_params]
+        with _cursor(params) as cursor:
+            cursor.execute(sql, params)
 
 
 _CONVERTING = (models.JSONField, models.DecimalField, models.DateTimeField, models.DateField, models.TimeField,
@@ -51,11 +104,12 @@ def _statement(
     return sql, fields  # type: ignore[return-value]
 
 
-def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]], *, returning_pk: bool = False) -> list[int]:
+def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]], *, returning_pk: bool = False,
+                batch: Batch | None = None) -> list[int]:
     """INSERT ``rows`` (one value per name in ``names``; a foreign key by its id under
     the field's name) into ``model``'s table; returns the new primary keys, in row
     order, when ``returning_pk`` (one multi-row statement), else [] (executemany on SQLite,
-    one ``INSERT ... SELECT * FROM unnest(...)`` on PostgreSQL)."""
+    one ``INSERT ... SELECT * FROM unnest(...)`` on PostgreSQL, added to ``batch`` when given)."""
     rows = list(rows)
     if not rows:
         return []
@@ -68,6 +122,12 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
             return [int(r[0]) for r in cursor.fetchall()]
     sql, fields = _statement(model, names, False, 1)
     prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
+    if batch is not None and batch.deferring:
+        if len(prepared) == 1:
+            batch.add(sql, prepared[0])
+        else:
+            batch.add(_unnest_insert(model, names), _columns(fields, prepared))
+        return []
     with connection.cursor() as cursor:
         if len(prepared) == 1:
             cursor.execute(sql, prepared[0])
@@ -76,6 +136,18 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
         else:
             cursor.executemany(sql, prepared)
     return []
+
+
+def insert_statement(model: type[models.Model], names: Sequence[str]) -> str:
+    """PostgreSQL: the INSERT of any number of rows into ``names`` of ``model``'s table that
+    :func:`insert_rows` runs, with one array parameter per column (:func:`column_values`), for a
+    caller that adds to it (a RETURNING clause inside a WITH)."""
+    return _unnest_insert(model, tuple(names))
+
+
+def column_values(fields: Sequence[Any], prepared: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """The parameters of :func:`insert_statement` for rows of values prepared for ``fields``."""
+    return _columns(fields, prepared)
 
 
 @lru_cache(maxsize=64)
@@ -89,18 +161,33 @@ def _unnest_insert(model: type[models.Model], names: tuple[str, ...]) -> str:
 
 
 def _arrays(fields: Sequence[Any]) -> str:
-    """``%s::type[], ...``: one array parameter per field, cast to its column's type."""
-    return ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+    """``%s::type[], ...``: one array parameter per field, cast to its column's type; a JSON
+    field's is one JSON document, the list of its values (:func:`_columns`), taken apart on the
+    server in order (its JSON nulls as SQL nulls, as ``None`` is stored)."""
+    return ", ".join(_JSON_ARRAY if _is_json(f) else f"%s::{f.db_type(connection)}[]" for f in fields)
+
+
+_JSON_ARRAY = "ARRAY(SELECT NULLIF(e, 'null'::jsonb) FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n)"
+
+
+def _is_json(field: Any) -> bool:
+    """A JSON field that stores its values as they are (no encoder): sent in one document (:func:`_arrays`)."""
+    return type(field) is models.JSONField and field.encoder is None
 
 
 def _columns(fields: Sequence[Any], prepared: Sequence[Sequence[Any]]) -> list[list[Any]]:
     """The prepared rows as one list per column, each value of one Python type, as psycopg
     needs for an array (it refuses a list that mixes int and float, or Decimal and int):
     a float column's ints become floats, a decimal column's ints and floats Decimals, an
-    integer column's booleans ints."""
-    out = []
+    integer column's booleans ints. A JSON column is one document (:func:`_arrays`)."""
+    out: list[Any] = []
     for k, field in enumerate(fields):
         values = [row[k] for row in prepared]
+        if _is_json(field):  # one document for the column: one dump, not one per value inside an array literal
+            from psycopg.types.json import Jsonb
+
+            out.append(Jsonb([getattr(v, "obj", v) for v in values]))
+            continue
         if isinstance(field, models.FloatField):
             values = [v if v is None else float(v) for v in values]
         elif isinstance(field, models.DecimalField):
@@ -111,6 +198,34 @@ def _columns(fields: Sequence[Any], prepared: Sequence[Sequence[Any]]) -> list[l
             values = [v if v is None else int(v) for v in values]
         out.append(values)
     return out
+
+
+def insert_with_children(model: type[models.Model], names: Sequence[str], row: Sequence[Any], child: type[models.Model],
+                         child_names: Sequence[str], child_rows: Iterable[Sequence[Any]]) -> int:
+    """INSERT one row of ``model`` (as :func:`insert_rows`) and rows of ``child`` that refer to it:
+    ``child_names[0]`` is the foreign key, filled with the new row's primary key, and each of
+    ``child_rows`` gives the values of the other names. Returns the new primary key. One statement
+    on PostgreSQL (``WITH p AS (INSERT ... RETURNING id) INSERT ... SELECT p.id, v.* FROM p,
+    unnest(...) AS v ... RETURNING``), two elsewhere or without children."""
+    child_rows = list(child_rows)
+    if connection.vendor != "postgresql" or not child_rows:
+        [pk] = insert_rows(model, names, [row], returning_pk=True)
+        insert_rows(child, child_names, [(pk, *r) for r in child_rows])
+        return pk
+    sql, fields = _statement(model, tuple(names), True, 1)
+    params = [_prep(f, v) for f, v in zip(fields, row, strict=True)]
+    meta = child._meta
+    child_fields = [meta.get_field(name) for name in child_names]
+    q = connection.ops.quote_name
+    columns = ", ".join(q(f.column) for f in child_fields)  # type: ignore[union-attr]
+    aliases = ", ".join(f"c{k}" for k in range(1, len(child_fields)))
+    statement = (f"WITH p AS ({sql}) INSERT INTO {q(meta.db_table)} ({columns}) SELECT p.{q(model._meta.pk.column)}, {aliases}"  # type: ignore[union-attr]
+                 f" FROM p, unnest({_arrays(child_fields[1:])}) AS v({aliases}) RETURNING {q(child_fields[0].column)}")  # type: ignore[union-attr]
+    prepared = [[_prep(f, v) for f, v in zip(child_fields[1:], r, strict=True)] for r in child_rows]
+    params += _columns(child_fields[1:], prepared)
+    with _cursor(params) as cursor:
+        cursor.execute(statement, params)
+        return int(cursor.fetchone()[0])
 
 
 def insert_instances(objs: Sequence[models.Model]) -> None:
@@ -162,25 +277,37 @@ def _update_statement(
     return f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {sets} WHERE {where}", fields  # type: ignore[return-value]
 
 
-def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[str], rows: Iterable[Sequence[Any]], *,
+                batch: Batch | None = None) -> None:
     """UPDATE ``model``'s table, one prepared statement for all ``rows``: each row gives
     the new values of ``names`` followed by the values of ``keys`` that select the row
     (a row that matches nothing changes nothing).
 
     On PostgreSQL, several rows whose keys differ go in one ``UPDATE ... FROM unnest(...)``
-    statement (:func:`_update_joined`): the same rows change in
+    statement (:func:`_joined_statement`): the same rows change in
     the same way, but the server plans and runs one statement instead of one per row, which
     is most of a tick's time in the database (a tick updates the task counts of every job
     that ran). Rows that repeat a key keep the one-statement-per-row path, whose order
-    decides which update wins."""
+    decides which update wins. With ``batch``, a one-statement update is added to it (rows
+    that repeat a key run the batch first, then their statements)."""
     sql, fields = _update_statement(model, tuple(names), tuple(keys))
     prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
     if not prepared:
         return
     width = len(tuple(names))
     if len(prepared) > 1 and connection.vendor == "postgresql" and len({tuple(r[width:]) for r in prepared}) == len(prepared):
-        _update_joined(model, tuple(names), tuple(keys), prepared)
+        joined, fields = _joined_statement(model, tuple(names), tuple(keys))
+        if batch is not None:
+            batch.add(joined, _columns(fields, prepared))
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(joined, _columns(fields, prepared))
         return
+    if batch is not None and batch.deferring:
+        if len(prepared) == 1:
+            batch.add(sql, prepared[0])
+            return
+        batch.run()
     with _cursor(prepared[0]) as cursor:
         if len(prepared) == 1:
             cursor.execute(sql, prepared[0])
@@ -223,7 +350,11 @@ def _server_bound() -> tuple[type, ...]:
 def _joined_statement(
     model: type[models.Model], names: tuple[str, ...], keys: tuple[str, ...]
 ) -> tuple[str, tuple[models.Field[Any, Any], ...]]:
-    """:func:`_update_joined`'s statement and its fields (``names`` then ``keys``)."""
+    """PostgreSQL: ``UPDATE t SET a = v.c0 ... FROM unnest(%s::ta[], ...) AS v(c0, ...) WHERE
+    t.key = v.ck ...``, one statement for all rows (keys all different), one array parameter per
+    column (:func:`_columns`): its text does not change with the number of rows, so the driver
+    converts it once (a statement with a placeholder per value was re-parsed on every call: 16 %
+    of a tick). Returns it and its fields (``names`` then ``keys``)."""
     meta = model._meta
     q = connection.ops.quote_name
     fields = tuple(meta.get_field(name) for name in (*names, *keys))
@@ -236,21 +367,12 @@ def _joined_statement(
     return sql, fields  # type: ignore[return-value]
 
 
-def _update_joined(model: type[models.Model], names: tuple[str, ...], keys: tuple[str, ...], prepared: list[list[Any]]) -> None:
-    """PostgreSQL: ``UPDATE t SET a = v.c0 ... FROM unnest(%s::ta[], ...) AS v(c0, ...) WHERE
-    t.key = v.ck ...``, one statement for all rows (keys all different), one array parameter per
-    column: its text does not change with the number of rows, so the driver converts it once
-    (a statement with a placeholder per value was re-parsed on every call: 16 % of a tick)."""
-    sql, fields = _joined_statement(model, names, keys)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, _columns(fields, prepared))
-
-
-def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], rows: Iterable[Sequence[Any]], *,
+                batch: Batch | None = None) -> None:
     """INSERT ``rows`` as :func:`insert_rows` does; a row whose ``conflict`` columns (a unique
     constraint's) match a stored row updates that row's other columns instead
     (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite). One statement for all rows on
-    PostgreSQL; the rows' ``conflict`` values must differ."""
+    PostgreSQL (added to ``batch`` when given); the rows' ``conflict`` values must differ."""
     prepared_rows = list(rows)
     if not prepared_rows:
         return
@@ -261,6 +383,12 @@ def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Seque
     sets = ", ".join(f"{q(f.column)} = EXCLUDED.{q(f.column)}" for f in fields if f.name not in conflict)  # type: ignore[union-attr]
     suffix = f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
     prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in prepared_rows]
+    if batch is not None and batch.deferring:
+        if len(prepared) == 1:
+            batch.add(sql + suffix, prepared[0])
+        else:
+            batch.add(_unnest_insert(model, names) + suffix, _columns(fields, prepared))
+        return
     if len(prepared) > 1 and connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_unnest_insert(model, names) + suffix, _columns(fields, prepared))
@@ -273,12 +401,12 @@ def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Seque
 
 
 def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: str, document: str,
-                     rows: Sequence[tuple[int, Any]]) -> None:
+                     rows: Sequence[tuple[int, Any]], batch: Batch | None = None) -> None:
     """:func:`upsert_rows` for rows of (``key``, ``document``: a JSON field) whose other columns
     are ``fixed`` (their unique constraint: the ``fixed`` columns and ``key``). On PostgreSQL
     the rows go as one JSON array bound on the server and are unpacked there
     (``jsonb_array_elements``): one document for the client to encode, not one per row inside
-    an array literal."""
+    an array literal (added to ``batch`` when given)."""
     if not rows:
         return
     if connection.vendor != "postgresql":
@@ -292,13 +420,17 @@ def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: s
     sql = (f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {values} FROM jsonb_array_elements(%s) AS e"
            f" ON CONFLICT ({target}) DO UPDATE SET {names[-1]} = EXCLUDED.{names[-1]}")
     params = [*fixed.values(), Jsonb([[k, doc] for k, doc in rows])]
+    if batch is not None:
+        batch.add(sql, params)
+        return
     with _cursor(params) as cursor:
         cursor.execute(sql, params)
 
 
-def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]] | None = None) -> None:
+def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple[str, Sequence[Any]] | None = None,
+                 batch: Batch | None = None) -> None:
     """DELETE ``model``'s rows whose columns equal ``equal`` (and whose ``within[0]`` is one of
-    ``within[1]``: nothing when that is empty), one statement."""
+    ``within[1]``: nothing when that is empty), one statement (added to ``batch`` when given)."""
     where = [f"{column(model, k)} = %s" for k in equal]
     params = list(equal.values())
     if within is not None:
@@ -307,6 +439,9 @@ def delete_where(model: type[models.Model], *, equal: dict[str, Any], within: tu
             return
         where.append(f"{column(model, name)} IN ({', '.join(['%s'] * len(values))})")
         params += list(values)
+    if batch is not None and batch.deferring:
+        batch.add(f"DELETE FROM {table(model)} WHERE {' AND '.join(where)}", params)
+        return
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table(model)} WHERE {' AND '.join(where)}", params)
 

@@ -8,6 +8,7 @@ applied to the account in the same transaction; the database constraints on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol
@@ -116,6 +117,98 @@ def job_settle(*, job: Job, amount: Decimal, memo: str = "", held: Decimal | Non
     return amount
 
 
+def jobs_settle(*, settlements: Sequence[tuple[Job, Decimal, str, Decimal]], batch: rows.Batch | None = None) -> None:
+    """:func:`job_settle` of several jobs at once, each as (job, amount, memo, held): the clock's
+    departures of one tick. Each job's charge and release are the ones :func:`job_settle` writes,
+    in the same order (entries chain per account in the order given), and each ``job.charged``
+    grows by its amount.
+
+    On PostgreSQL two statements whatever the number of jobs and tenants: every account moves by
+    its tenant's sum in one guarded ``UPDATE ... FROM unnest(...) RETURNING`` (as
+    :func:`_post_many`'s, one row per tenant), then every entry is appended in one INSERT (added to
+    ``batch`` when given: nothing reads the entries before it runs). SQLite: :func:`_post_many` per tenant.
+
+    Raises:
+        ValidationError: an amount exceeds what is held for its job, or a movement would make
+            a balance negative (the caller's transaction is then aborted, as with :func:`job_settle`).
+    """
+    by_tenant: dict[int, list[tuple[Any, str, Decimal, str]]] = {}
+    for job, amount, memo, held in settlements:
+        _hold_covering(job, amount, held)
+        moves = by_tenant.setdefault(job.tenant_id, [])
+        if amount > 0:
+            moves.append((job.pk, LedgerEntry.Kind.CHARGE, amount, memo or f"charge for job {job.pk}"))
+        if held - amount > 0:
+            moves.append((job.pk, LedgerEntry.Kind.RELEASE, held - amount, f"rest of the hold of job {job.pk}"))
+        job.charged += amount
+    by_tenant = {tenant: moves for tenant, moves in by_tenant.items() if moves}
+    if not by_tenant:
+        return
+    if connection.vendor != "postgresql" or len(by_tenant) == 1:
+        for tenant_id, moves in by_tenant.items():
+            _post_moves(tenant_id, moves, batch)
+        return
+    now = timezone.now()
+    totals = {tenant: _totals(moves) for tenant, moves in by_tenant.items()}
+    tenants = sorted(totals)  # rows in the accounts' lock order (tenant and account ids rise together)
+    with connection.cursor() as cursor:
+        cursor.execute(_apply_many_statement(), [
+            tenants, _UPDATED.get_db_prep_save(now, connection), tenants,
+            [_MONEY_FIELD.get_db_prep_save(totals[t][0], connection) for t in tenants],
+            [_MONEY_FIELD.get_db_prep_save(totals[t][1], connection) for t in tenants],
+        ])
+        found = {int(tenant): (int(pk), available, held) for tenant, pk, available, held in cursor.fetchall()}
+    entries = []
+    for tenant_id, moves in by_tenant.items():
+        if tenant_id not in found:
+            raise _refusal("tenant_id", tenant_id, [(kind, amount, memo) for _, kind, amount, memo in moves])
+        pk, available, held = found[tenant_id]
+        entries += _chain(pk, rows.to_decimal(available, _PLACES), rows.to_decimal(held, _PLACES), moves, totals[tenant_id], now)
+    rows.insert_rows(LedgerEntry, _ENTRY_FIELDS, entries, batch=batch)
+
+
+def _totals(moves: Sequence[tuple[Any, str, Decimal, str]]) -> tuple[Decimal, Decimal]:
+    """(sum of the available deltas, sum of the held deltas) of movements (job id, kind, amount, memo)."""
+    deltas = [_deltas(kind, amount) for _, kind, amount, _ in moves]
+    return sum((d[0] for d in deltas), Decimal(0)), sum((d[1] for d in deltas), Decimal(0))
+
+
+def _chain(account_id: int, available: Decimal, held: Decimal, moves: Sequence[tuple[Any, str, Decimal, str]],
+           totals: tuple[Decimal, Decimal], now: Any, by: Any = None) -> list[tuple[Any, ...]]:
+    """The entries of ``moves`` (job id, kind, amount, memo), chained back from the balances after
+    them (``available``, ``held``: what the guarded UPDATE returned) through their ``totals``.
+
+    Raises:
+        ValidationError: a movement would make a balance negative between two of them.
+    """
+    available -= totals[0]
+    held -= totals[1]
+    entries = []
+    for job_id, kind, amount, memo in moves:
+        d_avail, d_held = _deltas(kind, amount)
+        _check(available, held, amount, d_avail, d_held)  # between movements (the sum's end is checked by the UPDATE)
+        available += d_avail
+        held += d_held
+        entries.append((account_id, kind, amount, d_avail, d_held, available, held, job_id, memo, by, now))
+    return entries
+
+
+def _post_moves(tenant_id: int, moves: Sequence[tuple[Any, str, Decimal, str]], batch: rows.Batch | None) -> None:
+    """Movements of several jobs (job id, kind, amount, memo) on one tenant's account, under one
+    account lock, as :func:`_post_many` writes them: one guarded UPDATE and one INSERT."""
+    now = timezone.now()
+    totals = _totals(moves)
+    moved_available, moved_held = (_MONEY_FIELD.get_db_prep_save(d, connection) for d in totals)
+    with connection.cursor() as cursor:
+        cursor.execute(_apply_statement("tenant_id"), [moved_available, moved_held, _UPDATED.get_db_prep_save(now, connection),
+                                                       tenant_id, moved_available, moved_held])
+        found = cursor.fetchone()
+    if found is None:
+        raise _refusal("tenant_id", tenant_id, [(kind, amount, memo) for _, kind, amount, memo in moves])
+    entries = _chain(int(found[0]), rows.to_decimal(found[1], _PLACES), rows.to_decimal(found[2], _PLACES), moves, totals, now)
+    rows.insert_rows(LedgerEntry, _ENTRY_FIELDS, entries, batch=batch)
+
+
 def job_charge(*, job: Job, amount: Decimal, memo: str = "") -> Decimal:
     """Charge ``amount`` of the job's hold now and keep the rest held (a price
     due at acceptance). Raises ValidationError like :func:`job_settle`."""
@@ -218,6 +311,23 @@ def _apply_statement(key: str) -> str:
     return (f"UPDATE {_ACCOUNTS} SET {_AVAILABLE} = {moved_available}, {_HELD} = {moved_held}, {rows.column(Account, 'updated_at')} = %s"
             f" WHERE {rows.column(Account, key)} = %s AND {moved_available} >= 0 AND {moved_held} >= 0"
             f" RETURNING id, {_AVAILABLE}, {_HELD}")
+
+
+@lru_cache(maxsize=1)
+def _apply_many_statement() -> str:
+    """:func:`jobs_settle`'s balance update (PostgreSQL): every tenant's account by its sums, each
+    row guarded as :func:`_apply_statement`'s, the rows locked in the accounts' id order first."""
+    account = rows.column(Account, "id")
+    tenant = rows.column(Account, "tenant_id")
+    money_type = _MONEY_FIELD.db_type(connection)
+    moved_available, moved_held = f"ROUND(a.{_AVAILABLE} + v.da, {_PLACES})", f"ROUND(a.{_HELD} + v.dh, {_PLACES})"
+    return (f"WITH locked AS (SELECT {account} FROM {_ACCOUNTS} WHERE {tenant} = ANY(%s::bigint[]) ORDER BY {account} FOR NO KEY UPDATE)"
+            f" UPDATE {_ACCOUNTS} AS a SET {_AVAILABLE} = {moved_available}, {_HELD} = {moved_held},"
+            f" {rows.column(Account, 'updated_at')} = %s"
+            f" FROM unnest(%s::bigint[], %s::{money_type}[], %s::{money_type}[]) AS v(tenant, da, dh)"
+            f" WHERE a.{tenant} = v.tenant AND a.{account} IN (SELECT {account} FROM locked)"
+            f" AND {moved_available} >= 0 AND {moved_held} >= 0"
+            f" RETURNING a.{tenant}, a.{account}, a.{_AVAILABLE}, a.{_HELD}")
 
 
 _ENTRY_FIELDS = ("account", "kind", "amount", "available_delta", "held_delta", "available_after", "held_after",

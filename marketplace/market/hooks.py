@@ -256,6 +256,11 @@ def run_tick_work(market: Market) -> None:
         p.tick_work(market)
 
 
+def tick_work_due(market: Market) -> bool:
+    """True when a part in use has a :meth:`MarketPart.tick_work` of its own (the others' is the default's: nothing)."""
+    return any(getattr(p.tick_work, "__func__", None) is not MarketPart.tick_work for p in in_use(market))
+
+
 def run_sweep_work() -> list[int]:
     """Every part's :meth:`MarketPart.sweep_work`; one part's failure (the broker or the database
     still away) is logged and does not stop the others: the next sweep tries again."""

@@ -151,18 +151,17 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
 
 def plan_store(*, market: Market, plan: Plan, types: list[ResourceType], solve_ms: float, t0: float, params: dict) -> int:
     """Store ``plan`` as the clearing of ``market.state_version`` at ``market.sim_time``:
-    one ``AllocationSnapshot`` row and its unit prices (``t0``: ``perf_counter`` when the
+    one ``AllocationSnapshot`` row and its unit prices (one statement on PostgreSQL) (``t0``: ``perf_counter`` when the
     clearing began; ``params``: the parameters it used, ``adapters.clearing_params``). The
     caller holds the market row and records ``cleared_version`` and ``clearings``. Returns the
     snapshot id (the Plan's id for ``MarketEngine.apply_plan``)."""
     d = plan.diagnostics
     total_ms = (time.perf_counter() - t0) * 1000.0  # load + solve + encode
-    [snapshot_id] = rows.insert_rows(AllocationSnapshot, _SNAPSHOT_FIELDS, [(
+    snapshot_id = rows.insert_with_children(AllocationSnapshot, _SNAPSHOT_FIELDS, (
         market.pk, market.state_version, market.sim_time, d.mechanism, plan.to_bytes(), d.max_kkt_residual, d.rounds,
         d.converged, plan.n, solve_ms, total_ms, timezone.now(), params,
-    )], returning_pk=True)  # fmt: skip
-    rows.insert_rows(PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
-                     [(snapshot_id, t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
+    ), PriceSample, ("snapshot", "resource_type", "sim_time", "price"),
+        [(t.pk, market.sim_time, float(d.prices[j])) for j, t in enumerate(types)])  # fmt: skip
     if not d.converged:  # every clearing (task or tick) is stored here: the market's log says so, never silently
         log.warning("auction did not converge in %d rounds (market %s, clearing %s, %d jobs, max KKT residual %.3g)",
                     d.rounds, market.pk, snapshot_id, plan.n, d.max_kkt_residual)

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace.infra import rows
-from marketplace.ledger.services import job_charge, job_settle, jobs_held_amounts, money
+from marketplace.ledger.services import job_charge, jobs_held_amounts, jobs_settle, money
 from marketplace.market import adapters, hooks
 from marketplace.market.models.allocation import FairnessSample, MarketSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
@@ -101,71 +101,72 @@ def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -
     return engine.apply_plan(latest[1], plan_id=latest[0])
 
 
-def _apply_progress(report: StepReport, types: list[ResourceType]) -> None:
-    """Task counts of the jobs that changed, and the first start of jobs that started
-    (one prepared statement each). A type without tasks of the job (all counts 0) has no
-    work row: it is left out rather than sent to match nothing."""
+def _apply_progress(report: StepReport, types: list[ResourceType], batch: rows.Batch) -> None:
+    """Task counts of the jobs that changed (one statement). A type without tasks of the job (all
+    counts 0) has no work row: it is left out rather than sent to match nothing."""
     rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
         (pending[j], running[j], done[j], job_id, t.pk)
         for job_id, (pending, running, done) in report.progress.items()
         for j, t in enumerate(types)
         if pending[j] or running[j] or done[j]
-    ))  # fmt: skip
-    rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
-        (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items()
-    ))  # fmt: skip
+    ), batch=batch)  # fmt: skip
 
 
 def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: int, types: list[ResourceType],
-                 utilisation: list[float]) -> int:
+                 utilisation: list[float], batch: rows.Batch) -> int:
     """Charges decided by the Plan's payment rules; departures settle and release the rest, and
-    those the auction's rules settled add to the realised rate (``services.rates``)."""
+    those the auction's rules settled add to the realised rate (``services.rates``). The jobs'
+    rows change in two statements added to ``batch``: the first start of the jobs that started
+    and did not depart, and the departed jobs' whole row (first start, money, finish, average
+    shares) -- one row is never in both (a batch must not touch a row twice); the fixed prices of
+    jobs that did not depart are saved at once."""
     owed = {c.job_id: c for c in report.charges}
     ids = {c.job_id for c in acceptance} | set(report.settled)
-    if not ids:
-        return 0
     jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id", "sim_start_time"))}
     charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
         if job is not None and job.status in Job.ACTIVE:
             job_charge(job=job, amount=money(c.amount), memo=f"fixed price of job {job.pk}")
-            charged.append((job.charged, job.pk))
-    rows.update_rows(Job, ("charged",), ("id",), charged)
+            charged.append(job.pk)
     finished = {f.job_id: f for f in report.departures}
-    now, done_rows, served = timezone.now(), [], []
+    now, done_rows, served, settlements = timezone.now(), [], [], []
     settling = [job_id for job_id in report.settled if job_id in jobs and jobs[job_id].status in Job.ACTIVE]
     held = jobs_held_amounts(job_ids=settling)  # after the fixed prices above: they reduced it
     work = adapters.bid_work(settling, types)
     for job_id in settling:  # (a job cancelled meanwhile is left out: its hold was released then)
-        job = jobs[job_id]
         c = owed.get(job_id)
-        job_settle(
-            job=job, amount=money(c.amount) if c else money(0.0), memo=f"{c.kind.replace('_', ' ')} charge for job {job.pk}" if c else "",
-            held=held[job_id],
-        )
+        memo = f"{c.kind.replace('_', ' ')} charge for job {job_id}" if c else ""
+        settlements.append((jobs[job_id], money(c.amount) if c else money(0.0), memo, held[job_id]))
+    jobs_settle(settlements=settlements, batch=batch)
+    for job_id in settling:
+        job, c = jobs[job_id], owed.get(job_id)
         done = finished[job_id]
         achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
         # The first start recorded (shown while the job ran) stays: an engine restarted by a
         # structure change re-dispatches requeued tasks and reports a later "first" start.
-        start = done.start_time if job.sim_start_time is None else job.sim_start_time
+        start = job.sim_start_time
+        if start is None and job.status == Job.Status.QUEUED:
+            start = report.first_starts.get(job_id)
+        if start is None:
+            start = done.start_time
         used = work[job_id]
-        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, float(sum(used)), job_id))
+        shares = report.average_shares.get(job_id)
+        average = None if shares is None else {t.name: float(a) for t, a in zip(types, shares.tolist(), strict=True)}
+        done_rows.append((Job.Status.FINISHED, job.charged, start, done.finish_time, now, achieved, float(sum(used)), average, job_id))
         if report.settled_rules.get(job_id, "fixed") != "fixed":  # the auction's rule: a spot price paid
             served.append(Served(job_id, money(c.amount) if c else money(0.0), used, job.tenant_id))
+    departed = {row[-1] for row in done_rows}
+    # the fixed prices of jobs that go on (rare: reservations, bookings) at once: such a job may start in this tick too
+    rows.update_rows(Job, ("charged",), ("id",), [(jobs[pk].charged, pk) for pk in dict.fromkeys(charged) if pk not in departed])
+    rows.update_rows(Job, ("status", "sim_start_time"), ("id", "status"), (
+        (Job.Status.RUNNING, start, job_id, Job.Status.QUEUED) for job_id, start in report.first_starts.items() if job_id not in departed
+    ), batch=batch)  # fmt: skip
     rows.update_rows(Job, ("status", "charged", "sim_start_time", "sim_finish_time", "finished_at", "achieved_utility",
-                           "slot_seconds"), ("id",), done_rows)  # fmt: skip
+                           "slot_seconds", "average_shares"), ("id",), done_rows, batch=batch)  # fmt: skip
     if served:
-        rates_record(market_id=market_id, sim_time=report.now, types=types, served=served, utilisation=utilisation)
+        rates_record(market_id=market_id, sim_time=report.now, types=types, served=served, utilisation=utilisation, batch=batch)
     return len(done_rows)
-
-
-def _store_average_shares(report: StepReport, types: Sequence[ResourceType]) -> None:
-    """Each departed job's average job resource (paper 000, Sec. 5, Def. 1), for utility learning."""
-    rows.update_rows(Job, ("average_shares",), ("id", "status"), (
-        ({t.name: float(a) for t, a in zip(types, avg.tolist(), strict=True)}, job_id, Job.Status.FINISHED)
-        for job_id, avg in report.average_shares.items()
-    ))  # fmt: skip
 
 
 def _finite(x: float) -> float | None:
@@ -217,8 +218,9 @@ class _TickWrites:
     the last counts of each job (a later step's supersede an earlier's), the first start
     of each, the money in the order it was due (every fixed price before the departures'
     settlements: a job's fixed price falls due when a Plan admits it, before it can depart),
-    then the departed jobs' average shares, the samples and the share history. Nothing in
-    the tick reads these rows back before it ends.
+    the departed jobs' rows with their average shares, the samples and the share history. Nothing
+    in the tick reads these rows back before it ends, so on PostgreSQL they go with the engine's
+    store in the tick's last statement (``infra.rows.Batch``).
     """
 
     reports: list[StepReport] = field(default_factory=list)
@@ -235,17 +237,17 @@ class _TickWrites:
         self.overall += overall
         self.shares += _share_rows(market, report, shares)
 
-    def write(self, market: Market, types: list[ResourceType], utilisation: list[float]) -> tuple[StepReport, int]:
-        """Write everything gathered; returns the tick's steps as one report, and the number
-        of jobs that departed (settled, not cancelled meanwhile). ``utilisation``: (m,) busy
-        share of each type's slots when the tick ends (the level of demand of its departures)."""
+    def write(self, market: Market, types: list[ResourceType], utilisation: list[float], batch: rows.Batch) -> tuple[StepReport, int]:
+        """Write everything gathered (the writes whose result nothing reads added to ``batch``); returns
+        the tick's steps as one report, and the number of jobs that departed (settled, not cancelled
+        meanwhile). ``utilisation``: (m,) busy share of each type's slots when the tick ends (the
+        level of demand of its departures)."""
         merged = _merged(self.reports)
-        _apply_progress(merged, types)
-        departed = _apply_money(merged, self.acceptance, market.pk, types, utilisation)
-        _store_average_shares(merged, types)
-        rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair)
-        rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall)
-        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares)
+        _apply_progress(merged, types, batch)
+        departed = _apply_money(merged, self.acceptance, market.pk, types, utilisation, batch)
+        rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair, batch=batch)
+        rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall, batch=batch)
+        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares, batch=batch)
         return merged, departed
 
 
@@ -338,12 +340,18 @@ def cluster_advance(
                     break
             hooks.engine_stepped(market, engine, context.types)  # what the steps decided for the outside (Slurm's launches)
             busy, capacity = engine.cluster.busy(), engine.cluster.capacity.tolist()
-            tick, departures = writes.write(market, context.types, [b / c if c else 0.0 for b, c in zip(busy, capacity, strict=True)])
-            hooks.run_tick_work(market)  # the parts' work on the same clock (Cura: the VM pools' jobs, paper 004)
+            batch = rows.Batch()  # the tick's writes that nothing reads back: its last statement (PostgreSQL)
+            tick, departures = writes.write(market, context.types, [b / c if c else 0.0 for b, c in zip(busy, capacity, strict=True)],
+                                            batch)
+            if hooks.tick_work_due(market):
+                batch.run()  # the parts' work reads the tick's rows
+                hooks.run_tick_work(market)  # the parts' work on the same clock (Cura: the VM pools' jobs, paper 004)
             if market.clearings != clearings_before:  # this tick cleared (and may have moved the version)
                 fields += ["state_version", "cleared_version", "clearings"]
-            engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings))
-            rows.update_rows(Market, fields, ("id",), [(*(getattr(market, f) for f in fields), market.pk)])
+            engine_store(market=market, context=context, engine=engine, marks=SyncMarks(market.state_version, market.clearings),
+                         batch=batch)
+            rows.update_rows(Market, fields, ("id",), [(*(getattr(market, f) for f in fields), market.pk)], batch=batch)
+            batch.run()
         except BaseException:
             engine_forget(market_id=market_id)  # this process's copy holds the failed tick's changes
             raise

@@ -347,9 +347,12 @@ def engine_marks(*, market: Market) -> SyncMarks:
     return cached.marks if cached is not None and cached.version == market.engine_version else UNKNOWN
 
 
-def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine, marks: SyncMarks = UNKNOWN) -> None:
+def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine, marks: SyncMarks = UNKNOWN,
+                 batch: rows.Batch | None = None) -> None:
     """Store the engine under a new ``engine_version`` (the caller holds the market row lock
-    and saves ``market`` with :data:`ENGINE_FIELDS`, in the same transaction).
+    and saves ``market`` with :data:`ENGINE_FIELDS`, in the same transaction). With ``batch``
+    the writes of the records and the columns are added to it (the caller runs it, with the
+    market row's save in it: a tick's last statement, ``services.clock``).
 
     When ``engine`` is this process's copy of the stored version (:func:`engine_load` gave it),
     only the records of the jobs that changed since are written, and those of departed jobs
@@ -365,12 +368,13 @@ def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine
                              and cached.signature == context.signature) else None
     parts = delta.split(engine, base)
     pk = market.pk
-    if base is None:
+    if base is None:  # at once: the records written next are the rows it deletes (one batch must not touch a row twice)
         rows.delete_where(EngineJob, equal={"market": pk})
-    else:
-        rows.delete_where(EngineJob, equal={"market": pk}, within=("job_id", parts.gone))
-    rows.upsert_documents(EngineJob, fixed={"market": pk}, key="job_id", document="state", rows=list(parts.records.items()))
-    rows.upsert_rows(EngineColumns, ("market", "data"), ("market",), [(pk, parts.columns)])
+    else:  # the departed jobs' records: none of them is written next
+        rows.delete_where(EngineJob, equal={"market": pk}, within=("job_id", parts.gone), batch=batch)
+    rows.upsert_documents(EngineJob, fixed={"market": pk}, key="job_id", document="state", rows=list(parts.records.items()),
+                          batch=batch)
+    rows.upsert_rows(EngineColumns, ("market", "data"), ("market",), [(pk, parts.columns)], batch=batch)
     market.engine_version = secrets.randbits(62) + 1
     market.engine_state = {"signature": context.signature, "parts": parts.header}
     version = market.engine_version

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import partial
 
 from django.conf import settings
 from django.db import connection
@@ -65,13 +64,42 @@ def settlement_rows(*, market_id: int, sim_time: float, types: Sequence[Resource
 
 
 def rates_record(*, market_id: int, sim_time: float, types: Sequence[ResourceType], served: Sequence[Served],
-                 utilisation: Sequence[float]) -> None:
-    """Insert the settlements of :func:`settlement_rows` (one statement; none for no job), then publish
-    each type's pool of unpublished settlements that now comes from enough tenants (:func:`rates_pool`)."""
+                 utilisation: Sequence[float], batch: rows.Batch | None = None) -> None:
+    """Insert the settlements of :func:`settlement_rows` (none for no job), then publish each type's
+    pool of unpublished settlements that now comes from enough tenants (:func:`rates_pool`; its
+    writes added to ``batch`` when given). On PostgreSQL the insert and the read of the pools are one
+    statement (``WITH new AS (INSERT ... RETURNING ...) SELECT ...``)."""
     settled = settlement_rows(market_id=market_id, sim_time=sim_time, types=types, served=served, utilisation=utilisation)
-    if settled:
+    if not settled:
+        return
+    if connection.vendor == "postgresql":
+        fields = [SpotSettlement._meta.get_field(name) for name in SETTLEMENT_FIELDS]
+        prepared = [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)] for row in settled]
+        insert = rows.insert_statement(SpotSettlement, SETTLEMENT_FIELDS)
+        sql = (f"WITH new AS ({insert} RETURNING {_POOL_COLUMNS}) SELECT {_POOL_COLUMNS} FROM {rows.table(SpotSettlement)}"
+               f" WHERE {_col('market')} = %s AND {_col('pooled')} = %s UNION ALL SELECT {_POOL_COLUMNS} FROM new ORDER BY 2")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*rows.column_values(fields, prepared), market_id, False])
+            pending = cursor.fetchall()
+    else:
         rows.insert_rows(SpotSettlement, SETTLEMENT_FIELDS, settled)
-        rates_pool(market_id=market_id, sim_time=sim_time)
+        pending = _unpooled(market_id)
+    _publish(market_id, sim_time, pending, batch)
+
+
+def _col(name: str) -> str:
+    return rows.column(SpotSettlement, name)
+
+
+_POOL_COLUMNS = ", ".join(_col(name) for name in ("resource_type", "id", "tenant", "charged", "slot_seconds", "utilisation"))
+
+
+def _unpooled(market_id: int) -> list[tuple]:
+    """The market's unpublished settlements: (type id, id, tenant id, charged, slot-seconds, utilisation), by id."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_POOL_COLUMNS} FROM {rows.table(SpotSettlement)} WHERE {_col('market')} = %s AND {_col('pooled')} = %s "
+                       f"ORDER BY {_col('id')}", [market_id, False])
+        return list(cursor.fetchall())
 
 
 def rates_pool(*, market_id: int, sim_time: float) -> int:
@@ -84,15 +112,14 @@ def rates_pool(*, market_id: int, sim_time: float) -> int:
     sums them here (the grouped ORM query it replaces cost more to build than to run: a fifth of a
     drained replay's time), then writes the published rows in one statement and marks their
     settlements pooled in another."""
+    return _publish(market_id, sim_time, _unpooled(market_id), None)
+
+
+def _publish(market_id: int, sim_time: float, unpooled: list[tuple], batch: rows.Batch | None) -> int:
+    """:func:`rates_pool` on the unpublished settlements ``unpooled`` (rows as :func:`_unpooled`'s)."""
     pending: dict[int, list[tuple[int, int | None, float, float, float]]] = {}
-    col = partial(rows.column, SpotSettlement)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {col('resource_type')}, {col('id')}, {col('tenant')}, {col('charged')}, {col('slot_seconds')}, "
-            f"{col('utilisation')} FROM {rows.table(SpotSettlement)} WHERE {col('market')} = %s AND {col('pooled')} = %s "
-            f"ORDER BY {col('id')}", [market_id, False])
-        for type_id, *row in cursor.fetchall():
-            pending.setdefault(int(type_id), []).append(tuple(row))  # type: ignore[arg-type]
+    for type_id, *row in unpooled:
+        pending.setdefault(int(type_id), []).append(tuple(row))  # type: ignore[arg-type]
     need, published, pooled = min_tenants(), [], []
     for type_id, settled in sorted(pending.items()):
         tenants = {t for _, t, _, _, _ in settled if t is not None}
@@ -105,8 +132,8 @@ def rates_pool(*, market_id: int, sim_time: float) -> int:
                           n_tenants, float(level)))
         pooled += [(True, i) for i, _, _, _, _ in settled]
     if published:
-        rows.insert_rows(RateSample, RATE_FIELDS, published)
-        rows.update_rows(SpotSettlement, ("pooled",), ("id",), pooled)
+        rows.insert_rows(RateSample, RATE_FIELDS, published, batch=batch)
+        rows.update_rows(SpotSettlement, ("pooled",), ("id",), pooled, batch=batch)
     return len(published)
 
 

@@ -149,3 +149,44 @@ def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores
     rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), many)
     stored = ShareSample.objects.filter(job=bulk[0]).order_by("sim_time").values_list("market_id", "job_id", "sim_time", "shares")
     assert [tuple(r) for r in stored] == [tuple(r) for r in many]
+
+
+@pytest.mark.django_db
+def test_a_batch_leaves_the_tables_as_its_writes_one_by_one_do(market, alice, django_assert_num_queries):
+    """``rows.Batch``: writes of different rows added to a batch (PostgreSQL: held back, then one
+    ``WITH ... `` statement) leave the tables as the same writes run one by one; a JSON null
+    among many rows is stored as SQL null, as one row alone stores it."""
+    from django.db import connection
+
+    from marketplace.market.models.market import EngineJob
+
+    jobs = [bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 2, 1.0)]) for _ in range(6)]
+    for k, job in enumerate(jobs[:2]):
+        EngineJob.objects.create(market=market, job_id=job.pk, state={"k": k})
+
+    def write(batch: rows.Batch | None, pair: list[Job], other: Job) -> None:
+        rows.update_rows(Job, ("status", "average_shares"), ("id",),
+                         [(Job.Status.FINISHED, None, pair[0].pk), (Job.Status.FINISHED, {"map": 0.5}, pair[1].pk)], batch=batch)
+        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"),
+                         [(market.pk, pair[0].pk, float(t), [t, 0.5]) for t in range(3)], batch=batch)
+        rows.delete_where(EngineJob, equal={"market": market.pk}, within=("job_id", [other.pk]), batch=batch)
+        rows.upsert_documents(EngineJob, fixed={"market": market.pk}, key="job_id", document="state",
+                              rows=[(pair[0].pk, {"at": 2.5})], batch=batch)
+
+    write(None, jobs[2:4], jobs[0])
+    batch = rows.Batch()
+    with django_assert_num_queries(0 if batch.deferring else 4):  # SQLite: at once
+        write(batch, jobs[4:6], jobs[1])
+    assert batch.deferring == (connection.vendor == "postgresql") and len(batch) == (4 if batch.deferring else 0)
+    with django_assert_num_queries(1 if batch.deferring else 0):
+        batch.run()
+    assert len(batch) == 0
+    read = {j.pk: j for j in Job.objects.filter(pk__in=[j.pk for j in jobs[2:]])}
+    assert [(read[j.pk].status, read[j.pk].average_shares) for j in jobs[2:]] == [
+        (Job.Status.FINISHED, None), (Job.Status.FINISHED, {"map": 0.5})] * 2
+    for job in (jobs[2], jobs[4]):
+        assert list(ShareSample.objects.filter(job=job).order_by("sim_time").values_list("sim_time", "shares")) == [
+            (0.0, [0, 0.5]), (1.0, [1, 0.5]), (2.0, [2, 0.5])]
+        assert EngineJob.objects.get(market=market, job_id=job.pk).state == {"at": 2.5}
+    assert not EngineJob.objects.filter(market=market, job_id__in=[jobs[0].pk, jobs[1].pk]).exists()
+    assert Job.objects.filter(pk__in=[j.pk for j in jobs[2:]], average_shares__isnull=True).count() == 2  # SQL null, not JSON null

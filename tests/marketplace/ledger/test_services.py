@@ -64,3 +64,42 @@ def test_database_refuses_negative_balance(alice):
 def test_reconcile_detects_tampering(alice):
     Account.objects.filter(pk=alice.account.pk).update(available=Decimal("999"))
     assert ledger_reconcile(account=alice.account) != []
+
+
+def test_settling_jobs_of_two_tenants_together_writes_what_one_at_a_time_writes(alice, bob):
+    """``jobs_settle`` (a tick's departures: PostgreSQL moves every account in one statement) leaves
+    the same balances and entries, per job and in order, as ``job_settle`` job by job, and refuses a
+    charge above a job's hold before it writes anything."""
+    from marketplace.ledger.services import job_settle, jobs_held_amounts, jobs_settle
+
+    def departures() -> list:
+        return [bid_submit(tenant=t, budget=b, work=WORK) for t, b in ((alice, "30"), (bob, "40"), (alice, "50"), (bob, "10"))]
+
+    def balances() -> list:
+        return list(Account.objects.filter(pk__in=[alice.account.pk, bob.account.pk]).order_by("pk").values_list("available", "held"))
+
+    def entries(jobs: list) -> list:
+        return [list(LedgerEntry.objects.filter(job=j).order_by("id").values_list("kind", "amount", "memo")) for j in jobs]
+
+    charges = [Decimal("12.5"), Decimal("0"), Decimal("50"), Decimal("3.0001")]
+    one_by_one, together = departures(), departures()
+    start = balances()
+    for job, amount in zip(one_by_one, charges, strict=True):
+        job_settle(job=job, amount=amount, memo=f"charge for job {job.pk}")
+    middle = balances()
+    held = jobs_held_amounts(job_ids=[j.pk for j in together])
+    jobs_settle(settlements=[(j, a, f"charge for job {j.pk}", held[j.pk]) for j, a in zip(together, charges, strict=True)])
+    assert [j.charged for j in together] == [j.charged for j in one_by_one] == charges
+    moved = [(m[0] - s[0], m[1] - s[1]) for s, m in zip(start, middle, strict=True)]
+    assert [(e[0] - m[0], e[1] - m[1]) for m, e in zip(middle, balances(), strict=True)] == moved
+    strip = [[(kind, amount, memo.replace(str(a.pk), "#")) for kind, amount, memo in rows]
+             for a, rows in zip(one_by_one, entries(one_by_one), strict=True)]
+    assert [[(kind, amount, memo.replace(str(b.pk), "#")) for kind, amount, memo in rows]
+            for b, rows in zip(together, entries(together), strict=True)] == strip
+    assert all(ledger_reconcile(account=t.account) == [] for t in (alice, bob))
+    # a charge above the hold: refused, nothing written
+    late = departures()[:2]
+    before = (balances(), LedgerEntry.objects.count())
+    with pytest.raises(ValidationError), transaction.atomic():
+        jobs_settle(settlements=[(late[0], Decimal("1"), "", Decimal("30")), (late[1], Decimal("41"), "", Decimal("40"))])
+    assert (balances(), LedgerEntry.objects.count()) == before

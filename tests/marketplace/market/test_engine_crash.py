@@ -28,12 +28,15 @@ class Killed(Exception):
 
 
 @contextmanager
-def killed_at(k: int | None) -> Iterator[list[int]]:
-    """Count the statements run inside the block; the k-th one is never run: the process dies instead."""
+def killed_at(k: int | None, texts: list[str] | None = None) -> Iterator[list[int]]:
+    """Count the statements run inside the block (their text into ``texts``); the k-th one is never
+    run: the process dies instead."""
     count = [0]
 
     def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         count[0] += 1
+        if texts is not None:
+            texts.append(sql)
         if count[0] == k:
             raise Killed(sql)
         return execute(sql, params, many, context)
@@ -91,14 +94,16 @@ def busy(market, alice, bob, django_capture_on_commit_callbacks) -> Market:  # t
     return market
 
 
-def _run(market: Market, capture: Any, kill_at: int | None, *, restart_after: bool = True) -> tuple[tuple[Any, ...], int]:
+def _run(market: Market, capture: Any, kill_at: int | None, *, restart_after: bool = True,
+         texts: list[str] | None = None) -> tuple[tuple[Any, ...], int]:
     """In a savepoint rolled back after: a tick from this process's copy, then the next tick, killed at
-    its statement ``kill_at`` and run again (after a restart); the outcome and the statements counted."""
+    its statement ``kill_at`` and run again (after a restart); the outcome and the statements counted
+    (their text into ``texts``)."""
     sid = transaction.savepoint()
     try:
         with capture(execute=True):
             cluster_advance(market_id=market.pk, seconds=15.0)  # stores a delta over the copy's version
-        with killed_at(kill_at) as count, capture(execute=True):
+        with killed_at(kill_at, texts) as count, capture(execute=True):
             try:
                 cluster_advance(market_id=market.pk, seconds=25.0)
             except Killed:
@@ -118,12 +123,17 @@ def _run(market: Market, capture: Any, kill_at: int | None, *, restart_after: bo
 
 def test_a_tick_killed_at_any_statement_resumes_with_no_task_lost_or_doubled(busy, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     capture = django_capture_on_commit_callbacks
-    reference, statements = _run(busy, capture, None)
+    texts: list[str] = []
+    reference, statements = _run(busy, capture, None, texts=texts)
     no_task_lost_or_doubled(reference)
     assert reference[0] == pytest.approx(12.0 + 15.0 + 25.0)
     departed = sum(1 for job in reference[5] if job[1] == Job.Status.FINISHED)
     assert departed > 0 and any(running for *_, running, _ in reference[4])  # the tick moved tasks and settled jobs
-    assert statements > 10
+    written = " ".join(texts)
+    for table in ("marketplace_allocationsnapshot", "marketplace_account", "marketplace_ledgerentry", "marketplace_jobwork",
+                  "marketplace_enginejob", "marketplace_enginecolumns"):  # the statements killed below write all of these
+        assert f'"{table}"' in written, table
+    assert statements == len(texts) > 3
     for k in range(1, statements + 1):
         after, _ = _run(busy, capture, k, restart_after=k % 2 == 1)  # odd: a new process; even: the same one goes on
         assert after == reference, f"killed at statement {k} of {statements}"
