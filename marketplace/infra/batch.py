@@ -1,7 +1,7 @@
 """Writes gathered to run as one statement, and the cursor a statement with large values runs on.
 
 ``infra.rows``' write helpers take a :class:`Batch`: on PostgreSQL a tick's writes that nothing
-reads back are one statement (``services.clock``), instead of one round trip each while the market
+reads back are one statement (``market.services.clock``), instead of one round trip each while the market
 row is locked.
 """
 
