@@ -12,13 +12,14 @@ every column a row needs, ``auto_now_add`` fields included. Everything else
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 from django.db import connection, models
+
+from marketplace.infra.batch import Batch, cursor_for
 
 _MONEY_PLACES: dict[int, Decimal] = {}
 _NATIVE = frozenset({int, float, str, bool, type(None)})  # every driver binds these as they are
@@ -47,43 +48,6 @@ def _json_adapter() -> Any:
     import json
 
     return json.dumps
-
-
-class Batch:
-    """Writes gathered to run together: on PostgreSQL as one statement when :meth:`run` is called
-    (``WITH w0 AS (write), w1 AS (write) ... write``: one round trip, one statement to parse,
-    plan and log, instead of one each); elsewhere (SQLite, which has no writes inside WITH) each
-    write runs at once, as without a batch.
-
-    The helpers below that take ``batch=`` add their statement to it instead of running it. The
-    writes of one batch see the database as it was before the statement (one snapshot), so no
-    two of them may touch the same rows, and none may depend on another's effect; the order of
-    their parameters is the order they were added. A caller that reads what a batch writes runs
-    it first.
-    """
-
-    def __init__(self) -> None:
-        self.deferring = connection.vendor == "postgresql"
-        self._parts: list[tuple[str, list[Any]]] = []
-
-    def add(self, sql: str, params: Sequence[Any]) -> None:
-        """Add one write (no RETURNING: nothing reads its result)."""
-        self._parts.append((sql, list(params)))
-
-    def __len__(self) -> int:
-        return len(self._parts)
-
-    def run(self) -> None:
-        """Run the gathered writes as one statement (none when nothing was added), and empty the batch."""
-        parts, self._parts = self._parts, []
-        if not parts:
-            return
-        *first, (last_sql, _) = parts
-        sql = last_sql if not first else (
-            "WITH " + ", ".join(f"w{k} AS ({part})" for k, (part, _) in enumerate(first)) + " " + last_sql)
-        params = [v for _, part_params in parts for v in part_params]
-        with _cursor(params) as cursor:
-            cursor.execute(sql, params)
 
 
 _CONVERTING = (models.JSONField, models.DecimalField, models.DateTimeField, models.DateField, models.TimeField,
@@ -117,7 +81,7 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
     if returning_pk:
         sql, fields = _statement(model, names, True, len(rows))
         params = [_prep(f, v) for row in rows for f, v in zip(fields, row, strict=True)]
-        with _cursor(params) as cursor:
+        with cursor_for(params) as cursor:
             cursor.execute(sql, params)
             return [int(r[0]) for r in cursor.fetchall()]
     sql, fields = _statement(model, names, False, 1)
@@ -223,7 +187,7 @@ def insert_with_children(model: type[models.Model], names: Sequence[str], row: S
                  f" FROM p, unnest({_arrays(child_fields[1:])}) AS v({aliases}) RETURNING {q(child_fields[0].column)}")  # type: ignore[union-attr]
     prepared = [[_prep(f, v) for f, v in zip(child_fields[1:], r, strict=True)] for r in child_rows]
     params += _columns(child_fields[1:], prepared)
-    with _cursor(params) as cursor:
+    with cursor_for(params) as cursor:
         cursor.execute(statement, params)
         return int(cursor.fetchone()[0])
 
@@ -308,42 +272,11 @@ def update_rows(model: type[models.Model], names: Sequence[str], keys: Sequence[
             batch.add(sql, prepared[0])
             return
         batch.run()
-    with _cursor(prepared[0]) as cursor:
+    with cursor_for(prepared[0]) as cursor:
         if len(prepared) == 1:
             cursor.execute(sql, prepared[0])
         else:
             cursor.executemany(sql, prepared)
-
-
-@contextlib.contextmanager
-def _cursor(params: Sequence[Any]) -> Iterator[Any]:
-    """Django's cursor for a statement with ``params``. On PostgreSQL, a statement that carries
-    bytes or JSON (a Plan, the engine's state: hundreds of kilobytes) binds its parameters on
-    the server (psycopg's ``Cursor``, Django's ``ServerBindingCursor``): Django's default
-    client-side binding writes them into the SQL text as an escaped literal, which the client
-    builds and the server parses again (about four times the CPU on both sides for a Plan of
-    5,000 jobs). The cursor is wrapped as Django wraps its own (query logging, execute
-    wrappers, error translation)."""
-    if connection.vendor == "postgresql" and any(isinstance(v, _server_bound()) for v in params):
-        from django.db.backends.postgresql.base import ServerBindingCursor
-
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            cursor = connection._prepare_cursor(ServerBindingCursor(connection.connection))
-    else:
-        cursor = connection.cursor()
-    with cursor:
-        yield cursor
-
-
-@lru_cache(maxsize=1)
-def _server_bound() -> tuple[type, ...]:
-    """The prepared value types :func:`_cursor` binds on the server: bytes (a ``BinaryField``'s
-    ``psycopg.Binary``) and JSON (a ``JSONField``'s ``Jsonb``)."""
-    import psycopg
-    from psycopg.types.json import Json, Jsonb
-
-    return (bytes, memoryview, psycopg.Binary, Json, Jsonb)
 
 
 @lru_cache(maxsize=64)
@@ -393,7 +326,7 @@ def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Seque
         with connection.cursor() as cursor:
             cursor.execute(_unnest_insert(model, names) + suffix, _columns(fields, prepared))
         return
-    with _cursor(prepared[0]) as cursor:
+    with cursor_for(prepared[0]) as cursor:
         if len(prepared) == 1:
             cursor.execute(sql + suffix, prepared[0])
         else:
@@ -423,7 +356,7 @@ def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: s
     if batch is not None:
         batch.add(sql, params)
         return
-    with _cursor(params) as cursor:
+    with cursor_for(params) as cursor:
         cursor.execute(sql, params)
 
 

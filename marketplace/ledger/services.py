@@ -19,6 +19,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from marketplace.infra import rows
+from marketplace.infra.batch import Batch
 from marketplace.ledger.models import Account, LedgerEntry
 
 
@@ -117,7 +118,7 @@ def job_settle(*, job: Job, amount: Decimal, memo: str = "", held: Decimal | Non
     return amount
 
 
-def jobs_settle(*, settlements: Sequence[tuple[Job, Decimal, str, Decimal]], batch: rows.Batch | None = None) -> None:
+def jobs_settle(*, settlements: Sequence[tuple[Job, Decimal, str, Decimal]], batch: Batch | None = None) -> None:
     """:func:`job_settle` of several jobs at once, each as (job, amount, memo, held): the clock's
     departures of one tick. Each job's charge and release are the ones :func:`job_settle` writes,
     in the same order (entries chain per account in the order given), and each ``job.charged``
@@ -193,7 +194,7 @@ def _chain(account_id: int, available: Decimal, held: Decimal, moves: Sequence[t
     return entries
 
 
-def _post_moves(tenant_id: int, moves: Sequence[tuple[Any, str, Decimal, str]], batch: rows.Batch | None) -> None:
+def _post_moves(tenant_id: int, moves: Sequence[tuple[Any, str, Decimal, str]], batch: Batch | None) -> None:
     """Movements of several jobs (job id, kind, amount, memo) on one tenant's account, under one
     account lock, as :func:`_post_many` writes them: one guarded UPDATE and one INSERT."""
     now = timezone.now()

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace.infra import rows
+from marketplace.infra.batch import Batch
 from marketplace.ledger.services import job_charge, jobs_held_amounts, jobs_settle, money
 from marketplace.market import adapters, hooks
 from marketplace.market.models.allocation import FairnessSample, MarketSample, ShareSample
@@ -101,7 +102,7 @@ def _apply_latest_plan(engine: MarketEngine, market: Market, marks: SyncMarks) -
     return engine.apply_plan(latest[1], plan_id=latest[0])
 
 
-def _apply_progress(report: StepReport, types: list[ResourceType], batch: rows.Batch) -> None:
+def _apply_progress(report: StepReport, types: list[ResourceType], batch: Batch) -> None:
     """Task counts of the jobs that changed (one statement). A type without tasks of the job (all
     counts 0) has no work row: it is left out rather than sent to match nothing."""
     rows.update_rows(JobWork, ("pending", "running", "done"), ("job", "resource_type"), (
@@ -113,7 +114,7 @@ def _apply_progress(report: StepReport, types: list[ResourceType], batch: rows.B
 
 
 def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: int, types: list[ResourceType],
-                 utilisation: list[float], batch: rows.Batch) -> int:
+                 utilisation: list[float], batch: Batch) -> int:
     """Charges decided by the Plan's payment rules; departures settle and release the rest, and
     those the auction's rules settled add to the realised rate (``services.rates``). The jobs'
     rows change in two statements added to ``batch``: the first start of the jobs that started
@@ -145,9 +146,9 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: in
         achieved = _finite(report.achieved_utility[job_id]) if job_id in report.achieved_utility else None
         # The first start recorded (shown while the job ran) stays: an engine restarted by a
         # structure change re-dispatches requeued tasks and reports a later "first" start.
-        start = job.sim_start_time
-        if start is None and job.status == Job.Status.QUEUED:
-            start = report.first_starts.get(job_id)
+        start = job.sim_start_time  # the start its row holds, or for a queued job the first start of this tick
+        if job.status == Job.Status.QUEUED and job_id in report.first_starts:
+            start = report.first_starts[job_id]
         if start is None:
             start = done.start_time
         used = work[job_id]
@@ -220,7 +221,7 @@ class _TickWrites:
     settlements: a job's fixed price falls due when a Plan admits it, before it can depart),
     the departed jobs' rows with their average shares, the samples and the share history. Nothing
     in the tick reads these rows back before it ends, so on PostgreSQL they go with the engine's
-    store in the tick's last statement (``infra.rows.Batch``).
+    store in the tick's last statement (``infra.batch.Batch``).
     """
 
     reports: list[StepReport] = field(default_factory=list)
@@ -237,7 +238,7 @@ class _TickWrites:
         self.overall += overall
         self.shares += _share_rows(market, report, shares)
 
-    def write(self, market: Market, types: list[ResourceType], utilisation: list[float], batch: rows.Batch) -> tuple[StepReport, int]:
+    def write(self, market: Market, types: list[ResourceType], utilisation: list[float], batch: Batch) -> tuple[StepReport, int]:
         """Write everything gathered (the writes whose result nothing reads added to ``batch``); returns
         the tick's steps as one report, and the number of jobs that departed (settled, not cancelled
         meanwhile). ``utilisation``: (m,) busy share of each type's slots when the tick ends (the
@@ -340,7 +341,7 @@ def cluster_advance(
                     break
             hooks.engine_stepped(market, engine, context.types)  # what the steps decided for the outside (Slurm's launches)
             busy, capacity = engine.cluster.busy(), engine.cluster.capacity.tolist()
-            batch = rows.Batch()  # the tick's writes that nothing reads back: its last statement (PostgreSQL)
+            batch = Batch()  # the tick's writes that nothing reads back: its last statement (PostgreSQL)
             tick, departures = writes.write(market, context.types, [b / c if c else 0.0 for b, c in zip(busy, capacity, strict=True)],
                                             batch)
             if hooks.tick_work_due(market):

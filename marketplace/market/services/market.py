@@ -32,6 +32,7 @@ from django.db import transaction
 from django.db.models import F
 
 from marketplace.infra import rows
+from marketplace.infra.batch import Batch
 from marketplace.infra.resilience import cache_add, cache_delete, publish_task
 from marketplace.market import adapters, structure
 from marketplace.market.models.jobs import Job, JobWork
@@ -348,7 +349,7 @@ def engine_marks(*, market: Market) -> SyncMarks:
 
 
 def engine_store(*, market: Market, context: EngineContext, engine: MarketEngine, marks: SyncMarks = UNKNOWN,
-                 batch: rows.Batch | None = None) -> None:
+                 batch: Batch | None = None) -> None:
     """Store the engine under a new ``engine_version`` (the caller holds the market row lock
     and saves ``market`` with :data:`ENGINE_FIELDS`, in the same transaction). With ``batch``
     the writes of the records and the columns are added to it (the caller runs it, with the

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 
 from marketplace.infra import rows
+from marketplace.infra.batch import Batch
 from marketplace.market.models.allocation import RateSample, SpotSettlement
 from marketplace.market.models.queues import ResourceType
 
@@ -64,7 +65,7 @@ def settlement_rows(*, market_id: int, sim_time: float, types: Sequence[Resource
 
 
 def rates_record(*, market_id: int, sim_time: float, types: Sequence[ResourceType], served: Sequence[Served],
-                 utilisation: Sequence[float], batch: rows.Batch | None = None) -> None:
+                 utilisation: Sequence[float], batch: Batch | None = None) -> None:
     """Insert the settlements of :func:`settlement_rows` (none for no job), then publish each type's
     pool of unpublished settlements that now comes from enough tenants (:func:`rates_pool`; its
     writes added to ``batch`` when given). On PostgreSQL the insert and the read of the pools are one
@@ -115,7 +116,7 @@ def rates_pool(*, market_id: int, sim_time: float) -> int:
     return _publish(market_id, sim_time, _unpooled(market_id), None)
 
 
-def _publish(market_id: int, sim_time: float, unpooled: list[tuple], batch: rows.Batch | None) -> int:
+def _publish(market_id: int, sim_time: float, unpooled: list[tuple], batch: Batch | None) -> int:
     """:func:`rates_pool` on the unpublished settlements ``unpooled`` (rows as :func:`_unpooled`'s)."""
     pending: dict[int, list[tuple[int, int | None, float, float, float]]] = {}
     for type_id, *row in unpooled:

@@ -11,6 +11,7 @@ from django.db import transaction
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.infra import rows
+from marketplace.infra.batch import Batch
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import ShareSample
 from marketplace.market.models.jobs import Job
@@ -153,7 +154,7 @@ def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores
 
 @pytest.mark.django_db
 def test_a_batch_leaves_the_tables_as_its_writes_one_by_one_do(market, alice, django_assert_num_queries):
-    """``rows.Batch``: writes of different rows added to a batch (PostgreSQL: held back, then one
+    """``Batch``: writes of different rows added to a batch (PostgreSQL: held back, then one
     ``WITH ... `` statement) leave the tables as the same writes run one by one; a JSON null
     among many rows is stored as SQL null, as one row alone stores it."""
     from django.db import connection
@@ -164,7 +165,7 @@ def test_a_batch_leaves_the_tables_as_its_writes_one_by_one_do(market, alice, dj
     for k, job in enumerate(jobs[:2]):
         EngineJob.objects.create(market=market, job_id=job.pk, state={"k": k})
 
-    def write(batch: rows.Batch | None, pair: list[Job], other: Job) -> None:
+    def write(batch: Batch | None, pair: list[Job], other: Job) -> None:
         rows.update_rows(Job, ("status", "average_shares"), ("id",),
                          [(Job.Status.FINISHED, None, pair[0].pk), (Job.Status.FINISHED, {"map": 0.5}, pair[1].pk)], batch=batch)
         rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"),
@@ -174,7 +175,7 @@ def test_a_batch_leaves_the_tables_as_its_writes_one_by_one_do(market, alice, dj
                               rows=[(pair[0].pk, {"at": 2.5})], batch=batch)
 
     write(None, jobs[2:4], jobs[0])
-    batch = rows.Batch()
+    batch = Batch()
     with django_assert_num_queries(0 if batch.deferring else 4):  # SQLite: at once
         write(batch, jobs[4:6], jobs[1])
     assert batch.deferring == (connection.vendor == "postgresql") and len(batch) == (4 if batch.deferring else 0)

@@ -5,7 +5,7 @@ a round trip to the database. On PostgreSQL a tick reads what it needs (the mark
 jobs, the newest Plan, the departed jobs and their holds), stores each Plan it clears in one statement,
 moves the accounts of all its departures in one, reads the spot settlements' pools in one, and writes
 everything else (task counts, jobs, ledger entries, rates, samples, the engine, the market row) in its
-last statement (``infra.rows.Batch``)."""
+last statement (``infra.batch.Batch``)."""
 
 from __future__ import annotations
 
