@@ -13,6 +13,7 @@ class MarketplaceConfig(AppConfig):
         # services enqueue them by name and never import this module.
         # The parts plug into the core through one surface (market.hooks.MarketPart), loaded from
         # settings.MARKET_PARTS in that order: load them now, so a wrong path fails at start.
+        import marketplace.dashboard.tasks
         import marketplace.lab.tasks
         import marketplace.market.tasks  # noqa: F401
         from marketplace.market import hooks

@@ -92,6 +92,7 @@ MARKET_PARTS = [
     "marketplace.pools.hooks.PoolsPart",  # Cura VM pools (004)
     "marketplace.lab.hooks.LabPart",  # the lab's requeue and upload upkeep
     "marketplace.apps.LedgerPart",  # the ledger's idempotency purge (built in the glue: the ledger imports no core)
+    "marketplace.dashboard.hooks.DashboardPart",  # the dashboard's figures, computed after each tick while watched
 ]
 
 # Who runs the tasks the market starts: "simulated" (the embedded cluster model, the default: make run,

@@ -7,7 +7,6 @@ a non-staff user gets 403 (the navigation does not offer these links to them).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -22,25 +21,22 @@ from django.views.decorators.http import require_GET, require_http_methods
 from plotly.utils import PlotlyJSONEncoder
 
 from marketplace.auction.selectors import job_rows
-from marketplace.dashboard.charts import dashboard_figures
+from marketplace.dashboard import figures
 from marketplace.dashboard.forms import LedgerAdjustForm, MarketSettingsForm, ReservePricesForm, StaffJobFilterForm
 from marketplace.fairshare.selectors import twait_guidance_rows
-from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.idempotency import form_submit_once
 from marketplace.ledger.models import LedgerEntry
 from marketplace.ledger.money import format_price_number
 from marketplace.ledger.selectors import account_of, entry_count, tenant_ledger
 from marketplace.ledger.services import account_adjust
 from marketplace.market import hooks, roles, selectors, visibility
-from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
-from marketplace.market.prices import one_unit_prices
 from marketplace.market.services.config import market_configure, reserve_prices_set
 from marketplace.slurm.selectors import backend_status
 from marketplace.web import charts
 from marketplace.web.forms import apply_service_errors
 from marketplace.web.http_cache import poller_revalidates
-from marketplace.web.shortcuts import MAX_POINTS, View, blank, csv_response, paginate, render_page, tenant_required
+from marketplace.web.shortcuts import View, blank, csv_response, paginate, render_page, tenant_required
 
 
 def staff_required(view: View) -> View:
@@ -113,9 +109,6 @@ def _adjust_once(request: HttpRequest, form: LedgerAdjustForm) -> int:
                             reused="This form was already submitted with other values; reload the page.")
 
 
-DASHBOARD_CACHE_S = 60  # figures are keyed by cleared version and newest sample, so a cached one is never stale
-
-
 def _headline(overview: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Element id -> text (and meter values) of the dashboard's headline numbers."""
     jobs = overview["jobs"]
@@ -182,55 +175,14 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     # staff and cluster managers (market.visibility); "?jobs=mine" narrows staff to their own.
     viewer = visibility.viewer_of(user=request.user)
     only_own = request.GET.get("jobs") == "mine"
-    # The figures change only with a clearing (prices, shares) or a new sample (fairness,
-    # utilisation): cached per cleared version and newest sample, as the JSON text they are sent as.
-    # All but the share chart are the same for every viewer and are computed once for all of them;
-    # the share chart per whose jobs it shows. The headline (the clock) is read fresh. A cache
-    # outage is a miss, never a 500.
-    version = f"{market.pk}:{market.cleared_version}:{market.clearings}:{selectors.last_sample_time(market=market)}"
-    shared = _cached_json(f"dashboard-figures:{version}", lambda: _shared_figures(market))
-    jobs = _cached_json(f"dashboard-jobs:{version}:{_chart_scope(viewer, only_own)}", lambda: _jobs_figure(market, viewer, only_own))
-    figures = f'{shared[:-1]}, "jobs": {jobs}}}' if shared != "{}" else f'{{"jobs": {jobs}}}'
+    # The figures: cached per version as the JSON text they are sent as (dashboard.figures); computed
+    # on a worker after each tick while someone watches. The headline (the clock) is read fresh.
+    figures.watch(market.pk)
+    shared = figures.shared_figures_json(market)
+    jobs = figures.jobs_figure_json(market, viewer, only_own)
+    body = f'{shared[:-1]}, "jobs": {jobs}}}' if shared != "{}" else f'{{"jobs": {jobs}}}'
     headline = json.dumps(_headline(selectors.market_overview(market=market)), cls=PlotlyJSONEncoder)
-    return HttpResponse(f'{{"headline": {headline}, "figures": {figures}}}', content_type="application/json")
-
-
-def _cached_json(key: str, build: Callable[[], Any]) -> str:
-    """``build()`` as JSON text, kept in the cache under ``key`` for ``DASHBOARD_CACHE_S``."""
-    text = cache_get(key)
-    if not isinstance(text, str):
-        text = json.dumps(build(), cls=PlotlyJSONEncoder)
-        cache_set(key, text, DASHBOARD_CACHE_S)
-    return text
-
-
-def _chart_scope(viewer: visibility.Viewer, only_own: bool) -> str:
-    """The cache key's part for whose jobs the figures show."""
-    if viewer.all_tenants and not only_own:
-        return "all"
-    return f"t{viewer.tenant.pk}" if viewer.tenant else "none"
-
-
-def _shared_figures(market: Market) -> dict[str, charts.Figure]:
-    """Every dashboard figure but the share chart (``dashboard.charts.dashboard_figures``): the same for every viewer."""
-    times = selectors.sample_times(market=market, max_points=MAX_POINTS)
-    types = selectors.resource_types_of(market=market)
-    figures = dashboard_figures(
-        resources=[(t.name, t.capacity) for t in types],
-        fairness=selectors.fairness_points(market=market, times=times),
-        samples=selectors.market_points(market=market, times=times),
-        prices=selectors.price_points(market=market, max_points=MAX_POINTS),
-        shares=[], job_labels={}, now=market.sim_time, unit_prices=one_unit_prices(market=market, types=types),
-    )
-    figures.pop("jobs")
-    return figures
-
-
-def _jobs_figure(market: Market, viewer: visibility.Viewer, only_own: bool) -> charts.Figure:
-    """The dashboard's share chart for ``viewer`` (``dashboard.charts.dashboard_figures``' ``jobs``)."""
-    labels = visibility.chart_jobs_for(market=market, viewer=viewer, only_own=only_own)
-    return charts.job_share_figure(selectors.share_points(market=market, job_ids=list(labels), max_points=MAX_POINTS), labels=labels,
-                            until=selectors.job_share_until(market=market, job_ids=list(labels)), unit=charts.time_unit(market.sim_time))
+    return HttpResponse(f'{{"headline": {headline}, "figures": {body}}}', content_type="application/json")
 
 
 @tenant_required

@@ -14,7 +14,9 @@ from marketplace.ledger.idempotency import idempotency_purge
 
 PURGE_EVERY_S = 600.0
 
-_LAST_PURGE = [0.0]  # time.monotonic() of this process's last purge (0: none yet, the first sweep purges)
+# time.monotonic() of this process's last purge (-inf: none yet, the first sweep purges). Not 0: the monotonic
+# clock counts from the machine's boot, so in a machine's first PURGE_EVERY_S seconds 0 would read as a recent purge.
+_LAST_PURGE = [float("-inf")]
 _LOCK = threading.Lock()
 
 
@@ -35,4 +37,4 @@ def sweep_work() -> list[int]:
 
 def forget() -> None:
     """Forget the last purge (tests; a new process starts empty)."""
-    _LAST_PURGE[0] = 0.0
+    _LAST_PURGE[0] = float("-inf")

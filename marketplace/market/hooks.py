@@ -123,6 +123,10 @@ class MarketPart:
     def tick_work(self, market: Market) -> None:
         """After a tick's steps, in its transaction and on its clock (``market.sim_time`` already moved)."""
 
+    def after_tick(self, market_id: int) -> None:
+        """After the clock's tick of the market committed, outside any transaction and lock: work that reads
+        what the tick wrote and must not hold the clock (the dashboard's figures, computed for its viewers)."""
+
     def sweep_work(self) -> list[int]:
         """The sweeper's work for the part (outside any market's lock); returns the ids it acted on."""
         return []
@@ -236,6 +240,15 @@ def before_tick(market_id: int) -> None:
             p.before_tick(market_id)
         except Exception:
             log.exception("before-tick work of %s failed", p.name)
+
+
+def after_tick(market_id: int) -> None:
+    """Every part's :meth:`MarketPart.after_tick`; one part's failure is logged, the clock goes on."""
+    for p in parts():
+        try:
+            p.after_tick(market_id)
+        except Exception:
+            log.exception("after-tick work of %s failed", p.name)
 
 
 def engine_report(market: Market, engine: MarketEngine, types: list[ResourceType]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from marketplace.infra.resilience import publish_task
+from marketplace.market import hooks
 from marketplace.market.models.market import Market
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_tick
@@ -38,10 +39,12 @@ def clear_market_task(market_id: int) -> str:
 
 @shared_task(name="marketplace.tasks.cluster_tick_task", ignore_result=True)
 def cluster_tick_task(market_id: int | None = None) -> int:
-    """Advance each market's live clock by clock_speed x wall time since its last tick (run by beat)."""
+    """Advance each market's live clock by clock_speed x wall time since its last tick (run by beat);
+    after each market's tick committed, the parts' after-tick work (``hooks.after_tick``)."""
     ids = [market_id] if market_id else list(Market.objects.values_list("pk", flat=True))
     for pk in ids:
         cluster_tick(market_id=pk)
+        hooks.after_tick(pk)
     return len(ids)
 
 

@@ -34,7 +34,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 256 * 1024
 ORPHAN_AGE_S = 3600.0
 SWEEP_EVERY_S = 600.0
-_last_sweep = [0.0]
+_last_sweep = [float("-inf")]  # no sweep yet (not 0: the monotonic clock counts from boot)
 
 
 def upload_dir() -> Path:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
+from marketplace.market import hooks
 from marketplace.market.models.market import Market
 from marketplace.market.services.clock import cluster_tick
 from marketplace.market.services.sweeper import market_sweep
@@ -68,6 +69,7 @@ class Command(BaseCommand):
             except OperationalError as exc:  # e.g. SQLite busy: the next tick catches up
                 log.warning("market %s: tick skipped: %s", pk, exc)
                 continue
+            hooks.after_tick(pk)  # committed: the parts' work after it (the dashboard's figures for its viewers)
             if verbosity > 1:
                 self.stdout.write(f"market {pk}: t={result.sim_time:.0f}s active_jobs={result.active_jobs} "
                                   f"finished_jobs={result.finished_jobs} tick={1000 * (time.perf_counter() - t0):.1f}ms")

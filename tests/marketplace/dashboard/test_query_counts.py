@@ -65,7 +65,7 @@ def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, 
 
     from django.test import Client
 
-    from marketplace.dashboard import views
+    from marketplace.dashboard import figures
     from marketplace.market.models.market import Market
 
     client.force_login(alice.user)
@@ -73,8 +73,8 @@ def test_dashboard_figures_are_computed_once_per_cleared_version(client, alice, 
     other.force_login(bob.user)
     _bids(alice, 2)
     market_clear(market_id=market.pk)
-    with mock.patch.object(views, "_shared_figures", wraps=views._shared_figures) as shared, \
-            mock.patch.object(views, "_jobs_figure", wraps=views._jobs_figure) as jobs:
+    with mock.patch.object(figures, "shared_figures", wraps=figures.shared_figures) as shared, \
+            mock.patch.object(figures, "jobs_figure", wraps=figures.jobs_figure) as jobs:
         first = client.get("/dashboard/data.json")
         assert first.status_code == 200 and set(first.json()["figures"]) >= {"jobs", "util", "prices", "unit-prices", "alloc-0"}
         Market.objects.filter(pk=market.pk).update(sim_time=5.0)  # the clock moves; no clearing, no sample

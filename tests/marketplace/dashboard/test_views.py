@@ -18,7 +18,6 @@ from django.urls import reverse
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
-from marketplace.dashboard.views import MAX_POINTS
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import FairnessSample, MarketSample
 from marketplace.market.models.jobs import Job
@@ -27,7 +26,7 @@ from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from marketplace.web.shortcuts import PAGE_SIZE
+from marketplace.web.shortcuts import MAX_POINTS, PAGE_SIZE
 
 GOOD_BID = {
     "name": "wordcount", "budget": "100", "utility": "linear",

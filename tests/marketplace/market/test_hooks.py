@@ -54,7 +54,7 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     # then each configured part is loaded once, in MARKET_PARTS order, by its name
     loaded = hooks.parts()
     assert [type(p).__module__ + "." + type(p).__qualname__ for p in loaded] == list(settings.MARKET_PARTS)
-    assert [p.name for p in loaded] == ["reservations", "deadlines", "pools", "lab", "ledger"]
+    assert [p.name for p in loaded] == ["reservations", "deadlines", "pools", "lab", "ledger", "dashboard"]
     # and each overrides exactly the hooks the core used to call by name
     def overridden(p: hooks.MarketPart) -> set[str]:
         return {h for h in HOOK_NAMES if getattr(type(p), h) is not getattr(hooks.MarketPart, h)}
@@ -66,8 +66,9 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["pools"] == {"tick_work", "price_points", "tenant_jobs", "ledger_jobs"}
     assert by_name["lab"] == {"sweep_work"}
     assert by_name["ledger"] == {"sweep_work"}  # expired idempotency keys are purged by the sweeper
+    assert by_name["dashboard"] == {"after_tick"}  # the figures computed after a tick while someone watches
     assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_report",
-                               "engine_stepped", "tick_work", "sweep_work", "executions", "promises", "price_curve", "price_points",
+                               "engine_stepped", "tick_work", "after_tick", "sweep_work", "executions", "promises", "price_curve", "price_points",
                                "tenant_jobs", "ledger_jobs"}
 
 
