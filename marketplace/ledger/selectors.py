@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from django.db.models import Model, QuerySet
 
+from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.models import Account, LedgerEntry
 
 
@@ -34,8 +35,6 @@ def entry_count(*, account_id: int) -> int:
     of the same account has a larger id, so none appears below an id already counted. The key
     holds the account's first entry (its id and time), so an account id reused after the tables
     were emptied never meets an old count."""
-    from marketplace.infra.resilience import cache_get, cache_set
-
     entries = LedgerEntry.objects.filter(account_id=account_id)
     first = entries.order_by("id").values_list("id", "created_at").first()
     if first is None:
