@@ -27,7 +27,7 @@ from typing import Any
 from plotly.utils import PlotlyJSONEncoder
 
 from marketplace.dashboard.charts import dashboard_figures
-from marketplace.infra.resilience import cache_add, cache_get, cache_set, publish_task
+from marketplace.infra.resilience import cache_add, cache_delete, cache_get, cache_set, publish_task
 from marketplace.market import selectors, visibility
 from marketplace.market.models.market import Market
 from marketplace.market.prices import one_unit_prices
@@ -40,6 +40,8 @@ WATCH_S = 60
 """Wall seconds after a dashboard poll during which the clock keeps the market's figures computed."""
 STALE_S = 10.0
 """Wall seconds for which the newest computed figures may be served while the newest version's are computed."""
+BUSY_S = 30
+"""Wall seconds after which an asked-for computation that never ended (a lost task) no longer blocks the next."""
 TASK = "marketplace.tasks.dashboard_figures_task"
 
 
@@ -69,23 +71,33 @@ def shared_figures_json(market: Market) -> str:
         return text
     latest = cache_get(f"dashboard-figures-latest:{market.pk}")
     if isinstance(latest, tuple) and len(latest) == 3 and time.time() - latest[1] <= STALE_S:
-        if cache_add(f"dashboard-figures-asked:{version}", 1, CACHE_S):
-            publish_task(TASK, market.pk)  # eager (no broker): computed here and now
+        ask(market.pk)  # eager (no broker): computed here and now
         text = cache_get(f"dashboard-figures:{version}")
         return text if isinstance(text, str) else str(latest[2])
     return _store(market, version)
+
+
+def ask(market_id: int) -> None:
+    """Have a worker compute the market's newest figures (:func:`figures_warm`), unless one is asked
+    already: at most one computation per market is queued or running, however often the clock ticks
+    (one that would take longer than a tick never piles up a queue)."""
+    if cache_add(f"dashboard-figures-busy:{market_id}", 1, BUSY_S) and not publish_task(TASK, market_id):
+        cache_delete(f"dashboard-figures-busy:{market_id}")  # the broker is down: the next poll computes them itself
 
 
 def figures_warm(market_id: int) -> bool:
     """Compute and keep the shared figures of the market's newest version, unless kept already.
 
     Returns True when it computed them. Raises ``Market.DoesNotExist`` for an unknown id."""
-    market = Market.objects.get(pk=market_id)
-    version = figures_version(market)
-    if isinstance(cache_get(f"dashboard-figures:{version}"), str):
-        return False
-    _store(market, version)
-    return True
+    try:
+        market = Market.objects.get(pk=market_id)
+        version = figures_version(market)
+        if isinstance(cache_get(f"dashboard-figures:{version}"), str):
+            return False
+        _store(market, version)
+        return True
+    finally:
+        cache_delete(f"dashboard-figures-busy:{market_id}")
 
 
 def jobs_figure_json(market: Market, viewer: visibility.Viewer, only_own: bool) -> str:

@@ -4,8 +4,7 @@ someone watches the dashboard, a worker computes the market's figures, so a poll
 
 from __future__ import annotations
 
-from marketplace.dashboard.figures import TASK, watched
-from marketplace.infra.resilience import publish_task
+from marketplace.dashboard.figures import ask, watched
 from marketplace.market.hooks import MarketPart
 
 
@@ -16,4 +15,4 @@ class DashboardPart(MarketPart):
 
     def after_tick(self, market_id: int) -> None:
         if watched(market_id):
-            publish_task(TASK, market_id)  # a broker outage: the next poll computes them itself
+            ask(market_id)

@@ -93,3 +93,21 @@ def test_a_failing_after_tick_part_is_logged_and_the_clock_goes_on(market, caplo
         assert cluster_tick_task(market.pk) == 1
     failing.assert_called_once_with(market.pk)
     assert "after-tick work of dashboard failed" in caplog.text
+
+
+def test_at_most_one_computation_per_market_is_queued_however_often_the_clock_ticks(client, alice, market):
+    client.force_login(alice.user)
+    _poll(client)  # watched
+    with mock.patch.object(figures, "publish_task", return_value=True) as publish:
+        for _ in range(3):
+            _new_version(alice)
+            cluster_tick_task(market.pk)
+        assert publish.call_count == 1  # the worker has not run yet: the later ticks ask nothing more
+        figures.figures_warm(market.pk)  # it runs (the newest version) and frees the market's slot
+        cluster_tick_task(market.pk)
+        assert publish.call_count == 2
+    with mock.patch.object(figures, "publish_task", return_value=False) as publish:  # the broker is down
+        figures.figures_warm(market.pk)
+        cluster_tick_task(market.pk)
+        cluster_tick_task(market.pk)
+        assert publish.call_count == 2  # a failed publication leaves the slot free for the next tick
