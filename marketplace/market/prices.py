@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, QuerySet, Sum, Value, When
 from django.db.models.functions import Cast, Floor, Greatest, Least
 
+from marketplace.infra import rows
 from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.infra.windows import Buckets, window_sums
 from marketplace.market import adapters
@@ -128,9 +130,13 @@ def settlement_sums(*, market: Market) -> list[SettledSum]:
     level = contention_level()
     created = market.created_at.timestamp() if market.created_at else 0.0
     # the rules read them several times for one answer (the dashboard: the level, each type's curve and
-    # reference): kept for the market's state, which a settlement always moves (the clock's time or,
-    # for a cancellation, its state_version)
-    memo = f"settlement-sums:{market.pk}:{created:.6f}:{level:g}:{market.sim_time!r}:{market.state_version}"
+    # reference): kept for the settlements as they stand, named by the clock's time and how many rows
+    # lie at or after it. Settlements are only added, each at the clock's time of its writer (a tick at
+    # the time it moves the clock to, a cancellation at the clock's time under the market's row lock),
+    # so those two change with every one added and nothing else (a bid, a clearing) moves them. The count
+    # is read before the sums: a row committed in between is in the sums kept under the older count,
+    # never missing from the sums kept under a count that includes it.
+    memo = f"settlement-sums:{market.pk}:{created:.6f}:{level:g}:{market.sim_time!r}:{_settled_since(market)}"
     kept = cache_get(memo)
     if kept is not None:
         return list(kept)
@@ -147,6 +153,15 @@ def settlement_sums(*, market: Market) -> list[SettledSum]:
     out = [SettledSum(int(t), tenant, int(b), bool(c), bool(sold), v[0], v[1], int(v[2])) for (t, tenant, b, c, sold), v in sums.items()]
     cache_set(memo, out, STATE_MEMO_S)
     return out
+
+
+def _settled_since(market: Market) -> int:
+    """How many of the market's settlements lie at or after its clock's time (one range of the
+    ``(market, sim_time)`` index; a statement Django need not compile: read on every market state)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {rows.table(SpotSettlement)} WHERE {rows.column(SpotSettlement, 'market')} = %s "
+                       f"AND {rows.column(SpotSettlement, 'sim_time')} >= %s", [market.pk, market.sim_time])
+        return int(cursor.fetchone()[0])
 
 
 def contended_settlements(*, market: Market, sums: Sequence[SettledSum] | None = None) -> list[tuple[int, int | None, float, float]]:

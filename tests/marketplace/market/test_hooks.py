@@ -68,8 +68,8 @@ def test_the_configured_parts_are_loaded_in_the_setting_s_order(settings) -> Non
     assert by_name["ledger"] == {"sweep_work"}  # expired idempotency keys are purged by the sweeper
     assert by_name["dashboard"] == {"after_tick"}  # the figures computed after a tick while someone watches
     assert set(HOOK_NAMES) == {"clearing_exclusions", "fixed_price_jobs", "engine_sync", "before_tick", "engine_report",
-                               "engine_stepped", "tick_work", "after_tick", "sweep_work", "executions", "promises", "price_curve", "price_points",
-                               "tenant_jobs", "ledger_jobs"}
+                               "engine_stepped", "tick_work", "after_tick", "sweep_work", "executions", "promises", "price_curve",
+                               "price_points", "tenant_jobs", "ledger_jobs"}
 
 
 def test_a_part_that_is_not_a_market_part_is_refused_at_load(settings) -> None:

@@ -139,3 +139,46 @@ def test_the_demo_economy_is_sized_from_the_price_level(db, settings, tmp_path):
     jobs = list(Job.objects.filter(market=market).prefetch_related("work"))
     ratios = [float(j.budget) / (0.5 * sum(w.tasks * w.task_duration for w in j.work.all())) for j in jobs]
     assert jobs and all(0.4 - 0.01 <= r <= 1.6 + 0.01 for r in ratios), ratios
+
+
+def test_the_window_s_sums_are_kept_across_bids_and_read_again_after_a_settlement(market, alice, bob, settings):
+    from unittest import mock
+
+    from marketplace.auction.services import job_cancel
+    from marketplace.market import prices
+
+    def oracle() -> list[tuple[int, int | None, bool, float, float, int]]:
+        """The window's settlements summed in Python, row by row."""
+        level, start = prices.contention_level(), market.sim_time - prices.window_s()
+        out: dict[tuple[int, int | None, bool], list[float]] = {}
+        for s in SpotSettlement.objects.filter(market=market, sim_time__gte=start):
+            into = out.setdefault((s.resource_type_id, s.tenant_id, s.utilisation >= level), [0.0, 0.0, 0])
+            into[0] += s.charged
+            into[1] += s.slot_seconds
+            into[2] += 1
+        return sorted((t, tenant, c, pytest.approx(v[0]), pytest.approx(v[1]), v[2]) for (t, tenant, c), v in out.items())
+
+    def read() -> list[tuple[int, int | None, bool, float, float, int]]:
+        out: dict[tuple[int, int | None, bool], list[float]] = {}
+        for r in prices.settlement_sums(market=market):
+            into = out.setdefault((r.resource_type_id, r.tenant_id, r.contended), [0.0, 0.0, 0])
+            into[0] += r.charged
+            into[1] += r.slot_seconds
+            into[2] += r.rows
+        return sorted((t, tenant, c, v[0], v[1], v[2]) for (t, tenant, c), v in out.items())
+
+    settings.MARKET_CONTENTION_LEVEL = 0.0
+    bid_submit(tenant=alice, budget="60", work=[WorkItem("map", 4, 10.0)])
+    cluster_advance(market_id=market.pk, until=100.0)  # settled
+    running = bid_submit(tenant=bob, budget="500", work=[WorkItem("map", 200, 30.0)])
+    cluster_advance(market_id=market.pk, until=150.0)  # bob's job runs: some of its tasks done
+    market.refresh_from_db()
+    assert read() == oracle() and len(oracle()) == 1
+    with mock.patch.object(prices, "window_sums", wraps=prices.window_sums) as summed:
+        bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 1, 1.0)])  # a bid: the market's state moves ...
+        market.refresh_from_db()
+        assert read() == oracle() and summed.call_count == 0  # ... the settlements do not: the kept sums answer
+        job_cancel(job=running)  # a cancellation at the same clock time settles what bob's job used
+        market.refresh_from_db()
+        assert read() == oracle() and summed.call_count == 1  # read again, with bob's settlement
+    assert Job.objects.get(pk=running.pk).status == "cancelled" and {t for _, t, *_ in oracle()} == {alice.pk, bob.pk}
