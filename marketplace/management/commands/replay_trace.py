@@ -26,7 +26,7 @@ from django.utils import timezone
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.management.progress import Progress, progress
-from marketplace.market import adapters, selectors
+from marketplace.market import adapters, hooks, selectors
 from marketplace.market.models.jobs import Job
 from marketplace.market.models.market import Market
 from marketplace.market.models.queues import Queue
@@ -268,5 +268,6 @@ def _live_loop(bar: Progress, market: Market, bids: list, offset: float, opts: d
             nxt += 1
         result = cluster_advance(market_id=market.pk, until=target)
         Market.objects.filter(pk=market.pk).update(clock_wall_at=timezone.now())  # the live clock ticked (the pages' header clock runs)
+        hooks.after_tick(market.pk)  # as run_clock's ticks: the dashboard's figures for its viewers
         bar.update(nxt, sim_t=f"{result.sim_time:.0f}s", active_jobs=result.active_jobs, tasks_finished=result.finished_tasks)
     return ids, rejected
