@@ -19,18 +19,9 @@ from marketplace.dashboard import figures
 from marketplace.market.models.market import Market
 from marketplace.market.tasks import cluster_tick_task
 from tests.factories import MarketFactory, TenantFactory
+from tests.integration.polling import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def _wait(what: str, check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"{what} within {timeout} s")
 
 
 def test_the_worker_computes_the_watched_dashboard_s_figures_after_a_tick(celery_worker_process):
@@ -41,7 +32,7 @@ def test_the_worker_computes_the_watched_dashboard_s_figures_after_a_tick(celery
     client = Client()
     client.force_login(tenant.user)
     bid_submit(tenant=tenant, budget="40", work=[WorkItem("map", 3, 5.0), WorkItem("reduce", 1, 5.0)])
-    _wait("the worker clears the bid", lambda: Market.objects.get(pk=market.pk).cleared_version == market.state_version + 1)
+    wait_for(lambda: Market.objects.get(pk=market.pk).cleared_version == market.state_version + 1, 60, "the worker to clear the bid")
     assert client.get("/dashboard/data.json").status_code == 200  # computed in the poll; the dashboard is watched
     assert figures.watched(market.pk)
     polled = figures.figures_version(Market.objects.get(pk=market.pk))
@@ -54,7 +45,7 @@ def test_the_worker_computes_the_watched_dashboard_s_figures_after_a_tick(celery
     assert figures.figures_version(fresh) != polled
     key = f"dashboard-figures:{figures.figures_version(fresh)}"
     # then the worker computes that version's figures into the shared cache ...
-    text = _wait("the worker computes the new version's figures", lambda: cache.get(key))
+    text = wait_for(lambda: cache.get(key), 60, "the worker to compute the new version's figures")
     assert json.loads(text) == json.loads(json.dumps(figures.shared_figures(fresh), cls=figures.PlotlyJSONEncoder))
     # ... and the next poll only reads them
     with mock.patch.object(figures, "shared_figures", wraps=figures.shared_figures) as shared:

@@ -25,6 +25,7 @@ from marketplace.lab.services.simulations import simulation_cancel, simulation_g
 from simulator import experiments
 from simulator.whatif.run import FB2009
 from tests.integration.conftest import ROOT
+from tests.integration.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -82,16 +83,6 @@ def staff(real_services):  # type: ignore[no-untyped-def]
     return get_user_model().objects.create_user("sim-ops", password="pw-ops-123", is_staff=True)
 
 
-def _wait(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def _statuses(study: SimulationStudy) -> list[str]:
     return list(ExperimentRun.objects.filter(study=study).order_by("pk").values_list("status", flat=True))
 
@@ -104,7 +95,7 @@ def test_a_run_and_a_sweep_end_to_end_on_a_real_worker(sim_worker, staff) -> Non
                              seeds=[0, 1], user=staff)  # fmt: skip
     # then the worker runs every configuration and gathers each study's table itself
     for study in (one, sweep):
-        _wait(lambda s=study: SimulationStudy.objects.get(pk=s.pk).gathered_at, 120, f"study {study.pk} gathered")
+        wait_for(lambda s=study: SimulationStudy.objects.get(pk=s.pk).gathered_at, 120, f"study {study.pk} gathered")
         assert set(_statuses(study)) == {"done"}
     table = SimulationStudy.objects.get(pk=sweep.pk).summary
     assert [r[:2] for r in table["rows"]] == [["alpha=0.2", 2], ["alpha=0.8", 2]] and table["failed"] == []
@@ -114,9 +105,9 @@ def test_a_run_and_a_sweep_end_to_end_on_a_real_worker(sim_worker, staff) -> Non
 
 def test_a_running_run_is_cancelled_on_a_real_worker(sim_worker, staff) -> None:  # type: ignore[no-untyped-def]
     study = simulation_start(title="long", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
-    _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+    wait_for(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
     assert simulation_cancel(study_id=study.pk, user=staff) == 1
-    _wait(lambda: _statuses(study) == ["cancelled"], 30, "the run to stop")
+    wait_for(lambda: _statuses(study) == ["cancelled"], 30, "the run to stop")
     assert simulation_gather(study_id=study.pk)
 
 
@@ -127,7 +118,7 @@ def test_a_killed_workers_run_is_not_redelivered_but_retried_by_the_reaper(real_
     try:
         _wait_ping(proc)
         study = simulation_start(title="killed", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
-        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+        wait_for(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
         os.killpg(proc.pid, signal.SIGKILL)  # the worker machine dies mid-run: main process and pool child
         proc.wait(timeout=10)
     finally:
@@ -146,10 +137,10 @@ def test_a_killed_workers_run_is_not_redelivered_but_retried_by_the_reaper(real_
     again = _spawn("after")
     try:
         _wait_ping(again)
-        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", attempts=2, progress__gt=0).exists(), 60,
+        wait_for(lambda: ExperimentRun.objects.filter(study=study, status="running", attempts=2, progress__gt=0).exists(), 60,
               "the retry to progress")  # fmt: skip
         assert simulation_cancel(study_id=study.pk, user=staff) == 1
-        _wait(lambda: _statuses(study) == ["cancelled"], 30, "the retry to stop")
+        wait_for(lambda: _statuses(study) == ["cancelled"], 30, "the retry to stop")
     finally:
         _stop(again)
         connection.close()
@@ -162,7 +153,7 @@ def test_a_killed_worker_leaves_a_failed_run_when_no_attempt_is_left(real_servic
     try:
         _wait_ping(proc)
         study = simulation_start(title="killed", workload=LONG, capacity=[20, 10], base=BASE, seeds=[0], user=staff)
-        _wait(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
+        wait_for(lambda: ExperimentRun.objects.filter(study=study, status="running", progress__gt=0).exists(), 60, "the run to progress")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
@@ -188,9 +179,9 @@ def test_an_upload_is_checked_on_the_worker_then_its_runs_run(sim_worker, staff,
                           seeds=[0], user=staff, uploaded=True, trace_name="upload good.tsv")
     refused = simulation_start(title="bad", workload=WORKLOAD | {"trace": str(bad), "hours": 1.0}, capacity=[20, 10], base=BASE,
                                seeds=[0], user=staff, uploaded=True, trace_name="upload bad.tsv")
-    _wait(lambda: SimulationStudy.objects.get(pk=ok.pk).gathered_at, 120, "the uploaded study gathered")
+    wait_for(lambda: SimulationStudy.objects.get(pk=ok.pk).gathered_at, 120, "the uploaded study gathered")
     assert SimulationStudy.objects.get(pk=ok.pk).check_status == "passed" and set(_statuses(ok)) == {"done"}
-    _wait(lambda: SimulationStudy.objects.get(pk=refused.pk).check_status == "refused", 60, "the bad upload refused")
+    wait_for(lambda: SimulationStudy.objects.get(pk=refused.pk).check_status == "refused", 60, "the bad upload refused")
     study = SimulationStudy.objects.get(pk=refused.pk)
     assert "bad.tsv:2:" in study.check_message and set(_statuses(refused)) == {"failed"}
     assert not bad.exists()  # refused: deleted at once
@@ -204,7 +195,7 @@ def test_a_split_experiment_runs_part_by_part_on_a_real_worker_and_is_combined(s
     cells = ExperimentRun.objects.filter(parent=run).order_by("part_index").values_list("params__cell", flat=True)
     assert list(cells) == [["fb2009", 0], ["fb2009", 1]]
     # then the worker runs each part as its own task on the simulation queue, and the last one combines the parent
-    _wait(lambda: ExperimentRun.objects.filter(pk=run.pk, status__in=["done", "failed", "cancelled"]).exists(), 180, "the parent to end")
+    wait_for(lambda: ExperimentRun.objects.filter(pk=run.pk, status__in=["done", "failed", "cancelled"]).exists(), 180, "the parent to end")
     run.refresh_from_db()
     assert (run.status, run.progress, run.attempts) == ("done", 1.0, 0), run.message
     parts = list(ExperimentRun.objects.filter(parent=run).order_by("part_index"))
