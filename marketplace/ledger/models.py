@@ -56,7 +56,8 @@ class LedgerEntry(models.Model):
         CREDIT = "credit", "Credit by staff"
         DEBIT = "debit", "Debit by staff"
 
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="entries")
+    # no index of its own: served by an index below that leads with it
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="entries", db_index=False)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     amount = models.DecimalField(**MONEY)
     available_delta = models.DecimalField(**MONEY)

@@ -82,7 +82,8 @@ class CuraJob(models.Model):
 
     LIVE = (Status.WAITING, Status.RESERVED, Status.RUNNING)
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="cura_jobs")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="cura_jobs", db_index=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="cura_jobs")
     job_type = models.PositiveSmallIntegerField(help_text="Profiled job type (paper 004, Tables II-V).")
     arrival_s = models.FloatField(help_text="Simulated seconds at submission.")

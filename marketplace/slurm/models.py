@@ -40,7 +40,8 @@ class SlurmTask(models.Model):
     ENDED = (State.COMPLETED, State.FAILED, State.LOST)
     LIVE = (State.NEW, State.SUBMITTING, State.SUBMITTED, State.RUNNING)
 
-    market = models.ForeignKey("marketplace.Market", on_delete=models.CASCADE, related_name="slurm_tasks")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey("marketplace.Market", on_delete=models.CASCADE, related_name="slurm_tasks", db_index=False)
     job = models.ForeignKey("marketplace.Job", on_delete=models.CASCADE, related_name="slurm_tasks")
     resource_type = models.ForeignKey("marketplace.ResourceType", on_delete=models.PROTECT, related_name="+")
     batch_key = models.BigIntegerField(help_text="The engine's batch key (the tasks it started together).")

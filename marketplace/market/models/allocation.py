@@ -23,7 +23,8 @@ class AllocationSnapshot(models.Model):
     scalar diagnostics and prices; share history lives in ``ShareSample``).
     """
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="snapshots")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="snapshots", db_index=False)
     state_version = models.BigIntegerField()
     sim_time = models.FloatField()
     mechanism = models.CharField(max_length=30)
@@ -55,7 +56,8 @@ class ShareSample(models.Model):
     sample (and one at its departure): the downsampled history the charts show."""
 
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="share_samples")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="share_samples")
+    # no index of its own: the (job, sim_time) index below serves every lookup by job (its leading column)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="share_samples", db_index=False)
     sim_time = models.FloatField()
     shares = models.JSONField(help_text="Share per resource type, in resource-type order (stage, id).")
 
@@ -133,7 +135,8 @@ class SpotSettlement(models.Model):
     (``RateSample``), never one tenant's payment.
     """
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="spot_settlements")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="spot_settlements", db_index=False)
     resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
     tenant = models.ForeignKey(Tenant, null=True, on_delete=models.SET_NULL, related_name="+")
     sim_time = models.FloatField(help_text="Simulated seconds on the market clock when the job settled.")
@@ -160,7 +163,8 @@ class RateSample(models.Model):
     settlement's, its ``utilisation`` the slot-second-weighted mean of theirs.
     """
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="rate_samples")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="rate_samples", db_index=False)
     resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE)
     sim_time = models.FloatField(help_text="Simulated seconds on the market clock when the jobs settled.")
     charged = models.FloatField(help_text="The jobs' charges attributed to this resource type, money.")

@@ -33,8 +33,10 @@ class Job(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="jobs")
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="jobs")
+    # no index of its own: served by an index below that leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="jobs", db_index=False)
+    # no index of its own: served by an index below that leads with it
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="jobs", db_index=False)
     queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="jobs")
     name = models.CharField(max_length=120, blank=True)
     budget = models.DecimalField(**MONEY)
