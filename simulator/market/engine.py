@@ -38,7 +38,7 @@ from scheduler.types import MarketSnapshot
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.market import state as engine_state
-from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, StepReport
+from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, ShareTable, StepReport
 from simulator.market.snapshot import Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
@@ -196,11 +196,10 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        books, cols = self._books, Columns()
-        for job in self.cluster.active_states():
-            spec = job.spec
-            if spec.job_id not in reserved:
-                cols.add(spec.job_id, spec.leaf, books[spec.job_id].bid, job.demand(), books[spec.job_id].sub_budget)
+        states = self.cluster.active_states()
+        if reserved:
+            states = [job for job in states if job.spec.job_id not in reserved]
+        cols = Columns.of_jobs(states, self._books)
         for spec, bid in extra:
             if spec.job_id not in reserved:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)
@@ -387,6 +386,17 @@ class MarketEngine:
             if share is not None:
                 out[job] = (b.arrival, share)
         return out
+
+    def share_table(self) -> ShareTable:
+        """:meth:`current_shares` as arrays (no dict, no array a job): the known jobs the Plan
+        covers, in the books' order."""
+        books = self._books
+        n = len(books)
+        rows = np.fromiter((b.row for b in books.values()), dtype=np.intp, count=n)
+        has = self._shares._has[rows]
+        ids = np.fromiter(books, dtype=np.int64, count=n)[has]
+        arrival = np.fromiter((b.arrival for b in books.values()), dtype=np.float64, count=n)[has]
+        return ShareTable(ids, arrival, self._shares._share[rows[has]])
 
     def rule_of(self, job_id: int) -> PaymentRule:
         """The payment rule in force for a known job. Raises KeyError."""

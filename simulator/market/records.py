@@ -150,3 +150,18 @@ class JobBooks:
     row: int
     sub_budget: NDArray[np.float64] | None = None
     accepted: bool = False  # a fixed price was charged
+
+
+@dataclass(frozen=True)
+class ShareTable:
+    """The shares in force, one row a job (``MarketEngine.share_table``).
+
+    Attributes:
+        ids: (n,) int64 job ids.
+        arrival: (n,) simulated seconds each job arrived.
+        shares: (n, m) float64 each job's share of each resource type in force.
+    """
+
+    ids: NDArray[np.int64]
+    arrival: NDArray[np.float64]
+    shares: NDArray[np.float64]

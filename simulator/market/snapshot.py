@@ -5,14 +5,15 @@ last Plan's sub-budgets). ``simulator.market.engine.MarketEngine.snapshot`` gath
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.plan import Plan
 from scheduler.types import MarketSnapshot
-from simulator.market.records import Bid, MarketConfig
+from simulator.cluster.jobs import JobState
+from simulator.market.records import Bid, JobBooks, MarketConfig
 
 
 class Columns:
@@ -30,6 +31,24 @@ class Columns:
         self.slo: list[float] = []
         self.demand: list[Sequence[bool]] = []
         self.subs: list[NDArray[np.float64] | None] = []
+
+    @classmethod
+    def of_jobs(cls, states: Sequence[JobState], books: Mapping[int, JobBooks]) -> Columns:
+        """The rows of the jobs ``states`` (in that order) with their ``books``: what :meth:`add`
+        gives job by job, a column at a time."""
+        cols = cls()
+        ids = [job.spec.job_id for job in states]
+        held = [books[job_id] for job_id in ids]
+        bids = [b.bid for b in held]
+        cols.ids = ids
+        cols.leaves = [job.spec.leaf for job in states]
+        cols.budgets = [bid.budget for bid in bids]
+        cols.weights = [bid.weights for bid in bids]
+        cols.utility = [bid.utility for bid in bids]
+        cols.slo = [math.nan if bid.min_utility is None else bid.min_utility for bid in bids]
+        cols.demand = [job.demand() for job in states]
+        cols.subs = [b.sub_budget for b in held]
+        return cols
 
     def add(self, job_id: int, leaf: int, bid: Bid, demand: Sequence[bool], sub: NDArray[np.float64] | None) -> None:
         self.ids.append(job_id)
@@ -49,7 +68,10 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
     of each type (paper 000, Sec. 3)."""
     m, n = int(capacity.shape[0]), len(cols.ids)
     if warm is None:
-        start = np.array([np.full(m, np.nan) if sub is None else sub for sub in cols.subs]).reshape(-1, m)
+        start = np.full((n, m), np.nan)
+        known = [k for k, sub in enumerate(cols.subs) if sub is not None]
+        if known:
+            start[known] = [cols.subs[k] for k in known]
     else:  # one gather from the newer Plan's rows
         position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
         rows = [position.get(job, -1) for job in cols.ids]

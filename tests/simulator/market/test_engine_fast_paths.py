@@ -67,3 +67,39 @@ def test_rules_from_a_table_are_the_rules_of_the_same_dict() -> None:
     assert charges_table == charges_dict and [c.job_id for c in charges_table] == [fixed]
     assert {j: by_table.rule_of(j) for j in by_table.known_jobs()} == {j: by_dict.rule_of(j) for j in by_dict.known_jobs()}
     assert by_table.to_state() == by_dict.to_state()
+
+
+def test_the_share_table_is_current_shares_as_arrays() -> None:
+    engine = _engine(30, 2)
+    assert engine.share_table().ids.size == 0  # no Plan yet: nothing in force
+    engine.clear()
+    for _ in range(3):
+        engine.step(engine.now + 15.0)
+        table, shares = engine.share_table(), engine.current_shares()
+        assert table.ids.tolist() == list(shares)
+        assert table.arrival.tolist() == [a for a, _ in shares.values()]
+        np.testing.assert_array_equal(table.shares, np.array([s for _, s in shares.values()]).reshape(-1, 2))
+        engine.clear()
+
+
+def test_the_snapshot_gathered_by_column_is_the_one_gathered_by_row() -> None:
+    from simulator.market.snapshot import Columns, build_snapshot
+
+    engine = _engine(30, 3)
+    engine.clear()
+    engine.step(engine.now + 20.0)
+    engine.submit(JobSpec(999, 1, (3, 1), (10.0, 20.0), engine.now), Bid(80.0, (1.0, 0.5)))  # no sub-budget yet
+    reserved = set(engine.known_jobs()[::5])
+    snap = engine.snapshot(exclude=reserved)
+    rows = Columns()
+    for job in engine.cluster.active_states():  # row by row, as before
+        if job.spec.job_id not in reserved:
+            books = engine._books[job.spec.job_id]
+            rows.add(job.spec.job_id, job.spec.leaf, books.bid, job.demand(), books.sub_budget)
+    want = build_snapshot(rows, None, engine.config, engine._auction_capacity())
+    for name in ("job_ids", "group", "budgets", "weights", "demand", "min_utility", "capacity"):
+        np.testing.assert_array_equal(getattr(snap, name), getattr(want, name))
+    start = np.array([np.full(2, np.nan) if sub is None else sub for sub in rows.subs])  # the warm start, as before
+    assert 999 in snap.job_ids.tolist() and np.isnan(start).any()
+    np.testing.assert_array_equal(snap.warm_start, start)
+    assert snap.utility == want.utility and snap.n == len(engine.known_jobs()) - len(reserved)
