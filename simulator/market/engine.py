@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PAYMENT_KINDS, PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.model import Cluster
@@ -43,6 +43,8 @@ from simulator.market.snapshot import Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
+
+_FIXED = PAYMENT_KINDS.index("fixed")  # the kind due at acceptance (``PaymentRule.due_at_acceptance``)
 
 
 
@@ -69,6 +71,8 @@ class MarketEngine:
         self._booked: list[Reservation] = []
         self._booked_price: dict[int, float] = {}  # job id -> its fixed price
         self.plan_id: int | None = None  # the stored Plan in force (live market)
+        self._ruled: PaymentTable | None = None  # the table whose rules the known jobs hold (None: unknown)
+        self._touched: set[int] = set()  # jobs whose rule was set since, outside a Plan
 
     @classmethod
     def create(
@@ -107,6 +111,7 @@ class MarketEngine:
         rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
         arrival = max(spec.submit_time, self.now)
         self._books[spec.job_id] = JobBooks(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
+        self._touched.add(spec.job_id)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -163,6 +168,7 @@ class MarketEngine:
         books = self._books.get(reservation.job_id)
         if books is not None:
             books.rule, books.accepted = PaymentRule.fixed(price), True
+            self._touched.add(reservation.job_id)
 
     def booked(self) -> tuple[Reservation, ...]:
         """The reservations booked and not yet departed."""
@@ -261,11 +267,28 @@ class MarketEngine:
     def _take_rules(self, plan: Plan) -> list[Charge]:
         """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.
         A job whose rule is the one it holds keeps that object (rules are values): a
-        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed."""
+        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed,
+        and after a table, visits only the rows that differ from it (``PaymentTable.changed_rows``),
+        the jobs whose rule changed since outside a Plan (arrivals, bookings) and the fixed prices
+        (one may still be due)."""
         charges = []
         payments = plan.payments
-        raw = payments.raw_items() if isinstance(payments, PaymentTable) else [
-            (job, r.kind, r.amount, r.min_utility) for job, r in payments.items()]
+        last, self._ruled = self._ruled, None
+        if isinstance(payments, PaymentTable) and not payments.extra:
+            if last is None:
+                raw = payments.raw_items()
+            else:
+                visit = [payments.changed_rows(last),
+                         np.flatnonzero((payments.kind == _FIXED) & (payments.amount > 0))]
+                if self._touched:
+                    visit.append(np.flatnonzero(np.isin(payments.ids, np.fromiter(self._touched, np.int64))))
+                raw = payments.rows_at(np.unique(np.concatenate(visit)))
+            self._ruled = payments
+        elif isinstance(payments, PaymentTable):
+            raw = payments.raw_items()
+        else:
+            raw = [(job, r.kind, r.amount, r.min_utility) for job, r in payments.items()]
+        self._touched.clear()
         for job_id, kind, amount, min_utility in raw:
             books = self._books.get(job_id)
             if books is None or job_id in self._booked_price:
