@@ -116,15 +116,9 @@ def _books_array(engine: engine_state.Saved) -> NDArray[np.float64]:
         return np.zeros((0, 3 + 3 * m + 1))
     shares, values = engine._shares, engine._books.values()
     rows = np.fromiter((b.row for b in values), dtype=np.intp, count=len(values))
-    subs = [b.sub_budget for b in values]
-    have = [k for k, sub in enumerate(subs) if sub is not None]
-    sub_matrix = np.full((len(subs), m), np.nan)
-    has_sub = np.zeros(len(subs))
-    if have:
-        sub_matrix[have] = [subs[k] for k in have]
-        has_sub[have] = 1.0
+    sub_matrix, has_sub = shares.subs(rows)
     return np.column_stack([
-        np.fromiter(engine._books, dtype=np.float64, count=len(values)), has_sub, sub_matrix,
+        np.fromiter(engine._books, dtype=np.float64, count=len(values)), has_sub.astype(np.float64), sub_matrix,
         shares._has[rows].astype(np.float64), shares._share[rows], shares._area[rows], shares._mark[rows],
     ])
 

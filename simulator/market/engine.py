@@ -205,7 +205,7 @@ class MarketEngine:
         states = self.cluster.active_states()
         if reserved:
             states = [job for job in states if job.spec.job_id not in reserved]
-        cols = Columns.of_jobs(states, self._books)
+        cols = Columns.of_jobs(states, self._books, self._shares)
         for spec, bid in extra:
             if spec.job_id not in reserved:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)
@@ -253,16 +253,17 @@ class MarketEngine:
         return self._take_rules(plan)
 
     def _take_rows(self, plan: Plan) -> None:
-        """The Plan's shares and sub-budgets become the known jobs' (copies; sub-budget rows are views of one)."""
-        subs = np.array(plan.sub_budgets, dtype=np.float64)
-        rows, ks = [], []
-        for k, job_id in enumerate(plan.job_ids.tolist()):
-            books = self._books.get(job_id)
-            if books is not None:
-                books.sub_budget = subs[k]
-                rows.append(books.row)
-                ks.append(k)
-        self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+        """The Plan's shares and sub-budgets become the known jobs' (copies)."""
+        get = self._books.get
+        held = [get(job_id) for job_id in plan.job_ids.tolist()]
+        ks = [k for k, books in enumerate(held) if books is not None]
+        rows = [held[k].row for k in ks]  # type: ignore[union-attr]
+        if len(ks) == len(held):
+            self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64))
+            self._shares.assign_subs(rows, np.asarray(plan.sub_budgets, dtype=np.float64).reshape(-1, self.m))
+        else:
+            self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+            self._shares.assign_subs(rows, np.asarray(plan.sub_budgets, dtype=np.float64).reshape(-1, self.m)[ks])
 
     def _take_rules(self, plan: Plan) -> list[Charge]:
         """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.

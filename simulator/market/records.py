@@ -141,14 +141,13 @@ class StepReport:
 
 @dataclass
 class JobBooks:
-    """The engine's per-job market records (``simulator.market.engine``): bid, rule in force, warm start, and the row of
-    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
+    """The engine's per-job market records (``simulator.market.engine``): bid, rule in force, and the row of
+    its share integral and warm start in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
 
     bid: Bid
     rule: PaymentRule
     arrival: float
     row: int
-    sub_budget: NDArray[np.float64] | None = None
     accepted: bool = False  # a fixed price was charged
 
 

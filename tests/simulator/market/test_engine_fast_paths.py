@@ -96,7 +96,7 @@ def test_the_snapshot_gathered_by_column_is_the_one_gathered_by_row() -> None:
     for job in engine.cluster.active_states():  # row by row, as before
         if job.spec.job_id not in reserved:
             books = engine._books[job.spec.job_id]
-            rows.add(job.spec.job_id, job.spec.leaf, books.bid, job.demand(), books.sub_budget)
+            rows.add(job.spec.job_id, job.spec.leaf, books.bid, job.demand(), engine._shares.sub(books.row))
     want = build_snapshot(rows, None, engine.config, engine._auction_capacity())
     for name in ("job_ids", "group", "budgets", "weights", "demand", "min_utility", "capacity"):
         np.testing.assert_array_equal(getattr(snap, name), getattr(want, name))
