@@ -274,7 +274,8 @@ class MarketEngine:
         (one may still be due)."""
         charges = []
         payments = plan.payments
-        last, self._ruled = self._ruled, None
+        last, self._ruled = self._ruled, None  # unknown until every row is taken
+        ruled: PaymentTable | None = None
         if isinstance(payments, PaymentTable) and not payments.extra:
             if last is None:
                 raw = payments.raw_items()
@@ -284,7 +285,7 @@ class MarketEngine:
                 if self._touched:
                     visit.append(np.flatnonzero(np.isin(payments.ids, np.fromiter(self._touched, np.int64))))
                 raw = payments.rows_at(np.unique(np.concatenate(visit)))
-            self._ruled = payments
+            ruled = payments
         elif isinstance(payments, PaymentTable):
             raw = payments.raw_items()
         else:
@@ -300,6 +301,7 @@ class MarketEngine:
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
                 charges.append(Charge(job_id, rule.amount, rule.kind, self.now))
+        self._ruled = ruled
         return charges
 
     # ------------------------------------------------------------- the executor
