@@ -141,13 +141,12 @@ class ShareDispatcher:
             for key in [k for k in table if k[0] == job]:
                 del table[key]
 
-    def to_state(self) -> dict[str, Any]:
-        """JSON-serialisable state; 128-bit generator words are stored as strings."""
-        for by_resource in self._ledgers.values():
-            for ledger in by_resource.values():
-                self._write_back(ledger)
+    def to_state(self, *, counters: bool = True) -> dict[str, Any]:
+        """JSON-serialisable state; 128-bit generator words are stored as strings. Without
+        ``counters``, no "counters" entry (:meth:`counter_array` gives them as one array)."""
+        self._write_back_all()
         rng = self._rng.bit_generator.state
-        return {
+        state: dict[str, Any] = {
             "mode": self.mode,
             "seed": self.seed,
             "rng": {
@@ -156,11 +155,32 @@ class ShareDispatcher:
                 "has_uint32": int(rng["has_uint32"]),
                 "uinteger": int(rng["uinteger"]),
             },
-            "counters": [
+        }
+        if counters:
+            state["counters"] = [
                 [job, res, self._credit.get((job, res), 0.0), self._served.get((job, res), 0)]
                 for job, res in sorted(set(self._credit) | set(self._served))
-            ],
-        }
+            ]
+        return state
+
+    def counter_array(self) -> NDArray[np.float64]:
+        """(n, 4) float64: ``to_state()["counters"]`` as one array, rows [job, resource, credit,
+        units served] sorted by (job, resource), without a list a counter."""
+        self._write_back_all()
+        credit, served = self._credit, self._served
+        keys = sorted(credit.keys() | served.keys())
+        out = np.empty((len(keys), 4), dtype=np.float64)
+        if keys:
+            out[:, :2] = keys
+            out[:, 2] = [credit.get(key, 0.0) for key in keys]
+            out[:, 3] = [served.get(key, 0) for key in keys]
+        return out
+
+    def _write_back_all(self) -> None:
+        """Every live ledger's credits into the dict (they stay open)."""
+        for by_resource in self._ledgers.values():
+            for ledger in by_resource.values():
+                self._write_back(ledger)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> ShareDispatcher:

@@ -209,6 +209,36 @@ class PaymentTable(Mapping[int, PaymentRule]):
             self._rows += [(job, r.kind, r.amount, r.min_utility) for job, r in self.extra.items()]
         return self._rows
 
+    def rows_at(self, positions: NDArray[np.intp]) -> list[tuple[int, str, float, float | None]]:
+        """:meth:`raw_items`' entries of the table rows at ``positions`` (ascending; rows without a
+        rule left out), in that order."""
+        kinds = self.kind[positions]
+        positions = positions[kinds >= 0]
+        return [(job, PAYMENT_KINDS[k], a, None if u != u else u) for job, k, a, u in zip(
+            self.ids[positions].tolist(), kinds[kinds >= 0].tolist(), self.amount[positions].tolist(),
+            self.min_utility[positions].tolist(), strict=True)]
+
+    def changed_rows(self, previous: PaymentTable) -> NDArray[np.intp]:
+        """Positions (ascending) of the rows with a rule that ``previous`` does not give the same
+        job: a new job, or another kind, amount or SLO. Only for tables without ``extra``.
+
+        Raises:
+            ValueError: either table has ``extra`` rules.
+        """
+        if self.extra or previous.extra:
+            raise ValueError("changed_rows compares the tables' arrays only (no extra rules)")
+        ruled = self.kind >= 0
+        if previous.ids.size == 0:
+            return np.flatnonzero(ruled)
+        order = np.argsort(previous.ids, kind="stable")
+        known = previous.ids[order]
+        at = np.minimum(np.searchsorted(known, self.ids), known.size - 1)
+        before = order[at]
+        mu, old_mu = self.min_utility, previous.min_utility[before]
+        same = ((known[at] == self.ids) & (previous.kind[before] == self.kind) & (previous.amount[before] == self.amount)
+                & ((mu == old_mu) | (np.isnan(mu) & np.isnan(old_mu))))
+        return np.flatnonzero(ruled & ~same)
+
     def __getitem__(self, job: int) -> PaymentRule:
         if self._index is None:
             self._index = {row[0]: k for k, row in enumerate(self.raw_items())}

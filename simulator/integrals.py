@@ -8,6 +8,10 @@ clearing, so every clearing closes every job's integral:
 that for all jobs in one vectorised step instead of one small-array operation
 per job; element by element the arithmetic is the same, so the integrals are
 bit-identical to per-job updates.
+
+The same rows keep each job's sub-budgets of the Plan in force (paper 000,
+Sec. 3: the auction's warm start), so that taking a Plan, gathering a
+snapshot and storing the engine move them as matrices, not an array a job.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class ShareIntegrals:
         self._area = np.zeros((0, m))
         self._mark = np.zeros(0)
         self._has = np.zeros(0, dtype=np.bool_)
+        self._sub = np.zeros((0, m))  # sub-budgets, NaN where a row has none
+        self._has_sub = np.zeros(0, dtype=np.bool_)
         self._free: list[int] = []
 
     def add(self, now: float) -> int:
@@ -42,11 +48,15 @@ class ShareIntegrals:
         self._area[row] = 0.0
         self._mark[row] = now
         self._has[row] = False
+        self._sub[row] = np.nan
+        self._has_sub[row] = False
         return row
 
     def remove(self, row: int) -> None:
         """Free a departed job's row."""
         self._has[row] = False
+        self._sub[row] = np.nan
+        self._has_sub[row] = False
         self._free.append(row)
 
     def close(self, now: float) -> None:
@@ -64,6 +74,20 @@ class ShareIntegrals:
         self._share[index] = shares
         self._has[index] = True
 
+    def assign_subs(self, rows: Sequence[int], subs: NDArray[np.float64]) -> None:
+        """``subs[k]`` (m,) becomes the sub-budgets of row ``rows[k]``."""
+        index = np.asarray(rows, dtype=np.intp)
+        self._sub[index] = subs
+        self._has_sub[index] = True
+
+    def sub(self, row: int) -> NDArray[np.float64] | None:
+        """(m,) copy of the row's sub-budgets, None if it has none."""
+        return self._sub[row].copy() if self._has_sub[row] else None
+
+    def subs(self, rows: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """(sub-budgets (k, m), NaN for a row without; (k,) the row has them) of ``rows``."""
+        return self._sub[rows], self._has_sub[rows]
+
     def share(self, row: int) -> NDArray[np.float64] | None:
         """(m,) copy of the row's share in force, None if it has none."""
         return self._share[row].copy() if self._has[row] else None
@@ -77,8 +101,11 @@ class ShareIntegrals:
         """Time (s) up to which the row's integral is summed."""
         return float(self._mark[row])
 
-    def load(self, row: int, share: Sequence[float] | None, area: Sequence[float], mark: float) -> None:
-        """Restore a row saved as (share, area, mark)."""
+    def load(self, row: int, share: Sequence[float] | None, area: Sequence[float], mark: float,
+             sub: Sequence[float] | None = None) -> None:
+        """Restore a row saved as (share, area, mark, sub-budgets)."""
+        self._has_sub[row] = sub is not None
+        self._sub[row] = np.nan if sub is None else sub
         self._area[row] = area
         self._mark[row] = mark
         self._has[row] = share is not None
@@ -91,4 +118,6 @@ class ShareIntegrals:
         self._area = np.concatenate([self._area, np.zeros((size - n, self.m))])
         self._mark = np.concatenate([self._mark, np.zeros(size - n)])
         self._has = np.concatenate([self._has, np.zeros(size - n, dtype=np.bool_)])
+        self._sub = np.concatenate([self._sub, np.full((size - n, self.m), np.nan)])
+        self._has_sub = np.concatenate([self._has_sub, np.zeros(size - n, dtype=np.bool_)])
         self._free.extend(range(size - 1, n - 1, -1))  # pop() hands out the lowest row first

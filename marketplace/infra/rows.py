@@ -85,18 +85,21 @@ def insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[
             cursor.execute(sql, params)
             return [int(r[0]) for r in cursor.fetchall()]
     sql, fields = _statement(model, names, False, 1)
+    if len(rows) > 1 and ((batch is not None and batch.deferring) or connection.vendor == "postgresql"):
+        params = _prepared_columns(fields, rows)  # one statement for all rows: the server runs one, not one a row
+        if batch is not None and batch.deferring:
+            batch.add(_unnest_insert(model, names), params)
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(_unnest_insert(model, names), params)
+        return []
     prepared = [[_prep(f, v) for f, v in zip(fields, row, strict=True)] for row in rows]
     if batch is not None and batch.deferring:
-        if len(prepared) == 1:
-            batch.add(sql, prepared[0])
-        else:
-            batch.add(_unnest_insert(model, names), _columns(fields, prepared))
+        batch.add(sql, prepared[0])
         return []
     with connection.cursor() as cursor:
         if len(prepared) == 1:
             cursor.execute(sql, prepared[0])
-        elif connection.vendor == "postgresql":  # one statement for all rows: the server runs one, not one a row
-            cursor.execute(_unnest_insert(model, names), _columns(fields, prepared))
         else:
             cursor.executemany(sql, prepared)
     return []
@@ -144,24 +147,39 @@ def _columns(fields: Sequence[Any], prepared: Sequence[Sequence[Any]]) -> list[l
     needs for an array (it refuses a list that mixes int and float, or Decimal and int):
     a float column's ints become floats, a decimal column's ints and floats Decimals, an
     integer column's booleans ints. A JSON column is one document (:func:`_arrays`)."""
-    out: list[Any] = []
-    for k, field in enumerate(fields):
-        values = [row[k] for row in prepared]
-        if _is_json(field):  # one document for the column: one dump, not one per value inside an array literal
-            from psycopg.types.json import Jsonb
+    return [_column(field, [row[k] for row in prepared]) for k, field in enumerate(fields)]
 
-            out.append(Jsonb([getattr(v, "obj", v) for v in values]))
-            continue
-        if isinstance(field, models.FloatField):
-            values = [v if v is None else float(v) for v in values]
-        elif isinstance(field, models.DecimalField):
-            values = [v if v is None or isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else v) for v in values]
-        elif isinstance(field, models.BooleanField):
-            values = [v if v is None else bool(v) for v in values]
-        elif field.get_internal_type().endswith(("IntegerField", "AutoField")) or field.is_relation:
-            values = [v if v is None else int(v) for v in values]
-        out.append(values)
+
+def _prepared_columns(fields: Sequence[Any], rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """``_columns(fields, rows prepared value by value)``, prepared a column at a time: a plain
+    value into a field that stores it as it is, and a JSON column's documents, are taken as
+    they are (what :func:`_prep` and :func:`_column` would make of them), without a list a row."""
+    out = []
+    for field, values in zip(fields, zip(*rows, strict=True), strict=True):
+        if _is_json(field):
+            out.append(_column(field, [v if v is not None else _prep(field, v) for v in values]))
+        elif isinstance(field, _CONVERTING):
+            out.append(_column(field, [_prep(field, v) for v in values]))
+        else:
+            out.append(_column(field, [v if type(v) in _NATIVE else _prep(field, v) for v in values]))
     return out
+
+
+def _column(field: Any, values: list[Any]) -> Any:
+    """One column of :func:`_columns` (``values`` prepared)."""
+    if _is_json(field):  # one document for the column: one dump, not one per value inside an array literal
+        from psycopg.types.json import Jsonb
+
+        return Jsonb([getattr(v, "obj", v) for v in values])
+    if isinstance(field, models.FloatField):
+        values = [v if v is None else float(v) for v in values]
+    elif isinstance(field, models.DecimalField):
+        values = [v if v is None or isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else v) for v in values]
+    elif isinstance(field, models.BooleanField):
+        values = [v if v is None else bool(v) for v in values]
+    elif field.get_internal_type().endswith(("IntegerField", "AutoField")) or field.is_relation:
+        values = [v if v is None else int(v) for v in values]
+    return values
 
 
 def insert_with_children(model: type[models.Model], names: Sequence[str], row: Sequence[Any], child: type[models.Model],

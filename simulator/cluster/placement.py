@@ -151,6 +151,14 @@ class LeafPlacement:
             self._share_cache[(leaf, j)] = cached
         return cached
 
+    def share_array(self) -> NDArray[np.float64]:
+        """(n, 1 + m) float64: ``to_state()["shares"]`` as one array, rows [job id, shares...]."""
+        out = np.empty((len(self.shares), 1 + self.m), dtype=np.float64)
+        if self.shares:
+            out[:, 0] = list(self.shares)
+            out[:, 1:] = np.array(list(self.shares.values()), dtype=np.float64).reshape(-1, self.m)
+        return out
+
     def to_state(self) -> dict[str, Any]:
         """JSON-serialisable: leaf lists in order, shares, dispatcher."""
         return {

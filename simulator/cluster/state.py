@@ -19,10 +19,11 @@ from simulator.records import TaskLaunch
 STATE_FORMAT = 2
 
 
-def dump(c: ClusterCore, *, jobs: bool = True) -> dict[str, Any]:
+def dump(c: ClusterCore, *, jobs: bool = True, placement: bool = True) -> dict[str, Any]:
     """Everything needed to continue the run (only dicts, lists, str, int, float,
     None; infinities stored as None). Without ``jobs``, no "jobs" entry (the jobs' counters
-    are stored one record a job: ``simulator.market.delta``)."""
+    are stored one record a job: ``simulator.market.delta``); without ``placement``, no
+    "placement" entry (``simulator.market.delta`` packs it in columns)."""
     state = {
         "format": STATE_FORMAT,
         "now": c.now,
@@ -41,7 +42,10 @@ def dump(c: ClusterCore, *, jobs: bool = True) -> dict[str, Any]:
         "next_key": c._next_key,
         "next_seq": c._next_seq,
         "reservations": [r.to_list() for r in c._reservations],
-        "placement": c.placement.to_state(),
+    }
+    if placement:
+        state["placement"] = c.placement.to_state()
+    state |= {
         "events": c._events.to_state(),
         "allocators": [a.to_state() for a in c._allocators],
         "ledger": c._ledger.to_state(),

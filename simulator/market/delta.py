@@ -81,30 +81,15 @@ def split(engine: engine_state.Saved, stored: Mapping[int, Mark] | None) -> Part
     """The engine's parts; ``records`` holds only the jobs whose mark differs from ``stored``
     (None: nothing is stored, every job)."""
     c = engine.cluster
-    m = c.m
-    cluster = cluster_state.dump(c, jobs=False)
-    placement = cluster.pop("placement")
-    dispatcher = placement["dispatcher"]
-    counters = dispatcher.pop("counters")
-    shares = engine._shares
-    book_ids = list(engine._books)
-    book_rows = np.array([b.row for b in engine._books.values()], dtype=np.intp)
-    subs = np.full((len(book_ids), m), np.nan)
-    has_sub = np.zeros(len(book_ids))
-    for k, b in enumerate(engine._books.values()):
-        if b.sub_budget is not None:
-            subs[k], has_sub[k] = b.sub_budget, 1.0
-    books = np.column_stack([
-        np.array(book_ids, dtype=np.float64), has_sub, subs, shares._has[book_rows].astype(np.float64),
-        shares._share[book_rows], shares._area[book_rows], shares._mark[book_rows],
-    ]) if book_ids else np.zeros((0, 3 + 3 * m + 1))
-    leaves = placement["leaf_jobs"]
+    cluster = cluster_state.dump(c, jobs=False, placement=False)  # the placement goes in columns
+    dispatcher = c.placement.dispatcher.to_state(counters=False)
+    leaves = c.placement.leaves
     arrays: dict[str, NDArray[np.float64]] = {
-        "books": books,
+        "books": _books_array(engine),
         "cluster_jobs": np.array(list(c._jobs), dtype=np.float64),
         "leaf_jobs": np.array([j for leaf in leaves for j in leaf], dtype=np.float64),
-        "placement_shares": np.array([[jid, *vec] for jid, vec in placement["shares"]], dtype=np.float64).reshape(-1, 1 + m),
-        "counters": np.array(counters, dtype=np.float64).reshape(-1, 4),
+        "placement_shares": c.placement.share_array(),
+        "counters": c.placement.dispatcher.counter_array(),
     }
     full = engine_state.dump_header(engine)
     full["cluster"] = cluster
@@ -121,6 +106,21 @@ def split(engine: engine_state.Saved, stored: Mapping[int, Mark] | None) -> Part
         changed = [job for job, mark in marks.items() if stored.get(job) != mark]
         gone = [job for job in stored if job not in marks]
     return Parts(header, columns, {job: _record(engine, job) for job in changed}, gone, marks)
+
+
+def _books_array(engine: engine_state.Saved) -> NDArray[np.float64]:
+    """(jobs, 4 + 3m) rows [job id, has sub-budget, sub-budget (m, NaN if none), has share, share (m),
+    share integral (m), integral's mark], in the books' order."""
+    m = engine.cluster.m
+    if not engine._books:
+        return np.zeros((0, 3 + 3 * m + 1))
+    shares, values = engine._shares, engine._books.values()
+    rows = np.fromiter((b.row for b in values), dtype=np.intp, count=len(values))
+    sub_matrix, has_sub = shares.subs(rows)
+    return np.column_stack([
+        np.fromiter(engine._books, dtype=np.float64, count=len(values)), has_sub.astype(np.float64), sub_matrix,
+        shares._has[rows].astype(np.float64), shares._share[rows], shares._area[rows], shares._mark[rows],
+    ])
 
 
 def _unpack(header: Mapping[str, Any], columns: bytes) -> dict[str, NDArray[np.float64]]:

@@ -32,17 +32,19 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PAYMENT_KINDS, PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.market import state as engine_state
-from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, StepReport
+from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, ShareTable, StepReport
 from simulator.market.snapshot import Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
+
+_FIXED = PAYMENT_KINDS.index("fixed")  # the kind due at acceptance (``PaymentRule.due_at_acceptance``)
 
 
 
@@ -69,6 +71,8 @@ class MarketEngine:
         self._booked: list[Reservation] = []
         self._booked_price: dict[int, float] = {}  # job id -> its fixed price
         self.plan_id: int | None = None  # the stored Plan in force (live market)
+        self._ruled: PaymentTable | None = None  # the table whose rules the known jobs hold (None: unknown)
+        self._touched: set[int] = set()  # jobs whose rule was set since, outside a Plan
 
     @classmethod
     def create(
@@ -107,6 +111,7 @@ class MarketEngine:
         rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
         arrival = max(spec.submit_time, self.now)
         self._books[spec.job_id] = JobBooks(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
+        self._touched.add(spec.job_id)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a known job: its tasks stop now; it owes nothing more
@@ -163,6 +168,7 @@ class MarketEngine:
         books = self._books.get(reservation.job_id)
         if books is not None:
             books.rule, books.accepted = PaymentRule.fixed(price), True
+            self._touched.add(reservation.job_id)
 
     def booked(self) -> tuple[Reservation, ...]:
         """The reservations booked and not yet departed."""
@@ -196,11 +202,10 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        books, cols = self._books, Columns()
-        for job in self.cluster.active_states():
-            spec = job.spec
-            if spec.job_id not in reserved:
-                cols.add(spec.job_id, spec.leaf, books[spec.job_id].bid, job.demand(), books[spec.job_id].sub_budget)
+        states = self.cluster.active_states()
+        if reserved:
+            states = [job for job in states if job.spec.job_id not in reserved]
+        cols = Columns.of_jobs(states, self._books, self._shares)
         for spec, bid in extra:
             if spec.job_id not in reserved:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)
@@ -248,25 +253,44 @@ class MarketEngine:
         return self._take_rules(plan)
 
     def _take_rows(self, plan: Plan) -> None:
-        """The Plan's shares and sub-budgets become the known jobs' (copies; sub-budget rows are views of one)."""
-        subs = np.array(plan.sub_budgets, dtype=np.float64)
-        rows, ks = [], []
-        for k, job_id in enumerate(plan.job_ids.tolist()):
-            books = self._books.get(job_id)
-            if books is not None:
-                books.sub_budget = subs[k]
-                rows.append(books.row)
-                ks.append(k)
-        self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+        """The Plan's shares and sub-budgets become the known jobs' (copies)."""
+        get = self._books.get
+        held = [get(job_id) for job_id in plan.job_ids.tolist()]
+        ks = [k for k, books in enumerate(held) if books is not None]
+        rows = [held[k].row for k in ks]  # type: ignore[union-attr]
+        if len(ks) == len(held):
+            self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64))
+            self._shares.assign_subs(rows, np.asarray(plan.sub_budgets, dtype=np.float64).reshape(-1, self.m))
+        else:
+            self._shares.assign(rows, np.asarray(plan.shares, dtype=np.float64)[ks])
+            self._shares.assign_subs(rows, np.asarray(plan.sub_budgets, dtype=np.float64).reshape(-1, self.m)[ks])
 
     def _take_rules(self, plan: Plan) -> list[Charge]:
         """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.
         A job whose rule is the one it holds keeps that object (rules are values): a
-        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed."""
+        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed,
+        and after a table, visits only the rows that differ from it (``PaymentTable.changed_rows``),
+        the jobs whose rule changed since outside a Plan (arrivals, bookings) and the fixed prices
+        (one may still be due)."""
         charges = []
         payments = plan.payments
-        raw = payments.raw_items() if isinstance(payments, PaymentTable) else [
-            (job, r.kind, r.amount, r.min_utility) for job, r in payments.items()]
+        last, self._ruled = self._ruled, None  # unknown until every row is taken
+        ruled: PaymentTable | None = None
+        if isinstance(payments, PaymentTable) and not payments.extra:
+            if last is None:
+                raw = payments.raw_items()
+            else:
+                visit = [payments.changed_rows(last),
+                         np.flatnonzero((payments.kind == _FIXED) & (payments.amount > 0))]
+                if self._touched:
+                    visit.append(np.flatnonzero(np.isin(payments.ids, np.fromiter(self._touched, np.int64))))
+                raw = payments.rows_at(np.unique(np.concatenate(visit)))
+            ruled = payments
+        elif isinstance(payments, PaymentTable):
+            raw = payments.raw_items()
+        else:
+            raw = [(job, r.kind, r.amount, r.min_utility) for job, r in payments.items()]
+        self._touched.clear()
         for job_id, kind, amount, min_utility in raw:
             books = self._books.get(job_id)
             if books is None or job_id in self._booked_price:
@@ -277,6 +301,7 @@ class MarketEngine:
             if rule.due_at_acceptance and not books.accepted and rule.amount > 0:
                 books.accepted = True
                 charges.append(Charge(job_id, rule.amount, rule.kind, self.now))
+        self._ruled = ruled
         return charges
 
     # ------------------------------------------------------------- the executor
@@ -387,6 +412,17 @@ class MarketEngine:
             if share is not None:
                 out[job] = (b.arrival, share)
         return out
+
+    def share_table(self) -> ShareTable:
+        """:meth:`current_shares` as arrays (no dict, no array a job): the known jobs the Plan
+        covers, in the books' order."""
+        books = self._books
+        n = len(books)
+        rows = np.fromiter((b.row for b in books.values()), dtype=np.intp, count=n)
+        has = self._shares._has[rows]
+        ids = np.fromiter(books, dtype=np.int64, count=n)[has]
+        arrival = np.fromiter((b.arrival for b in books.values()), dtype=np.float64, count=n)[has]
+        return ShareTable(ids, arrival, self._shares._share[rows[has]])
 
     def rule_of(self, job_id: int) -> PaymentRule:
         """The payment rule in force for a known job. Raises KeyError."""

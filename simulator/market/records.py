@@ -141,12 +141,26 @@ class StepReport:
 
 @dataclass
 class JobBooks:
-    """The engine's per-job market records (``simulator.market.engine``): bid, rule in force, warm start, and the row of
-    its share integral in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
+    """The engine's per-job market records (``simulator.market.engine``): bid, rule in force, and the row of
+    its share integral and warm start in the engine's :class:`~simulator.integrals.ShareIntegrals`."""
 
     bid: Bid
     rule: PaymentRule
     arrival: float
     row: int
-    sub_budget: NDArray[np.float64] | None = None
     accepted: bool = False  # a fixed price was charged
+
+
+@dataclass(frozen=True)
+class ShareTable:
+    """The shares in force, one row a job (``MarketEngine.share_table``).
+
+    Attributes:
+        ids: (n,) int64 job ids.
+        arrival: (n,) simulated seconds each job arrived.
+        shares: (n, m) float64 each job's share of each resource type in force.
+    """
+
+    ids: NDArray[np.int64]
+    arrival: NDArray[np.float64]
+    shares: NDArray[np.float64]

@@ -5,21 +5,23 @@ last Plan's sub-budgets). ``simulator.market.engine.MarketEngine.snapshot`` gath
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.plan import Plan
 from scheduler.types import MarketSnapshot
-from simulator.market.records import Bid, MarketConfig
+from simulator.cluster.jobs import JobState
+from simulator.integrals import ShareIntegrals
+from simulator.market.records import Bid, JobBooks, MarketConfig
 
 
 class Columns:
     """A snapshot's rows gathered column by column: job id, leaf, bid, demand per type,
     warm-start sub-budgets (None: a new job)."""
 
-    __slots__ = ("budgets", "demand", "ids", "leaves", "slo", "subs", "utility", "weights")
+    __slots__ = ("budgets", "demand", "head", "ids", "leaves", "slo", "subs", "utility", "weights")
 
     def __init__(self) -> None:
         self.ids: list[int] = []
@@ -29,7 +31,26 @@ class Columns:
         self.utility: list[str] = []
         self.slo: list[float] = []
         self.demand: list[Sequence[bool]] = []
-        self.subs: list[NDArray[np.float64] | None] = []
+        self.subs: list[NDArray[np.float64] | None] = []  # of the rows after ``head``'s
+        self.head: NDArray[np.float64] | None = None  # the warm starts of the first rows (NaN rows: none)
+
+    @classmethod
+    def of_jobs(cls, states: Sequence[JobState], books: Mapping[int, JobBooks], rows: ShareIntegrals) -> Columns:
+        """The rows of the jobs ``states`` (in that order) with their ``books`` and warm starts (``rows``,
+        the engine's): what :meth:`add` gives job by job, a column at a time."""
+        cols = cls()
+        ids = [job.spec.job_id for job in states]
+        held = [books[job_id] for job_id in ids]
+        bids = [b.bid for b in held]
+        cols.ids = ids
+        cols.leaves = [job.spec.leaf for job in states]
+        cols.budgets = [bid.budget for bid in bids]
+        cols.weights = [bid.weights for bid in bids]
+        cols.utility = [bid.utility for bid in bids]
+        cols.slo = [math.nan if bid.min_utility is None else bid.min_utility for bid in bids]
+        cols.demand = [job.demand() for job in states]
+        cols.head = rows.subs(np.fromiter((b.row for b in held), dtype=np.intp, count=len(held)))[0]
+        return cols
 
     def add(self, job_id: int, leaf: int, bid: Bid, demand: Sequence[bool], sub: NDArray[np.float64] | None) -> None:
         self.ids.append(job_id)
@@ -49,7 +70,13 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
     of each type (paper 000, Sec. 3)."""
     m, n = int(capacity.shape[0]), len(cols.ids)
     if warm is None:
-        start = np.array([np.full(m, np.nan) if sub is None else sub for sub in cols.subs]).reshape(-1, m)
+        start = np.full((n, m), np.nan)
+        first = 0 if cols.head is None else cols.head.shape[0]
+        if first:
+            start[:first] = cols.head
+        known = [first + k for k, sub in enumerate(cols.subs) if sub is not None]
+        if known:
+            start[known] = [sub for sub in cols.subs if sub is not None]
     else:  # one gather from the newer Plan's rows
         position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
         rows = [position.get(job, -1) for job in cols.ids]

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import numpy as np
-
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import PaymentRule, Reservation
 from simulator.cluster.jobs import inf_to_none, none_to_inf
@@ -44,7 +42,7 @@ def dump(engine: Saved) -> dict[str, Any]:
         books.append([
             job_id, b.bid.budget, list(b.bid.weights), b.bid.utility, b.bid.min_utility,
             [b.rule.kind, b.rule.amount, b.rule.min_utility], b.arrival,
-            None if b.sub_budget is None else b.sub_budget.tolist(), None if share is None else share.tolist(),
+            None if (sub := shares.sub(b.row)) is None else sub.tolist(), None if share is None else share.tolist(),
             shares.area(b.row).tolist(), shares.mark(b.row), b.accepted,
         ])
     state = dump_header(engine)
@@ -90,11 +88,10 @@ def restore(engine: Saved, state: Mapping[str, Any]) -> None:
     for row in state["books"]:
         job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
         integral = engine._shares.add(float(mark))
-        engine._shares.load(integral, share, area, float(mark))
+        engine._shares.load(integral, share, area, float(mark), sub)
         engine._books[int(job_id)] = JobBooks(
             Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
-            PaymentRule(kind, float(amount), mu), float(arrival), integral,
-            None if sub is None else np.array(sub, dtype=np.float64), bool(accepted),
+            PaymentRule(kind, float(amount), mu), float(arrival), integral, bool(accepted),
         )
     engine._booked = [Reservation.from_list(row) for row in state["booked"]]
     engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}

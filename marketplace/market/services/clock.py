@@ -18,7 +18,9 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -47,7 +49,7 @@ from marketplace.market.services.rates import Served, rates_record
 from scheduler.plan import empty_plan
 from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
-from simulator.market.records import Charge, StepReport
+from simulator.market.records import Charge, ShareTable, StepReport
 
 log = logging.getLogger(__name__)
 
@@ -194,18 +196,24 @@ _FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "sh
 _MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
-def _share_rows(market: Market, report: StepReport, shares: dict[int, tuple[float, object]]) -> list[tuple]:
+def _share_rows(market: Market, report: StepReport, shares: ShareTable) -> list[tuple]:
     """Share history of one step, downsampled: each job's shares at every fairness sample
-    it was present for, and its last shares at its departure."""
+    it was present for, and its last shares at its departure (``shares``: those in force
+    during the step)."""
     finish = {f.job_id: f.finish_time for f in report.departures}
-    out = []
-    for s in report.samples:
-        for job_id, (arrival, share) in shares.items():
-            if arrival <= s.time < finish.get(job_id, math.inf):
-                out.append((market.pk, job_id, s.time, share.tolist()))  # type: ignore[attr-defined]
+    ids = shares.ids
+    at = {job_id: int(k[0]) for job_id in finish if (k := np.flatnonzero(ids == job_id)).size}
+    out: list[tuple] = []
+    if report.samples and ids.size:
+        end = np.full(ids.shape, math.inf)
+        for job_id, k in at.items():
+            end[k] = finish[job_id]
+        for s in report.samples:
+            present = np.flatnonzero((shares.arrival <= s.time) & (s.time < end))
+            out += zip(repeat(market.pk), ids[present].tolist(), repeat(s.time), shares.shares[present].tolist())
     for job_id, t in finish.items():
-        if job_id in shares:
-            out.append((market.pk, job_id, t, shares[job_id][1].tolist()))  # type: ignore[attr-defined]
+        if job_id in at:
+            out.append((market.pk, job_id, t, shares.shares[at[job_id]].tolist()))
     return out
 
 
@@ -230,8 +238,7 @@ class _TickWrites:
     overall: list[tuple] = field(default_factory=list)
     shares: list[tuple] = field(default_factory=list)
 
-    def add_step(self, market: Market, context: EngineContext, report: StepReport, shares: dict[int, tuple[float, object]],
-                 active: int) -> None:
+    def add_step(self, market: Market, context: EngineContext, report: StepReport, shares: ShareTable, active: int) -> None:
         self.reports.append(report)
         fair, overall = _sample_rows(market, report, context, active)
         self.fair += fair
@@ -328,7 +335,7 @@ def cluster_advance(
                 # worker is slow or down): never hand out slots by a stale Plan
                 writes.acceptance += _clear_now(engine, market, context)
             while True:
-                shares = engine.current_shares()
+                shares = engine.share_table()
                 report = engine.step(target, stop_on_departure=True)
                 active = len(engine.cluster.active_jobs())
                 writes.add_step(market, context, report, shares, active)

@@ -12,6 +12,7 @@ import numpy as np
 
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import PaymentRule, PaymentTable
+from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid, MarketConfig
 from simulator.records import JobSpec
@@ -67,3 +68,71 @@ def test_rules_from_a_table_are_the_rules_of_the_same_dict() -> None:
     assert charges_table == charges_dict and [c.job_id for c in charges_table] == [fixed]
     assert {j: by_table.rule_of(j) for j in by_table.known_jobs()} == {j: by_dict.rule_of(j) for j in by_dict.known_jobs()}
     assert by_table.to_state() == by_dict.to_state()
+
+
+def test_the_share_table_is_current_shares_as_arrays() -> None:
+    engine = _engine(30, 2)
+    assert engine.share_table().ids.size == 0  # no Plan yet: nothing in force
+    engine.clear()
+    for _ in range(3):
+        engine.step(engine.now + 15.0)
+        table, shares = engine.share_table(), engine.current_shares()
+        assert table.ids.tolist() == list(shares)
+        assert table.arrival.tolist() == [a for a, _ in shares.values()]
+        np.testing.assert_array_equal(table.shares, np.array([s for _, s in shares.values()]).reshape(-1, 2))
+        engine.clear()
+
+
+def test_the_snapshot_gathered_by_column_is_the_one_gathered_by_row() -> None:
+    from simulator.market.snapshot import Columns, build_snapshot
+
+    engine = _engine(30, 3)
+    engine.clear()
+    engine.step(engine.now + 20.0)
+    engine.submit(JobSpec(999, 1, (3, 1), (10.0, 20.0), engine.now), Bid(80.0, (1.0, 0.5)))  # no sub-budget yet
+    reserved = set(engine.known_jobs()[::5])
+    snap = engine.snapshot(exclude=reserved)
+    rows = Columns()
+    for job in engine.cluster.active_states():  # row by row, as before
+        if job.spec.job_id not in reserved:
+            books = engine._books[job.spec.job_id]
+            rows.add(job.spec.job_id, job.spec.leaf, books.bid, job.demand(), engine._shares.sub(books.row))
+    want = build_snapshot(rows, None, engine.config, engine._auction_capacity())
+    for name in ("job_ids", "group", "budgets", "weights", "demand", "min_utility", "capacity"):
+        np.testing.assert_array_equal(getattr(snap, name), getattr(want, name))
+    start = np.array([np.full(2, np.nan) if sub is None else sub for sub in rows.subs])  # the warm start, as before
+    assert 999 in snap.job_ids.tolist() and np.isnan(start).any()
+    np.testing.assert_array_equal(snap.warm_start, start)
+    assert snap.utility == want.utility and snap.n == len(engine.known_jobs()) - len(reserved)
+
+
+def test_rules_taken_from_the_rows_that_changed_are_the_rules_taken_from_every_row() -> None:
+    fast, full = _engine(24, 4), _engine(24, 4)
+    rng = np.random.default_rng(4)
+    from scheduler.plan import Reservation
+
+    for round_ in range(6):
+        plan = fast.with_bookings(MECHANISMS.build("abacus").clear(fast.snapshot()))
+        table = plan.payments
+        assert isinstance(table, PaymentTable)
+        kind, amount, slo = table.kind.copy(), table.amount.copy(), table.min_utility.copy()
+        for row in rng.choice(table.ids.size, 4, replace=False).tolist():  # some rules change kind, amount or SLO
+            choice = int(rng.integers(3))
+            kind[row], amount[row] = choice, float(rng.choice([0.0, 12.5, amount[row]]))
+            slo[row] = 0.3 if choice == 1 else np.nan
+        # job 700 has a fixed price in every Plan and arrives after the second: due when the third applies
+        ids, kind, amount, slo = (np.append(a, v) for a, v in ((table.ids, 700), (kind, 2), (amount, 7.0), (slo, np.nan)))
+        changed = replace(plan, payments=PaymentTable(ids, kind.astype(np.int8), amount, slo))
+        full._ruled = None  # the reference visits every row
+        charges = fast.apply_plan(changed)
+        assert charges == full.apply_plan(changed)
+        assert (700 in [c.job_id for c in charges]) == (round_ == 2)
+        assert {j: fast.rule_of(j) for j in fast.known_jobs()} == {j: full.rule_of(j) for j in full.known_jobs()}
+        for engine in (fast, full):  # an arrival and a booking between two Plans
+            engine.submit(JobSpec(500 + round_, round_ % 3, (2, 1), (10.0, 20.0), engine.now), Bid(60.0, (1.0, 1.0)))
+            if round_ == 1:
+                engine.submit(JobSpec(700, 0, (2, 0), (10.0, 20.0), engine.now), Bid(60.0, (1.0, 1.0)))
+            if round_ == 2:
+                engine.book(Reservation(engine.known_jobs()[0], 0, 1, engine.now, engine.now + 50.0), 9.0)
+            engine.step(engine.now + 10.0)
+    assert fast.to_state() == full.to_state()
