@@ -301,7 +301,7 @@ def _group_index(groups: ArrayLike | None, n: int) -> list[int]:
     if groups is None:
         return [0] * n
     arr = np.asarray(groups)
-    if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+    if arr.shape != (n,) or arr.dtype.kind not in "iu":  # other integer-like dtypes: the numpy path
         raise _Leave
     labels = arr.tolist()
     position = {label: k for k, label in enumerate(sorted(set(labels)))}
@@ -347,9 +347,8 @@ def _prepare(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str
     active = [d and v > 0 and b[k // m] > 0 for k, (v, d) in enumerate(zip(w, dem, strict=True))]
     slot = [g * m + j for g in index for j in range(m)]
     n_groups = max(index) + 1
-    counts = _Lists(m, b, w, [False] * n, active, active, slot, n_groups, 1.0, [], [], None)
-    n_active = _group_sum([1.0 if a else 0.0 for a in active], counts)
-    n_demand = _group_sum([1.0 if d else 0.0 for d in dem], counts)
+    n_active = _sum_by_slot([1.0 if a else 0.0 for a in active], m, n_groups, slot)
+    n_demand = _sum_by_slot([1.0 if d else 0.0 for d in dem], m, n_groups, slot)
     fallback: Floats = []
     for i in range(n):
         row = slice(i * m, i * m + m)
