@@ -41,7 +41,7 @@ from scheduler.types import UTILITY_KINDS
 
 __all__ = ["MAX_JOBS", "TYPES", "small_auction", "small_kkt_max"]
 
-MAX_JOBS = 24  # from about this size the numpy rounds are as fast (the replay's markets, m = 2)
+MAX_JOBS = 32  # from about this size the numpy rounds are as fast (measured on the replay's markets)
 TYPES = 2  # the only m it takes (the replay's map and reduce slots): its sums are written for it
 
 Floats = list[float]
