@@ -39,9 +39,10 @@ from scheduler.abacus.steps import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_D
 from scheduler.abacus.utility import check_alpha, check_iteration
 from scheduler.types import UTILITY_KINDS
 
-__all__ = ["MAX_JOBS", "TYPES", "small_auction", "small_kkt_max"]
+__all__ = ["KKT_MAX_JOBS", "MAX_JOBS", "TYPES", "small_auction", "small_kkt_max"]
 
 MAX_JOBS = 32  # from about this size the numpy rounds are as fast (measured on the replay's markets)
+KKT_MAX_JOBS = 64  # the KKT read-out (one pass, no rounds): as fast as numpy's up to about 100 jobs
 TYPES = 2  # the only m it takes (the replay's map and reduce slots): its sums are written for it
 
 Floats = list[float]
@@ -411,13 +412,13 @@ def small_kkt_max(result: AuctionResult, weights: ArrayLike, utility: str | Sequ
     """``float(np.max(kkt.kkt_residual(result, weights, utility, demand, groups), initial=0.0))``
     for a small market, bit for bit (only maxima, minima and comparisons of element-wise
     values: no sum's order reaches it), or None where that function must compute it
-    (invalid inputs, large markets, an infinite x / b)."""
+    (invalid inputs, over KKT_MAX_JOBS jobs or other than TYPES types, an infinite x / b)."""
     try:
         b: Floats = np.asarray(result.sub_budgets, dtype=np.float64).ravel().tolist()
         s: Floats = np.asarray(result.shares, dtype=np.float64).ravel().tolist()
         w_arr = np.asarray(weights, dtype=np.float64)
-        n, m = len(b) // TYPES, TYPES
-        if w_arr.shape != result.sub_budgets.shape or w_arr.shape != (n, m) or not 0 < n <= MAX_JOBS:
+        n = len(b) // TYPES
+        if w_arr.shape != result.sub_budgets.shape or w_arr.shape != (n, TYPES) or not 0 < n <= KKT_MAX_JOBS:
             return None
         w: Floats = w_arr.ravel().tolist()
         if not _finite(w):
@@ -425,33 +426,35 @@ def small_kkt_max(result: AuctionResult, weights: ArrayLike, utility: str | Sequ
         dem, is_log, index = _demand(demand, n), _log_mask(utility, n), _group_index(groups, n)
     except (_Leave, TypeError, ValueError):
         return None
-    slot = [g * m + j for g in index for j in range(m)]
+    slot = [s for g in index for s in (2 * g, 2 * g + 1)]
     others = _sum_by_slot([0.0 if v > 0.5 else v for v in s], max(index) + 1, slot)
     rest = [(o if v > 0.5 else 1.0 - v) if d else 0.0 for v, o, d in zip(s, others, dem, strict=True)]
-    x = [(wv * r if is_log[k // m] else wv * v * r) if d else 0.0
+    x = [(wv * r if is_log[k >> 1] else wv * v * r) if d else 0.0
          for k, (wv, v, r, d) in enumerate(zip(w, s, rest, dem, strict=True))]
     ratio = [xv / (bv if bv > 0 else 1.0) for xv, bv in zip(x, b, strict=True)]
     if not all(r < math.inf for r in ratio):
         return None
     worst = 0.0
     for i in range(n):
-        row = range(i * m, i * m + m)
-        budget = reduce(add, b[i * m:i * m + m])
-        interior = [dem[k] and b[k] > NEGLIGIBLE * budget for k in row]
-        inside = [ratio[k] for k, f in zip(row, interior, strict=True) if f]
-        lam, low = max(inside, default=0.0), min(inside, default=math.inf)
+        k0, k1 = 2 * i, 2 * i + 1
+        budget = b[k0] + b[k1]  # numpy's row sum: a0 + a1 (order-free for >= 0; only compared and scaled)
+        in0, in1 = dem[k0] and b[k0] > NEGLIGIBLE * budget, dem[k1] and b[k1] > NEGLIGIBLE * budget
+        r0, r1 = ratio[k0], ratio[k1]
+        if in0 and in1:
+            lam, low = (r0, r1) if r0 >= r1 else (r1, r0)
+        else:
+            lam, low = (r0, r0) if in0 else ((r1, r1) if in1 else (0.0, math.inf))
         safe_lam = lam if lam > 0 else 1.0
-        spread = (lam - min(low, lam)) / safe_lam if lam > 0 else 0.0
-        total_x = max(reduce(add, x[i * m:i * m + m]), _TINY)
-        violation = 0.0
-        for k, f in zip(row, interior, strict=True):
-            if dem[k] and not f and (budget * x[k] / total_x > NEGLIGIBLE * budget or (b[k] > 0 and ratio[k] > lam)):
-                excess = ratio[k] / safe_lam - 1.0 if b[k] > 0 and lam > 0 else 1.0
-                violation = max(violation, min(max(excess, 0.0), 1.0))
-        residual = max(spread, violation)
-        if not is_log[i] and residual > worst:  # a flat linear job counts 0
-            gain = reduce(add, [w[k] * rest[k] for k in row])
-            if gain <= NEGLIGIBLE * reduce(add, [w[k] * s[k] for k in row]):
-                residual = 0.0
+        residual = (lam - min(low, lam)) / safe_lam if lam > 0 else 0.0  # the spread
+        if not (in0 and in1):  # bound entries: the largest excess of du/db over lambda_i
+            total_x = max(x[k0] + x[k1], _TINY)
+            for k, inside in ((k0, in0), (k1, in1)):
+                if dem[k] and not inside and (budget * x[k] / total_x > NEGLIGIBLE * budget
+                                              or (b[k] > 0 and ratio[k] > lam)):
+                    excess = ratio[k] / safe_lam - 1.0 if b[k] > 0 and lam > 0 else 1.0
+                    residual = max(residual, min(max(excess, 0.0), 1.0))
+        flat = w[k0] * rest[k0] + w[k1] * rest[k1] <= NEGLIGIBLE * (w[k0] * s[k0] + w[k1] * s[k1])
+        if not is_log[i] and flat:  # a linear job that no split can gain NEGLIGIBLE of its utility counts 0
+            residual = 0.0
         worst = max(worst, residual)
     return worst
