@@ -71,6 +71,9 @@ Choices where the paper is silent:
   none, over those it demands); a job demanding nothing bids nothing.
 * Warm start: the previous clearing's sub-budgets seed the rounds, and new
   jobs first best-respond to them (``_initial_sub_budgets``).
+* A market of two resource types and at most ``plain.MAX_JOBS`` jobs runs the same
+  rounds on float lists (``scheduler.abacus.plain``, bit-identical; numpy's call
+  overhead dominates such markets), unless it needs the joint solve or sequential rounds.
 """
 
 from __future__ import annotations
