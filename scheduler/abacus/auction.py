@@ -71,6 +71,9 @@ Choices where the paper is silent:
   none, over those it demands); a job demanding nothing bids nothing.
 * Warm start: the previous clearing's sub-budgets seed the rounds, and new
   jobs first best-respond to them (``_initial_sub_budgets``).
+* A market of two resource types and at most ``plain.MAX_JOBS`` jobs runs the same
+  rounds on float lists (``scheduler.abacus.plain``, bit-identical; numpy's call
+  overhead dominates such markets), unless it needs the joint solve or sequential rounds.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ from numpy.typing import ArrayLike
 
 from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.newton import MAX_UNKNOWNS, joint_newton
+from scheduler.abacus.plain import small_auction, small_kkt_max
 from scheduler.abacus.prices import price_equilibrium
 from scheduler.abacus.state import AuctionResult, BoolArray, FloatArray, _Market
 from scheduler.abacus.steps import (
@@ -90,13 +94,14 @@ from scheduler.abacus.steps import (
     _adapt_damping,
     _change_by_entry,
     _damped_move,
+    _fallback_split,
     _flat_rows,
     _group_index,
     _group_sum,
     _newton_log_step,
     _row_sum,
 )
-from scheduler.abacus.utility import check_nonnegative, demand_mask, log_mask, marginal, utility_of
+from scheduler.abacus.utility import check_alpha, check_iteration, check_nonnegative, demand_mask, log_mask, marginal, utility_of
 from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 
@@ -107,26 +112,6 @@ _SEQUENTIAL_MAX_JOBS = 64  # markets this small fall back to sequential rounds h
 _SEQUENTIAL_AFTER = 100  # ... but never before this many simultaneous rounds
 _NEWTON_AFTER = 60  # rounds before an unsettled market tries the joint Newton solve
 _NEWTON_ITERATIONS = 60  # its iterations, each counted as a round
-
-
-def _check_alpha(alpha: float) -> float:
-    if not (np.isfinite(alpha) and 0.0 <= alpha <= 1.0):
-        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-    return float(alpha)
-
-
-def _check_iteration(tol: float, max_rounds: int) -> None:
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive finite number, got {tol}")
-    if int(max_rounds) != max_rounds or max_rounds < 1:
-        raise ValueError(f"max_rounds must be a positive integer, got {max_rounds}")
-
-
-def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -> FloatArray:
-    """Equal split over the resources a job competes on, else over those it demands."""
-    support = np.where(active.any(axis=1, keepdims=True), active, demand)
-    count = support.sum(axis=1, keepdims=True)
-    return np.where(support, budgets[:, None] / np.maximum(count, 1), 0.0)
 
 
 def _prepare(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], alpha: float,
@@ -144,7 +129,7 @@ def _prepare(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str
     return _Market(
         budgets=b, weights=w, is_log=log_mask(utility, b.shape[0]), demand=dem,
         active=active, contested=active & (n_active >= 2), group_index=index,
-        n_groups=n_groups, alpha=_check_alpha(alpha), n_active=n_active,
+        n_groups=n_groups, alpha=check_alpha(alpha), n_active=n_active,
         n_demand=_group_sum(dem.astype(np.float64), index, n_groups),
         fallback=_fallback_split(b, active, dem),
     )
@@ -223,6 +208,19 @@ def _best_response_of(x: FloatArray, mk: _Market) -> FloatArray:
     return np.where(positive, scaled, mk.fallback)
 
 
+def _switch_rounds(n: int, contested: int, max_rounds: int) -> tuple[int, int]:
+    """(first sequential round, first joint-solve round) of :func:`_iterate` for a market of
+    ``n`` jobs with ``contested`` contested entries (max_rounds + 1: never)."""
+    sequential_from = max(max_rounds // 2, _SEQUENTIAL_AFTER) if n <= _SEQUENTIAL_MAX_JOBS else max_rounds + 1
+    newton_at = _NEWTON_AFTER if contested + n <= MAX_UNKNOWNS else max_rounds + 1
+    return sequential_from, newton_at
+
+
+def _handover(n: int, contested: int, max_rounds: int) -> int:
+    """The round after which :func:`_iterate` leaves its simultaneous rounds (the plain path stops there)."""
+    return min(_switch_rounds(n, contested, max_rounds))
+
+
 def _iterate(mk: _Market, start: FloatArray, tol: float,
              max_rounds: int) -> tuple[FloatArray, int, bool]:
     """Damped simultaneous Newton-scaled rounds (Algorithm 1); returns (b, rounds, converged).
@@ -235,8 +233,7 @@ def _iterate(mk: _Market, start: FloatArray, tol: float,
     b = start
     theta = np.ones(b.shape[0])
     previous = np.zeros_like(b)
-    sequential_from = max(max_rounds // 2, _SEQUENTIAL_AFTER) if b.shape[0] <= _SEQUENTIAL_MAX_JOBS else max_rounds + 1
-    newton_at = _NEWTON_AFTER if int(mk.contested.sum()) + b.shape[0] <= MAX_UNKNOWNS else max_rounds + 1
+    sequential_from, newton_at = _switch_rounds(b.shape[0], int(mk.contested.sum()), max_rounds)
     rounds = 0
     while rounds < max_rounds:
         rounds += 1
@@ -438,8 +435,19 @@ def auction(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequence[s
             outside [0, 1], non-positive tol or max_rounds, shape mismatches,
             non-bool demand, non-integer groups, unknown utility kind.
     """
+    small = small_auction(budgets, weights, utility=utility, alpha=alpha, tol=tol, max_rounds=max_rounds,
+                          groups=groups, demand=demand, warm_start=warm_start, handover=_handover)
+    if small is not None:  # the same clearing in plain Python (scheduler.abacus.plain)
+        return small
+    return _array_auction(budgets, weights, utility, alpha, tol, max_rounds, groups, demand, warm_start)
+
+
+def _array_auction(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], alpha: float, tol: float,
+                   max_rounds: int, groups: ArrayLike | None, demand: ArrayLike | None,
+                   warm_start: ArrayLike | None) -> AuctionResult:
+    """:func:`auction` on numpy arrays, whatever the market's size."""
     mk = _prepare(budgets, weights, utility, alpha, groups, demand)
-    _check_iteration(tol, max_rounds)
+    check_iteration(tol, max_rounds)
     start = _initial_sub_budgets(mk, warm_start, float(tol), int(max_rounds))
     if start.size == 0:
         return AuctionResult(_shares_and_rest(start, mk)[0], start, rounds=0, converged=True)
@@ -462,7 +470,7 @@ class AbacusPolicy:
     def __init__(self, *, alpha: float | None = None, tol: float | None = None,
                  max_rounds: int | None = None) -> None:
         if alpha is not None:
-            _check_alpha(alpha)
+            check_alpha(alpha)
         self.alpha, self.tol, self.max_rounds = alpha, tol, max_rounds
 
     def clear(self, snapshot: MarketSnapshot) -> Plan:
@@ -474,7 +482,10 @@ class AbacusPolicy:
             max_rounds=snapshot.max_rounds if self.max_rounds is None else self.max_rounds,
             groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
         )
-        kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand, snapshot.group)
+        worst = small_kkt_max(result, snapshot.weights, snapshot.utility, snapshot.demand, snapshot.group)
+        if worst is None:
+            worst = float(np.max(kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand,
+                                              snapshot.group), initial=0.0))
         return Plan(
             job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
             shares=result.shares,
@@ -483,6 +494,6 @@ class AbacusPolicy:
             diagnostics=Diagnostics(
                 mechanism=self.name, rounds=result.rounds, converged=result.converged,
                 prices=implied_prices(result.sub_budgets, snapshot.capacity),
-                max_kkt_residual=float(np.max(kkt, initial=0.0)),
+                max_kkt_residual=worst,
             ),
         )

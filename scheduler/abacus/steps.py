@@ -149,6 +149,15 @@ def _damped_move(b: FloatArray, target: FloatArray, log_step: FloatArray, theta:
     return np.where(total > 0, moved / np.where(total > 0, total, 1.0) * budgets[:, None], moved)
 
 
+def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -> FloatArray:
+    """(n, m) equal split of each budget over the resources its job competes on, else over those
+    it demands (the split of a job with no contested resource: ``scheduler.abacus.auction``)."""
+    support = np.where(active.any(axis=1, keepdims=True), active, demand)
+    count = support.sum(axis=1, keepdims=True)
+    out: FloatArray = np.where(support, budgets[:, None] / np.maximum(count, 1), 0.0)
+    return out
+
+
 _PLAIN_GROUPS = 512  # up to this many jobs, _group_index numbers the groups in plain Python
 
 

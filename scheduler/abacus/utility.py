@@ -32,6 +32,21 @@ def check_nonnegative(name: str, values: ArrayLike, ndim: int) -> FloatArray:
     return arr
 
 
+def check_alpha(alpha: float) -> float:
+    """alpha of Eq. 1 as a float; raises ValueError outside [0, 1] (paper 000, Sec. 4.2)."""
+    if not (np.isfinite(alpha) and 0.0 <= alpha <= 1.0):
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    return float(alpha)
+
+
+def check_iteration(tol: float, max_rounds: int) -> None:
+    """Raises ValueError unless tol is finite and > 0 and max_rounds a positive integer."""
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive finite number, got {tol}")
+    if int(max_rounds) != max_rounds or max_rounds < 1:
+        raise ValueError(f"max_rounds must be a positive integer, got {max_rounds}")
+
+
 def log_mask(utility: str | Sequence[str], n: int) -> BoolArray:
     """(n,) True where the job's utility is logscale; raises on unknown kinds."""
     kinds = [utility] * n if isinstance(utility, str) else list(utility)

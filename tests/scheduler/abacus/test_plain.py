@@ -1,0 +1,130 @@
+"""The plain-Python path of the Abacus auction against the numpy path (paper 000, Sec. 4.2):
+on every small market it runs, it must give the numpy path's result bit for bit (the
+offline replay's decisions must not depend on which path cleared a market)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from numpy.typing import NDArray
+
+from scheduler.abacus import auction as numpy_path
+from scheduler.abacus.auction import auction
+from scheduler.abacus.kkt import kkt_residual
+from scheduler.abacus.plain import KKT_MAX_JOBS, MAX_JOBS, TYPES, _sum_by_slot, small_auction, small_kkt_max
+from scheduler.abacus.state import AuctionResult
+
+
+def plain(market: dict[str, Any]) -> AuctionResult | None:
+    return small_auction(**market, handover=numpy_path._handover)
+
+
+def arrays(market: dict[str, Any]) -> AuctionResult:
+    return numpy_path._array_auction(**market)
+
+
+def assert_bitwise(got: AuctionResult, want: AuctionResult) -> None:
+    for a, b in ((got.shares, want.shares), (got.sub_budgets, want.sub_budgets)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+    assert (got.rounds, got.converged) == (want.rounds, want.converged)
+
+
+budget = st.one_of(st.floats(0.5, 500.0), st.floats(1e-3, 1e6), st.sampled_from([0.0, 1e-300, 1.0]))
+weight = st.one_of(st.just(0.0), st.floats(0.05, 5.0))
+
+
+@st.composite
+def small_markets(draw: st.DrawFn, max_n: int = MAX_JOBS + 2) -> dict[str, Any]:
+    """Markets the plain path takes: zero budgets and weights, partial demand, groups,
+    mixed utilities, warm starts with new (NaN) rows, zeros and off-support entries."""
+    n = draw(st.integers(1, max_n))
+    m = draw(st.sampled_from([TYPES, TYPES, TYPES, 1, 3]))  # other m: left to numpy
+    utility = draw(st.one_of(st.sampled_from(["linear", "log"]),
+                             st.lists(st.sampled_from(["linear", "log"]), min_size=n, max_size=n)))
+    market: dict[str, Any] = {
+        "budgets": draw(hnp.arrays(np.float64, n, elements=budget)),
+        "weights": draw(hnp.arrays(np.float64, (n, m), elements=weight)),
+        "utility": utility,
+        "alpha": draw(st.sampled_from([0.0, 0.3, 0.5, 0.9, 1.0])),
+        "tol": draw(st.sampled_from([1e-6, 1e-9])),
+        "max_rounds": draw(st.sampled_from([1, 5, 1000])),
+        "groups": draw(st.none() | hnp.arrays(np.int64, n, elements=st.integers(-2, 3))),
+        "demand": draw(st.none() | hnp.arrays(np.bool_, (n, m), elements=st.booleans())),
+        "warm_start": None,
+    }
+    if draw(st.booleans()):
+        scale = draw(hnp.arrays(np.float64, (n, m), elements=st.sampled_from([0.0, 0.5, 1.0, 1.3, np.nan])))
+        with np.errstate(all="ignore"):
+            warm: NDArray[np.float64] = arrays(dict(market, warm_start=None)).sub_budgets * scale
+        market["warm_start"] = warm
+    return market
+
+
+@settings(max_examples=600, deadline=None)
+@given(small_markets())
+def test_plain_path_equals_numpy_path(market: dict[str, Any]) -> None:
+    with np.errstate(all="ignore"):  # the numpy path's own warnings on corner markets
+        want = arrays(market)
+    got = plain(market)
+    event("plain path" if got is not None else "left to the numpy path")  # scheduler.abacus.plain's module doc
+    if got is not None:
+        assert_bitwise(got, want)
+
+
+def test_plain_path_runs_the_replay_markets() -> None:
+    """The markets it exists for (log utilities, alpha = 1/2, one newcomer) are not left to numpy."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 20, MAX_JOBS):
+        market: dict[str, Any] = {"budgets": rng.uniform(50, 200, n), "weights": rng.uniform(0.5, 2, (n, 2)), "utility": "log",
+                  "alpha": 0.5, "tol": 1e-6, "max_rounds": 1000, "groups": rng.integers(0, 8, n), "demand": None,
+                  "warm_start": None}
+        warm = arrays(market).sub_budgets
+        warm[-1] = np.nan
+        market["warm_start"] = warm
+        got = plain(market)
+        assert got is not None
+        assert_bitwise(got, arrays(market))
+        assert_bitwise(auction(**market), got)
+
+
+def test_plain_path_leaves_large_and_invalid_markets() -> None:
+    ok = {"budgets": [1.0, 2.0], "weights": [[1.0, 1.0], [1.0, 2.0]], "utility": "log", "alpha": 0.5, "tol": 1e-6,
+          "max_rounds": 1000, "groups": None, "demand": None, "warm_start": None}
+    assert plain(ok) is not None
+    for bad in ({"budgets": [1.0, np.nan]}, {"alpha": 1.5}, {"utility": "cubic"}, {"max_rounds": 0},
+                {"weights": [[1.0, 1.0, 1.0], [1.0, 2.0, 1.0]]}, {"budgets": np.ones(MAX_JOBS + 1),
+                                                                 "weights": np.ones((MAX_JOBS + 1, 2))}):
+        assert plain(dict(ok, **bad)) is None
+
+
+def test_one_group_column_sum_is_numpys() -> None:
+    """numpy sums an (n, 2) array over its rows from 0.0, row after row (not pairwise), bit for bit."""
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 8, 9, 17, 64, 130):
+        values = rng.choice([1e16, -1e16, 1.0, 3.3, 1e-17, -0.0], (n, 2)) * rng.uniform(0.5, 2.0, (n, 2))
+        want = values.sum(axis=0)
+        got = _sum_by_slot(values.ravel().tolist(), 1, [0, 1] * n)[:2]
+        assert got == want.tolist() and np.signbit(got).tolist() == np.signbit(want).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(small_markets(KKT_MAX_JOBS + 2), st.sampled_from([0.0, 1e-9, 1e-3]), st.integers(0, 2**32 - 1))
+def test_plain_kkt_equals_numpy_kkt(market: dict[str, Any], noise: float, seed: int) -> None:
+    """The largest KKT residual of a clearing (as AbacusPolicy reports it), at the auction's
+    point and off it (sub-budgets moved by ``noise`` relative)."""
+    with np.errstate(all="ignore"):
+        result = arrays(market)
+    moved = result.sub_budgets * np.random.default_rng(seed).uniform(1.0 - noise, 1.0 + noise, result.sub_budgets.shape)
+    for point in (result, AuctionResult(result.shares, moved, result.rounds, result.converged)):
+        args = (point, market["weights"], market["utility"], market["demand"], market["groups"])
+        with np.errstate(all="ignore"):
+            want = float(np.max(kkt_residual(*args), initial=0.0))
+        got = small_kkt_max(*args)
+        event("plain path" if got is not None else "left to the numpy path")
+        if got is not None:
+            assert got.hex() == want.hex()
