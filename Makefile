@@ -63,7 +63,8 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not integration and not browser"
 
-# Every benchmark (bench/suite.py), then one table: figure, goal, measured, ratio (>= 1: met), load.
+# Every benchmark (bench/suite.py), then one table: figure, goal, measured, ratio (>= 1: met), the machine's speed and
+# the ratio against the goal scaled to it, load.
 # A benchmark that measured a no-op fails (exit status 3) and gets a row saying so. The PostgreSQL
 # benchmarks drop and re-create BENCH_PG_URL's database (default .../bench_clearing); the lab sweeps
 # (sim-sweep, lab-sweep) need DATABASE_URL (PostgreSQL) and REDIS_URL and are skipped without them.

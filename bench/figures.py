@@ -12,6 +12,12 @@ sets it and prints the table of ``make bench``: figure, goal, measured, ratio, l
 ``ratio`` is oriented so that >= 1 means the goal is met: measured / goal for a floor
 ("at least", e.g. simulated seconds per wall second), goal / measured for a ceiling ("at
 most", e.g. milliseconds).
+
+The goals are set for a machine that does 10^7 pure-Python additions in :data:`REFERENCE_S`
+seconds; machines here differ by up to 3x. So each figure also carries the additions time of
+the process that recorded it (measured once, at its first figure, unless the benchmark gives
+its own) and ``scaled_ratio``: the ratio against the goal scaled to that machine's speed (a
+ceiling times additions / REFERENCE_S, a floor times REFERENCE_S / additions).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 HOLLOW_EXIT = 3  # the exit status of a benchmark that measured a no-op
+REFERENCE_S = 0.6  # seconds of 10^7 pure-Python additions on the machine the goals are set for
 
 
 class HollowMeasurement(AssertionError):
@@ -52,6 +59,7 @@ class Figure:
     note: str = ""
     load: float = 0.0  # the machine's 1-minute load average when the figure was recorded
     extra: dict[str, float] = field(default_factory=dict)  # named side figures (CPU ms, ...), for A/B runs
+    additions_s: float | None = None  # 10^7 pure-Python additions on the recording machine, seconds
 
     @property
     def ratio(self) -> float | None:
@@ -60,11 +68,26 @@ class Figure:
             return None
         return self.measured / self.goal if self.better == "higher" else self.goal / self.measured
 
+    @property
+    def scaled_ratio(self) -> float | None:
+        """:attr:`ratio` against the goal scaled to the recording machine's speed (>= 1: met there);
+        None without a goal or an additions time. A faster machine (additions below REFERENCE_S)
+        gets a tighter goal: a ceiling times additions / REFERENCE_S, a floor times REFERENCE_S / additions."""
+        if self.ratio is None or not self.additions_s:
+            return None
+        return self.ratio * self.additions_s / REFERENCE_S
+
 
 def record(figure: str, measured: float, *, unit: str, goal: float | None = None,
-           better: Literal["higher", "lower"] = "higher", note: str = "", extra: dict[str, float] | None = None) -> Figure:
-    """Report a figure: one line on stdout, and a JSON line in ``$BENCH_FIGURES`` when set."""
-    fig = Figure(figure, float(measured), unit, goal, better, note, os.getloadavg()[0], dict(extra or {}))
+           better: Literal["higher", "lower"] = "higher", note: str = "", extra: dict[str, float] | None = None,
+           additions_s: float | None = None) -> Figure:
+    """Report a figure: one line on stdout, and a JSON line in ``$BENCH_FIGURES`` when set. ``additions_s``:
+    the machine's :func:`python_additions_s` if the benchmark measured it; else it is measured here, once a process."""
+    if additions_s is None and goal is not None:
+        if not _ADDITIONS:
+            _ADDITIONS.append(python_additions_s())
+        additions_s = _ADDITIONS[0]
+    fig = Figure(figure, float(measured), unit, goal, better, note, os.getloadavg()[0], dict(extra or {}), additions_s)
     goal_text = "" if goal is None else f" (goal {'>=' if better == 'higher' else '<='} {goal:g} {unit})"
     sys.stdout.write(f"figure: {figure}: {measured:.4g} {unit}{goal_text}{'; ' + note if note else ''}; load {fig.load:.2f}\n")
     sys.stdout.flush()
@@ -73,6 +96,9 @@ def record(figure: str, measured: float, *, unit: str, goal: float | None = None
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps(asdict(fig)) + "\n")
     return fig
+
+
+_ADDITIONS: list[float] = []  # this process's additions time, measured at its first figure with a goal
 
 
 def python_additions_s() -> float:

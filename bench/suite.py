@@ -1,5 +1,6 @@
 """`make bench`: every benchmark in turn, then one table of their figures: figure, goal,
-measured, ratio (>= 1: the goal is met), and the machine's load when each was measured.
+measured, ratio (>= 1: the goal is met), the machine's speed (10^7 pure-Python additions) and
+the ratio against the goal scaled to it (``bench.figures``), and the load when each was measured.
 
 Each benchmark runs as its own process with ``BENCH_FIGURES`` naming a file its
 ``bench.figures.record`` calls append to. A benchmark that measured a no-op stops with
@@ -112,18 +113,23 @@ def run(names: list[str]) -> tuple[list[Figure], list[tuple[str, str, float]]]:
 
 def table(figures: list[Figure], problems: list[tuple[str, str, float]]) -> str:
     """The table ``make bench`` ends with (module docstring)."""
-    head = f"{'figure':<70} {'goal':>16} {'measured':>16} {'ratio':>7} {'load':>5}"
+    head = f"{'figure':<70} {'goal':>16} {'measured':>16} {'ratio':>7} {'adds s':>6} {'scaled':>7} {'load':>5}"
     lines = [head, "-" * len(head)]
     for f in figures:
         goal = "-" if f.goal is None else f"{'>=' if f.better == 'higher' else '<='} {_num(f.goal)} {f.unit}"
         ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
-        lines.append(f"{f.figure[:70]:<70} {goal:>16} {_num(f.measured) + ' ' + f.unit:>16} {ratio:>7} {f.load:>5.2f}")
+        adds = "-" if not f.additions_s else f"{f.additions_s:.2f}"
+        scaled = "-" if f.scaled_ratio is None else f"{f.scaled_ratio:.2f}"
+        lines.append(f"{f.figure[:70]:<70} {goal:>16} {_num(f.measured) + ' ' + f.unit:>16} {ratio:>7} {adds:>6} {scaled:>7} "
+                     f"{f.load:>5.2f}")
     for name, problem, load in problems:
         lines.append(f"{name + ': ' + problem:<{len(head) - 6}} {load:>5.2f}")
-    met = [f for f in figures if f.ratio is not None]
-    lines.append(f"goals met: {sum(f.ratio >= 1 for f in met if f.ratio is not None)} of {len(met)}; "  # type: ignore[operator]
-                 f"benchmarks failed or skipped: {len(problems)}. ratio >= 1 meets the goal; load: 1-minute load average "
-                 f"on {os.cpu_count()} cores when the figure was recorded")
+    met = [f.ratio >= 1 for f in figures if f.ratio is not None]
+    scaled = [f.scaled_ratio >= 1 for f in figures if f.scaled_ratio is not None]
+    lines.append(f"goals met: {sum(met)} of {len(met)}; scaled to this machine: {sum(scaled)} of {len(scaled)}; "
+                 f"benchmarks failed or skipped: {len(problems)}. ratio >= 1 meets the goal; adds s: seconds of 10^7 "
+                 f"pure-Python additions when it was recorded (the goals are for 0.6 s); scaled: the ratio against the goal "
+                 f"scaled to that speed; load: 1-minute load average on {os.cpu_count()} cores when the figure was recorded")
     return "\n".join(lines)
 
 
