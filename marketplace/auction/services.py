@@ -18,7 +18,7 @@ from django.db.models import Sum
 
 from marketplace.auction.models import AdoptedUtility, WorkItem
 from marketplace.auction.selectors import class_training_data, reserve_minimum
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.ledger.money import MONEY_PLACES, MONEY_QUANTUM, format_money
 from marketplace.ledger.services import job_held_amount, job_hold, job_settle
 from marketplace.market import adapters, hooks
@@ -295,7 +295,7 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     if job.status not in Job.ACTIVE:  # as the caller read it: an ended job never becomes active again
         raise _not_cancellable(job)  # so no lock is taken for it (a fifth of the cancellations under load)
     market = market_lock_and_bump(market_id=job.market_id)  # lock order: market, then job
-    job = rows.get_row(Job, job.pk, for_update=True)
+    job = instances.get_row(Job, job.pk, for_update=True)
     job.market = market  # the row just locked: the caller's answer reads it without another query
     if job.status not in Job.ACTIVE:  # ended meanwhile: the bump rolls back with the error
         raise _not_cancellable(job)

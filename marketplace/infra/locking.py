@@ -9,7 +9,7 @@ market a tick holds; a clearing's snapshot too). A transaction that references a
 (``KEY SHARE``) and then locks it would deadlock with a ``FOR UPDATE`` waiter queued in
 between, so these models take ``FOR NO KEY UPDATE`` only: their querysets'
 ``select_for_update`` defaults to ``no_key=True`` (ignored on SQLite, which locks the
-database instead), and the raw statements use ``infra.rows.lock_suffix``.
+database instead), and the raw statements use ``infra.instances.lock_suffix``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.ledger.models import IdempotencyKey
 
 KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces, as Stripe's keys
@@ -126,7 +126,7 @@ def form_submit_once(*, request: Any, key: str, scope: str, name: str, call: Cal
 
 
 def _stored(user: Any, key: str) -> IdempotencyKey | None:
-    return rows.find_row(IdempotencyKey, user=user.pk, key=key)  # type: ignore[no-any-return]
+    return instances.find_row(IdempotencyKey, user=user.pk, key=key)  # type: ignore[no-any-return]
 
 
 def _first_call(user: Any, key: str, fingerprint: str, call: Callable[[], Outcome]) -> Outcome:

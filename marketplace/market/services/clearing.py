@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.market import adapters, hooks
 from marketplace.market.models.allocation import AllocationSnapshot, PriceSample
 from marketplace.market.models.market import Market
@@ -127,7 +127,7 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     already in what was read or moved ``state_version`` since the row was read,
     and then the version check in :func:`market_clear` drops this result.
     """
-    market = rows.get_row(Market, market_id, exclude=("engine_state",))
+    market = instances.get_row(Market, market_id, exclude=("engine_state",))
     if market.cleared_version >= market.state_version:
         return market, None, [], {}
     context = engine_context(market)

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.infra.batch import Batch
 from marketplace.ledger.services import job_charge, jobs_held_amounts, jobs_settle, money
 from marketplace.market import adapters, hooks
@@ -125,7 +125,7 @@ def _apply_money(report: StepReport, acceptance: Sequence[Charge], market_id: in
     jobs that did not depart are saved at once."""
     owed = {c.job_id: c for c in report.charges}
     ids = {c.job_id for c in acceptance} | set(report.settled)
-    jobs = {j.pk: j for j in rows.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id", "sim_start_time"))}
+    jobs = {j.pk: j for j in instances.get_many(Job, sorted(ids), only=("id", "status", "charged", "tenant_id", "sim_start_time"))}
     charged = []
     for c in acceptance:  # fixed prices, due when the Plan that carries them is applied
         job = jobs.get(c.job_id)
@@ -316,7 +316,7 @@ def cluster_advance(
     """
     hooks.before_tick(market_id)  # the parts' reads outside the lock (a real cluster's job states)
     with transaction.atomic():
-        market = rows.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
+        market = instances.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
         if target < market.sim_time:
             raise ValueError(f"cannot move the clock back from {market.sim_time} to {target}")

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.infra.batch import Batch
 from marketplace.infra.resilience import cache_add, cache_delete, publish_task
 from marketplace.market import adapters, structure
@@ -69,7 +69,7 @@ def part_in_use(*, market: Market, name: str) -> None:
 
 def market_lock_and_bump(*, market_id: int) -> Market:
     """The first statement of a bid or a cancellation: lock the market row and raise its
-    ``state_version`` in one ``UPDATE ... RETURNING`` (``infra.rows.increment_row``). Returns the
+    ``state_version`` in one ``UPDATE ... RETURNING`` (``infra.instances.increment_row``). Returns the
     market as locked (``engine_state`` deferred). The caller enqueues the clearing
     (:func:`enqueue_clearing`) after registering its own after-commit work, as
     :func:`market_changed` does.
@@ -81,7 +81,7 @@ def market_lock_and_bump(*, market_id: int) -> Market:
     Raises:
         Market.DoesNotExist: no such market.
     """
-    market: Market = rows.increment_row(Market, market_id, counter="state_version", exclude=("engine_state",))
+    market: Market = instances.increment_row(Market, market_id, counter="state_version", exclude=("engine_state",))
     return market
 
 

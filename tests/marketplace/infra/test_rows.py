@@ -10,7 +10,7 @@ from django.db import transaction
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.infra.batch import Batch
 from marketplace.ledger.models import LedgerEntry
 from marketplace.market.models.allocation import ShareSample
@@ -26,32 +26,32 @@ def _fields(obj: object, model: type, skip: tuple[str, ...] = ()) -> dict[str, o
 def test_get_row_and_get_many_equal_the_orm_value_for_value(market, alice):
     job = bid_submit(tenant=alice, budget="12.3456", work=[WorkItem("map", 3, 5.5)])
     with transaction.atomic():
-        ours = rows.get_row(Market, market.pk, exclude=("engine_state",), for_update=True)
+        ours = instances.get_row(Market, market.pk, exclude=("engine_state",), for_update=True)
     theirs = Market.objects.defer("engine_state").get(pk=market.pk)
     assert _fields(ours, Market, ("engine_state",)) == _fields(theirs, Market, ("engine_state",))
     assert ours.get_deferred_fields() == {"engine_state"} and not ours._state.adding
-    [light] = rows.get_many(Job, [job.pk], only=("id", "status", "charged", "tenant_id", "budget", "submitted_at"))
+    [light] = instances.get_many(Job, [job.pk], only=("id", "status", "charged", "tenant_id", "budget", "submitted_at"))
     full = Job.objects.get(pk=job.pk)
     for name in ("id", "status", "charged", "tenant_id", "budget", "submitted_at"):
         assert getattr(light, name) == getattr(full, name)
         assert type(getattr(light, name)) is type(getattr(full, name))
     assert light.budget == Decimal("12.3456")
     with pytest.raises(Market.DoesNotExist):
-        rows.get_row(Market, 10**9)
+        instances.get_row(Market, 10**9)
 
 
 @pytest.mark.django_db
 def test_increment_row_adds_one_and_returns_the_row_as_the_orm_reads_it_then(market):
     before = Market.objects.get(pk=market.pk).state_version
     with transaction.atomic():
-        ours = rows.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
-        ours_again = rows.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
+        ours = instances.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
+        ours_again = instances.increment_row(Market, market.pk, counter="state_version", exclude=("engine_state",))
     theirs = Market.objects.defer("engine_state").get(pk=market.pk)
     assert (ours.state_version, ours_again.state_version, theirs.state_version) == (before + 1, before + 2, before + 2)
     assert _fields(ours_again, Market, ("engine_state",)) == _fields(theirs, Market, ("engine_state",))
     assert ours.get_deferred_fields() == {"engine_state"} and not ours._state.adding
     with pytest.raises(Market.DoesNotExist):
-        rows.increment_row(Market, 10**9, counter="state_version")
+        instances.increment_row(Market, 10**9, counter="state_version")
 
 
 @pytest.mark.django_db
@@ -99,9 +99,9 @@ def test_insert_instances_stores_what_save_would(market, alice):
     key = IdempotencyKey(user=alice.user, key="k1", fingerprint="f" * 64, status_code=0, response="",
                          created_at=datetime(2026, 1, 2, tzinfo=UTC))
     rows.insert_instances([key])
-    found = rows.find_row(IdempotencyKey, user=alice.user.pk, key="k1")
+    found = instances.find_row(IdempotencyKey, user=alice.user.pk, key="k1")
     assert _fields(found, IdempotencyKey) == _fields(IdempotencyKey.objects.get(pk=key.pk), IdempotencyKey)
-    assert rows.find_row(IdempotencyKey, user=alice.user.pk, key="k2") is None
+    assert instances.find_row(IdempotencyKey, user=alice.user.pk, key="k2") is None
 
 
 @pytest.mark.parametrize("name", ["Market", "Job", "ResourceType", "Queue", "Tenant", "Account"])

@@ -1,0 +1,135 @@
+"""The live clock's hot-path reads: rows read or locked by key as model instances, from statements built once.
+
+``Model.objects.get(pk=...)`` (and ``select_for_update``, ``only``, ``defer``) compiles its statement on
+every call, which on the clock's path costs more than the round trip. These build each statement once
+per (model, columns, lock) and pass each value through the converters the ORM itself applies, so the
+instances are the ORM's (``Model.from_db``). Writes of plain rows are ``infra.rows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from django.db import connection, models
+
+
+def lock_suffix() -> str:
+    """The row lock of a raw SELECT: PostgreSQL's ``FOR NO KEY UPDATE``, the lock an UPDATE of the
+    row takes, which lets other transactions insert rows that reference it meanwhile (a bid's
+    new job its market, while a tick holds the market; ``infra.locking``); SQLite locks the
+    database at ``BEGIN IMMEDIATE`` instead."""
+    if connection.vendor == "postgresql":
+        return " FOR NO KEY UPDATE"
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+@lru_cache(maxsize=32)
+def _select_statement(
+    model: type[models.Model], exclude: tuple[str, ...], lock: bool, only: tuple[str, ...] = (), n_ids: int = 1,
+    keys: tuple[str, ...] = (),
+) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    """SELECT by primary key (``n_ids`` of them), or by equality on the fields ``keys`` when given."""
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if f.name not in exclude and (not only or f.attname in only or f.name in only)]
+    columns = ", ".join(q(f.column) for f in fields)
+    suffix = lock_suffix() if lock else ""
+    if keys:
+        where = " AND ".join(f"{q(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
+    else:
+        where = f"{q(meta.pk.column)} " + ("= %s" if n_ids == 1 else f"IN ({', '.join(['%s'] * n_ids)})")  # type: ignore[union-attr]
+    sql = f"SELECT {columns} FROM {q(meta.db_table)} WHERE {where}{suffix}"
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def _converters(model: type[models.Model], fields: Sequence[models.Field[Any, Any]]) -> tuple[Any, ...]:
+    """Per field, its column and the converters the ORM applies to a value read from it."""
+    converters = []
+    for f in fields:
+        col = f.get_col(model._meta.db_table)
+        converters.append((col, tuple(connection.ops.get_db_converters(col) + col.get_db_converters(connection))))
+    return tuple(converters)
+
+
+@lru_cache(maxsize=8)
+def _increment_statement(model: type[models.Model], counter: str, exclude: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if f.name not in exclude]
+    column = q(meta.get_field(counter).column)  # type: ignore[union-attr]
+    sql = (f"UPDATE {q(meta.db_table)} SET {column} = {column} + 1 WHERE {q(meta.pk.column)} = %s"  # type: ignore[union-attr]
+           f" RETURNING {', '.join(q(f.column) for f in fields)}")
+    return sql, tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def increment_row(model: type[models.Model], pk: int, *, counter: str, exclude: Sequence[str] = ()) -> Any:
+    """Add one to the integer field ``counter`` of row ``pk`` and return the row as it is then
+    (``exclude``: fields left deferred), in one statement built once: ``UPDATE ... RETURNING``.
+    The UPDATE takes the row lock the caller's transaction then holds (``FOR NO KEY UPDATE``'s
+    mode on PostgreSQL: ``counter`` is no key; SQLite: the transaction's ``BEGIN IMMEDIATE``), so
+    this is ``get_row(..., for_update=True)`` and the increment in one round trip.
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    return _one_instance(model, pk, *_increment_statement(model, counter, tuple(exclude)))
+
+
+def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
+    values = []
+    for value, (col, funcs) in zip(row, converters, strict=True):
+        for func in funcs:
+            value = func(value, col, connection)
+        values.append(value)
+    return model.from_db(connection.alias, list(names), values)
+
+
+def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[str]) -> list[Any]:
+    """``model.objects.filter(pk__in=ids).only(*only)`` from one statement built once per
+    (model, columns, number of ids), values through the ORM's converters; rows in no
+    particular order."""
+    if not ids:
+        return []
+    sql, names, converters = _select_statement(model, (), False, tuple(only), len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(ids))
+        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+
+
+def find_row(model: type[models.Model], **keys: Any) -> Any:
+    """``model.objects.filter(**keys).first()`` for keys that name at most one row (a unique
+    set of columns; a foreign key by its id under the field's name), from one statement built
+    once; None if there is none."""
+    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(keys.values()))
+        row = cursor.fetchone()
+    return None if row is None else _instance(model, names, converters, row)
+
+
+def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:
+    """``model.objects[.select_for_update()].defer(*exclude).get(pk=pk)`` from one statement
+    built once: each value through the same converters the ORM applies; with
+    ``for_update`` the row is locked (``FOR NO KEY UPDATE`` on PostgreSQL: see ``lock_suffix``;
+    SQLite: by the transaction's ``BEGIN IMMEDIATE``).
+
+    Raises:
+        model.DoesNotExist: no such row.
+    """
+    return _one_instance(model, pk, *_select_statement(model, tuple(exclude), for_update))
+
+
+def _one_instance(model: type[models.Model], pk: int, sql: str, names: tuple[str, ...], converters: tuple[Any, ...]) -> Any:
+    """Run ``sql`` (one ``%s``: the primary key) and return its row as an instance.
+
+    Raises:
+        model.DoesNotExist: no row.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+    return _instance(model, names, converters, row)
