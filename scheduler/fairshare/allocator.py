@@ -50,7 +50,7 @@ from scheduler.fairshare.fairness import (
 from scheduler.fairshare.limits import check_history, decayed_integral, limit_masks, room, static_quota
 from scheduler.fairshare.quantum import AppQuanta
 from scheduler.fairshare.running import RunningTasks, from_json_float, json_float
-from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend_small, mean_of
+from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend, descend_small, mean_of
 
 __all__ = ["POLICIES", "FairShareAllocator"]
 
@@ -261,20 +261,8 @@ class FairShareAllocator:
         return descend_small(self._small_tree, usage, demanding)
 
     def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
-        """Naive hierarchical LTRF (Sec. 5.2.1): from the root, the demanding child
-        with the smallest node usage / sibling-normalised weight, down to a leaf.
-        A tree of at most ``SMALL`` nodes takes :func:`descend_small` (plain Python, the
-        same sums in the same order: the same leaf)."""
-        tree = self.tree
-        if len(tree.names) <= SMALL:
-            return descend_small(self._small_tree, usage.tolist(), mask.tolist())
-        node_usage = tree.aggregate(usage) / tree.sibling_fraction
-        has_demand = tree.aggregate(mask.astype(np.float64)) > 0
-        node = tree.root
-        while tree.children[node]:
-            kids = self._children[node]
-            node = int(kids[argmin_first(node_usage[kids], has_demand[kids])])
-        return int(tree.leaf_position[node])
+        """Naive hierarchical LTRF (Sec. 5.2.1): :func:`~scheduler.fairshare.selection.descend`."""
+        return descend(self.tree, self._children, usage, mask, small=self._small_tree if len(self.tree.names) <= SMALL else None)
 
     @cached_property
     def _small_tree(self) -> SmallTree:

@@ -6,6 +6,7 @@ overhead costs more than the work."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -167,3 +168,21 @@ def descend_small(tree: SmallTree, usage: list[float], demanding: list[bool]) ->
             chosen = kids[found]
         node = chosen
     return tree.leaf_position[node]
+
+
+def descend(tree: QueueTree, children: Sequence[NDArray[np.int64]], usage: NDArray[np.float64], mask: NDArray[np.bool_], *,
+            small: SmallTree | None = None) -> int:
+    """The naive hierarchical LTRF walk (paper 002, Sec. 5.2.1): from the root, the demanding child
+    with the smallest node usage / sibling-normalised weight, down to a leaf; returns its leaf position.
+    ``children``: per node, its children as an array (``tree.children``); ``usage`` (L,) per leaf,
+    ``mask`` (L,) the demanding leaves. With ``small`` (the tree as
+    :class:`SmallTree`) it takes :func:`descend_small`: the same sums in the same order, the same leaf."""
+    if small is not None:
+        return descend_small(small, usage.tolist(), mask.tolist())
+    node_usage = tree.aggregate(usage) / tree.sibling_fraction
+    has_demand = tree.aggregate(mask.astype(np.float64)) > 0
+    node = tree.root
+    while tree.children[node]:
+        kids = children[node]
+        node = int(kids[argmin_first(node_usage[kids], has_demand[kids])])
+    return int(tree.leaf_position[node])
