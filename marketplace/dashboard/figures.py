@@ -60,20 +60,22 @@ def watched(market_id: int) -> bool:
     return cache_get(f"dashboard-watched:{market_id}") is not None
 
 
-def shared_figures_json(market: Market) -> str:
+def shared_figures_json(market: Market, version: str) -> str:
     """Every dashboard figure but the share chart, as a JSON object's text (``{"name": figure, ...}``),
-    for ``market`` as read now: its version's figures from the cache, else (see the module's text)
-    the newest figures computed if at most :data:`STALE_S` old while a worker computes these,
-    else computed here."""
-    version = figures_version(market)
+    for ``market`` as read now (``version``: its :func:`figures_version`): that version's figures from
+    the cache, else (see the module's text) the newest figures computed if at most :data:`STALE_S`
+    old while a worker computes these, else computed here."""
     text = cache_get(f"dashboard-figures:{version}")
     if isinstance(text, str):
         return text
     latest = cache_get(f"dashboard-figures-latest:{market.pk}")
-    if isinstance(latest, tuple) and len(latest) == 3 and time.time() - latest[1] <= STALE_S:
+    if isinstance(latest, tuple) and len(latest) == 2 and time.time() - latest[1] <= STALE_S:
         ask(market.pk)  # eager (no broker): computed here and now
         text = cache_get(f"dashboard-figures:{version}")
-        return text if isinstance(text, str) else str(latest[2])
+        if not isinstance(text, str):
+            text = cache_get(f"dashboard-figures:{latest[0]}")
+        if isinstance(text, str):
+            return text
     return _store(market, version)
 
 
@@ -100,10 +102,11 @@ def figures_warm(market_id: int) -> bool:
         cache_delete(f"dashboard-figures-busy:{market_id}")
 
 
-def jobs_figure_json(market: Market, viewer: visibility.Viewer, only_own: bool) -> str:
-    """The share chart for ``viewer`` (staff's every tenant's jobs unless ``only_own``), as JSON text, cached per version."""
+def jobs_figure_json(market: Market, version: str, viewer: visibility.Viewer, only_own: bool) -> str:
+    """The share chart for ``viewer`` (staff's every tenant's jobs unless ``only_own``), as JSON text, cached per
+    ``version`` (the market's :func:`figures_version`)."""
     scope = "all" if viewer.all_tenants and not only_own else (f"t{viewer.tenant.pk}" if viewer.tenant else "none")
-    return _cached_json(f"dashboard-jobs:{figures_version(market)}:{scope}", lambda: jobs_figure(market, viewer, only_own))
+    return _cached_json(f"dashboard-jobs:{version}:{scope}", lambda: jobs_figure(market, viewer, only_own))
 
 
 def shared_figures(market: Market) -> dict[str, charts.Figure]:
@@ -132,7 +135,7 @@ def jobs_figure(market: Market, viewer: visibility.Viewer, only_own: bool) -> ch
 def _store(market: Market, version: str) -> str:
     text = json.dumps(shared_figures(market), cls=PlotlyJSONEncoder)
     cache_set(f"dashboard-figures:{version}", text, CACHE_S)
-    cache_set(f"dashboard-figures-latest:{market.pk}", (version, time.time(), text), CACHE_S)
+    cache_set(f"dashboard-figures-latest:{market.pk}", (version, time.time()), CACHE_S)  # its text: under its version
     return text
 
 

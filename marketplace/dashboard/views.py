@@ -178,8 +178,9 @@ def dashboard_data(request: HttpRequest) -> JsonResponse:
     # The figures: cached per version as the JSON text they are sent as (dashboard.figures); computed
     # on a worker after each tick while someone watches. The headline (the clock) is read fresh.
     figures.watch(market.pk)
-    shared = figures.shared_figures_json(market)
-    jobs = figures.jobs_figure_json(market, viewer, only_own)
+    version = figures.figures_version(market)  # read once: the newest sample's time is a query
+    shared = figures.shared_figures_json(market, version)
+    jobs = figures.jobs_figure_json(market, version, viewer, only_own)
     body = f'{shared[:-1]}, "jobs": {jobs}}}' if shared != "{}" else f'{{"jobs": {jobs}}}'
     headline = json.dumps(_headline(selectors.market_overview(market=market)), cls=PlotlyJSONEncoder)
     return HttpResponse(f'{{"headline": {headline}, "figures": {body}}}', content_type="application/json")
