@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import connection, models
 
+from marketplace.infra import encoding
 from marketplace.infra.batch import Batch, cursor_for
 
 _MONEY_PLACES: dict[int, Decimal] = {}
@@ -40,12 +41,10 @@ def _prep(field: models.Field[Any, Any], value: Any) -> Any:
 @lru_cache(maxsize=1)
 def _json_adapter() -> Any:
     """The database's adapter of a JSON document (``connection.ops.adapt_json_value`` without an
-    encoder: psycopg's ``Jsonb`` on PostgreSQL, ``json.dumps`` elsewhere); one per process (its
+    encoder: psycopg's ``Jsonb`` encoded by orjson on PostgreSQL (``infra.encoding``), ``json.dumps`` elsewhere); one per process (its
     database's vendor does not change)."""
     if connection.vendor == "postgresql":
-        from psycopg.types.json import Jsonb
-
-        return Jsonb
+        return encoding.document
     import json
 
     return json.dumps
@@ -167,19 +166,19 @@ def _prepared_columns(fields: Sequence[Any], rows: Sequence[Sequence[Any]]) -> l
 
 
 def _column(field: Any, values: list[Any]) -> Any:
-    """One column of :func:`_columns` (``values`` prepared)."""
+    """One column of :func:`_columns` (``values`` prepared), for PostgreSQL: a JSON column as one
+    document, a number or boolean column as an array literal (``infra.encoding``), any other as a list."""
     if _is_json(field):  # one document for the column: one dump, not one per value inside an array literal
-        from psycopg.types.json import Jsonb
-
-        return Jsonb([getattr(v, "obj", v) for v in values])
+        return encoding.document([getattr(v, "obj", v) for v in values])
     if isinstance(field, models.FloatField):
-        values = [v if v is None else float(v) for v in values]
-    elif isinstance(field, models.DecimalField):
-        values = [v if v is None or isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else v) for v in values]
-    elif isinstance(field, models.BooleanField):
-        values = [v if v is None else bool(v) for v in values]
-    elif field.get_internal_type().endswith(("IntegerField", "AutoField")) or field.is_relation:
-        values = [v if v is None else int(v) for v in values]
+        return encoding.array_literal([v if v is None else float(v) for v in values], float)
+    if isinstance(field, models.DecimalField):
+        return encoding.array_literal(
+            [v if v is None or isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else v) for v in values], Decimal)
+    if isinstance(field, models.BooleanField):
+        return encoding.array_literal([v if v is None else bool(v) for v in values], bool)
+    if field.get_internal_type().endswith(("IntegerField", "AutoField")) or field.is_relation:
+        return encoding.array_literal([v if v is None else int(v) for v in values], int)
     return values
 
 
@@ -364,14 +363,12 @@ def upsert_documents(model: type[models.Model], *, fixed: dict[str, Any], key: s
     if connection.vendor != "postgresql":
         upsert_rows(model, (*fixed, key, document), (*fixed, key), [(*fixed.values(), k, doc) for k, doc in rows])
         return
-    from psycopg.types.json import Jsonb
-
     names = [column(model, name) for name in (*fixed, key, document)]
     target = ", ".join(names[:-1])
     values = ", ".join(["%s"] * len(fixed) + ["(e->>0)::bigint", "e->1"])
     sql = (f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {values} FROM jsonb_array_elements(%s) AS e"
            f" ON CONFLICT ({target}) DO UPDATE SET {names[-1]} = EXCLUDED.{names[-1]}")
-    params = [*fixed.values(), Jsonb([[k, doc] for k, doc in rows])]
+    params = [*fixed.values(), encoding.document([[k, doc] for k, doc in rows])]
     if batch is not None:
         batch.add(sql, params)
         return
