@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from marketplace.infra import instances, rows
+from marketplace.infra import collector, instances, rows
 from marketplace.infra.batch import Batch
 from marketplace.ledger.services import job_charge, jobs_held_amounts, jobs_settle, money
 from marketplace.market import adapters, hooks
@@ -315,7 +315,7 @@ def cluster_advance(
         ValueError: ``until`` lies before the market's current simulated time.
     """
     hooks.before_tick(market_id)  # the parts' reads outside the lock (a real cluster's job states)
-    with transaction.atomic():
+    with collector.paused(), transaction.atomic():  # no collector pass while the market row is held (infra.collector)
         market = instances.get_row(Market, market_id, exclude=("engine_state",), for_update=True)
         target = until if until is not None else market.sim_time + (seconds or 0.0)
         if target < market.sim_time:
