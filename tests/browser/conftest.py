@@ -49,3 +49,37 @@ def login(page, base_url: str, username: str, password: str = PASSWORD) -> None:
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
+
+
+@pytest.fixture(autouse=True)
+def page_errors_fail_the_test(request, monkeypatch):  # type: ignore[no-untyped-def]
+    """Every page a browser test opens is watched: an error on the console (a failed script, a refused
+    resource, a Content-Security-Policy violation) or an exception no script caught fails the test when
+    it ends, with the messages. Not an error: a page answered 4xx as a whole (a form sent back with its
+    field errors is a 400 page; Chromium logs it as a resource that failed to load). A test that provokes
+    errors on purpose says so with ``@pytest.mark.page_errors("why")`` and checks the messages itself."""
+    from playwright.sync_api import Browser, BrowserContext
+
+    seen: list[str] = []
+    refused_pages: set[str] = set()  # documents answered 4xx: forms with their errors
+
+    def on_response(response) -> None:  # type: ignore[no-untyped-def]
+        if response.request.resource_type == "document" and 400 <= response.status < 500:
+            refused_pages.add(response.url)
+
+    def on_console(message) -> None:  # type: ignore[no-untyped-def]
+        url = message.location.get("url", "")
+        if message.type == "error" and not (url in refused_pages and message.text.startswith("Failed to load resource")):
+            seen.append(f"console error: {message.text} ({url})")
+
+    def watched(page):  # type: ignore[no-untyped-def]
+        page.on("response", on_response)
+        page.on("console", on_console)
+        page.on("pageerror", lambda e: seen.append(f"uncaught exception: {e}"))
+        return page
+
+    for cls in (Browser, BrowserContext):
+        monkeypatch.setattr(cls, "new_page", lambda self, *a, _new=cls.new_page, **k: watched(_new(self, *a, **k)))
+    yield seen
+    if seen and request.node.get_closest_marker("page_errors") is None:
+        pytest.fail("the page reported errors:\n" + "\n".join(dict.fromkeys(seen)))
