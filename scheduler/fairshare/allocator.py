@@ -133,6 +133,8 @@ class FairShareAllocator:
         self._t_wait = float(value)
 
     def _advance(self, now: float) -> None:
+        if now == self._clock > -math.inf:  # the same instant again: nothing moves (NaN is never equal)
+            return
         if math.isnan(now) or now < self._clock:
             raise ValueError(f"time went backwards: {now} < {self._clock}")
         if self.history == "rounds":  # windows [kL, (k+1)L): a new one forgets the last
@@ -246,8 +248,7 @@ class FairShareAllocator:
         :func:`descend_small`: the same floats in the same order), else through :meth:`pick_leaf`.
         Raises ValueError on a wrong length or time going backwards."""
         self.update_demand_flags(demanding, now)
-        if self._policy not in ("ltrf", "hltrf") or len(self.tree.names) > SMALL or not self.work_conserving \
-                or 0.0 in self._frac_list:  # a fraction that underflowed: numpy's division by zero
+        if self._policy not in ("ltrf", "hltrf") or not self._plain_tree:
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
         usage = self.usage_list(now)
         lowest = argmin_ratio_small(usage, self._frac_list, demanding)
@@ -263,6 +264,12 @@ class FairShareAllocator:
     def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
         """Naive hierarchical LTRF (Sec. 5.2.1): :func:`~scheduler.fairshare.selection.descend`."""
         return descend(self.tree, self._children, usage, mask, small=self._small_tree if len(self.tree.names) <= SMALL else None)
+
+    @cached_property
+    def _plain_tree(self) -> bool:
+        """The tree suits :meth:`pick_leaf_flags`' plain path: at most ``SMALL`` nodes, no share
+        limits, no leaf fraction that underflowed to 0 (numpy's division by zero)."""
+        return len(self.tree.names) <= SMALL and not self.tree.has_limits and 0.0 not in self._frac_list
 
     @cached_property
     def _small_tree(self) -> SmallTree:
@@ -404,7 +411,7 @@ class FairShareAllocator:
         finished: list[float] = self._finished.tolist()
         if not len(t):
             return finished
-        return [f + h for f, h in zip(finished, t.held(now, self._frac.size), strict=True)]
+        return t.held(now, self._frac.size, finished)
 
     @cached_property
     def _leaf_nodes(self) -> NDArray[np.int64]:

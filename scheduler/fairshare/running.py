@@ -143,16 +143,18 @@ class RunningTasks:
                 np.array(self.expected, dtype=np.float64), np.array(self.units, dtype=np.float64),
                 np.array(self.app, dtype=np.int64))  # fmt: skip
 
-    def held(self, now: float, n_leaves: int) -> list[float]:
+    def held(self, now: float, n_leaves: int, base: list[float] | None = None) -> list[float]:
         """(L,) per leaf, the sum of ``max(expected, now - start) * units`` over its batches, in
         batch order from 0.0: ``np.bincount(leaf, weights=np.maximum(expected, now - start) * units)``
-        bit for bit. Every expected duration must be known (``unknown == 0``).
+        bit for bit; with ``base`` (L,), ``base[leaf]`` plus that sum. Every expected duration must
+        be known (``unknown == 0``).
 
         A leaf whose batches all have ``now`` below their start + expected duration by a margin
         far above rounding (:func:`_safe_until`) has every term ``expected * units``: its kept
         prefix sums give the total, extended over the batches after the first one changed.
         """
-        self._leaf_slots(n_leaves - 1)
+        if len(self._members) < n_leaves:
+            self._leaf_slots(n_leaves - 1)
         out: list[float] = []
         live, start, expected, units = self._live, self.start, self.expected, self.units
         for leaf in range(n_leaves):
@@ -165,7 +167,8 @@ class RunningTasks:
                 if valid < n:  # left to right from the first changed term: the loop's additions
                     prefix[valid:] = itertools.accumulate(terms[valid:], operator.add, initial=prefix[valid])
                     self._valid[leaf] = n
-                out.append(prefix[n])  # entries past it belong to batches gone since
+                total = prefix[n]  # entries past it belong to batches gone since
+                out.append(total if base is None else base[leaf] + total)
                 continue
             if now != self._stamp[leaf]:
                 total = 0.0
@@ -173,7 +176,8 @@ class RunningTasks:
                     duration, elapsed = expected[i], now - start[i]
                     total += (duration if duration >= elapsed else elapsed) * units[i]
                 self._late_sum[leaf], self._stamp[leaf] = total, now
-            out.append(self._late_sum[leaf])
+            total = self._late_sum[leaf]
+            out.append(total if base is None else base[leaf] + total)
         return out
 
 

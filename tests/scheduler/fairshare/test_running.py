@@ -101,3 +101,5 @@ def test_kept_sums_follow_any_batch_and_clock_near_the_ends(program: list[tuple[
         got = tasks.held(now, LEAVES)
         assert got == numpy_held(tasks, now)
         assert [float(x).hex() for x in got] == [float(x).hex() for x in numpy_held(tasks, now)]  # signs of zero too
+        base = [origin * k - 0.0 for k in range(LEAVES)]  # finished usage, -0.0 included
+        assert tasks.held(now, LEAVES, base) == [b + h for b, h in zip(base, got, strict=True)]
