@@ -53,6 +53,10 @@ class RunningTasks:
         self._live: set[int] = set()
         self._late_sum: list[float] = []
         self._stamp: list[float] = []
+        # per leaf, the total held() gave from the prefix sums and the clock up to which it stands
+        # (the leaf's least safe clock; -inf: the leaf changed since)
+        self._total: list[float] = []
+        self._until: list[float] = []
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -66,12 +70,14 @@ class RunningTasks:
             self._safe.append([])
             self._late_sum.append(0.0)
             self._stamp.append(math.nan)
+            self._total.append(0.0)
+            self._until.append(-math.inf)
 
     def _changed(self, leaf: int, index: int) -> None:
         """The terms of ``leaf`` from member ``index`` on are no longer those summed."""
         if index < self._valid[leaf]:
             self._valid[leaf] = index
-        self._stamp[leaf] = math.nan
+        self._stamp[leaf] = self._until[leaf] = math.nan  # NaN: no clock is below it
 
     def add(self, key: int, leaf: int, start: float, expected: float, units: int, app: int = -1) -> None:
         n = len(self.keys)
@@ -88,6 +94,7 @@ class RunningTasks:
         self._live.add(serial)
         self._leaf_slots(leaf)
         self._members[leaf].append(n)  # the largest position: its leaf's last term, the prefix sums stand
+        self._until[leaf] = math.nan  # but not the total
         self._terms[leaf].append(expected * float(units))
         heapq.heappush(self._safe[leaf], (_safe_until(start, expected), serial))
         if self._stamp[leaf] == start and not math.isnan(expected):  # held()'s overrun sum, at elapsed 0
@@ -156,29 +163,35 @@ class RunningTasks:
         if len(self._members) < n_leaves:
             self._leaf_slots(n_leaves - 1)
         out: list[float] = []
-        live, start, expected, units = self._live, self.start, self.expected, self.units
+        until, kept = self._until, self._total
         for leaf in range(n_leaves):
-            heap = self._safe[leaf]
-            while heap and heap[0][1] not in live:
-                heapq.heappop(heap)
-            if not heap or now <= heap[0][0]:  # no batch overrun: the terms are expected * units
-                terms, prefix, valid = self._terms[leaf], self._prefix[leaf], self._valid[leaf]
-                n = len(terms)
-                if valid < n:  # left to right from the first changed term: the loop's additions
-                    prefix[valid:] = itertools.accumulate(terms[valid:], operator.add, initial=prefix[valid])
-                    self._valid[leaf] = n
-                total = prefix[n]  # entries past it belong to batches gone since
-                out.append(total if base is None else base[leaf] + total)
-                continue
-            if now != self._stamp[leaf]:
-                total = 0.0
-                for i in self._members[leaf]:
-                    duration, elapsed = expected[i], now - start[i]
-                    total += (duration if duration >= elapsed else elapsed) * units[i]
-                self._late_sum[leaf], self._stamp[leaf] = total, now
-            total = self._late_sum[leaf]
+            total = kept[leaf] if now <= until[leaf] else self._leaf_total(leaf, now)
             out.append(total if base is None else base[leaf] + total)
         return out
+
+    def _leaf_total(self, leaf: int, now: float) -> float:
+        """:meth:`held`'s sum for one leaf whose kept total does not stand at ``now``."""
+        heap, live = self._safe[leaf], self._live
+        while heap and heap[0][1] not in live:
+            heapq.heappop(heap)
+        safe = heap[0][0] if heap else math.inf
+        if now <= safe:  # no batch overrun: the terms are expected * units
+            terms, prefix, valid = self._terms[leaf], self._prefix[leaf], self._valid[leaf]
+            n = len(terms)
+            if valid < n:  # left to right from the first changed term: the loop's additions
+                prefix[valid:] = itertools.accumulate(terms[valid:], operator.add, initial=prefix[valid])
+                self._valid[leaf] = n
+            total = prefix[n]  # entries past it belong to batches gone since
+            self._total[leaf], self._until[leaf] = total, safe
+            return total
+        if now != self._stamp[leaf]:
+            start, expected, units = self.start, self.expected, self.units
+            total = 0.0
+            for i in self._members[leaf]:
+                duration, elapsed = expected[i], now - start[i]
+                total += (duration if duration >= elapsed else elapsed) * units[i]
+            self._late_sum[leaf], self._stamp[leaf] = total, now
+        return self._late_sum[leaf]
 
 
 def _safe_until(start: float, expected: float) -> float:
