@@ -230,7 +230,7 @@ class ClusterCore:
 
     def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
         """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
-        self._ledger.eligible[job.leaf, j] += delta
+        self._ledger.add_eligible(job.leaf, j, delta)
         if job.reserved:
             self._reserved_eligible[job.leaf, j] += delta
         else:

@@ -109,14 +109,14 @@ class Cluster(ReservationBook):
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
         for _, _, _, (_, _, j, key, units, shared) in killed:
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.add_running(job.leaf, j, -units)
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(key, self.now)
         for key in [k for k, p in self._external.items() if p[1] == job_id]:  # the executor is told to kill them
             _, _, j, _, units, shared, alloc_key, _, _ = self._external.pop(key)
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.add_running(job.leaf, j, -units)
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(alloc_key, self.now)
@@ -232,7 +232,7 @@ class Cluster(ReservationBook):
         before = job.eligible_pending(j, self.staged)
         job.drop(j, -units, units)  # back to pending: dispatched again
         self._count_eligible(job, j, job.eligible_pending(j, self.staged) - before)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.add_running(job.leaf, j, -units)
         self._busy[j] -= units
         self.placement.invalidate(job.leaf, j)
         self._touch(job)
@@ -354,7 +354,7 @@ class Cluster(ReservationBook):
             assert self._report is not None
             self._report.first_starts[job.job_id] = self.now
         self._count_eligible(job, j, -units)
-        self._ledger.running[job.leaf, j] += units
+        self._ledger.add_running(job.leaf, j, units)
         self._busy[j] += units
         if job.pending[j] == 0:
             self.placement.invalidate(job.leaf, j)
@@ -387,7 +387,7 @@ class Cluster(ReservationBook):
 
     def _finish_units(self, job: JobState, j: int, units: int) -> None:
         moved = job.finish(j, units)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.add_running(job.leaf, j, -units)
         self._busy[j] -= units
         if moved and self.staged and not job.is_finished():
             stage = job.stage
