@@ -44,6 +44,8 @@ class LeafLedger:
         self._sums = np.zeros((2, n_leaves, m), dtype=np.float64)  # (usage, entitled)
         self.usage, self.entitled = self._sums[0], self._sums[1]
         self._rate = np.zeros((2, n_leaves, m), dtype=np.float64)  # (running, min(d, S)) as floats
+        self._flat_rate = self._rate.reshape(-1)
+        self._half = n_leaves * m
         self._rate_share: NDArray[np.float64] | None = None  # the S the rates were built with (None: rebuild)
         self._share_rows: list[list[float]] = []
 
@@ -59,25 +61,29 @@ class LeafLedger:
         """Tasks running at (leaf, j) changed by ``delta``."""
         row = self._running[leaf]
         row[j] += delta
-        self._set_rates(leaf, j, row[j])
+        if self._rate_share is not None:
+            self._set_rates(leaf, j, row[j])
 
     def add_eligible(self, leaf: int, j: int, delta: int) -> None:
         """Eligible pending tasks at (leaf, j) changed by ``delta``."""
         self._eligible[leaf][j] += delta
-        self._set_rates(leaf, j, self._running[leaf][j])
+        if self._rate_share is not None:
+            self._set_rates(leaf, j, self._running[leaf][j])
 
     def _set_rates(self, leaf: int, j: int, running: int) -> None:
-        if self._rate_share is None:
-            return
         demand = float(running + self._eligible[leaf][j])
         share = self._share_rows[leaf][j]
-        self._rate[0, leaf, j] = running
-        self._rate[1, leaf, j] = demand if demand < share else share  # np.minimum(d, S)'s pick, ties to S
+        at = leaf * self.m + j  # entry (0, leaf, j) of the rates, through their flat view
+        flat = self._flat_rate
+        flat[at] = running
+        flat[at + self._half] = demand if demand < share else share  # np.minimum(d, S)'s pick, ties to S
 
     def _rates(self, share: NDArray[np.float64]) -> NDArray[np.float64]:
         if share is not self._rate_share:
             running = self.running
             self._rate = np.stack([running.astype(np.float64), np.minimum(running + self.eligible, share)])
+            self._flat_rate = self._rate.reshape(-1)  # a view: entry updates write the array multiplied
+            self._half = self._flat_rate.shape[0] // 2
             # a NaN share (np.minimum's NaN is not the entry update's answer): rebuilt at every cut
             self._rate_share = None if np.isnan(share).any() else share
             self._share_rows = share.tolist()
