@@ -98,6 +98,7 @@ class FairShareAllocator:
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
         self._frac_list: list[float] = [float(x) for x in self._frac]
+        self._n_leaves = n_leaves
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
@@ -190,9 +191,10 @@ class FairShareAllocator:
     def update_demand_flags(self, demanding: list[bool], now: float) -> None:
         """:meth:`update_demand` on (L,) plain bools (the cluster's shared stage keeps them so).
         Raises ValueError on a wrong length or time going backwards."""
-        if len(demanding) != self._frac.size:
-            raise ValueError(f"demanding must have {self._frac.size} entries, got {len(demanding)}")
-        self._advance(now)
+        if len(demanding) != self._n_leaves:
+            raise ValueError(f"demanding must have {self._n_leaves} entries, got {len(demanding)}")
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
         key = bytes(demanding)  # a bool mask's tobytes(): one key for both kinds of call
         if key == self._since_mask:
             return  # the same demanding leaves as last time: their clocks run on
@@ -250,7 +252,11 @@ class FairShareAllocator:
         self.update_demand_flags(demanding, now)
         if self._policy not in ("ltrf", "hltrf") or not self._plain_tree:
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
-        usage = self.usage_list(now)
+        t = self._tasks
+        if t.unknown or self.history != "forever" or self._round_start != -math.inf or not 0 < len(t.keys) <= _PLAIN_TASKS:
+            usage = self.usage_list(now)
+        else:  # usage_list's plain case, inline: the finished usage plus held()
+            usage = t.held(now, self._n_leaves, self._finished.tolist())
         lowest = argmin_ratio_small(usage, self._frac_list, demanding)
         if lowest is None:  # no demand, or a value that is not finite: numpy's edge cases
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
