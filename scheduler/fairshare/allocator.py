@@ -107,7 +107,7 @@ class FairShareAllocator:
         self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
-        self._since_mask: bytes | None = None  # the demand _since last reflected
+        self._since_mask: tuple[bool, ...] | None = None  # the demand _since last reflected
         self._round_start = -math.inf
         self._clock = -math.inf
 
@@ -195,7 +195,7 @@ class FairShareAllocator:
             raise ValueError(f"demanding must have {self._n_leaves} entries, got {len(demanding)}")
         if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
             self._advance(now)
-        key = bytes(demanding)  # a bool mask's tobytes(): one key for both kinds of call
+        key = tuple(demanding)
         if key == self._since_mask:
             return  # the same demanding leaves as last time: their clocks run on
         self._since_mask = key

@@ -414,8 +414,8 @@ class Cluster(ReservationBook):
         # without reservations the default pipeline's first and last stages pass every unit on untouched
         shared_only = not self._reservations and len(stages) == 3 and type(stages[0]) is ReservationStage \
             and type(stages[1]) is SharedStage and type(stages[2]) is EarlyStartStage
-        for j in range(self.m):
-            free = int(self.capacity[j]) - self._busy[j]
+        for j, capacity in enumerate(self.capacity.tolist()):
+            free = int(capacity) - self._busy[j]
             if shared_only and free > 0:
                 stages[1].hand_out(self, j, free)
                 continue
