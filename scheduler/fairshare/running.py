@@ -92,7 +92,8 @@ class RunningTasks:
         serial, self._next_serial = self._next_serial, self._next_serial + 1
         self._serial.append(serial)
         self._live.add(serial)
-        self._leaf_slots(leaf)
+        if leaf >= len(self._members):
+            self._leaf_slots(leaf)
         self._members[leaf].append(n)  # the largest position: its leaf's last term, the prefix sums stand
         self._until[leaf] = math.nan  # but not the total
         self._terms[leaf].append(expected * float(units))
@@ -115,29 +116,27 @@ class RunningTasks:
         """Remove ``key``; returns (leaf, start, units, app). Raises KeyError if not running."""
         i = self.slot.pop(key)
         leaf, start, units, app = self.leaf[i], self.start[i], self.units[i], self.app[i]
-        expected = self.expected[i]
-        self.unknown -= math.isnan(expected)
+        self.unknown -= math.isnan(self.expected[i])
         self._live.discard(self._serial[i])
         members = self._members[leaf]
         at = bisect.bisect_left(members, i)
         del members[at]
         del self._terms[leaf][at]
         self._changed(leaf, at)
-        last = len(self.keys) - 1
-        if i != last:  # the last batch takes the hole, as before (the order the sums run in)
-            moved = self.keys[last]
+        # the last batch takes the hole, as before (the order the sums run in)
+        moved, moved_leaf, moved_start = self.keys.pop(), self.leaf.pop(), self.start.pop()
+        moved_expected, moved_units, moved_app, moved_serial = self.expected.pop(), self.units.pop(), self.app.pop(), self._serial.pop()
+        if i != len(self.keys):
             self.keys[i] = moved
             self.slot[moved] = i
-            self.leaf[i], self.start[i], self.expected[i] = self.leaf[last], self.start[last], self.expected[last]
-            self.units[i], self.app[i], self._serial[i] = self.units[last], self.app[last], self._serial[last]
-            other, terms = self._members[self.leaf[i]], self._terms[self.leaf[i]]
+            self.leaf[i], self.start[i], self.expected[i] = moved_leaf, moved_start, moved_expected
+            self.units[i], self.app[i], self._serial[i] = moved_units, moved_app, moved_serial
+            other, terms = self._members[moved_leaf], self._terms[moved_leaf]
             other.pop()  # the last position is its leaf's last
             at = bisect.bisect_left(other, i)
             other.insert(at, i)
             terms.insert(at, terms.pop())
-            self._changed(self.leaf[i], at)
-        for column in (self.keys, self.leaf, self.start, self.expected, self.units, self.app, self._serial):
-            column.pop()
+            self._changed(moved_leaf, at)
         heap = self._safe[leaf]
         if len(heap) > 2 * len(members) + 16:  # entries of ended batches that never surfaced: drop them
             self._safe[leaf] = [entry for entry in heap if entry[1] in self._live]
