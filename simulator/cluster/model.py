@@ -45,7 +45,7 @@ from simulator.cluster import state as cluster_state
 from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
 from simulator.cluster.lookahead import EarlyStartStage
 from simulator.cluster.reservations import ReservationBook
-from simulator.cluster.stages import ReservationStage, SharedStage
+from simulator.cluster.stages import ReservationStage, SharedStage, hand_out_fair_share
 from simulator.engine import ARRIVE, DONE_EXT, FAIL_EXT, FINISH, WAKE
 from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec, TaskLaunch
 
@@ -417,7 +417,11 @@ class Cluster(ReservationBook):
         for j, capacity in enumerate(self.capacity.tolist()):
             free = int(capacity) - self._busy[j]
             if shared_only and free > 0:
-                stages[1].hand_out(self, j, free)
+                allocator = self._allocators[j]
+                if type(allocator) is FairShareAllocator and allocator.work_conserving:
+                    hand_out_fair_share(self, allocator, j, free)  # SharedStage.hand_out's path here, without the hops
+                else:
+                    stages[1].hand_out(self, j, free)
                 continue
             if free <= 0 and not self._reservations:
                 allocator = self._allocators[j]
