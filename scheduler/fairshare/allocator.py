@@ -252,11 +252,7 @@ class FairShareAllocator:
         self.update_demand_flags(demanding, now)
         if self._policy not in ("ltrf", "hltrf") or not self._plain_tree:
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
-        t = self._tasks
-        if t.unknown or self.history != "forever" or self._round_start != -math.inf or not 0 < len(t.keys) <= _PLAIN_TASKS:
-            usage = self.usage_list(now)
-        else:  # usage_list's plain case, inline: the finished usage plus held()
-            usage = t.held(now, self._n_leaves, self._finished.tolist())
+        usage = self.usage_list(now)
         lowest = argmin_ratio_small(usage, self._frac_list, demanding)
         if lowest is None:  # no demand, or a value that is not finite: numpy's edge cases
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
@@ -272,9 +268,7 @@ class FairShareAllocator:
         return descend(self.tree, self._children, usage, mask, small=self._small_tree if len(self.tree.names) <= SMALL else None)
 
     @cached_property
-    def _plain_tree(self) -> bool:
-        """The tree suits :meth:`pick_leaf_flags`' plain path: at most ``SMALL`` nodes, no share
-        limits, no leaf fraction that underflowed to 0 (numpy's division by zero)."""
+    def _plain_tree(self) -> bool:  # pick_leaf_flags' plain path: no limits, no fraction underflowed to 0
         return len(self.tree.names) <= SMALL and not self.tree.has_limits and 0.0 not in self._frac_list
 
     @cached_property
