@@ -42,12 +42,21 @@ class LeafLedger:
         self._running = [[0] * m for _ in range(n_leaves)]
         self._eligible = [[0] * m for _ in range(n_leaves)]
         self._sums = np.zeros((2, n_leaves, m), dtype=np.float64)  # (usage, entitled)
-        self.usage, self.entitled = self._sums[0], self._sums[1]
         self._rate = np.zeros((2, n_leaves, m), dtype=np.float64)  # (running, min(d, S)) as floats
         self._flat_rate = self._rate.reshape(-1)
         self._half = n_leaves * m
         self._rate_share: NDArray[np.float64] | None = None  # the S the rates were built with (None: rebuild)
         self._share_rows: list[list[float]] = []
+
+    @property
+    def usage(self) -> NDArray[np.float64]:
+        usage: NDArray[np.float64] = self._sums[0]
+        return usage
+
+    @property
+    def entitled(self) -> NDArray[np.float64]:
+        entitled: NDArray[np.float64] = self._sums[1]
+        return entitled
 
     @property
     def running(self) -> NDArray[np.int64]:
@@ -98,8 +107,7 @@ class LeafLedger:
         Call it before the counts or the shares change."""
         dt = t - self.mark
         if dt > 0:
-            self._sums = self._sums + self._rates(share) * dt
-            self.usage, self.entitled = self._sums[0], self._sums[1]
+            self._sums = self._sums + (self._rate if share is self._rate_share else self._rates(share)) * dt
         self.mark = max(self.mark, t)
 
     def _at(self, t: float, share: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -142,5 +150,4 @@ class LeafLedger:
         shape = self.usage.shape
         self._sums = np.stack([np.array(state["usage"], dtype=np.float64).reshape(shape),
                                np.array(state["entitled"], dtype=np.float64).reshape(shape)])
-        self.usage, self.entitled = self._sums[0], self._sums[1]
         self.mark = float(state["mark"])
