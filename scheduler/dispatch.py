@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 DispatchMode = Literal["stride", "lottery", "fifo"]
 MODES: tuple[str, ...] = get_args(DispatchMode)
 _CREDIT_LIMIT = 2.0
+_PLAIN_SUM = 8  # numpy sums fewer values than this one by one (pairwise from 8 on): choose's plain path
 _SMALL_LEDGER = 12  # a ledger of at most this many jobs keeps Python lists (the crossover measured by bench/bench_dispatch.py)
 
 
@@ -101,6 +102,8 @@ class ShareDispatcher:
                 non-finite shares, negative resource index.
         """
         ids, weights, mask = _check_shapes(job_ids, shares, eligible)
+        if self.mode == "stride" and ids.shape[0] < _PLAIN_SUM:
+            return self._choose_plain(ids, weights, mask, resource)
         raw = ids.tobytes() if self.mode == "stride" else b""
         ledgers = self._ledgers.get(raw)  # only stride opens ledgers
         if ledgers is None:  # ids with a ledger were checked when it opened
@@ -118,6 +121,47 @@ class ShareDispatcher:
                 ledger = self._open(ids, raw, int(resource))
             position = ledger.grant(_renormalise(weights, mask), mask)
         key = (int(ids[position]), int(resource))
+        self._served[key] = self._served.get(key, 0) + 1
+        return position
+
+    def _choose_plain(self, ids: NDArray[np.int64], weights: NDArray[np.float64], mask: NDArray[np.bool_],
+                      resource: int) -> int:
+        """:meth:`choose` under stride for fewer than ``_PLAIN_SUM`` jobs, on Python lists: numpy sums
+        so few values one by one from 0.0, so the checks, the renormalised shares and the ledger's
+        grant see the same floats; the same errors, in the same order."""
+        raw = ids.tobytes()
+        ledgers = self._ledgers.get(raw)
+        if ledgers is None:
+            _check_distinct(ids)
+        values: list[float] = weights.tolist()
+        flags: list[bool] = mask.tolist()
+        total, nonnegative = 0.0, True
+        for v in values:
+            nonnegative = nonnegative and v >= 0  # NaN fails it
+            total += v
+        if not (nonnegative and math.isfinite(total)):
+            raise ValueError("shares must be finite and >= 0")
+        if int(resource) != resource or resource < 0:
+            raise ValueError(f"resource must be a non-negative integer, got {resource}")
+        if True not in flags:
+            return -1
+        ledger = None if ledgers is None else ledgers.get(int(resource))
+        if ledger is None:
+            ledger = self._open(ids, raw, int(resource))
+        restricted = [v if f else 0.0 for v, f in zip(values, flags, strict=True)]  # _renormalise
+        total = 0.0
+        for v in restricted:
+            total += v
+        if total > 0:
+            earned = [v / total for v in restricted]
+        else:
+            count = flags.count(True)
+            earned = [(1.0 if f else 0.0) / count for f in flags]
+        if isinstance(ledger, _ListLedger):
+            position = ledger.grant_lists(earned, flags)
+        else:
+            position = ledger.grant(np.array(earned, dtype=np.float64), mask)
+        key = (ledger.ids[position] if isinstance(ledger, _ListLedger) else int(ids[position]), int(resource))
         self._served[key] = self._served.get(key, 0) + 1
         return position
 
@@ -294,9 +338,12 @@ class _ListLedger(_Ledger):
         self.credit, self.known = credit, known
 
     def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
-        earned: list[float] = renormalised.tolist()
+        return self.grant_lists(renormalised.tolist(), mask.tolist())
+
+    def grant_lists(self, earned: list[float], mask: list[bool]) -> int:
+        """:meth:`grant` on lists."""
         credit, ids, known = self.credit, self.ids, self.known
-        candidates = [q for q, flag in enumerate(mask.tolist()) if flag]
+        candidates = [q for q, flag in enumerate(mask) if flag]
         best, top = -1, 0.0
         for q in candidates:
             value = credit[q] = credit[q] + earned[q]

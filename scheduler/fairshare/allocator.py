@@ -98,6 +98,7 @@ class FairShareAllocator:
         n_leaves = len(tree.leaves)
         self._frac = tree.leaf_fraction()
         self._frac_list: list[float] = [float(x) for x in self._frac]
+        self._n_leaves = n_leaves
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
@@ -106,7 +107,7 @@ class FairShareAllocator:
         self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
-        self._since_mask: bytes | None = None  # the demand _since last reflected
+        self._since_mask: tuple[bool, ...] | None = None  # the demand _since last reflected
         self._round_start = -math.inf
         self._clock = -math.inf
 
@@ -133,6 +134,8 @@ class FairShareAllocator:
         self._t_wait = float(value)
 
     def _advance(self, now: float) -> None:
+        if now == self._clock > -math.inf:  # the same instant again: nothing moves (NaN is never equal)
+            return
         if math.isnan(now) or now < self._clock:
             raise ValueError(f"time went backwards: {now} < {self._clock}")
         if self.history == "rounds":  # windows [kL, (k+1)L): a new one forgets the last
@@ -188,10 +191,11 @@ class FairShareAllocator:
     def update_demand_flags(self, demanding: list[bool], now: float) -> None:
         """:meth:`update_demand` on (L,) plain bools (the cluster's shared stage keeps them so).
         Raises ValueError on a wrong length or time going backwards."""
-        if len(demanding) != self._frac.size:
-            raise ValueError(f"demanding must have {self._frac.size} entries, got {len(demanding)}")
-        self._advance(now)
-        key = bytes(demanding)  # a bool mask's tobytes(): one key for both kinds of call
+        if len(demanding) != self._n_leaves:
+            raise ValueError(f"demanding must have {self._n_leaves} entries, got {len(demanding)}")
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
+        key = tuple(demanding)
         if key == self._since_mask:
             return  # the same demanding leaves as last time: their clocks run on
         self._since_mask = key
@@ -246,8 +250,7 @@ class FairShareAllocator:
         :func:`descend_small`: the same floats in the same order), else through :meth:`pick_leaf`.
         Raises ValueError on a wrong length or time going backwards."""
         self.update_demand_flags(demanding, now)
-        if self._policy not in ("ltrf", "hltrf") or len(self.tree.names) > SMALL or not self.work_conserving \
-                or 0.0 in self._frac_list:  # a fraction that underflowed: numpy's division by zero
+        if self._policy not in ("ltrf", "hltrf") or not self._plain_tree:
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
         usage = self.usage_list(now)
         lowest = argmin_ratio_small(usage, self._frac_list, demanding)
@@ -263,6 +266,10 @@ class FairShareAllocator:
     def _descend(self, usage: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:
         """Naive hierarchical LTRF (Sec. 5.2.1): :func:`~scheduler.fairshare.selection.descend`."""
         return descend(self.tree, self._children, usage, mask, small=self._small_tree if len(self.tree.names) <= SMALL else None)
+
+    @cached_property
+    def _plain_tree(self) -> bool:  # pick_leaf_flags' plain path: no limits, no fraction underflowed to 0
+        return len(self.tree.names) <= SMALL and not self.tree.has_limits and 0.0 not in self._frac_list
 
     @cached_property
     def _small_tree(self) -> SmallTree:
@@ -404,7 +411,7 @@ class FairShareAllocator:
         finished: list[float] = self._finished.tolist()
         if not len(t):
             return finished
-        return [f + h for f, h in zip(finished, t.held(now, self._frac.size), strict=True)]
+        return t.held(now, self._frac.size, finished)
 
     @cached_property
     def _leaf_nodes(self) -> NDArray[np.int64]:

@@ -55,22 +55,20 @@ def argmin_first_small(values: list[float], mask: list[bool]) -> int | None:
 
 
 def argmin_ratio_small(numerators: list[float], denominators: list[float], mask: list[bool]) -> int | None:
-    """``argmin_first_small([n / d for n, d in zip(numerators, denominators)], mask)`` without
-    building the list: the same quotients, the same answer (None for numpy's edge cases)."""
-    best = math.inf
-    for n, d, m in zip(numerators, denominators, mask, strict=True):
-        if m:
-            v = n / d
-            if not math.isfinite(v):
-                return None
-            if v < best:
-                best = v
-    if best == math.inf:
+    """``argmin_first_small([n / d for n, d in zip(numerators, denominators)], mask)``: the same
+    quotients (only the masked ones are divided), the same answer (None for numpy's edge cases:
+    no masked value, or one that is not finite; a sum that overflows is taken for one)."""
+    ratios = [n / d for n, d, m in zip(numerators, denominators, mask, strict=True) if m]
+    if not ratios or not math.isfinite(sum(ratios)):  # a NaN or an infinity makes the sum one too
         return None
+    best = min(ratios)
     limit = best + TIE_RTOL * max(1.0, abs(best))
-    for i, (n, d, m) in enumerate(zip(numerators, denominators, mask, strict=True)):
-        if m and n / d <= limit:
-            return i
+    k = 0
+    for i, m in enumerate(mask):
+        if m:
+            if ratios[k] <= limit:
+                return i
+            k += 1
     return None
 
 

@@ -114,6 +114,7 @@ class ClusterCore:
         self._reserved_eligible = np.zeros((n_leaves, m), dtype=np.int64)
         # the same, the shared stage's share: per type, per leaf, eligible minus reserved pending tasks
         self._shared_eligible = [[0] * n_leaves for _ in range(m)]
+        self._shared_flag = [[False] * n_leaves for _ in range(m)]  # the same, > 0 (shared_flags' answer)
         self._reservations: tuple[Reservation, ...] = ()
         self._busy = [0] * m
         self._sample_origin, self._sample_k = self.now, 1
@@ -192,7 +193,7 @@ class ClusterCore:
 
     def shared_flags(self, j: int) -> list[bool]:
         """:meth:`shared_demanding` as (L,) plain bools."""
-        return [n > 0 for n in self._shared_eligible[j]]
+        return self._shared_flag[j][:]
 
     def leaf_heads(self, j: int) -> NDArray[np.float64]:
         """(L,) arrival rank of each leaf's oldest shared-eligible job of type j (inf: none)."""
@@ -229,16 +230,19 @@ class ClusterCore:
 
     def _count_eligible(self, job: JobState, j: int, delta: int) -> None:
         """Eligible pending tasks of (job's leaf, j) changed by ``delta``."""
-        self._ledger.eligible[job.leaf, j] += delta
+        self._ledger.add_eligible(job.leaf, j, delta)
         if job.reserved:
             self._reserved_eligible[job.leaf, j] += delta
         else:
-            self._shared_eligible[j][job.leaf] += delta
+            counts = self._shared_eligible[j]
+            counts[job.leaf] += delta
+            self._shared_flag[j][job.leaf] = counts[job.leaf] > 0
 
     def _recount_shared(self) -> None:
         """Rebuild the shared stage's counts from the ledger (after reservations changed hands)."""
         shared = self._ledger.eligible - self._reserved_eligible
         self._shared_eligible = [[int(x) for x in shared[:, j]] for j in range(self.m)]
+        self._shared_flag = [[n > 0 for n in counts] for counts in self._shared_eligible]
 
     def _shared_pending(self, job_id: int, j: int) -> int:
         return self._jobs[job_id].shared_pending(j, self.staged)

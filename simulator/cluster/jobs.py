@@ -33,10 +33,13 @@ class JobState:
     ``stage`` (MapReduce: reduces after all maps).
     """
 
-    __slots__ = ("_demand", "active", "done", "pending", "reserved", "running", "seq", "spec", "stage", "start_time")
+    __slots__ = ("_demand", "active", "done", "job_id", "leaf", "pending", "reserved", "running", "seq", "spec", "stage",
+                 "start_time")
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
+        self.job_id: int = spec.job_id  # the spec's, read on every event (the spec is frozen)
+        self.leaf: int = spec.leaf
         self.pending = list(spec.tasks)
         self.running = [0] * len(spec.tasks)
         self.done = [0] * len(spec.tasks)
@@ -47,14 +50,6 @@ class JobState:
         self.stage = 0
         self._demand: tuple[bool, ...] | None = None
         self.advance_stage()
-
-    @property
-    def job_id(self) -> int:
-        return self.spec.job_id
-
-    @property
-    def leaf(self) -> int:
-        return self.spec.leaf
 
     def advance_stage(self) -> bool:
         """Move ``stage`` past completed types; True if it moved."""

@@ -45,7 +45,7 @@ from simulator.cluster import state as cluster_state
 from simulator.cluster.jobs import JobState, ReportBuilder, validate_spec
 from simulator.cluster.lookahead import EarlyStartStage
 from simulator.cluster.reservations import ReservationBook
-from simulator.cluster.stages import ReservationStage, SharedStage
+from simulator.cluster.stages import ReservationStage, SharedStage, hand_out_fair_share
 from simulator.engine import ARRIVE, DONE_EXT, FAIL_EXT, FINISH, WAKE
 from simulator.records import AdvanceReport, FairnessSample, JobFinished, JobSpec, TaskLaunch
 
@@ -109,14 +109,14 @@ class Cluster(ReservationBook):
         killed = self._events.remove_if(lambda p: p[0] == FINISH and p[1] == job_id)
         for _, _, _, (_, _, j, key, units, shared) in killed:
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.add_running(job.leaf, j, -units)
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(key, self.now)
         for key in [k for k, p in self._external.items() if p[1] == job_id]:  # the executor is told to kill them
             _, _, j, _, units, shared, alloc_key, _, _ = self._external.pop(key)
             job.drop(j, 0, units)
-            self._ledger.running[job.leaf, j] -= units
+            self._ledger.add_running(job.leaf, j, -units)
             self._busy[j] -= units
             if shared:
                 self._allocators[j].record_finish(alloc_key, self.now)
@@ -232,7 +232,7 @@ class Cluster(ReservationBook):
         before = job.eligible_pending(j, self.staged)
         job.drop(j, -units, units)  # back to pending: dispatched again
         self._count_eligible(job, j, job.eligible_pending(j, self.staged) - before)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.add_running(job.leaf, j, -units)
         self._busy[j] -= units
         self.placement.invalidate(job.leaf, j)
         self._touch(job)
@@ -354,7 +354,7 @@ class Cluster(ReservationBook):
             assert self._report is not None
             self._report.first_starts[job.job_id] = self.now
         self._count_eligible(job, j, -units)
-        self._ledger.running[job.leaf, j] += units
+        self._ledger.add_running(job.leaf, j, units)
         self._busy[j] += units
         if job.pending[j] == 0:
             self.placement.invalidate(job.leaf, j)
@@ -387,7 +387,7 @@ class Cluster(ReservationBook):
 
     def _finish_units(self, job: JobState, j: int, units: int) -> None:
         moved = job.finish(j, units)
-        self._ledger.running[job.leaf, j] -= units
+        self._ledger.add_running(job.leaf, j, -units)
         self._busy[j] -= units
         if moved and self.staged and not job.is_finished():
             stage = job.stage
@@ -414,10 +414,14 @@ class Cluster(ReservationBook):
         # without reservations the default pipeline's first and last stages pass every unit on untouched
         shared_only = not self._reservations and len(stages) == 3 and type(stages[0]) is ReservationStage \
             and type(stages[1]) is SharedStage and type(stages[2]) is EarlyStartStage
-        for j in range(self.m):
-            free = int(self.capacity[j]) - self._busy[j]
+        for j, capacity in enumerate(self.capacity.tolist()):
+            free = int(capacity) - self._busy[j]
             if shared_only and free > 0:
-                stages[1].hand_out(self, j, free)
+                allocator = self._allocators[j]
+                if type(allocator) is FairShareAllocator and allocator.work_conserving:
+                    hand_out_fair_share(self, allocator, j, free)  # SharedStage.hand_out's path here, without the hops
+                else:
+                    stages[1].hand_out(self, j, free)
                 continue
             if free <= 0 and not self._reservations:
                 allocator = self._allocators[j]

@@ -109,7 +109,7 @@ class SharedStage:
         if allocator.job_level:  # Tiresias, Themis: jobs across all queues (simulator.cluster.job_order)
             return hand_out_by_job(cluster, cast(JobLevelAllocator, allocator), j, free)
         if isinstance(allocator, FairShareAllocator) and allocator.work_conserving:
-            return _fair_share(cluster, allocator, j, free)
+            return hand_out_fair_share(cluster, allocator, j, free)
         demanding = cluster.shared_demanding(j)
         now = cluster.now
         allocator.update_demand(demanding, now)
@@ -143,9 +143,11 @@ class SharedStage:
         return free
 
 
-def _fair_share(cluster: ClusterView, allocator: FairShareAllocator, j: int, free: int) -> int:
+def hand_out_fair_share(cluster: ClusterView, allocator: FairShareAllocator, j: int, free: int) -> int:
     """:meth:`SharedStage.hand_out` under the policies of paper 002 without limits (MLRF, LTRF,
-    H-LTRF): the same choices on the leaves' demand as plain bools (``pick_leaf_flags``)."""
+    H-LTRF): the same choices on the leaves' demand as plain bools (``pick_leaf_flags``); returns
+    the units left. Without reservations the look-ahead holds nothing back, so the cluster's
+    dispatch calls it directly."""
     demanding = cluster.shared_flags(j)
     now = cluster.now
     allocator.update_demand_flags(demanding, now)

@@ -104,5 +104,5 @@ def restore(c: ClusterCore, tree: QueueTree, state: dict[str, Any]) -> None:
             continue
         for j in range(c.m):
             c._count_eligible(job, j, job.eligible_pending(j, c.staged))
-            c._ledger.running[job.leaf, j] += job.running[j]
+            c._ledger.add_running(job.leaf, j, job.running[j])
             c._busy[j] += job.running[j]

@@ -282,8 +282,9 @@ class MarketEngine:
             else:
                 visit = [payments.changed_rows(last),
                          np.flatnonzero((payments.kind == _FIXED) & (payments.amount > 0))]
-                if self._touched:
-                    visit.append(np.flatnonzero(np.isin(payments.ids, np.fromiter(self._touched, np.int64))))
+                if self._touched:  # np.isin's positions, by set lookups (faster on a market's few dozen rows)
+                    touched = self._touched
+                    visit.append(np.array([k for k, job in enumerate(payments.ids.tolist()) if job in touched], dtype=np.intp))
                 raw = payments.rows_at(np.unique(np.concatenate(visit)))
             ruled = payments
         elif isinstance(payments, PaymentTable):

@@ -106,3 +106,23 @@ def test_descend_small_picks_the_leaf_of_the_numpy_walk(seed: int) -> None:
         totals, demand = selection.group_totals(small, usage.tolist(), mask.tolist())
         assert totals == tree.aggregate(usage).tolist()  # bit for bit
         assert demand == (tree.aggregate(mask.astype(np.float64)) > 0).tolist()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_argmin_ratio_small_agrees_with_numpy(seed: int) -> None:
+    """The quotients' argmin, or None exactly where numpy's edge cases (no demand, a value that
+    is not finite) must decide; where it answers, numpy's general path answers the same."""
+    rng = np.random.default_rng(seed)
+    specials = [0.0, -0.0, 1.0, 1.0 + 1e-13, np.inf, np.nan, 1e308, 3e-308]
+    for _ in range(200):
+        n = int(rng.integers(1, 10))
+        usage = np.where(rng.random(n) < 0.3, rng.choice(specials, n), rng.integers(0, 4, n) / 3.0)
+        frac = rng.choice([0.125, 0.25, 1.0 / 3.0, 0.5, 1e-300], n)
+        mask = rng.random(n) < 0.6
+        with np.errstate(over="ignore", invalid="ignore"):
+            ratios = usage / frac
+        got = selection.argmin_ratio_small(usage.tolist(), frac.tolist(), mask.tolist())
+        finite = bool(np.isfinite(ratios[mask]).all()) and bool(mask.any())
+        assert (got is None) == (not finite) or (got is None and finite and not np.isfinite(ratios[mask].sum()))
+        if got is not None:
+            assert got == argmin_first_numpy(ratios, mask)

@@ -72,3 +72,34 @@ def test_pick_leaf_flags_is_pick_leaf(program: list[tuple[list[bool], float, flo
         for alloc in (flat, listed):
             for done in [k for k in range(key) if k % 3 == 0 and k in alloc._tasks.slot]:
                 alloc.record_finish(done, now)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["start", "start", "start", "end", "end", "grow", "tick", "near"]),
+                          st.integers(0, LEAVES - 1), st.floats(0.0, 50.0), st.integers(1, 5), st.integers(0, 10**6)),
+                max_size=200),
+       st.floats(0.0, 1e6))
+def test_kept_sums_follow_any_batch_and_clock_near_the_ends(program: list[tuple[str, int, float, int, int]], origin: float) -> None:
+    """Kept prefix sums and safe clocks: pops and growth anywhere in a leaf's batches, the clock
+    stepped to just before, at and after a running batch's expected end (where the kept terms
+    stop holding), from a large origin (where the rounding of ``now - start`` is coarse)."""
+    tasks, now, key = RunningTasks(), origin, 0
+    for action, leaf, duration, units, pick in program:
+        if action == "start":
+            tasks.add(key, leaf, now, duration, units)
+            key += 1
+        elif action == "end" and tasks.keys:
+            tasks.pop(tasks.keys[pick % len(tasks.keys)])
+        elif action == "grow" and tasks.keys:
+            tasks.grow(tasks.keys[pick % len(tasks.keys)], units)
+        elif action == "tick":
+            now += duration
+        elif action == "near" and tasks.keys:
+            i = pick % len(tasks.keys)
+            end = tasks.start[i] + tasks.expected[i]
+            now = max(now, float(np.nextafter(end, -np.inf) if units == 1 else end if units == 2 else np.nextafter(end, np.inf)))
+        got = tasks.held(now, LEAVES)
+        assert got == numpy_held(tasks, now)
+        assert [float(x).hex() for x in got] == [float(x).hex() for x in numpy_held(tasks, now)]  # signs of zero too
+        base = [origin * k - 0.0 for k in range(LEAVES)]  # finished usage, -0.0 included
+        assert tasks.held(now, LEAVES, base) == [b + h for b, h in zip(base, got, strict=True)]
