@@ -37,6 +37,80 @@ class Members(NamedTuple):
     head: int | None
 
 
+class ShareRows:
+    """The latest clearing's within-leaf shares: the jobs in the Plan's order and one (n, m) matrix.
+
+    Kept as the Plan gives them (one matrix, no per-job array), so that taking a Plan, saving the
+    shares (:meth:`array`) and reading a leaf's column (:meth:`column`) are array operations, not a
+    Python object per job. A job that leaves is marked, not removed (its row stays in the matrix).
+
+    Attributes:
+        ids: job ids, in the Plan's order.
+        matrix: (n, m) float64, row k the shares of ``ids[k]``.
+    """
+
+    __slots__ = ("_alive", "_row", "ids", "matrix")
+
+    def __init__(self, ids: list[int], matrix: NDArray[np.float64]) -> None:
+        self.ids = ids
+        self.matrix = matrix
+        self._alive: NDArray[np.bool_] | None = None  # None: every row is a known job's
+        self._row: dict[int, int] | None = None  # built on first need
+
+    def _rows(self) -> dict[int, int]:
+        if self._row is None:
+            self._row = {job: k for k, job in enumerate(self.ids)}
+        return self._row
+
+    def drop(self, job_id: int) -> None:
+        """``job_id`` left: it has no share any more."""
+        k = self._rows().pop(job_id, None)
+        if k is not None:
+            if self._alive is None:
+                self._alive = np.ones(len(self.ids), dtype=np.bool_)
+            self._alive[k] = False
+
+    def get(self, job_id: int) -> NDArray[np.float64] | None:
+        """(m,) the job's shares (a view), or None."""
+        k = self._rows().get(job_id)
+        return None if k is None else self.matrix[k]
+
+    def column(self, ids: list[int], j: int) -> NDArray[np.float64]:
+        """(len(ids),) the shares of type j of ``ids`` (0 for a job without)."""
+        row = self._rows()
+        rows = [row.get(i, -1) for i in ids]
+        if -1 not in rows:
+            return self.matrix[rows, j] if rows else np.zeros(0)
+        taken = np.array(rows, dtype=np.intp)
+        out = np.zeros(len(rows), dtype=np.float64)
+        have = taken >= 0
+        out[have] = self.matrix[taken[have], j]
+        return out
+
+    def array(self) -> NDArray[np.float64]:
+        """(n, 1 + m) rows [job id, shares...] of the jobs that have shares, in order."""
+        ids, matrix = np.array(self.ids, dtype=np.float64), self.matrix
+        if self._alive is not None:
+            ids, matrix = ids[self._alive], matrix[self._alive]
+        out = np.empty((ids.shape[0], 1 + matrix.shape[1]), dtype=np.float64)
+        out[:, 0] = ids
+        out[:, 1:] = matrix
+        return out
+
+    def items(self) -> list[tuple[int, NDArray[np.float64]]]:
+        """(job id, (m,) shares) of the jobs that have shares, in order."""
+        alive = self._alive
+        return [(job, self.matrix[k]) for k, job in enumerate(self.ids) if alive is None or alive[k]]
+
+    def __len__(self) -> int:
+        return len(self.ids) if self._alive is None else int(self._alive.sum())
+
+    @classmethod
+    def of(cls, shares: dict[int, NDArray[np.float64]], m: int) -> ShareRows:
+        """From job id -> (m,) shares, in the mapping's order."""
+        return cls(list(shares), np.array(list(shares.values()), dtype=np.float64).reshape(-1, m))
+
+
 class LeafPlacement:
     """Per-leaf job lists, within-leaf shares and the share dispatcher.
 
@@ -59,7 +133,7 @@ class LeafPlacement:
     ) -> None:
         self.m = m
         self.leaves: list[dict[int, None]] = [{} for _ in range(n_leaves)]
-        self.shares: dict[int, NDArray[np.float64]] = {}
+        self.shares = ShareRows([], np.zeros((0, m)))
         self.dispatcher = ShareDispatcher(mode=dispatch, seed=seed)  # type: ignore[arg-type]
         self._eligible = eligible
         self._cache: dict[tuple[int, int], Members] = {}
@@ -73,7 +147,7 @@ class LeafPlacement:
     def remove(self, job_id: int, leaf: int) -> None:
         """A job departed or was cancelled: drop it and its counters."""
         self.leaves[leaf].pop(job_id, None)
-        self.shares.pop(job_id, None)
+        self.shares.drop(job_id)
         self.dispatcher.forget(job_id)
         self.invalidate(leaf)
 
@@ -89,10 +163,10 @@ class LeafPlacement:
         self._cache.clear()
         self._share_cache.clear()
 
-    def set_shares(self, shares: dict[int, NDArray[np.float64]]) -> None:
-        """Replace all shares: job_id -> (m,) validated by the caller (the
+    def set_shares(self, shares: dict[int, NDArray[np.float64]] | ShareRows) -> None:
+        """Replace all shares: job_id -> (m,), or a Plan's rows, validated by the caller (the
         leaves' members stay cached: shares do not change who is eligible)."""
-        self.shares = shares
+        self.shares = shares if isinstance(shares, ShareRows) else ShareRows.of(shares, self.m)
         self._share_cache.clear()
 
     def choose(self, leaf: int, j: int) -> int:
@@ -146,18 +220,13 @@ class LeafPlacement:
         """(k,) shares of type j of the leaf's jobs ``ids`` (cached until new shares)."""
         cached = self._share_cache.get((leaf, j))
         if cached is None:
-            zero = np.zeros(self.m)
-            cached = np.array([self.shares.get(i, zero)[j] for i in ids.tolist()], dtype=np.float64)
+            cached = self.shares.column(ids.tolist(), j)
             self._share_cache[(leaf, j)] = cached
         return cached
 
     def share_array(self) -> NDArray[np.float64]:
         """(n, 1 + m) float64: ``to_state()["shares"]`` as one array, rows [job id, shares...]."""
-        out = np.empty((len(self.shares), 1 + self.m), dtype=np.float64)
-        if self.shares:
-            out[:, 0] = list(self.shares)
-            out[:, 1:] = np.array(list(self.shares.values()), dtype=np.float64).reshape(-1, self.m)
-        return out
+        return self.shares.array()
 
     def to_state(self) -> dict[str, Any]:
         """JSON-serialisable: leaf lists in order, shares, dispatcher."""
@@ -170,6 +239,6 @@ class LeafPlacement:
     def load(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`to_state` saved."""
         self.leaves = [{int(jid): None for jid in leaf} for leaf in state["leaf_jobs"]]
-        self.shares = {int(jid): np.array(v, dtype=np.float64) for jid, v in state["shares"]}
+        self.shares = ShareRows.of({int(jid): np.array(v, dtype=np.float64) for jid, v in state["shares"]}, self.m)
         self.dispatcher = ShareDispatcher.from_state(state["dispatcher"])
         self.invalidate_all()

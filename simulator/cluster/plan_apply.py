@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from scheduler.plan import Plan
 from simulator.cluster.core import ClusterCore
+from simulator.cluster.placement import ShareRows
 from simulator.engine import WAKE
 
 
@@ -81,7 +82,13 @@ def _set_share_matrix(cluster: ClusterCore, job_ids: list[int], shares: NDArray[
     """:meth:`set_shares` for a validated (n, m) matrix: one copy, rows as views."""
     matrix = np.array(shares, dtype=np.float64)
     jobs = cluster._jobs
-    cluster.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
+    if len(set(job_ids)) != len(job_ids):  # a repeated id: the last row wins, as a mapping would have it
+        cluster.placement.set_shares({job: matrix[k] for k, job in enumerate(job_ids) if job in jobs})
+    elif all(job in jobs for job in job_ids):
+        cluster.placement.set_shares(ShareRows(job_ids, matrix))
+    else:  # a clearing raced a departure: its row is left out
+        keep = [k for k, job in enumerate(job_ids) if job in jobs]
+        cluster.placement.set_shares(ShareRows([job_ids[k] for k in keep], matrix[keep].reshape(-1, cluster.m)))
 
 def mark_reserved(cluster: ClusterCore, reserved: frozenset[int]) -> None:
     """Jobs in ``reserved`` run only through their reservations; the others through the shared stage."""
