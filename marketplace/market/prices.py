@@ -201,13 +201,16 @@ def reserve_floor(types: Sequence[ResourceType]) -> float:
     return sum(float(t.reserve_price) * t.capacity for t in types) / slots if slots else 0.0
 
 
-def price_level(*, market: Market, contended: Sequence[tuple[int, int | None, float, float]] | None = None) -> float:
+def price_level(*, market: Market, contended: Sequence[tuple[int, int | None, float, float]] | None = None,
+                types: Sequence[ResourceType] | None = None) -> float:
     """The market's price level, money per slot-second: :func:`reference_rates`' rule over every type
     at once (one vote per tenant over its contended slot-seconds of all types), never below the
     reserve prices' capacity-weighted mean; :func:`reference_rate` before anything was sold in contention.
-    ``contended``: :func:`contended_settlements` when the caller has read them already."""
+    ``contended``: :func:`contended_settlements` when the caller has read them already; ``types``: all of
+    the market's resource types (``adapters.resource_types``) when the caller has read them already."""
     rows = contended_settlements(market=market) if contended is None else contended
-    return reference_of([(tenant, c, w) for _, tenant, c, w in rows], floor=reserve_floor(adapters.resource_types(market)))
+    every = adapters.resource_types(market) if types is None else types
+    return reference_of([(tenant, c, w) for _, tenant, c, w in rows], floor=reserve_floor(every))
 
 
 def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:

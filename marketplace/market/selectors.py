@@ -67,10 +67,32 @@ def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[
     return {job: cached[1][job] for job in job_ids if job in cached[1]}
 
 
+_PRICES: dict[int, tuple[int, int, dict[str, float]]] = {}  # market id -> (snapshot id, structure_version, prices)
+
+
+def snapshot_prices(*, market: Market, snapshot: AllocationSnapshot) -> dict[str, float]:
+    """Resource type name -> the unit price ``snapshot`` (a clearing of ``market``) implied, in the
+    order its rows were written (the types' stage order). A snapshot's prices are written with it in
+    one statement and never change (``market.services.clearing.plan_store``), and the names change only
+    with ``structure_version``: the newest snapshot's are kept in this process under its id and that
+    version, so the market state reads them once per clearing, not on every poll. A copy the caller may change."""
+    version = 0 if "structure_version" in market.get_deferred_fields() else int(market.structure_version or 0)
+    with _SHARES_LOCK:
+        hit = _PRICES.get(market.pk)
+    if version and hit is not None and hit[0] == snapshot.pk and hit[1] == version:
+        return dict(hit[2])
+    prices = {p.resource_type.name: p.price for p in snapshot.prices.select_related("resource_type").order_by("id")}
+    if version:
+        with _SHARES_LOCK:
+            _PRICES[market.pk] = (snapshot.pk, version, prices)
+    return dict(prices)
+
+
 def forget_caches() -> None:
-    """Drop this process's cached shares (tests: primary keys repeat across rolled-back tests)."""
+    """Drop this process's cached shares and prices (tests: primary keys repeat across rolled-back tests)."""
     with _SHARES_LOCK:
         _SHARES.clear()
+        _PRICES.clear()
     structure.forget()
 
 
@@ -184,9 +206,9 @@ def market_overview(*, market: Market) -> dict[str, object]:
             {"name": t.name, "capacity": t.capacity, "running": running.get(t.name, 0), "utilisation": running.get(t.name, 0) / t.capacity}
             for t in types
         ],
-        "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
+        "prices": snapshot_prices(market=market, snapshot=snap) if snap else {},
         "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
-                 "price_level": price_level(market=market, contended=contended),
+                 "price_level": price_level(market=market, contended=contended, types=types),
                  "reference_rate": reference_rates(market=market, types=types, contended=contended),
                  "reserve_price": {t.name: float(t.reserve_price) for t in types}},
         "last_clearing": None if snap is None else {
