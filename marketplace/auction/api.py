@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import created, request_tenant, service_errors, tenant_market
-from marketplace.api.fields import StrictJSON, money_text
+from marketplace.api.fields import StrictJSON, money_text, representations
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
@@ -323,23 +323,23 @@ def _work_rows(job_ids: list[int]) -> list[dict[str, Any]]:
 def _format(rows: list[dict[str, Any]], market: Market, work_rows: list[dict[str, Any]],
             money: dict[int, tuple[Decimal, Decimal]], shares: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
     works: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    wf = _work_fields()
+    wf = representations(_work_fields())
     for row in work_rows:
         item: dict[str, Any] = {"resource_type": row["resource_type__name"]}
-        for name, field in wf:
+        for name, write in wf:
             value = row[name]
-            item[name] = None if value is None else field.to_representation(value)
+            item[name] = None if value is None else write(value)
         works[row["job_id"]].append(item)
     paths = selectors.queue_paths(market=market)
     slo = _slo(rows, market)
     zero = (Decimal("0"), Decimal("0"))
     out = []
-    fields = _fields()
+    fields = representations(_fields())
     for r in rows:
         d: dict[str, Any] = {}
-        for name, field in fields:
+        for name, write in fields:
             value = r[name]
-            d[name] = None if value is None else field.to_representation(value)
+            d[name] = None if value is None else write(value)
         pk = r["id"]
         d["queue"] = paths[r["queue_id"]] if r["queue_id"] in paths else Queue.objects.get(pk=r["queue_id"]).path
         d["held"] = money_text(money.get(pk, zero)[0])
