@@ -75,7 +75,10 @@ def _job_entries(job_ids: list[int]) -> list[tuple[int, str, Decimal, Decimal]]:
         cursor.execute(f"SELECT {rows.column(LedgerEntry, 'job')}, {rows.column(LedgerEntry, 'kind')}, "
                        f"{rows.column(LedgerEntry, 'amount')}, {rows.column(LedgerEntry, 'held_delta')} "
                        f"FROM {rows.table(LedgerEntry)} WHERE {where}", params)
-        return [(int(j), str(k), rows.to_decimal(a, places), rows.to_decimal(h, places)) for j, k, a, h in cursor.fetchall()]
+        found = cursor.fetchall()
+    # PostgreSQL's numeric arrives as the Decimal the ORM would give (no converter); SQLite's as a float
+    return [(j, k, a if type(a) is Decimal else rows.to_decimal(a, places), h if type(h) is Decimal else rows.to_decimal(h, places))
+            for j, k, a, h in found]
 
 
 def account_of(*, tenant: Model) -> Account:
