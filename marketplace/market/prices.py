@@ -80,9 +80,16 @@ def recent_settlements(*, market: Market) -> QuerySet[SpotSettlement]:
 def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
     """Type name -> charged / slot-seconds of the published rows in the window (None: nothing
     published on it yet)."""
-    published = rate_series(market=market).filter(sim_time__gte=market.sim_time - window_s())
-    sums = {r["resource_type_id"]: (r["c"] or 0.0, r["w"] or 0.0)
-            for r in published.order_by().values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
+    from marketplace.market.services.rates import min_tenants
+
+    def col(name: str) -> str:
+        return rows.column(RateSample, name)
+
+    with connection.cursor() as cursor:  # rate_series' rows in the window, summed per type (a statement built here, not compiled)
+        cursor.execute(f"SELECT {col('resource_type')}, SUM({col('charged')}), SUM({col('slot_seconds')}) FROM {rows.table(RateSample)} "
+                       f"WHERE {col('market')} = %s AND {col('tenants')} >= %s AND {col('sim_time')} >= %s GROUP BY {col('resource_type')}",
+                       [market.pk, min_tenants(), market.sim_time - window_s()])
+        sums = {type_id: (c or 0.0, w or 0.0) for type_id, c, w in cursor.fetchall()}
     out: dict[str, float | None] = {}
     for t in types:
         c, w = sums.get(t.pk, (0.0, 0.0))

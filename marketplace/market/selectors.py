@@ -7,9 +7,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
+from marketplace.infra import instances, rows
 from marketplace.infra.windows import Buckets, history_sums
 from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
@@ -35,7 +37,7 @@ def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
     """The market's newest clearing record, without its Plan (``plan`` is read on access)."""
-    return AllocationSnapshot.objects.filter(market=market).defer("plan").order_by("-id").first()
+    return instances.newest_row(AllocationSnapshot, exclude=("plan",), market=market.pk)
 
 
 _SHARES: dict[int, tuple[int, dict[int, dict[str, float]]]] = {}  # market id -> (snapshot id, all shares)
@@ -175,17 +177,27 @@ def queue_totals(*, market: Market) -> list[dict[str, Any]]:
     return [{"queue": path, **q} for path, q in sorted(totals.items())]
 
 
+def running_units(*, market: Market) -> dict[str, int]:
+    """Resource type name -> the units the market's active jobs run of it (types none runs: absent), in one
+    plain statement (``JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
+    .values("resource_type__name").annotate(Sum("running"))``, without compiling it on every poll)."""
+    work, jobs, types = rows.table(JobWork), rows.table(Job), rows.table(ResourceType)
+    w, j, t = (lambda name: f"{work}.{rows.column(JobWork, name)}", lambda name: f"{jobs}.{rows.column(Job, name)}",
+               lambda name: f"{types}.{rows.column(ResourceType, name)}")
+    active = list(Job.ACTIVE)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {t('name')}, SUM({w('running')}) FROM {work} INNER JOIN {jobs} ON {w('job')} = {j('id')} "
+                       f"INNER JOIN {types} ON {w('resource_type')} = {t('id')} WHERE {j('market')} = %s "
+                       f"AND {j('status')} IN ({', '.join(['%s'] * len(active))}) GROUP BY {t('name')}", [market.pk, *active])
+        return {name: int(r or 0) for name, r in cursor.fetchall()}
+
+
 def market_overview(*, market: Market) -> dict[str, object]:
     """Headline numbers for the dashboard and the API's market state."""
     counts = job_counts(market=market)
     types = resource_types_of(market=market)
     contended = contended_settlements(market=market)  # one read for the level and every type's reference
-    running = {
-        r["resource_type__name"]: r["r"] or 0
-        for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
-        .values("resource_type__name")
-        .annotate(r=Sum("running"))
-    }
+    running = running_units(market=market)
     snap = latest_snapshot(market=market)
     return {
         "market": market.name,
