@@ -19,6 +19,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from marketplace.api.fields import representations
+
 RowField = tuple[str, str | None, serializers.Field]  # (name in the answer, values() lookup or None if computed, field)
 
 
@@ -53,15 +55,16 @@ def answer_rows(serializer_class: type[serializers.Serializer], rows: Iterable[d
     (``QuerySet.values(*lookups(serializer_class))``); ``computed``: name -> the value of a
     ``SerializerMethodField`` for a row."""
     fields = row_fields(serializer_class)
+    writes = dict(representations(tuple((name, field) for name, lookup, field in fields if lookup is not None)))
     computed = computed or {}
     out = []
     for row in rows:
         item: dict[str, Any] = {}
-        for name, lookup, field in fields:
+        for name, lookup, _ in fields:
             if lookup is None:
                 item[name] = computed[name](row)
             else:
                 value = row[lookup]
-                item[name] = None if value is None else field.to_representation(value)
+                item[name] = None if value is None else writes[name](value)
         out.append(item)
     return out

@@ -109,6 +109,25 @@ def find_row(model: type[models.Model], **keys: Any) -> Any:
     return None if row is None else _instance(model, names, converters, row)
 
 
+def newest_row(model: type[models.Model], *, exclude: Sequence[str] = (), **keys: Any) -> Any:
+    """``model.objects.filter(**keys).defer(*exclude).order_by("-pk").first()`` (equality on ``keys``; a
+    foreign key by its id under the field's name) from one statement built once per (model, exclude,
+    keys); None if no row matches."""
+    sql, names, converters = _newest_statement(model, tuple(exclude), tuple(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(keys.values()))
+        row = cursor.fetchone()
+    return None if row is None else _instance(model, names, converters, row)
+
+
+@lru_cache(maxsize=16)
+def _newest_statement(
+    model: type[models.Model], exclude: tuple[str, ...], keys: tuple[str, ...],
+) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    sql, names, converters = _select_statement(model, exclude, False, keys=keys)
+    return f"{sql} ORDER BY {connection.ops.quote_name(model._meta.pk.column)} DESC LIMIT 1", names, converters  # type: ignore[union-attr]
+
+
 def get_row(model: type[models.Model], pk: int, *, exclude: Sequence[str] = (), for_update: bool = False) -> Any:
     """``model.objects[.select_for_update()].defer(*exclude).get(pk=pk)`` from one statement
     built once: each value through the same converters the ORM applies; with

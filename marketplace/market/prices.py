@@ -80,9 +80,16 @@ def recent_settlements(*, market: Market) -> QuerySet[SpotSettlement]:
 def realised_rates(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:
     """Type name -> charged / slot-seconds of the published rows in the window (None: nothing
     published on it yet)."""
-    published = rate_series(market=market).filter(sim_time__gte=market.sim_time - window_s())
-    sums = {r["resource_type_id"]: (r["c"] or 0.0, r["w"] or 0.0)
-            for r in published.order_by().values("resource_type_id").annotate(c=Sum("charged"), w=Sum("slot_seconds"))}
+    from marketplace.market.services.rates import min_tenants
+
+    def col(name: str) -> str:
+        return rows.column(RateSample, name)
+
+    with connection.cursor() as cursor:  # rate_series' rows in the window, summed per type (a statement built here, not compiled)
+        cursor.execute(f"SELECT {col('resource_type')}, SUM({col('charged')}), SUM({col('slot_seconds')}) FROM {rows.table(RateSample)} "
+                       f"WHERE {col('market')} = %s AND {col('tenants')} >= %s AND {col('sim_time')} >= %s GROUP BY {col('resource_type')}",
+                       [market.pk, min_tenants(), market.sim_time - window_s()])
+        sums = {type_id: (c or 0.0, w or 0.0) for type_id, c, w in cursor.fetchall()}
     out: dict[str, float | None] = {}
     for t in types:
         c, w = sums.get(t.pk, (0.0, 0.0))
@@ -201,13 +208,16 @@ def reserve_floor(types: Sequence[ResourceType]) -> float:
     return sum(float(t.reserve_price) * t.capacity for t in types) / slots if slots else 0.0
 
 
-def price_level(*, market: Market, contended: Sequence[tuple[int, int | None, float, float]] | None = None) -> float:
+def price_level(*, market: Market, contended: Sequence[tuple[int, int | None, float, float]] | None = None,
+                types: Sequence[ResourceType] | None = None) -> float:
     """The market's price level, money per slot-second: :func:`reference_rates`' rule over every type
     at once (one vote per tenant over its contended slot-seconds of all types), never below the
     reserve prices' capacity-weighted mean; :func:`reference_rate` before anything was sold in contention.
-    ``contended``: :func:`contended_settlements` when the caller has read them already."""
+    ``contended``: :func:`contended_settlements` when the caller has read them already; ``types``: all of
+    the market's resource types (``adapters.resource_types``) when the caller has read them already."""
     rows = contended_settlements(market=market) if contended is None else contended
-    return reference_of([(tenant, c, w) for _, tenant, c, w in rows], floor=reserve_floor(adapters.resource_types(market)))
+    every = adapters.resource_types(market) if types is None else types
+    return reference_of([(tenant, c, w) for _, tenant, c, w in rows], floor=reserve_floor(every))
 
 
 def bidders_rate(*, market: Market, types: Sequence[ResourceType]) -> dict[str, float | None]:

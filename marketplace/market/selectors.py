@@ -7,9 +7,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
+from marketplace.infra import instances, rows
 from marketplace.infra.windows import Buckets, history_sums
 from marketplace.ledger.money import SLOT_SECOND, price_unit
 from marketplace.market import adapters, structure
@@ -35,7 +37,7 @@ def tenant_jobs(*, tenant: Tenant) -> QuerySet[Job]:
 
 def latest_snapshot(*, market: Market) -> AllocationSnapshot | None:
     """The market's newest clearing record, without its Plan (``plan`` is read on access)."""
-    return AllocationSnapshot.objects.filter(market=market).defer("plan").order_by("-id").first()
+    return instances.newest_row(AllocationSnapshot, exclude=("plan",), market=market.pk)
 
 
 _SHARES: dict[int, tuple[int, dict[int, dict[str, float]]]] = {}  # market id -> (snapshot id, all shares)
@@ -67,10 +69,32 @@ def current_shares(*, market: Market, job_ids: list[int] | None = None) -> dict[
     return {job: cached[1][job] for job in job_ids if job in cached[1]}
 
 
+_PRICES: dict[int, tuple[int, int, dict[str, float]]] = {}  # market id -> (snapshot id, structure_version, prices)
+
+
+def snapshot_prices(*, market: Market, snapshot: AllocationSnapshot) -> dict[str, float]:
+    """Resource type name -> the unit price ``snapshot`` (a clearing of ``market``) implied, in the
+    order its rows were written (the types' stage order). A snapshot's prices are written with it in
+    one statement and never change (``market.services.clearing.plan_store``), and the names change only
+    with ``structure_version``: the newest snapshot's are kept in this process under its id and that
+    version, so the market state reads them once per clearing, not on every poll. A copy the caller may change."""
+    version = 0 if "structure_version" in market.get_deferred_fields() else int(market.structure_version or 0)
+    with _SHARES_LOCK:
+        hit = _PRICES.get(market.pk)
+    if version and hit is not None and hit[0] == snapshot.pk and hit[1] == version:
+        return dict(hit[2])
+    prices = {p.resource_type.name: p.price for p in snapshot.prices.select_related("resource_type").order_by("id")}
+    if version:
+        with _SHARES_LOCK:
+            _PRICES[market.pk] = (snapshot.pk, version, prices)
+    return dict(prices)
+
+
 def forget_caches() -> None:
-    """Drop this process's cached shares (tests: primary keys repeat across rolled-back tests)."""
+    """Drop this process's cached shares and prices (tests: primary keys repeat across rolled-back tests)."""
     with _SHARES_LOCK:
         _SHARES.clear()
+        _PRICES.clear()
     structure.forget()
 
 
@@ -153,17 +177,27 @@ def queue_totals(*, market: Market) -> list[dict[str, Any]]:
     return [{"queue": path, **q} for path, q in sorted(totals.items())]
 
 
+def running_units(*, market: Market) -> dict[str, int]:
+    """Resource type name -> the units the market's active jobs run of it (types none runs: absent), in one
+    plain statement (``JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
+    .values("resource_type__name").annotate(Sum("running"))``, without compiling it on every poll)."""
+    work, jobs, types = rows.table(JobWork), rows.table(Job), rows.table(ResourceType)
+    w, j, t = (lambda name: f"{work}.{rows.column(JobWork, name)}", lambda name: f"{jobs}.{rows.column(Job, name)}",
+               lambda name: f"{types}.{rows.column(ResourceType, name)}")
+    active = list(Job.ACTIVE)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {t('name')}, SUM({w('running')}) FROM {work} INNER JOIN {jobs} ON {w('job')} = {j('id')} "
+                       f"INNER JOIN {types} ON {w('resource_type')} = {t('id')} WHERE {j('market')} = %s "
+                       f"AND {j('status')} IN ({', '.join(['%s'] * len(active))}) GROUP BY {t('name')}", [market.pk, *active])
+        return {name: int(r or 0) for name, r in cursor.fetchall()}
+
+
 def market_overview(*, market: Market) -> dict[str, object]:
     """Headline numbers for the dashboard and the API's market state."""
     counts = job_counts(market=market)
     types = resource_types_of(market=market)
     contended = contended_settlements(market=market)  # one read for the level and every type's reference
-    running = {
-        r["resource_type__name"]: r["r"] or 0
-        for r in JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
-        .values("resource_type__name")
-        .annotate(r=Sum("running"))
-    }
+    running = running_units(market=market)
     snap = latest_snapshot(market=market)
     return {
         "market": market.name,
@@ -184,9 +218,9 @@ def market_overview(*, market: Market) -> dict[str, object]:
             {"name": t.name, "capacity": t.capacity, "running": running.get(t.name, 0), "utilisation": running.get(t.name, 0) / t.capacity}
             for t in types
         ],
-        "prices": {p.resource_type.name: p.price for p in snap.prices.select_related("resource_type")} if snap else {},
+        "prices": snapshot_prices(market=market, snapshot=snap) if snap else {},
         "spot": {"unit": price_unit(SLOT_SECOND), "realised_rate": realised_rates(market=market, types=types),
-                 "price_level": price_level(market=market, contended=contended),
+                 "price_level": price_level(market=market, contended=contended, types=types),
                  "reference_rate": reference_rates(market=market, types=types, contended=contended),
                  "reserve_price": {t.name: float(t.reserve_price) for t in types}},
         "last_clearing": None if snap is None else {

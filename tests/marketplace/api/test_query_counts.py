@@ -45,7 +45,7 @@ CEILINGS = {
     "/api/jobs/?status=queued": 9,
     "/api/account/": 2,
     "/api/account/ledger/": 4,
-    "/api/market/": 10,
+    "/api/market/": 8,
     "/api/market/allocation/": 7,
 }
 
