@@ -250,11 +250,11 @@ def table(model: type[models.Model]) -> str:
 
 def any_of(column_sql: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
     """(condition, parameters): ``column_sql`` is one of the integers ``ids``. On PostgreSQL one array
-    parameter (``= ANY(%s::bigint[])``: the same statement text for any number of ids, so the driver's
+    parameter (``= ANY(%s::bigint[])``, an array literal: the same statement text for any number of ids, so the driver's
     prepared statement serves them all); elsewhere ``IN (%s, ...)``, one parameter per id (at least one:
     ``IN (NULL)`` matches nothing)."""
     if connection.vendor == "postgresql":
-        return f"{column_sql} = ANY(%s::bigint[])", [[int(i) for i in ids]]
+        return f"{column_sql} = ANY(%s::bigint[])", [encoding.array_literal([int(i) for i in ids], int)]
     if not ids:
         return f"{column_sql} IN (NULL)", []
     return f"{column_sql} IN ({', '.join(['%s'] * len(ids))})", [int(i) for i in ids]
