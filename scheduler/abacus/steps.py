@@ -72,7 +72,7 @@ def _flat_rows(shares: FloatArray, rest: FloatArray, mk: _Market) -> BoolArray:
     linear = ~mk.is_log
     # a flat job has 1 - s_ij <= m NEGLIGIBLE where its weight is largest
     # (w_ij (1 - s_ij) <= gain <= NEGLIGIBLE m w_ij): skip the sums where no entry has
-    if not linear.any() or rest.size == 0 or float(rest.min()) > rest.shape[1] * NEGLIGIBLE:
+    if mk.all_log or rest.size == 0 or float(rest.min()) > rest.shape[1] * NEGLIGIBLE:
         return np.zeros_like(linear)
     gain = _row_sum(mk.weights * rest)[:, 0]
     utility = _row_sum(mk.weights * shares)[:, 0]
@@ -104,9 +104,9 @@ def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: F
     safe_b = np.where(both, b, 1.0)
     log_b = np.log(safe_b)  # logs apart: x / b overflows for a subnormal b
     g = np.log(np.where(both & (x > 0), x, 1.0)) - log_b
-    if not mk.is_log.any():
+    if not mk.any_log:
         h = mk.alpha * (rest - shares) - 1.0
-    elif mk.is_log.all():
+    elif mk.all_log:
         h = -mk.alpha * shares - 1.0
     else:
         h = np.where(mk.is_log[:, None], -mk.alpha * shares - 1.0, mk.alpha * (rest - shares) - 1.0)
@@ -159,6 +159,7 @@ def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -
 
 
 _PLAIN_GROUPS = 512  # up to this many jobs, _group_index numbers the groups in plain Python
+_INTP_BOUND = 2**62  # beyond it, labels go through np.unique (their offsets could overflow intp)
 
 
 def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
@@ -173,6 +174,13 @@ def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], in
         values: list[int] = arr.tolist()
         position = {label: k for k, label in enumerate(sorted(set(values)))}
         return np.array([position[v] for v in values], dtype=np.intp).reshape(n), len(position)
+    low, high = int(arr.min()), int(arr.max())
+    if high - low <= 4 * n and abs(low) < _INTP_BOUND and abs(high) < _INTP_BOUND:  # dense ranks through a table, not a sort
+        offset = arr.astype(np.intp) - low
+        present = np.zeros(high - low + 1, dtype=np.bool_)
+        present[offset] = True
+        rank = np.cumsum(present, dtype=np.intp) - 1
+        return rank[offset], int(rank[-1]) + 1
     labels, index = np.unique(arr, return_inverse=True)
     return index.astype(np.intp).reshape(n), int(labels.shape[0])
 
