@@ -10,7 +10,7 @@ KKT condition (:func:`_newton_log_step`), damped per job when it swings
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,8 +36,21 @@ _MAX_DOWN = 3.0  # a corner entry falls x e^-3 per round toward 0
 def _row_sum(values: FloatArray) -> FloatArray:
     """(n, 1) row sums of (n, m) values as a matrix-vector product: numpy's reduction
     over a short last axis costs several times more per element than BLAS."""
-    out: FloatArray = (values @ np.ones(values.shape[1]))[:, None]
+    out: FloatArray = (values @ _ones(values.shape[1]))[:, None]
     return out
+
+
+def _ones(m: int) -> FloatArray:
+    """(m,) ones, made once per length (read-only: shared by every call)."""
+    ones = _ONES.get(m)
+    if ones is None:
+        ones = np.ones(m)
+        ones.flags.writeable = False
+        _ONES[m] = ones
+    return ones
+
+
+_ONES: dict[int, FloatArray] = {}
 
 
 def _change_by_entry(step: FloatArray, sub_budgets: FloatArray,
@@ -191,7 +204,23 @@ def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int
     if n_groups == 1:
         return np.broadcast_to(values.sum(axis=0, keepdims=True), values.shape)
     m = values.shape[1]
-    totals = np.empty((n_groups, m), dtype=np.float64)
-    for j in range(m):
-        totals[:, j] = np.bincount(market_index, weights=values[:, j], minlength=n_groups)
-    return totals[market_index]
+    # one bincount over the (group, j) slots of the row-major values: each slot adds its
+    # entries in row order, as a bincount per column does, so the sums are the same bits
+    slots = _slots(market_index, m)
+    totals = cast(FloatArray, np.bincount(slots, weights=values.ravel(), minlength=n_groups * m)).reshape(n_groups, m)  # weights: float64
+    out: FloatArray = totals[market_index]
+    return out
+
+
+def _slots(market_index: NDArray[np.intp], m: int) -> NDArray[np.intp]:
+    """(n m,) the (group, j) slot g m + j of each entry of an (n, m) array, row-major; the last
+    index's slots are kept (a market's rounds sum over the same groups again and again)."""
+    cached = _SLOTS.get(m)
+    if cached is not None and cached[0] is market_index:
+        return cached[1]
+    slots: NDArray[np.intp] = (market_index[:, None] * m + np.arange(m, dtype=np.intp)).ravel()
+    _SLOTS[m] = (market_index, slots)
+    return slots
+
+
+_SLOTS: dict[int, tuple[NDArray[np.intp], NDArray[np.intp]]] = {}
