@@ -206,10 +206,11 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        states = self.cluster.active_states()
+        states, ids = self.cluster.active_states(), self.cluster.active_ids()
         if reserved:
-            states = [job for job in states if job.spec.job_id not in reserved]
-        cols = Columns.of_jobs(states, self._bids, self._shares)
+            states = [job for job in states if job.job_id not in reserved]
+            ids = [job for job in ids if job not in reserved]
+        cols = Columns.of_jobs(states, ids, self._bids, self._shares)
         for spec, bid in extra:
             if spec.job_id not in reserved:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)

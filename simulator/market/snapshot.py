@@ -94,14 +94,13 @@ class Columns:
         self.head: NDArray[np.float64] | None = None  # the warm starts of the first rows (NaN rows: none)
 
     @classmethod
-    def of_jobs(cls, states: Sequence[JobState], bids: BidColumns, rows: ShareIntegrals) -> Columns:
-        """The rows of the jobs ``states`` (in that order) with their bids (``bids``) and warm starts
-        (``rows``, the engine's): what :meth:`add` gives job by job, gathered by row."""
+    def of_jobs(cls, states: Sequence[JobState], ids: list[int], bids: BidColumns, rows: ShareIntegrals) -> Columns:
+        """The rows of the jobs ``states`` (in that order; ``ids``: their ids) with their bids (``bids``)
+        and warm starts (``rows``, the engine's): what :meth:`add` gives job by job, gathered by row."""
         cols = cls()
-        ids = [job.spec.job_id for job in states]
         index = bids.rows(ids)
         cols.ids = ids
-        cols.leaves = [job.spec.leaf for job in states]
+        cols.leaves = [job.leaf for job in states]
         cols.demand = [job.demand() for job in states]
         cols.bids = bids.take(index)
         cols.head = rows.subs(index)[0]
@@ -124,6 +123,7 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
     each job's own (NaN rows: new jobs); at the parameters ``c``, selling ``capacity`` (m,) units
     of each type (paper 000, Sec. 3)."""
     m, n = int(capacity.shape[0]), len(cols.ids)
+    ids = np.array(cols.ids, dtype=np.int64)
     if warm is None:
         start = np.full((n, m), np.nan)
         first = 0 if cols.head is None else cols.head.shape[0]
@@ -132,6 +132,9 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         known = [first + k for k, sub in enumerate(cols.subs) if sub is not None]
         if known:
             start[known] = [sub for sub in cols.subs if sub is not None]
+    elif _leads(warm.job_ids, ids, cols.ids):  # the newer Plan's rows are the first rows (no departure since)
+        start = np.full((n, m), np.nan)
+        start[:warm.job_ids.shape[0]] = np.asarray(warm.sub_budgets)
     else:  # one gather from the newer Plan's rows
         position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
         rows = [position.get(job, -1) for job in cols.ids]
@@ -150,7 +153,7 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         slo = np.concatenate([first_slo, slo]) if slo.size else first_slo
         utility = first_utility + utility
     return MarketSnapshot(
-        job_ids=np.array(cols.ids, dtype=np.int64),
+        job_ids=ids,
         group=np.array(cols.leaves, dtype=np.int64),
         budgets=budgets,
         weights=weights,
@@ -161,6 +164,13 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         warm_start=start,
         min_utility=None if np.isnan(slo).all() else slo,
     )
+
+
+def _leads(plan_ids: NDArray[np.int64], ids: NDArray[np.int64], listed: list[int]) -> bool:
+    """Whether ``plan_ids`` are the first of ``ids`` (``listed``: the same, as a list) and no id
+    repeats: then each row's warm start is the Plan row of the same index, or none."""
+    k = plan_ids.shape[0]
+    return k <= ids.shape[0] and bool(np.array_equal(plan_ids, ids[:k])) and len(set(listed)) == len(listed)
 
 
 def _demand(rows: Sequence[Sequence[bool]], n: int, m: int) -> NDArray[np.bool_]:

@@ -186,3 +186,17 @@ def test_the_bid_columns_are_the_books_bids_after_any_history(ops: list[tuple[st
                 assert got.dtype == value.dtype and got.shape == value.shape and got.tobytes() == value.tobytes(), name
             else:
                 assert got == value, name
+
+
+def test_the_warm_start_from_a_newer_plan_of_the_first_rows_is_its_rows_then_nan() -> None:
+    engine = _engine(30, 4)
+    plan, _ = engine.clear()
+    later = [(JobSpec(500 + k, k % 3, (2, 1), (10.0, 20.0), engine.now), Bid(50.0 + k, (1.0, 2.0))) for k in range(3)]
+    subs = plan.sub_budgets * 1.25  # a newer Plan of the same rows, as a clearing between two ticks stores
+    newer = type(plan)(job_ids=plan.job_ids, shares=plan.shares, sub_budgets=subs, payments={}, diagnostics=plan.diagnostics)
+    for extra in ([], later):
+        snap = engine.snapshot(extra, warm=newer)
+        by_job = {int(j): subs[k] for k, j in enumerate(plan.job_ids.tolist())}
+        want = np.array([by_job.get(int(j), np.full(2, np.nan)) for j in snap.job_ids.tolist()])  # row by row
+        assert snap.warm_start is not None and snap.n == plan.n + len(extra)
+        assert snap.warm_start.tobytes() == want.tobytes()
