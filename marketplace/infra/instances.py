@@ -77,6 +77,25 @@ def increment_row(model: type[models.Model], pk: int, *, counter: str, exclude: 
     return _one_instance(model, pk, *_increment_statement(model, counter, tuple(exclude)))
 
 
+@lru_cache(maxsize=8)
+def _returning(model: type[models.Model], exclude: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    q = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if f.name not in exclude]
+    return f" RETURNING {', '.join(q(f.column) for f in fields)}", tuple(f.attname for f in fields), _converters(model, fields)
+
+
+def update_returning(model: type[models.Model], sql: str, params: Sequence[Any], *, exclude: Sequence[str] = ()) -> Any:
+    """Run ``sql``, an ``UPDATE`` of ``model``'s table that changes at most one row, and return
+    that row as it is then (``exclude``: fields left deferred; values through the ORM's
+    converters, as :func:`get_row`), or None when no row changed: the update and the read in
+    one round trip (``UPDATE ... RETURNING``: PostgreSQL, SQLite >= 3.35)."""
+    returning, names, converters = _returning(model, tuple(exclude))
+    with connection.cursor() as cursor:
+        cursor.execute(sql + returning, params)
+        row = cursor.fetchone()
+    return None if row is None else _instance(model, names, converters, row)
+
+
 def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
     values = []
     for value, (col, funcs) in zip(row, converters, strict=True):

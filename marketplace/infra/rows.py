@@ -413,5 +413,8 @@ def ids_where(model: type[models.Model], *, equal: dict[str, Any], within: tuple
     name, values = within
     where = " AND ".join([*(f"{column(model, k)} = %s" for k in equal), f"{column(model, name)} IN ({', '.join(['%s'] * len(values))})"])
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # one row holding every id: no row object per id
+            cursor.execute(f"SELECT array_agg(id) FROM {table(model)} WHERE {where}", [*equal.values(), *values])
+            return set(cursor.fetchone()[0] or ())
         cursor.execute(f"SELECT id FROM {table(model)} WHERE {where}", [*equal.values(), *values])
         return {int(r[0]) for r in cursor.fetchall()}

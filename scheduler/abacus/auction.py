@@ -188,10 +188,10 @@ def _best_response_from(shares: FloatArray, rest: FloatArray, mk: _Market) -> Fl
 
 def _marginal(shares: FloatArray, rest: FloatArray, mk: _Market) -> FloatArray:
     """x_ij (``scheduler.abacus.utility.marginal``), without the select when all jobs share a kind."""
-    if not mk.is_log.any():
+    if not mk.any_log:
         x: FloatArray = mk.weights * shares * rest
         return x
-    if mk.is_log.all():
+    if mk.all_log:
         x = mk.weights * rest
         return x
     return marginal(shares, rest, mk.weights, mk.is_log)

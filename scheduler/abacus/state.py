@@ -6,7 +6,7 @@ these types; keeping them here lets those modules import each other one way only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,3 +52,9 @@ class _Market:
     n_demand: FloatArray  # (n, m) demanders in the job's (group, j)
     fallback: FloatArray  # (n, m) equal split used when a job has no x > 0
     rival_power: FloatArray | None = None  # (n, m) sum of b^alpha of frozen rivals outside
+    any_log: bool = field(init=False)  # is_log.any(), read every round
+    all_log: bool = field(init=False)  # is_log.all()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "any_log", bool(self.is_log.any()))
+        object.__setattr__(self, "all_log", bool(self.is_log.all()))

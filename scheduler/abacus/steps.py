@@ -10,7 +10,7 @@ KKT condition (:func:`_newton_log_step`), damped per job when it swings
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,8 +36,21 @@ _MAX_DOWN = 3.0  # a corner entry falls x e^-3 per round toward 0
 def _row_sum(values: FloatArray) -> FloatArray:
     """(n, 1) row sums of (n, m) values as a matrix-vector product: numpy's reduction
     over a short last axis costs several times more per element than BLAS."""
-    out: FloatArray = (values @ np.ones(values.shape[1]))[:, None]
+    out: FloatArray = (values @ _ones(values.shape[1]))[:, None]
     return out
+
+
+def _ones(m: int) -> FloatArray:
+    """(m,) ones, made once per length (read-only: shared by every call)."""
+    ones = _ONES.get(m)
+    if ones is None:
+        ones = np.ones(m)
+        ones.flags.writeable = False
+        _ONES[m] = ones
+    return ones
+
+
+_ONES: dict[int, FloatArray] = {}
 
 
 def _change_by_entry(step: FloatArray, sub_budgets: FloatArray,
@@ -72,7 +85,7 @@ def _flat_rows(shares: FloatArray, rest: FloatArray, mk: _Market) -> BoolArray:
     linear = ~mk.is_log
     # a flat job has 1 - s_ij <= m NEGLIGIBLE where its weight is largest
     # (w_ij (1 - s_ij) <= gain <= NEGLIGIBLE m w_ij): skip the sums where no entry has
-    if not linear.any() or rest.size == 0 or float(rest.min()) > rest.shape[1] * NEGLIGIBLE:
+    if mk.all_log or rest.size == 0 or float(rest.min()) > rest.shape[1] * NEGLIGIBLE:
         return np.zeros_like(linear)
     gain = _row_sum(mk.weights * rest)[:, 0]
     utility = _row_sum(mk.weights * shares)[:, 0]
@@ -104,9 +117,9 @@ def _newton_log_step(b: FloatArray, target: FloatArray, x: FloatArray, shares: F
     safe_b = np.where(both, b, 1.0)
     log_b = np.log(safe_b)  # logs apart: x / b overflows for a subnormal b
     g = np.log(np.where(both & (x > 0), x, 1.0)) - log_b
-    if not mk.is_log.any():
+    if not mk.any_log:
         h = mk.alpha * (rest - shares) - 1.0
-    elif mk.is_log.all():
+    elif mk.all_log:
         h = -mk.alpha * shares - 1.0
     else:
         h = np.where(mk.is_log[:, None], -mk.alpha * shares - 1.0, mk.alpha * (rest - shares) - 1.0)
@@ -159,6 +172,7 @@ def _fallback_split(budgets: FloatArray, active: BoolArray, demand: BoolArray) -
 
 
 _PLAIN_GROUPS = 512  # up to this many jobs, _group_index numbers the groups in plain Python
+_INTP_BOUND = 2**62  # beyond it, labels go through np.unique (their offsets could overflow intp)
 
 
 def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], int]:
@@ -173,6 +187,13 @@ def _group_index(groups: ArrayLike | None, n: int) -> tuple[NDArray[np.intp], in
         values: list[int] = arr.tolist()
         position = {label: k for k, label in enumerate(sorted(set(values)))}
         return np.array([position[v] for v in values], dtype=np.intp).reshape(n), len(position)
+    low, high = int(arr.min()), int(arr.max())
+    if high - low <= 4 * n and abs(low) < _INTP_BOUND and abs(high) < _INTP_BOUND:  # dense ranks through a table, not a sort
+        offset = arr.astype(np.intp) - low
+        present = np.zeros(high - low + 1, dtype=np.bool_)
+        present[offset] = True
+        rank = np.cumsum(present, dtype=np.intp) - 1
+        return rank[offset], int(rank[-1]) + 1
     labels, index = np.unique(arr, return_inverse=True)
     return index.astype(np.intp).reshape(n), int(labels.shape[0])
 
@@ -183,7 +204,23 @@ def _group_sum(values: FloatArray, market_index: NDArray[np.intp], n_groups: int
     if n_groups == 1:
         return np.broadcast_to(values.sum(axis=0, keepdims=True), values.shape)
     m = values.shape[1]
-    totals = np.empty((n_groups, m), dtype=np.float64)
-    for j in range(m):
-        totals[:, j] = np.bincount(market_index, weights=values[:, j], minlength=n_groups)
-    return totals[market_index]
+    # one bincount over the (group, j) slots of the row-major values: each slot adds its
+    # entries in row order, as a bincount per column does, so the sums are the same bits
+    slots = _slots(market_index, m)
+    totals = cast(FloatArray, np.bincount(slots, weights=values.ravel(), minlength=n_groups * m)).reshape(n_groups, m)  # weights: float64
+    out: FloatArray = totals[market_index]
+    return out
+
+
+def _slots(market_index: NDArray[np.intp], m: int) -> NDArray[np.intp]:
+    """(n m,) the (group, j) slot g m + j of each entry of an (n, m) array, row-major; the last
+    index's slots are kept (a market's rounds sum over the same groups again and again)."""
+    cached = _SLOTS.get(m)
+    if cached is not None and cached[0] is market_index:
+        return cached[1]
+    slots: NDArray[np.intp] = (market_index[:, None] * m + np.arange(m, dtype=np.intp)).ravel()
+    _SLOTS[m] = (market_index, slots)
+    return slots
+
+
+_SLOTS: dict[int, tuple[NDArray[np.intp], NDArray[np.intp]]] = {}

@@ -52,10 +52,17 @@ def log_mask(utility: str | Sequence[str], n: int) -> BoolArray:
     kinds = [utility] * n if isinstance(utility, str) else list(utility)
     if len(kinds) != n:
         raise ValueError(f"utility has {len(kinds)} entries for {n} jobs")
-    unknown = sorted({str(k) for k in kinds} - set(UTILITY_KINDS))
-    if unknown:
-        raise ValueError(f"unknown utility kind(s) {unknown}; use {UTILITY_KINDS}")
+    present = set(kinds)
+    if not present <= _KINDS:  # kinds are read as str
+        unknown = sorted({str(k) for k in kinds} - _KINDS)
+        if unknown:
+            raise ValueError(f"unknown utility kind(s) {unknown}; use {UTILITY_KINDS}")
+    elif len(present) == 1:  # one kind for every job (most markets): no pass over the list
+        return np.full(n, "log" in present, dtype=np.bool_)
     return np.array([k == "log" for k in kinds], dtype=np.bool_)
+
+
+_KINDS = frozenset(UTILITY_KINDS)
 
 
 def demand_mask(demand: ArrayLike | None, shape: tuple[int, int]) -> BoolArray:

@@ -149,6 +149,10 @@ class ClusterCore:
         """The active jobs' counters in arrival order (``arrival_rank``), across leaves."""
         return list(self._active.values())
 
+    def active_ids(self) -> list[int]:
+        """The active jobs' ids, in the order of :meth:`active_states`."""
+        return list(self._active)
+
     def next_event_time(self) -> float:
         """Time (s) of the next task completion or arrival, inf if none; a
         live clock may sleep until then (fairness samples are not events)."""

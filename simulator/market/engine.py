@@ -39,7 +39,7 @@ from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.market import state as engine_state
 from simulator.market.records import Bid, Charge, JobBooks, MarketConfig, ShareTable, StepReport
-from simulator.market.snapshot import Columns, build_snapshot
+from simulator.market.snapshot import BidColumns, Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
@@ -68,6 +68,7 @@ class MarketEngine:
         self.config = config
         self._books: dict[int, JobBooks] = {}
         self._shares = ShareIntegrals(cluster.m)
+        self._bids = BidColumns(cluster.m)  # the bids of ``_books`` by row, for the snapshot
         self._booked: list[Reservation] = []
         self._booked_price: dict[int, float] = {}  # job id -> its fixed price
         self.plan_id: int | None = None  # the stored Plan in force (live market)
@@ -110,7 +111,9 @@ class MarketEngine:
         price = self._booked_price.get(spec.job_id)
         rule = budget_payment(bid.budget, bid.min_utility) if price is None else PaymentRule.fixed(price)
         arrival = max(spec.submit_time, self.now)
-        self._books[spec.job_id] = JobBooks(bid, rule, arrival, self._shares.add(self.now), accepted=price is not None)
+        row = self._shares.add(self.now)
+        self._books[spec.job_id] = JobBooks(bid, rule, arrival, row, accepted=price is not None)
+        self._bids.put(spec.job_id, row, bid)
         self._touched.add(spec.job_id)
 
     def cancel(self, job_id: int) -> None:
@@ -137,6 +140,7 @@ class MarketEngine:
         books = self._books.pop(job_id, None)
         if books is not None:
             self._shares.remove(books.row)
+            self._bids.drop(job_id)
 
     def set_capacity(self, capacity: Sequence[int]) -> None:
         """Change the slot counts (see ``Cluster.set_capacity``)."""
@@ -202,10 +206,11 @@ class MarketEngine:
         them to the engine). Shapes and sources as ``MarketSnapshot`` (paper 000, Sec. 3).
         """
         reserved = {r.job_id for r in self._booked} | set(exclude)
-        states = self.cluster.active_states()
+        states, ids = self.cluster.active_states(), self.cluster.active_ids()
         if reserved:
-            states = [job for job in states if job.spec.job_id not in reserved]
-        cols = Columns.of_jobs(states, self._books, self._shares)
+            states = [job for job in states if job.job_id not in reserved]
+            ids = [job for job in ids if job not in reserved]
+        cols = Columns.of_jobs(states, ids, self._bids, self._shares)
         for spec, bid in extra:
             if spec.job_id not in reserved:
                 cols.add(spec.job_id, spec.leaf, bid, tuple(t > 0 for t in spec.tasks), None)

@@ -5,7 +5,8 @@ last Plan's sub-budgets). ``simulator.market.engine.MarketEngine.snapshot`` gath
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,19 +15,77 @@ from scheduler.plan import Plan
 from scheduler.types import MarketSnapshot
 from simulator.cluster.jobs import JobState
 from simulator.integrals import ShareIntegrals
-from simulator.market.records import Bid, JobBooks, MarketConfig
+from simulator.market.records import Bid, MarketConfig
+
+
+class BidColumns:
+    """The engine's bids as columns, one row a job: the row of its ``JobBooks`` (the rows of
+    ``simulator.integrals.ShareIntegrals``), so a snapshot gathers budgets, utility weights and
+    kinds and SLOs (paper 000, Sec. 3 and 6) by index instead of reading every bid.
+
+    Args:
+        m: resource types (the weights' length).
+    """
+
+    __slots__ = ("_budget", "_slo", "_utility", "_weights", "m", "row_of")
+
+    def __init__(self, m: int) -> None:
+        self.m = m
+        self.row_of: dict[int, int] = {}  # job id -> row
+        self._budget = np.zeros(0)
+        self._weights = np.zeros((0, m))
+        self._slo = np.zeros(0)  # NaN: no SLO
+        self._utility: list[str] = []
+
+    def put(self, job_id: int, row: int, bid: Bid) -> None:
+        """``bid`` becomes job ``job_id``'s, at ``row``.
+
+        Raises:
+            ValueError: weights of other than ``m`` entries.
+        """
+        if len(bid.weights) != self.m:
+            raise ValueError(f"job {job_id}: weights need {self.m} entries")
+        if row >= self._budget.shape[0]:
+            self._grow(row + 1)
+        self._budget[row] = bid.budget
+        self._weights[row] = bid.weights
+        self._slo[row] = math.nan if bid.min_utility is None else bid.min_utility
+        self._utility[row] = bid.utility
+        self.row_of[job_id] = row
+
+    def drop(self, job_id: int) -> None:
+        """Forget a departed or cancelled job (its row is reused by a later :meth:`put`)."""
+        self.row_of.pop(job_id, None)
+
+    def rows(self, job_ids: Sequence[int]) -> NDArray[np.intp]:
+        """(k,) the rows of ``job_ids``; raises KeyError for a job without a bid."""
+        return np.fromiter(map(self.row_of.__getitem__, job_ids), dtype=np.intp, count=len(job_ids))
+
+    def take(self, rows: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], list[str]]:
+        """(budgets (k,), weights (k, m), SLOs (k,) NaN for none, utility kinds) of ``rows``."""
+        return self._budget[rows], self._weights[rows], self._slo[rows], list(map(self._utility.__getitem__, rows.tolist()))
+
+    def _grow(self, size: int) -> None:
+        size = max(size, 2 * self._budget.shape[0], 16)
+        extra = size - self._budget.shape[0]
+        self._budget = np.concatenate([self._budget, np.zeros(extra)])
+        self._weights = np.concatenate([self._weights, np.zeros((extra, self.m))])
+        self._slo = np.concatenate([self._slo, np.full(extra, math.nan)])
+        self._utility.extend(["linear"] * extra)
 
 
 class Columns:
     """A snapshot's rows gathered column by column: job id, leaf, bid, demand per type,
-    warm-start sub-budgets (None: a new job)."""
+    warm-start sub-budgets (None: a new job). The first rows' bids (``bids``, from
+    :meth:`of_jobs`) are arrays; the rows :meth:`add` appends after them are lists."""
 
-    __slots__ = ("budgets", "demand", "head", "ids", "leaves", "slo", "subs", "utility", "weights")
+    __slots__ = ("bids", "budgets", "demand", "head", "ids", "leaves", "slo", "subs", "utility", "weights")
 
     def __init__(self) -> None:
         self.ids: list[int] = []
         self.leaves: list[int] = []
-        self.budgets: list[float] = []
+        self.bids: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], list[str]] | None = None
+        self.budgets: list[float] = []  # of the rows after ``bids``'
         self.weights: list[tuple[float, ...]] = []
         self.utility: list[str] = []
         self.slo: list[float] = []
@@ -35,21 +94,16 @@ class Columns:
         self.head: NDArray[np.float64] | None = None  # the warm starts of the first rows (NaN rows: none)
 
     @classmethod
-    def of_jobs(cls, states: Sequence[JobState], books: Mapping[int, JobBooks], rows: ShareIntegrals) -> Columns:
-        """The rows of the jobs ``states`` (in that order) with their ``books`` and warm starts (``rows``,
-        the engine's): what :meth:`add` gives job by job, a column at a time."""
+    def of_jobs(cls, states: Sequence[JobState], ids: list[int], bids: BidColumns, rows: ShareIntegrals) -> Columns:
+        """The rows of the jobs ``states`` (in that order; ``ids``: their ids) with their bids (``bids``)
+        and warm starts (``rows``, the engine's): what :meth:`add` gives job by job, gathered by row."""
         cols = cls()
-        ids = [job.spec.job_id for job in states]
-        held = [books[job_id] for job_id in ids]
-        bids = [b.bid for b in held]
+        index = bids.rows(ids)
         cols.ids = ids
-        cols.leaves = [job.spec.leaf for job in states]
-        cols.budgets = [bid.budget for bid in bids]
-        cols.weights = [bid.weights for bid in bids]
-        cols.utility = [bid.utility for bid in bids]
-        cols.slo = [math.nan if bid.min_utility is None else bid.min_utility for bid in bids]
+        cols.leaves = [job.leaf for job in states]
         cols.demand = [job.demand() for job in states]
-        cols.head = rows.subs(np.fromiter((b.row for b in held), dtype=np.intp, count=len(held)))[0]
+        cols.bids = bids.take(index)
+        cols.head = rows.subs(index)[0]
         return cols
 
     def add(self, job_id: int, leaf: int, bid: Bid, demand: Sequence[bool], sub: NDArray[np.float64] | None) -> None:
@@ -69,6 +123,7 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
     each job's own (NaN rows: new jobs); at the parameters ``c``, selling ``capacity`` (m,) units
     of each type (paper 000, Sec. 3)."""
     m, n = int(capacity.shape[0]), len(cols.ids)
+    ids = np.array(cols.ids, dtype=np.int64)
     if warm is None:
         start = np.full((n, m), np.nan)
         first = 0 if cols.head is None else cols.head.shape[0]
@@ -77,6 +132,9 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         known = [first + k for k, sub in enumerate(cols.subs) if sub is not None]
         if known:
             start[known] = [sub for sub in cols.subs if sub is not None]
+    elif _leads(warm.job_ids, ids, cols.ids):  # the newer Plan's rows are the first rows (no departure since)
+        start = np.full((n, m), np.nan)
+        start[:warm.job_ids.shape[0]] = np.asarray(warm.sub_budgets)
     else:  # one gather from the newer Plan's rows
         position = {job: k for k, job in enumerate(warm.job_ids.tolist())}
         rows = [position.get(job, -1) for job in cols.ids]
@@ -84,16 +142,39 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         have = np.flatnonzero(np.array(rows, dtype=np.int64) >= 0)
         if have.size:
             start[have] = np.asarray(warm.sub_budgets)[np.array(rows, dtype=np.int64)[have]]
-    slo = cols.slo
+    budgets = np.array(cols.budgets, dtype=np.float64)
+    weights = np.array(cols.weights, dtype=np.float64).reshape(-1, m)
+    slo = np.array(cols.slo, dtype=np.float64)
+    utility = cols.utility
+    if cols.bids is not None:  # the first rows' bids, gathered as arrays
+        first_budgets, first_weights, first_slo, first_utility = cols.bids
+        budgets = np.concatenate([first_budgets, budgets]) if budgets.size else first_budgets
+        weights = np.concatenate([first_weights, weights]) if weights.size else first_weights
+        slo = np.concatenate([first_slo, slo]) if slo.size else first_slo
+        utility = first_utility + utility
     return MarketSnapshot(
-        job_ids=np.array(cols.ids, dtype=np.int64),
+        job_ids=ids,
         group=np.array(cols.leaves, dtype=np.int64),
-        budgets=np.array(cols.budgets, dtype=np.float64),
-        weights=np.array(cols.weights, dtype=np.float64).reshape(-1, m),
-        utility=tuple(cols.utility),
-        demand=np.array(cols.demand, dtype=np.bool_).reshape(-1, m),
+        budgets=budgets,
+        weights=weights,
+        utility=tuple(utility),
+        demand=_demand(cols.demand, n, m),
         capacity=capacity,
         alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
         warm_start=start,
-        min_utility=None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
+        min_utility=None if np.isnan(slo).all() else slo,
     )
+
+
+def _leads(plan_ids: NDArray[np.int64], ids: NDArray[np.int64], listed: list[int]) -> bool:
+    """Whether ``plan_ids`` are the first of ``ids`` (``listed``: the same, as a list) and no id
+    repeats: then each row's warm start is the Plan row of the same index, or none."""
+    k = plan_ids.shape[0]
+    return k <= ids.shape[0] and bool(np.array_equal(plan_ids, ids[:k])) and len(set(listed)) == len(listed)
+
+
+def _demand(rows: Sequence[Sequence[bool]], n: int, m: int) -> NDArray[np.bool_]:
+    """(n, m) the rows of demand flags as one array (read as one flat run when every row has m)."""
+    if set(map(len, rows)) <= {m}:
+        return np.fromiter(chain.from_iterable(rows), dtype=np.bool_, count=n * m).reshape(n, m)
+    return np.array(rows, dtype=np.bool_).reshape(-1, m)

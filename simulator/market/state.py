@@ -15,6 +15,7 @@ from simulator.cluster.jobs import inf_to_none, none_to_inf
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals
 from simulator.market.records import Bid, JobBooks, MarketConfig
+from simulator.market.snapshot import BidColumns
 
 STATE_FORMAT = 1
 
@@ -28,6 +29,7 @@ class Saved(Protocol):
     plan_id: int | None
     _books: dict[int, JobBooks]
     _shares: ShareIntegrals
+    _bids: BidColumns
     _booked: list[Reservation]
     _booked_price: dict[int, float]
 
@@ -89,10 +91,9 @@ def restore(engine: Saved, state: Mapping[str, Any]) -> None:
         job_id, budget, weights, utility, slo, (kind, amount, mu), arrival, sub, share, area, mark, accepted = row
         integral = engine._shares.add(float(mark))
         engine._shares.load(integral, share, area, float(mark), sub)
-        engine._books[int(job_id)] = JobBooks(
-            Bid(float(budget), tuple(float(w) for w in weights), utility, slo),
-            PaymentRule(kind, float(amount), mu), float(arrival), integral, bool(accepted),
-        )
+        bid = Bid(float(budget), tuple(float(w) for w in weights), utility, slo)
+        engine._books[int(job_id)] = JobBooks(bid, PaymentRule(kind, float(amount), mu), float(arrival), integral, bool(accepted))
+        engine._bids.put(int(job_id), integral, bid)
     engine._booked = [Reservation.from_list(row) for row in state["booked"]]
     engine._booked_price = {int(job): float(price) for job, price in state.get("booked_prices", [])}
     engine.plan_id = state["plan_id"]

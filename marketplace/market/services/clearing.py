@@ -55,27 +55,35 @@ _TABLE = Market._meta.db_table
 _LEASE_COLUMN = Market._meta.get_field("clearing_lease_until").column
 
 
-def _acquire_lease(market_id: int) -> datetime | None:
+def _take_lease(market_id: int) -> tuple[datetime, Market] | None:
     """Take the market's clearing lease unless another clearing holds an unexpired one,
     or there is nothing to clear (``cleared_version`` already equals ``state_version``).
 
     One conditional UPDATE (raw SQL: it runs on every clearing and the ORM's
-    compilation cost more than the statement).
+    compilation cost more than the statement) that also returns the market row
+    (without ``engine_state``) as the lease left it: what :func:`_read_state` reads first.
 
     Returns:
-        the lease's expiry, which also identifies it (:func:`_release_lease`
-        frees only this lease, never one another clearing took over), or None.
+        (the lease's expiry, which also identifies it (:func:`_release_lease`
+        frees only this lease, never one another clearing took over), the market row), or None.
     """
     now = timezone.now()
     until = now + timedelta(seconds=settings.MARKET_LEASE_S)
     field = Market._meta.get_field("clearing_lease_until")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND cleared_version < state_version"
-            f" AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
-            [field.get_db_prep_value(until, connection), market_id, field.get_db_prep_value(now, connection)],
-        )
-        return until if cursor.rowcount == 1 else None
+    market = instances.update_returning(
+        Market,
+        f"UPDATE {_TABLE} SET {_LEASE_COLUMN} = %s WHERE id = %s AND cleared_version < state_version"
+        f" AND ({_LEASE_COLUMN} IS NULL OR {_LEASE_COLUMN} < %s)",
+        [field.get_db_prep_value(until, connection), market_id, field.get_db_prep_value(now, connection)],
+        exclude=("engine_state",),
+    )
+    return None if market is None else (until, market)
+
+
+def _acquire_lease(market_id: int) -> datetime | None:
+    """:func:`_take_lease` without the row: the lease's expiry, or None."""
+    leased = _take_lease(market_id)
+    return None if leased is None else leased[0]
 
 
 def _renew_lease(market_id: int, lease: datetime) -> datetime:
@@ -107,17 +115,18 @@ def _is_current(market_id: int) -> bool:
     return Market.objects.filter(pk=market_id, cleared_version__gte=F("state_version")).exists()
 
 
-def _fault_injection_delay() -> None:
+def _fault_injection_delay() -> bool:
     """Sleep ``MARKET_CLEARING_DELAY_S`` (0 outside the crash tests) while holding the lease:
-    the integration tests use it to kill a real worker in the middle of a clearing."""
+    the integration tests use it to kill a real worker in the middle of a clearing. True if it slept."""
     delay = float(getattr(settings, "MARKET_CLEARING_DELAY_S", 0.0))
     if delay > 0:
         time.sleep(delay)
+    return delay > 0
 
 
-def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[ResourceType], dict]:
-    """The market row, the snapshot to clear (None: this version is cleared already), the
-    resource types and the parameters the snapshot carries.
+def _read_state(market_id: int, market: Market | None = None) -> tuple[Market, MarketSnapshot | None, list[ResourceType], dict]:
+    """The market row (``market``: as just read, else read here), the snapshot to clear (None:
+    this version is cleared already), the resource types and the parameters the snapshot carries.
 
     The parameters and capacities are the market row's, not the engine's: the engine
     learns a change only at the next tick's sync, and a clearing on its stale settings
@@ -127,7 +136,8 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     already in what was read or moved ``state_version`` since the row was read,
     and then the version check in :func:`market_clear` drops this result.
     """
-    market = instances.get_row(Market, market_id, exclude=("engine_state",))
+    if market is None:
+        market = instances.get_row(Market, market_id, exclude=("engine_state",))
     if market.cleared_version >= market.state_version:
         return market, None, [], {}
     context = engine_context(market)
@@ -135,11 +145,11 @@ def _read_state(market_id: int) -> tuple[Market, MarketSnapshot | None, list[Res
     marks = engine_marks(market=market)
     extra, gone = [], []
     if market.state_version != marks.state_version:  # bids or cancellations since the last tick
-        active_ids = active_job_ids(market_id=market_id)
-        new = [pk for pk in active_ids if not engine.knows(pk)]
+        active_ids, known = active_job_ids(market_id=market_id), engine.known_jobs()
+        new = sorted(active_ids.difference(known))  # the bids the engine has not seen
         new = sorted(set(new) - hooks.excluded_from_clearing(market, new))  # a part serves these itself (ERA: reserved)
         extra = adapters.job_specs(new, context.types, context.tree_map, market.sim_time)
-        gone = [job for job in engine.known_jobs() if job not in active_ids]
+        gone = [job for job in known if job not in active_ids]
     newer = None
     if market.clearings != marks.clearings:  # a clearing since the last tick: warm-start from it
         latest = adapters.latest_plan(market_id)
@@ -199,17 +209,20 @@ def market_clear(*, market_id: int) -> ClearingResult:
         MAX_ATTEMPTS solves: the last result was stored (it is one solve old)
         and the caller enqueues a new clearing.
     """
-    lease = _acquire_lease(market_id)
-    if lease is None:
+    leased = _take_lease(market_id)
+    if leased is None:
         return ClearingResult(status="current" if _is_current(market_id) else "busy")
+    lease, row = leased  # row: the market as the lease left it (the first attempt's read)
     released = False
     try:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:
                 lease = _renew_lease(market_id, lease)
-            _fault_injection_delay()
+            if _fault_injection_delay():
+                row = None  # read the row after the delay, as an attempt does
             t0 = time.perf_counter()
-            market, snap, types, params = _read_state(market_id)
+            market, snap, types, params = _read_state(market_id, row)
+            row = None  # a later attempt reads the row again
             if snap is None:  # a tick (or another clearing) has cleared this version: nothing to do
                 return ClearingResult("current", state_version=market.state_version)
             ts = time.perf_counter()

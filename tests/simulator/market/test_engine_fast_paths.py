@@ -1,14 +1,18 @@
 """The market engine's fast paths give what the paths they replaced gave: the snapshot's
-warm start gathered from a newer Plan in one step (row by row before), and the payment rules of
+warm start gathered from a newer Plan in one step (row by row before), its bid columns
+gathered by row from the engine's arrays (bid by bid before), and the payment rules of
 a Plan taken from its table without building a rule per unchanged job (a rule object per
 job before)."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import PaymentRule, PaymentTable
@@ -136,3 +140,63 @@ def test_rules_taken_from_the_rows_that_changed_are_the_rules_taken_from_every_r
                 engine.book(Reservation(engine.known_jobs()[0], 0, 1, engine.now, engine.now + 50.0), 9.0)
             engine.step(engine.now + 10.0)
     assert fast.to_state() == full.to_state()
+
+
+def _bid_by_bid(engine: MarketEngine) -> dict[str, object]:
+    """The snapshot's bid columns read job by job from the books (as the snapshot read them before)."""
+    states = engine.cluster.active_states()
+    bids = [engine._books[job.spec.job_id].bid for job in states]
+    slo = [math.nan if b.min_utility is None else b.min_utility for b in bids]
+    return {
+        "job_ids": np.array([job.spec.job_id for job in states], dtype=np.int64),
+        "budgets": np.array([b.budget for b in bids], dtype=np.float64),
+        "weights": np.array([b.weights for b in bids], dtype=np.float64).reshape(-1, engine.m),
+        "utility": tuple(b.utility for b in bids),
+        "demand": np.array([job.demand() for job in states], dtype=np.bool_).reshape(-1, engine.m),
+        "min_utility": None if all(math.isnan(x) for x in slo) else np.array(slo, dtype=np.float64),
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["submit", "cancel", "step", "clear", "restore"]), st.integers(0, 10**6)),
+                min_size=1, max_size=25))
+def test_the_bid_columns_are_the_books_bids_after_any_history(ops: list[tuple[str, int]]) -> None:
+    engine, next_id = _engine(6, 3), 200
+    for op, draw in ops:
+        rng = np.random.default_rng(draw)
+        if op == "submit":
+            spec = JobSpec(next_id, draw % 3, (int(rng.integers(1, 5)), int(rng.integers(0, 3))), (10.0, 20.0), engine.now)
+            slo = float(rng.uniform(0.1, 1.0)) if draw % 3 == 0 else None
+            engine.submit(spec, Bid(float(rng.uniform(1, 300)), tuple(float(w) for w in rng.uniform(0, 3, 2)),
+                                    "log" if draw % 2 else "linear", slo))
+            next_id += 1
+        elif op == "cancel" and engine.cluster.active_states():
+            states = engine.cluster.active_states()
+            engine.cancel(states[draw % len(states)].spec.job_id)
+        elif op == "step":
+            engine.step(engine.now + float(draw % 40))
+        elif op == "clear":
+            engine.clear()
+        elif op == "restore":
+            engine = MarketEngine.from_state(TREE, json.loads(json.dumps(engine.to_state())))
+        snap, want = engine.snapshot(), _bid_by_bid(engine)
+        for name, value in want.items():
+            got = getattr(snap, name)
+            if isinstance(value, np.ndarray):
+                assert got.dtype == value.dtype and got.shape == value.shape and got.tobytes() == value.tobytes(), name
+            else:
+                assert got == value, name
+
+
+def test_the_warm_start_from_a_newer_plan_of_the_first_rows_is_its_rows_then_nan() -> None:
+    engine = _engine(30, 4)
+    plan, _ = engine.clear()
+    later = [(JobSpec(500 + k, k % 3, (2, 1), (10.0, 20.0), engine.now), Bid(50.0 + k, (1.0, 2.0))) for k in range(3)]
+    subs = plan.sub_budgets * 1.25  # a newer Plan of the same rows, as a clearing between two ticks stores
+    newer = type(plan)(job_ids=plan.job_ids, shares=plan.shares, sub_budgets=subs, payments={}, diagnostics=plan.diagnostics)
+    for extra in ([], later):
+        snap = engine.snapshot(extra, warm=newer)
+        by_job = {int(j): subs[k] for k, j in enumerate(plan.job_ids.tolist())}
+        want = np.array([by_job.get(int(j), np.full(2, np.nan)) for j in snap.job_ids.tolist()])  # row by row
+        assert snap.warm_start is not None and snap.n == plan.n + len(extra)
+        assert snap.warm_start.tobytes() == want.tobytes()
