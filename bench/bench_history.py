@@ -25,7 +25,9 @@ market series API, the why-waiting explanation of a waiting job; and the tick (p
 no goal here: bench/bench_tick.py has the tick's). Each answer must be a 200 with rows (the
 pages' tables, the lists' results, a series with points, a waiting job's explanation), and
 each query of each page is run under ``EXPLAIN``: the scans of the big tables are listed, by
-index or sequential. The requests are timed as a server serves them; their queries are counted
+index or sequential. The requests are timed as a server serves them (the process settled after
+start-up as a web worker is, ``marketplace.infra.collector.settle``: without it the collector's full
+passes over the loaded app, 100-150 ms each, land inside requests and set the p95); their queries are counted
 in an untimed first round (capturing them formats each statement's SQL, which would inflate the times).
 
 Usage: .venv/bin/python bench/bench_history.py [--jobs 100000] [--entries 1000000] [--rounds 30] [--pg-url URL]
