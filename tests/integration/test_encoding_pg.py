@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from marketplace.infra import encoding
 from tests.integration.conftest import _require
 
+pytestmark = pytest.mark.integration
+
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
