@@ -326,11 +326,12 @@ def _cancel_locked(job: Job, user: object) -> Job:
     types = engine_context(market).types
     # with no task done nothing is owed whatever the payment rule: the rule and the level of demand are
     # read only when work was done (the cancellation holds the market row every writer waits for)
-    works = list(JobWork.objects.filter(job_id=job.pk))
     by_id = {t.pk: t for t in types}
+    works = instances.find_rows(JobWork, job=job.pk)  # the statement built once (the ORM's compiling cost more)
     for w in works:
         if w.resource_type_id in by_id:
             w.resource_type = by_id[w.resource_type_id]
+    works.sort(key=lambda w: (w.resource_type.stage, w.resource_type_id))  # JobWork's ordering
     job._prefetched_objects_cache = {"work": works}  # the caller's answer reads them without a query
     charge, fixed = _cancellation(job, held, types, lazy=True, works=works)
     amount = Decimal(0) if fixed else charge.amount
