@@ -40,6 +40,13 @@ def _body(request: Request) -> object:
     return dict(data.lists()) if hasattr(data, "lists") else data
 
 
+def in_idempotent_call(request: Request) -> bool:
+    """True while ``request``'s view method runs inside :func:`idempotent`'s transaction, which
+    rolls back whole (the key with every write) on any error or non-2xx answer: a service the
+    method calls needs no savepoint of its own there."""
+    return bool(getattr(request, "_idempotent_call", False))
+
+
 def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
     """Wrap a DRF view method (``self, request, *args, **kwargs``) with ``Idempotency-Key`` handling."""
 
@@ -54,7 +61,11 @@ def idempotent(method: Callable[..., Response]) -> Callable[..., Response]:
         first: dict[str, str] = {}
 
         def call() -> Outcome:
-            response = method(self, request, *args, **kwargs)
+            request._idempotent_call = True  # see in_idempotent_call
+            try:
+                response = method(self, request, *args, **kwargs)
+            finally:
+                request._idempotent_call = False
             if response.has_header("Location"):
                 first["Location"] = response["Location"]
             body = orjson.loads(json_bytes(response.data)) if response.data is not None else None

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection
 from django.db.models import QuerySet
+from django.http import Http404
 from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
@@ -24,12 +25,13 @@ from marketplace.api.answers import PreviewOut
 from marketplace.api.conditional import conditional
 from marketplace.api.conventions import created, request_tenant, service_errors, tenant_market
 from marketplace.api.fields import StrictJSON, money_text, representations
-from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
+from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent, in_idempotent_call
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
 from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
 from marketplace.auction.services import bid_submit, bid_terms, bid_work_errors, job_cancel, utility_fit_adopt
+from marketplace.infra import instances
 from marketplace.infra.rows import any_of, column, table
 from marketplace.ledger.selectors import job_money
 from marketplace.market import selectors
@@ -239,10 +241,22 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         try:
             job = bid_submit(tenant=tenant, budget=d["budget"], work=work, utility=d["utility"], name=d["name"], user=request.user,
                              min_utility=d.get("min_utility"), job_class=d.get("job_class", ""),
-                             use_adopted_utility=d.get("use_adopted_utility", False))
+                             use_adopted_utility=d.get("use_adopted_utility", False),
+                             savepoint=not in_idempotent_call(request))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
         return created(request, placed_job_dict(job, list(job.work.all()), job.market), self.location_of({"id": job.pk}))
+
+    def _job_to_cancel(self, request: Request, pk: str | None) -> Job:
+        """``self.get_object()`` for a cancel: without query parameters (every cancel the clients send)
+        the tenant's job by id from one statement built once (compiling the ORM's cost more than it ran)."""
+        if pk is None or len(pk) > 9 or set(request.query_params) - {"page", "page_size", "format"}:
+            return self.get_object()  # and an id past any column's range: the ORM's answer for it
+        job = instances.find_row(Job, id=int(pk), tenant=request_tenant(request).pk)
+        if job is None:
+            raise Http404(f"No {Job._meta.object_name} matches the given query.")
+        self.check_object_permissions(request, job)
+        return job
 
     @staticmethod
     def location_of(body: dict[str, Any]) -> str:
@@ -253,12 +267,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     @idempotent
     def cancel(self, request: Request, pk: str | None = None, **kwargs: object) -> Response:
-        job = self.get_object()
+        job = self._job_to_cancel(request, pk)
         try:
-            job = job_cancel(job=job, user=request.user)
+            job = job_cancel(job=job, user=request.user, savepoint=not in_idempotent_call(request))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
-        return Response(cancelled_job_dict(job, job.market))
+        return Response(cancelled_job_dict(job, list(job.work.all()), job.market))
 
 
 # JobSerializer's plain model fields, in its order (queue, held, work, shares and slo are computed).
@@ -299,17 +313,22 @@ def placed_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str,
     ``auction.services.bid_submit`` wrote instead of reading them back: its work rows are ``works``
     (with their resource types), all of its budget is held and nothing charged, and it has no
     share yet (no Plan has seen it: its clearing runs after the commit)."""
-    work_rows = [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
-                 for w in sorted(works, key=lambda w: (w.resource_type.stage, w.resource_type_id))]
-    return _format([_row(job)], market, work_rows, {job.pk: (job.budget, Decimal("0"))}, {})[0]
+    return _format([_row(job)], market, _job_work_rows(job, works), {job.pk: (job.budget, Decimal("0"))}, {})[0]
 
 
-def cancelled_job_dict(job: Job, market: Market) -> dict[str, Any]:
+def cancelled_job_dict(job: Job, works: list[JobWork], market: Market) -> dict[str, Any]:
     """``JobSerializer(job).data`` for a job ``auction.services.job_cancel`` has just cancelled (``job``
-    as it returned it, read under the lock and updated): nothing is held any more (the whole hold
-    was released); its work rows and its share in the latest Plan are read."""
-    return _format([_row(job)], market, _work_rows([job.pk]), {job.pk: (Decimal("0"), job.charged)},
+    as it returned it, read under the lock and updated, and ``works`` its work rows as read there,
+    with their resource types): nothing is held any more (the whole hold was released); its share
+    in the latest Plan is read."""
+    return _format([_row(job)], market, _job_work_rows(job, works), {job.pk: (Decimal("0"), job.charged)},
                    selectors.current_shares(market=market, job_ids=[job.pk]))[0]
+
+
+def _job_work_rows(job: Job, works: list[JobWork]) -> list[dict[str, Any]]:
+    """``works`` (of ``job``, with their resource types) as the value rows :func:`_work_rows` reads."""
+    return [{"job_id": job.pk, "resource_type__name": w.resource_type.name} | {n: getattr(w, n) for n in _WORK_FIELDS}
+            for w in sorted(works, key=lambda w: (w.resource_type.stage, w.resource_type_id))]
 
 
 def _row(job: Job) -> dict[str, Any]:

@@ -125,7 +125,6 @@ def _check_bid(tenant: Tenant, budget: object, utility: str, min_utility: float 
     return amount
 
 
-@transaction.atomic
 def bid_submit(
     *,
     tenant: Tenant,
@@ -139,12 +138,26 @@ def bid_submit(
     min_utility: float | None = None,
     job_class: str = "",
     use_adopted_utility: bool = False,
+    savepoint: bool = True,
 ) -> Job:
     """Place a bid: create the job, hold its budget, and trigger a clearing after commit.
+
+    In a transaction of its own, or a savepoint of the caller's; with ``savepoint=False`` in the
+    caller's transaction as it is (two statements fewer), for a caller that rolls all of it back
+    on any error (the API's requests: ``api.idempotency``).
 
     Raises:
         ValidationError: a dict of field errors (budget, work, utility, queue); nothing is written.
     """
+    with transaction.atomic(savepoint=savepoint):
+        return _bid_place(tenant=tenant, budget=budget, work=work, utility=utility, name=name, queue=queue,
+                          external_id=external_id, user=user, min_utility=min_utility, job_class=job_class,
+                          use_adopted_utility=use_adopted_utility)
+
+
+def _bid_place(*, tenant: Tenant, budget: object, work: list[WorkItem], utility: str, name: str, queue: Queue | None,
+               external_id: str, user: object, min_utility: float | None, job_class: str, use_adopted_utility: bool) -> Job:
+    """:func:`bid_submit`'s work, in the transaction it opened."""
     amount = _check_bid(tenant, budget, utility, min_utility, work, use_adopted_utility)
     job_class, work, utility = bid_terms(tenant=tenant, name=name, job_class=job_class, work=work, utility=utility,
                                          use_adopted_utility=use_adopted_utility)
@@ -278,8 +291,7 @@ def cancellation_charge(*, budget: Decimal, held: Decimal, work: list[tuple[int,
     return CancellationCharge(amount, done, total)
 
 
-@transaction.atomic
-def job_cancel(*, job: Job, user: object = None) -> Job:
+def job_cancel(*, job: Job, user: object = None, savepoint: bool = True) -> Job:
     """Cancel an active job; the cluster drops its tasks at the next tick (its running tasks are killed).
 
     Money (docs/economy.md, "Cancellations"): a job at a price fixed at acceptance (an ERA
@@ -289,11 +301,22 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     and gets the rest back. The ledger memo names what was paid for; the payment adds to the spot
     market's realised rate.
 
+    The job returned carries its work rows as read under the lock (``job.work.all()`` without a
+    query; a cancellation does not change them). In a transaction of its own, or a savepoint of the
+    caller's; with ``savepoint=False`` in the caller's transaction as it is, for a caller that rolls
+    all of it back on any error (as :func:`bid_submit`).
+
     Raises:
         StateConflict: {"status": ...} if the job has already finished or been cancelled (a ValidationError).
     """
     if job.status not in Job.ACTIVE:  # as the caller read it: an ended job never becomes active again
         raise _not_cancellable(job)  # so no lock is taken for it (a fifth of the cancellations under load)
+    with transaction.atomic(savepoint=savepoint):
+        return _cancel_locked(job, user)
+
+
+def _cancel_locked(job: Job, user: object) -> Job:
+    """:func:`job_cancel`'s work, in the transaction it opened."""
     market = market_lock_and_bump(market_id=job.market_id)  # lock order: market, then job
     job = instances.get_row(Job, job.pk, for_update=True)
     job.market = market  # the row just locked: the caller's answer reads it without another query
@@ -303,7 +326,14 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     types = engine_context(market).types
     # with no task done nothing is owed whatever the payment rule: the rule and the level of demand are
     # read only when work was done (the cancellation holds the market row every writer waits for)
-    charge, fixed = _cancellation(job, held, types, lazy=True)
+    by_id = {t.pk: t for t in types}
+    works = instances.find_rows(JobWork, job=job.pk)  # the statement built once (the ORM's compiling cost more)
+    for w in works:
+        if w.resource_type_id in by_id:
+            w.resource_type = by_id[w.resource_type_id]
+    works.sort(key=lambda w: (w.resource_type.stage, w.resource_type_id))  # JobWork's ordering
+    job._prefetched_objects_cache = {"work": works}  # the caller's answer reads them without a query
+    charge, fixed = _cancellation(job, held, types, lazy=True, works=works)
     amount = Decimal(0) if fixed else charge.amount
     if held > 0:
         job_settle(job=job, amount=amount, held=held, memo=_cancel_memo(job, charge, amount))
@@ -319,12 +349,15 @@ def job_cancel(*, job: Job, user: object = None) -> Job:
     return job
 
 
-def _cancellation(job: Job, held: Decimal, types: list[ResourceType], *, lazy: bool = False) -> tuple[CancellationCharge, bool]:
+def _cancellation(job: Job, held: Decimal, types: list[ResourceType], *, lazy: bool = False,
+                  works: list[JobWork] | None = None) -> tuple[CancellationCharge, bool]:
     """The rule's charge for ``job`` now, and whether it holds a fixed price instead (with ``lazy``,
-    asked only when some work was done: without, the charge is 0 either way)."""
-    works = {w.resource_type_id: w for w in JobWork.objects.filter(job_id=job.pk).only("resource_type_id", "tasks", "task_duration",
-                                                                                       "done")}
-    work = [(w.tasks, w.task_duration, w.done) if (w := works.get(t.pk)) else (0, 1.0, 0) for t in types]
+    asked only when some work was done: without, the charge is 0 either way). ``works``: the job's
+    work rows when the caller has read them."""
+    if works is None:
+        works = list(JobWork.objects.filter(job_id=job.pk).only("resource_type_id", "tasks", "task_duration", "done"))
+    by_type = {w.resource_type_id: w for w in works}
+    work = [(w.tasks, w.task_duration, w.done) if (w := by_type.get(t.pk)) else (0, 1.0, 0) for t in types]
     charge = cancellation_charge(budget=job.budget, held=held, work=work)
     fixed = False if lazy and sum(charge.done) <= 0 else bool(hooks.fixed_price_jobs([job.pk]))
     return charge, fixed

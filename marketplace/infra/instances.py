@@ -128,6 +128,15 @@ def find_row(model: type[models.Model], **keys: Any) -> Any:
     return None if row is None else _instance(model, names, converters, row)
 
 
+def find_rows(model: type[models.Model], **keys: Any) -> list[Any]:
+    """``model.objects.filter(**keys)`` (equality on ``keys``; a foreign key by its id under the
+    field's name) from one statement built once, in no particular order."""
+    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(keys.values()))
+        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+
+
 def newest_row(model: type[models.Model], *, exclude: Sequence[str] = (), **keys: Any) -> Any:
     """``model.objects.filter(**keys).defer(*exclude).order_by("-pk").first()`` (equality on ``keys``; a
     foreign key by its id under the field's name) from one statement built once per (model, exclude,

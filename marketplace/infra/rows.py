@@ -330,6 +330,22 @@ def _joined_statement(
     return sql, fields  # type: ignore[return-value]
 
 
+def insert_new(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], row: Sequence[Any]) -> int | None:
+    """INSERT one row as :func:`insert_rows` does unless a stored row matches its ``conflict`` columns
+    (a unique constraint's): ``ON CONFLICT ... DO NOTHING``, PostgreSQL and SQLite. Returns the new
+    primary key, or None when a row was there (on PostgreSQL after waiting for an uncommitted one's
+    transaction to end, as a unique violation would; no error, so no savepoint is needed around it)."""
+    sql, fields = _statement(model, tuple(names), False, 1)
+    q = connection.ops.quote_name
+    target = ", ".join(q(f.column) for f in fields if f.name in conflict)  # type: ignore[union-attr]
+    sql += f" ON CONFLICT ({target}) DO NOTHING RETURNING {q(model._meta.pk.column)}"  # type: ignore[union-attr]
+    params = [_prep(f, v) for f, v in zip(fields, row, strict=True)]
+    with cursor_for(params) as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchone()
+    return None if found is None else int(found[0])
+
+
 def upsert_rows(model: type[models.Model], names: Sequence[str], conflict: Sequence[str], rows: Iterable[Sequence[Any]], *,
                 batch: Batch | None = None) -> None:
     """INSERT ``rows`` as :func:`insert_rows` does; a row whose ``conflict`` columns (a unique

@@ -2,11 +2,12 @@
 
 :func:`idempotent_call` runs a request at most once per (user, key):
 
-1. Insert the key row first, in the transaction that will hold the request's
-   writes. A concurrent request with the same key blocks on the unique index
-   (PostgreSQL) or on the write lock (SQLite's IMMEDIATE transactions) until
-   the first one commits or rolls back; it then replays the stored answer, or
-   runs itself if the first rolled back. No "in progress" state is ever
+1. Insert the key row first unless it is stored (``ON CONFLICT DO NOTHING``), in
+   the transaction that will hold the request's writes. A concurrent request with
+   the same key blocks on the unique index (PostgreSQL) or on the write lock
+   (SQLite's IMMEDIATE transactions) until the first one commits or rolls back; it
+   then replays the stored answer, or runs itself if the first rolled back. A
+   stored key is read only when the insert found it (a new key costs no read). No "in progress" state is ever
    visible, so a crash between the money moving and the answer being stored
    is impossible: both commit together or neither does.
 2. Run the request; store a 2xx answer on the key row and commit. Anything
@@ -80,21 +81,22 @@ def idempotent_call(*, user: Any, key: str, fingerprint: str, call: Callable[[],
         KeyReused: the key is stored with another fingerprint.
         whatever ``call`` raises (nothing is stored then).
     """
-    for _ in range(3):  # an expired row deleted, or a first attempt rolled back meanwhile
-        stored = _stored(user, key)
-        if stored is not None:
-            if stored.created_at < timezone.now() - key_ttl():
-                IdempotencyKey.objects.filter(pk=stored.pk).delete()
-                continue
-            if stored.fingerprint != fingerprint:
-                raise KeyReused(key)
-            return Outcome(stored.status_code, json.loads(stored.response) if stored.response else None, replayed=True)
+    for _ in range(3):  # an expired row deleted, or a stored row purged meanwhile
         try:
-            return _first_call(user, key, fingerprint, call)
+            return _first_call(user, key, fingerprint, call)  # the common case: a new key, no read first
         except _Taken:
-            continue
+            pass
         except _NotStored as not_stored:
             return not_stored.outcome
+        stored = _stored(user, key)
+        if stored is None:
+            continue
+        if stored.created_at < timezone.now() - key_ttl():
+            IdempotencyKey.objects.filter(pk=stored.pk).delete()
+            continue
+        if stored.fingerprint != fingerprint:
+            raise KeyReused(key)
+        return Outcome(stored.status_code, json.loads(stored.response) if stored.response else None, replayed=True)
     raise IntegrityError(f"idempotency key {key!r} kept changing hands")
 
 
@@ -131,16 +133,14 @@ def _stored(user: Any, key: str) -> IdempotencyKey | None:
 
 def _first_call(user: Any, key: str, fingerprint: str, call: Callable[[], Outcome]) -> Outcome:
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                row = IdempotencyKey(user=user, key=key, fingerprint=fingerprint, status_code=0, response="", created_at=timezone.now())
-                rows.insert_instances([row])
-        except IntegrityError:
-            raise _Taken from None  # another request committed this key first: replay it
+        row_id = rows.insert_new(IdempotencyKey, ("user", "key", "fingerprint", "status_code", "response", "created_at"),
+                                 ("user", "key"), (user.pk, key, fingerprint, 0, "", timezone.now()))
+        if row_id is None:
+            raise _Taken  # this key is stored (another request committed it first, or earlier): replay it
         outcome = call()
         if not 200 <= outcome.status_code < 300:
             raise _NotStored(outcome)  # roll the key back with whatever the request wrote
-        rows.update_rows(IdempotencyKey, ("status_code", "response"), ("id",), [(outcome.status_code, json.dumps(outcome.body), row.pk)])
+        rows.update_rows(IdempotencyKey, ("status_code", "response"), ("id",), [(outcome.status_code, json.dumps(outcome.body), row_id)])
     return outcome
 
 

@@ -76,10 +76,10 @@ def test_a_job_detail_stays_under_its_query_ceiling(token_api, alice, market, jo
 
 def test_a_bid_and_its_cancel_stay_under_their_query_ceilings(token_api, alice, market, jobs, django_assert_max_num_queries):
     _changed(alice, market, token_api, "/api/jobs/")
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(10):
         placed = token_api.post("/api/jobs/", BID, format="json", HTTP_IDEMPOTENCY_KEY=uuid.uuid4().hex)
     assert placed.status_code == 201, placed.content[:300]
-    with django_assert_max_num_queries(19):
+    with django_assert_max_num_queries(13):
         cancelled = token_api.post(f"/api/jobs/{placed.json()['id']}/cancel/", HTTP_IDEMPOTENCY_KEY=uuid.uuid4().hex)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
 
