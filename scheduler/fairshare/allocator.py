@@ -48,9 +48,9 @@ from scheduler.fairshare.fairness import (
     QueueTree,
 )
 from scheduler.fairshare.limits import check_history, decayed_integral, limit_masks, room, static_quota
-from scheduler.fairshare.quantum import AppQuanta
+from scheduler.fairshare.quantum import AppQuanta, TreeQuanta
 from scheduler.fairshare.running import RunningTasks, from_json_float, json_float
-from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend, descend_small, mean_of
+from scheduler.fairshare.selection import SMALL, SmallTree, argmin_first, argmin_ratio_small, descend, descend_small
 
 __all__ = ["POLICIES", "FairShareAllocator"]
 
@@ -101,9 +101,7 @@ class FairShareAllocator:
         self._n_leaves = n_leaves
         self._finished = np.zeros(n_leaves)  # finished usage inside the current round
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
-        self._q_own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
-        self._q_source: NDArray[np.int64] | None = None  # cache, see _quantum
-        self._q_stale: set[int] = set()  # leaves with tasks finished since Q was last brought up to date
+        self._q = TreeQuanta(tree, self.initial_q)  # Q per node (Fig. 4), brought up to date when read
         self._tasks = RunningTasks()
         self._last_alloc = np.full(n_leaves, -np.inf)
         self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
@@ -328,7 +326,7 @@ class FairShareAllocator:
         else:
             self._finished[leaf] += units * max(0.0, now - max(start, self._round_start))
         self._apps.finish(app, now - start, int(units))
-        self._q_stale.add(leaf)  # Q is brought up to date when read (_quantum): only unknown durations read it
+        self._q.mark(leaf)  # Q is brought up to date when read: only unknown durations read it
 
     def quantum(self) -> NDArray[np.float64]:
         """(N,) assumed task duration Q per node (paper 002, Sec. 6.2.1, Fig. 4).
@@ -340,34 +338,7 @@ class FairShareAllocator:
         its parent's Q, the root falling back to ``initial_q``. Q persists
         across rounds (it estimates durations, not history).
         """
-        return self._quantum()
-
-    def _quantum(self) -> NDArray[np.float64]:
-        if self._q_stale:  # the same values as refreshing each path at each finish: a leaf's Q depends
-            for leaf in sorted(self._q_stale):  # only on its finished tasks, a group's on its children's Q
-                self._update_quantum_path(leaf)
-            self._q_stale.clear()
-        if self._q_source is None:  # nearest node with history on the path to the root
-            tree, has = self.tree, ~np.isnan(self._q_own)
-            src = np.full(len(tree.names), -1, dtype=np.int64)
-            src[tree.root] = tree.root if has[tree.root] else -1
-            for nodes, parents in reversed(tree.levels):
-                src[nodes] = np.where(has[nodes], nodes, src[parents])
-            self._q_source = src
-        src = self._q_source
-        return np.where(src >= 0, self._q_own[np.maximum(src, 0)], self.initial_q)
-
-    def _update_quantum_path(self, leaf: int) -> None:
-        """Bottom-up refresh (Fig. 4, arrows 4-7) of Q on the path from ``leaf`` to the root."""
-        node = int(self._leaf_nodes[leaf])
-        if math.isnan(self._q_own[node]):
-            self._q_source = None  # a subtree gained its first finished task
-        self._q_own[node] = self._apps.leaf_q(leaf)
-        parent = self.tree.parent[node]
-        while parent >= 0:
-            vals = [q for q in self._q_own[self._children[parent]].tolist() if not math.isnan(q)]
-            self._q_own[parent] = mean_of(vals)
-            parent = self.tree.parent[parent]
+        return self._q.values(self._apps)
 
     def usage(self, now: float) -> NDArray[np.float64]:
         """(L,) estimated accumulated usage per leaf in resource-seconds at ``now``.
@@ -389,7 +360,7 @@ class FairShareAllocator:
         unknown = np.isnan(exp)
         est = exp
         if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
-            est = np.where(unknown, self._quantum()[self._leaf_nodes][leaf], exp)
+            est = np.where(unknown, self._q.values(self._apps)[self._leaf_nodes][leaf], exp)
             if self._apps.named:  # without named applications a leaf's Q is its only one's
                 idx = np.flatnonzero(unknown)
                 est[idx] = self._apps.estimates(apps[idx], est[idx])
@@ -488,7 +459,7 @@ class FairShareAllocator:
         alloc._finished = np.asarray(state["finished"], dtype=np.float64)
         alloc._apps = AppQuanta.from_state(n_leaves, state)
         for leaf in np.flatnonzero(alloc._apps.leaf_n):
-            alloc._update_quantum_path(int(leaf))
+            alloc._q.refresh(int(leaf), alloc._apps)
         alloc._last_alloc = np.array([from_json_float(x, -math.inf) for x in state["last_alloc"]])
         alloc._since = np.array([from_json_float(x, math.nan) for x in state["since"]])
         for key, leaf, start, exp, *rest in state["running"]:

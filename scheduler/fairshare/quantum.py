@@ -2,8 +2,9 @@
 
 An application's quantum Q is the mean duration of its finished tasks; a leaf
 queue's Q is the mean of its applications' quanta (each application once,
-however many tasks it ran); groups average their children in
-``FairShareAllocator``. A new application's running tasks are estimated with
+however many tasks it ran) (:class:`AppQuanta`); a group's Q is the mean of its
+children's, and a node without finished tasks below it inherits its parent's
+(:class:`TreeQuanta`). A new application's running tasks are estimated with
 its leaf's Q (top-down, arrow 3) until one of its own tasks finishes.
 
 Tasks recorded without an application form one pseudo-application per leaf
@@ -17,10 +18,15 @@ starts a new entry), so the state does not grow with every job ever run.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from scheduler.fairshare.selection import mean_of
+
+if TYPE_CHECKING:
+    from scheduler.fairshare.fairness import QueueTree
 
 
 class AppQuanta:
@@ -116,3 +122,59 @@ class AppQuanta:
         if out.leaf_sum.shape != (n_leaves,) or out.leaf_n.shape != (n_leaves,):
             raise ValueError("quantum state does not match the number of leaves")
         return out
+
+
+class TreeQuanta:
+    """Q of every node of a queue tree for one resource type (paper 002, Sec. 6.2.1, Fig. 4).
+
+    Bottom-up (arrows 4-7): a leaf's Q is its applications' mean (:meth:`AppQuanta.leaf_q`), a
+    group's the mean Q of its children that have finished tasks below them. Top-down (arrow 3): a
+    node with no finished task below it inherits its parent's Q, the root falling back to
+    ``initial_q``. A leaf whose tasks finished is marked (:meth:`mark`) and its path brought up to
+    date when Q is next read: the same values as refreshing the path at each finish, since a
+    leaf's Q depends only on its finished tasks and a group's on its children's Q.
+
+    Args:
+        tree: the queue tree; ``initial_q``: root quantum Q_0 > 0 (seconds).
+    """
+
+    def __init__(self, tree: QueueTree, initial_q: float) -> None:
+        self.tree = tree
+        self.initial_q = initial_q
+        self._leaf_nodes = np.asarray(tree.leaves, dtype=np.int64)
+        self._children = tuple(np.asarray(k, dtype=np.int64) for k in tree.children)
+        self._own = np.full(len(tree.names), np.nan)  # Q from finished tasks below a node
+        self._source: NDArray[np.int64] | None = None  # nearest node with history on the path to the root
+        self._stale: set[int] = set()  # leaves with tasks finished since Q was last brought up to date
+
+    def mark(self, leaf: int) -> None:
+        """A task of ``leaf`` finished: its path's Q is brought up to date when next read."""
+        self._stale.add(leaf)
+
+    def values(self, apps: AppQuanta) -> NDArray[np.float64]:
+        """(N,) assumed task duration Q per node (seconds), from ``apps``' leaf quanta."""
+        if self._stale:
+            for leaf in sorted(self._stale):
+                self.refresh(leaf, apps)
+            self._stale.clear()
+        if self._source is None:
+            tree, has = self.tree, ~np.isnan(self._own)
+            src = np.full(len(tree.names), -1, dtype=np.int64)
+            src[tree.root] = tree.root if has[tree.root] else -1
+            for nodes, parents in reversed(tree.levels):
+                src[nodes] = np.where(has[nodes], nodes, src[parents])
+            self._source = src
+        src = self._source
+        return np.where(src >= 0, self._own[np.maximum(src, 0)], self.initial_q)
+
+    def refresh(self, leaf: int, apps: AppQuanta) -> None:
+        """Bottom-up refresh (Fig. 4, arrows 4-7) of Q on the path from ``leaf`` to the root."""
+        node = int(self._leaf_nodes[leaf])
+        if math.isnan(self._own[node]):
+            self._source = None  # a subtree gained its first finished task
+        self._own[node] = apps.leaf_q(leaf)
+        parent = self.tree.parent[node]
+        while parent >= 0:
+            vals = [q for q in self._own[self._children[parent]].tolist() if not math.isnan(q)]
+            self._own[parent] = mean_of(vals)
+            parent = self.tree.parent[parent]
