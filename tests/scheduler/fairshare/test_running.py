@@ -36,20 +36,28 @@ def numpy_held(tasks: RunningTasks, now: float) -> list[float]:
     return out
 
 
+def _play(tasks: RunningTasks, now: float, key: int, action: str, leaf: int, duration: float, units: int, pick: int, *,
+          grow_last: bool = False) -> tuple[float, int]:
+    """One step of a generated program: start a batch, end or grow one (the newest with ``grow_last``), or move
+    the clock (past a batch's expected end, it then counts its elapsed time); returns the clock and the next key."""
+    if action == "start":
+        tasks.add(key, leaf, now, duration, units)
+        key += 1
+    elif action == "end" and tasks.keys:
+        tasks.pop(tasks.keys[pick % len(tasks.keys)])
+    elif action == "grow" and tasks.keys:
+        tasks.grow(tasks.keys[-1] if grow_last else tasks.keys[pick % len(tasks.keys)], units)
+    elif action == "tick":
+        now += duration
+    return now, key
+
+
 @settings(max_examples=300, deadline=None)
 @given(steps)
 def test_held_equals_numpy_bincount(program: list[tuple[str, int, float, int, int]]) -> None:
     tasks, now, key = RunningTasks(), 0.0, 0
     for action, leaf, duration, units, pick in program:
-        if action == "start":
-            tasks.add(key, leaf, now, duration, units)
-            key += 1
-        elif action == "end" and tasks.keys:
-            tasks.pop(tasks.keys[pick % len(tasks.keys)])
-        elif action == "grow" and tasks.keys:
-            tasks.grow(tasks.keys[-1], units)
-        elif action == "tick":
-            now += duration  # may pass a batch's expected end: it then counts its elapsed time
+        now, key = _play(tasks, now, key, action, leaf, duration, units, pick, grow_last=True)
         assert tasks.held(now, LEAVES) == numpy_held(tasks, now)
 
 
@@ -85,16 +93,8 @@ def test_kept_sums_follow_any_batch_and_clock_near_the_ends(program: list[tuple[
     stop holding), from a large origin (where the rounding of ``now - start`` is coarse)."""
     tasks, now, key = RunningTasks(), origin, 0
     for action, leaf, duration, units, pick in program:
-        if action == "start":
-            tasks.add(key, leaf, now, duration, units)
-            key += 1
-        elif action == "end" and tasks.keys:
-            tasks.pop(tasks.keys[pick % len(tasks.keys)])
-        elif action == "grow" and tasks.keys:
-            tasks.grow(tasks.keys[pick % len(tasks.keys)], units)
-        elif action == "tick":
-            now += duration
-        elif action == "near" and tasks.keys:
+        now, key = _play(tasks, now, key, action, leaf, duration, units, pick)
+        if action == "near" and tasks.keys:
             i = pick % len(tasks.keys)
             end = tasks.start[i] + tasks.expected[i]
             now = max(now, float(np.nextafter(end, -np.inf) if units == 1 else end if units == 2 else np.nextafter(end, np.inf)))
