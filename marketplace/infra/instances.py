@@ -90,10 +90,8 @@ def update_returning(model: type[models.Model], sql: str, params: Sequence[Any],
     converters, as :func:`get_row`), or None when no row changed: the update and the read in
     one round trip (``UPDATE ... RETURNING``: PostgreSQL, SQLite >= 3.35)."""
     returning, names, converters = _returning(model, tuple(exclude))
-    with connection.cursor() as cursor:
-        cursor.execute(sql + returning, params)
-        row = cursor.fetchone()
-    return None if row is None else _instance(model, names, converters, row)
+    found = _fetch(model, (sql + returning, names, converters), list(params), first=True)
+    return found[0] if found else None
 
 
 def _instance(model: type[models.Model], names: tuple[str, ...], converters: tuple[Any, ...], row: Sequence[Any]) -> Any:
@@ -105,47 +103,45 @@ def _instance(model: type[models.Model], names: tuple[str, ...], converters: tup
     return model.from_db(connection.alias, list(names), values)
 
 
+def _fetch(model: type[models.Model], statement: tuple[str, tuple[str, ...], tuple[Any, ...]], params: list[Any], *,
+           first: bool = False) -> list[Any]:
+    """The rows of a built ``statement`` (sql, column names, converters) as instances (only the first with ``first``)."""
+    sql, names, converters = statement
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = [cursor.fetchone()] if first else cursor.fetchall()
+    return [_instance(model, names, converters, row) for row in rows if row is not None]
+
+
 def get_many(model: type[models.Model], ids: Sequence[int], *, only: Sequence[str]) -> list[Any]:
     """``model.objects.filter(pk__in=ids).only(*only)`` from one statement built once per
     (model, columns, number of ids), values through the ORM's converters; rows in no
     particular order."""
     if not ids:
         return []
-    sql, names, converters = _select_statement(model, (), False, tuple(only), len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(ids))
-        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+    return _fetch(model, _select_statement(model, (), False, tuple(only), len(ids)), list(ids))
 
 
 def find_row(model: type[models.Model], **keys: Any) -> Any:
     """``model.objects.filter(**keys).first()`` for keys that name at most one row (a unique
     set of columns; a foreign key by its id under the field's name), from one statement built
     once; None if there is none."""
-    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(keys.values()))
-        row = cursor.fetchone()
-    return None if row is None else _instance(model, names, converters, row)
+    found = _fetch(model, _select_statement(model, (), False, keys=tuple(keys)), list(keys.values()), first=True)
+    return found[0] if found else None
 
 
 def find_rows(model: type[models.Model], **keys: Any) -> list[Any]:
     """``model.objects.filter(**keys)`` (equality on ``keys``; a foreign key by its id under the
     field's name) from one statement built once, in no particular order."""
-    sql, names, converters = _select_statement(model, (), False, keys=tuple(keys))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(keys.values()))
-        return [_instance(model, names, converters, row) for row in cursor.fetchall()]
+    return _fetch(model, _select_statement(model, (), False, keys=tuple(keys)), list(keys.values()))
 
 
 def newest_row(model: type[models.Model], *, exclude: Sequence[str] = (), **keys: Any) -> Any:
     """``model.objects.filter(**keys).defer(*exclude).order_by("-pk").first()`` (equality on ``keys``; a
     foreign key by its id under the field's name) from one statement built once per (model, exclude,
     keys); None if no row matches."""
-    sql, names, converters = _newest_statement(model, tuple(exclude), tuple(keys))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(keys.values()))
-        row = cursor.fetchone()
-    return None if row is None else _instance(model, names, converters, row)
+    found = _fetch(model, _newest_statement(model, tuple(exclude), tuple(keys)), list(keys.values()), first=True)
+    return found[0] if found else None
 
 
 @lru_cache(maxsize=16)
