@@ -196,7 +196,7 @@ _FAIRNESS_FIELDS = ("market", "sim_time", "queue", "resource_type", "usage", "sh
 _MARKET_FIELDS = ("market", "sim_time", "resource_type", "benefit", "loss", "utilisation", "active_jobs")
 
 
-def _share_rows(market: Market, report: StepReport, shares: ShareTable) -> list[tuple]:
+def _share_rows(report: StepReport, shares: ShareTable) -> list[tuple]:
     """Share history of one step, downsampled: each job's shares at every fairness sample
     it was present for, and its last shares at its departure (``shares``: those in force
     during the step)."""
@@ -210,10 +210,10 @@ def _share_rows(market: Market, report: StepReport, shares: ShareTable) -> list[
             end[k] = finish[job_id]
         for s in report.samples:
             present = np.flatnonzero((shares.arrival <= s.time) & (s.time < end))
-            out += zip(repeat(market.pk), ids[present].tolist(), repeat(s.time), shares.shares[present].tolist())
+            out += zip(ids[present].tolist(), repeat(s.time), shares.shares[present].tolist())
     for job_id, t in finish.items():
         if job_id in at:
-            out.append((market.pk, job_id, t, shares.shares[at[job_id]].tolist()))
+            out.append((job_id, t, shares.shares[at[job_id]].tolist()))
     return out
 
 
@@ -243,7 +243,7 @@ class _TickWrites:
         fair, overall = _sample_rows(market, report, context, active)
         self.fair += fair
         self.overall += overall
-        self.shares += _share_rows(market, report, shares)
+        self.shares += _share_rows(report, shares)
 
     def write(self, market: Market, types: list[ResourceType], utilisation: list[float], batch: Batch) -> tuple[StepReport, int]:
         """Write everything gathered (the writes whose result nothing reads added to ``batch``); returns
@@ -255,7 +255,7 @@ class _TickWrites:
         departed = _apply_money(merged, self.acceptance, market.pk, types, utilisation, batch)
         rows.insert_rows(FairnessSample, _FAIRNESS_FIELDS, self.fair, batch=batch)
         rows.insert_rows(MarketSample, _MARKET_FIELDS, self.overall, batch=batch)
-        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), self.shares, batch=batch)
+        rows.insert_rows(ShareSample, ("job", "sim_time", "shares"), self.shares, batch=batch)
         return merged, departed
 
 

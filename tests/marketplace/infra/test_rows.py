@@ -58,7 +58,7 @@ def test_increment_row_adds_one_and_returns_the_row_as_the_orm_reads_it_then(mar
 def test_insert_and_update_rows_store_what_the_orm_reads_back(market, alice):
     job = bid_submit(tenant=alice, budget="5", work=[WorkItem("map", 1, 1.0)])
     when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
-    [pk] = rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), [(market.pk, job.pk, 1.5, [0.25, 1.0])],
+    [pk] = rows.insert_rows(ShareSample, ("job", "sim_time", "shares"), [(job.pk, 1.5, [0.25, 1.0])],
                             returning_pk=True)
     assert ShareSample.objects.get(pk=pk).shares == [0.25, 1.0]
     account = alice.account
@@ -146,9 +146,9 @@ def test_update_and_insert_rows_of_many_rows_store_what_one_row_at_a_time_stores
                      [(0, 1, 1, bulk[0].pk, rt), (1, 1, 0, bulk[1].pk, rt), (0, 0, 2, bulk[0].pk, rt)])
     assert {w.job_id: (w.pending, w.running, w.done) for w in JobWork.objects.filter(job__in=bulk[:2])} == {
         bulk[0].pk: (0, 0, 2), bulk[1].pk: (1, 1, 0)}
-    many = [(market.pk, bulk[0].pk, t if t % 2 else float(t), [t / 7, 1.0]) for t in range(1_003)]
-    rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"), many)
-    stored = ShareSample.objects.filter(job=bulk[0]).order_by("sim_time").values_list("market_id", "job_id", "sim_time", "shares")
+    many = [(bulk[0].pk, t if t % 2 else float(t), [t / 7, 1.0]) for t in range(1_003)]
+    rows.insert_rows(ShareSample, ("job", "sim_time", "shares"), many)
+    stored = ShareSample.objects.filter(job=bulk[0]).order_by("sim_time").values_list("job_id", "sim_time", "shares")
     assert [tuple(r) for r in stored] == [tuple(r) for r in many]
 
 
@@ -168,8 +168,8 @@ def test_a_batch_leaves_the_tables_as_its_writes_one_by_one_do(market, alice, dj
     def write(batch: Batch | None, pair: list[Job], other: Job) -> None:
         rows.update_rows(Job, ("status", "average_shares"), ("id",),
                          [(Job.Status.FINISHED, None, pair[0].pk), (Job.Status.FINISHED, {"map": 0.5}, pair[1].pk)], batch=batch)
-        rows.insert_rows(ShareSample, ("market", "job", "sim_time", "shares"),
-                         [(market.pk, pair[0].pk, float(t), [t, 0.5]) for t in range(3)], batch=batch)
+        rows.insert_rows(ShareSample, ("job", "sim_time", "shares"),
+                         [(pair[0].pk, float(t), [t, 0.5]) for t in range(3)], batch=batch)
         rows.delete_where(EngineJob, equal={"market": market.pk}, within=("job_id", [other.pk]), batch=batch)
         rows.upsert_documents(EngineJob, fixed={"market": market.pk}, key="job_id", document="state",
                               rows=[(pair[0].pk, {"at": 2.5})], batch=batch)

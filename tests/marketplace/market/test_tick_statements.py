@@ -40,7 +40,7 @@ def test_a_tick_with_departures_of_two_tenants_runs_a_bounded_number_of_statemen
     assert tick.finished_jobs == len(jobs)
     assert set(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("status", flat=True)) == {Job.Status.FINISHED}
     assert all(ledger_reconcile(account=t.account) == [] for t in (alice, bob))
-    assert FairnessSample.objects.filter(market=market).exists() and ShareSample.objects.filter(market=market).exists()
+    assert FairnessSample.objects.filter(market=market).exists() and ShareSample.objects.filter(job__market=market).exists()
     cleared = set(AllocationSnapshot.objects.filter(market=market).values_list("id", flat=True)) - before
     assert len(cleared) >= len(jobs)
     prunes = sum(1 for pk in cleared if pk % PRUNE_EVERY == 0)  # a pruning of old Plans every PRUNE_EVERY-th clearing
