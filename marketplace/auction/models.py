@@ -20,7 +20,8 @@ class AdoptedUtility(models.Model):
     entered ones. ``jobs`` and ``spread`` record the fit's evidence at adoption.
     """
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="adopted_utilities")
+    # no index of its own: the unique constraint below leads with it
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="adopted_utilities", db_index=False)
     job_class = models.CharField(max_length=120)
     utility = models.CharField(max_length=10, choices=Job.Utility.choices)
     weights = models.JSONField(help_text="resource type name -> fitted weight w >= 0")

@@ -62,8 +62,9 @@ class ExperimentRun(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=1, help_text="Attempts allowed before the run is failed for good.")
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="When its task last reached the broker (None: to publish).")
     retry_at = models.DateTimeField(null=True, blank=True, help_text="A failed attempt's retry is not published before this.")
+    # no index of its own: the unique constraint below leads with it
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="parts",
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="parts", db_index=False,
         help_text="The split run this run is one part of (None: a run of its own, or a parent).",
     )
     part_index = models.PositiveIntegerField(null=True, blank=True, help_text="Position among its parent's parts (0-based).")

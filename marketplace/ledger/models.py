@@ -95,7 +95,8 @@ class LedgerEntry(models.Model):
 class IdempotencyKey(models.Model):
     """One used key: who used it, on what request (``fingerprint``), and the answer given."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys")
+    # no index of its own: the unique (user, key) below leads with it
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys", db_index=False)
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and canonical JSON body.")
     status_code = models.PositiveSmallIntegerField()

@@ -22,7 +22,8 @@ RATE = {"max_digits": 24, "decimal_places": 12}
 class VMInstanceType(models.Model):
     """A VM type (paper 004, Sec. IV-A): vCPUs, memory and a unit price per VM-second."""
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="vm_types")
+    # no index of its own: the unique constraint below leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="vm_types", db_index=False)
     name = models.CharField(max_length=40)
     vcpus = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     memory_gb = models.FloatField(validators=[MinValueValidator(0.001)])

@@ -122,7 +122,8 @@ class Reservation(models.Model):
     # no index of its own: served by an index below that leads with it
     market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="reservations", db_index=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="reservations")
-    job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="reservations",
+    # no index of its own: the unique constraint below leads with it
+    job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="reservations", db_index=False,
                             help_text="The job the units are held for (one reservation per resource type).")
     resource_type = models.ForeignKey(ResourceType, on_delete=models.PROTECT)
     units = models.PositiveIntegerField()

@@ -46,7 +46,8 @@ class SlurmTask(models.Model):
     resource_type = models.ForeignKey("marketplace.ResourceType", on_delete=models.PROTECT, related_name="+")
     batch_key = models.BigIntegerField(help_text="The engine's batch key (the tasks it started together).")
     index = models.PositiveIntegerField(help_text="Array index of this task in its batch's submission.")
-    key = models.CharField(max_length=60, db_index=True, help_text="Idempotency key of the batch's array (Slurm comment).")
+    # no index of its own: the unique constraint below leads with it
+    key = models.CharField(max_length=60, help_text="Idempotency key of the batch's array (Slurm comment).")
     partition = models.CharField(max_length=60)
     reservation = models.CharField(max_length=80, blank=True)
     command = models.CharField(max_length=200)

@@ -42,10 +42,12 @@ class Job(models.Model):
     budget = models.DecimalField(**MONEY)
     charged = models.DecimalField(default=0, **MONEY)
     utility = models.CharField(max_length=10, choices=Utility.choices, default=Utility.LINEAR)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    # no index of its own: (market, status) below serves every lookup by status (they all name the market); every
+    # index of a job is written again whenever its status changes (queued -> running -> finished: the clock's writes)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     external_id = models.CharField(max_length=60, blank=True, help_text="Trace job id for replayed jobs.")
     job_class = models.CharField(
-        max_length=120, blank=True, db_index=True,
+        max_length=120, blank=True,
         help_text="Jobs of one tenant and class are repeats: their utility is learnt together (paper 000, Sec. 5). Default: the name.",
     )
     average_shares = models.JSONField(
@@ -78,9 +80,11 @@ class Job(models.Model):
         )
         # (tenant, newest first): a tenant's job list and its count read only its own rows at any size;
         # (market, sim_finish_time): the departed jobs since a time (market.selectors.job_counts);
-        # a tenant's replayed jobs (a trace's id in external_id; few of a busy tenant's): the account page's replay line
+        # a tenant's replayed jobs (a trace's id in external_id; few of a busy tenant's): the account page's replay line;
+        # (tenant, job_class): a class's finished repeats (auction.selectors: utility learning), no pattern-ops twin
         indexes = (models.Index(fields=["market", "status"]), models.Index(fields=["tenant", "-id"], name="job_tenant_newest"),
                    models.Index(fields=["market", "sim_finish_time"], name="job_market_departed"),
+                   models.Index(fields=["tenant", "job_class"], name="job_tenant_class"),
                    models.Index(fields=["tenant"], name="job_replayed", condition=~Q(external_id="")))
 
     def __str__(self) -> str:
@@ -98,7 +102,8 @@ class Job(models.Model):
 class JobWork(models.Model):
     """A job's work and utility weight on one resource type, and its progress."""
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="work")
+    # no index of its own: the unique (job, resource type) below leads with it
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="work", db_index=False)
     resource_type = models.ForeignKey(ResourceType, on_delete=models.PROTECT)
     tasks = models.PositiveIntegerField()
     task_duration = models.FloatField(help_text="Simulated seconds per task.")

@@ -109,7 +109,8 @@ class EngineJob(models.Model):
     spec, bid and payment rule), written only by a store whose tick changed it. ``job_id`` is not a
     foreign key: the engine keeps its own books (docs/engine.md)."""
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="+")
+    # no index of its own: the unique constraint below leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="+", db_index=False)
     job_id = models.BigIntegerField()
     state = models.JSONField()
 

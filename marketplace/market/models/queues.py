@@ -39,7 +39,8 @@ class Queue(models.Model):
     cluster is the product of weight / sum(sibling weights) along its path.
     """
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="queues")
+    # no index of its own: the unique constraint below leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="queues", db_index=False)
     name = models.CharField(max_length=60)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     weight = models.FloatField(default=1.0)
@@ -81,7 +82,8 @@ class ResourceType(models.Model):
     stage start only when the job's earlier stages are done (reduces after maps).
     """
 
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="resource_types")
+    # no index of its own: the unique constraint below leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="resource_types", db_index=False)
     name = models.CharField(max_length=40)
     capacity = models.PositiveIntegerField()
     stage = models.PositiveSmallIntegerField(default=0)

@@ -16,7 +16,8 @@ class Tenant(models.Model):
     """A tenant of the cluster: a login, and the leaf queue its jobs go to by default."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant")
-    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="tenants")
+    # no index of its own: the unique constraint below leads with it
+    market = models.ForeignKey(Market, on_delete=models.CASCADE, related_name="tenants", db_index=False)
     name = models.CharField(max_length=100)
     default_queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="tenants")
 
