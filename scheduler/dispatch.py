@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from itertools import repeat
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -212,12 +213,16 @@ class ShareDispatcher:
         units served] sorted by (job, resource), without a list a counter."""
         self._write_back_all()
         credit, served = self._credit, self._served
-        keys = sorted(credit.keys() | served.keys())
-        out = np.empty((len(keys), 4), dtype=np.float64)
-        if keys:
-            out[:, :2] = keys
-            out[:, 2] = [credit.get(key, 0.0) for key in keys]
-            out[:, 3] = [served.get(key, 0) for key in keys]
+        keys = list(credit)
+        keys += [key for key in served if key not in credit]
+        n = len(keys)
+        out = np.empty((n, 4), dtype=np.float64)
+        if n:  # the columns in the dicts' order, then one sort by (job, resource): no sort of n tuples in Python
+            pairs = np.array(keys, dtype=np.float64)
+            order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+            out[:, :2] = pairs[order]
+            out[:, 2] = np.fromiter(map(credit.get, keys, repeat(0.0)), dtype=np.float64, count=n)[order]
+            out[:, 3] = np.fromiter(map(served.get, keys, repeat(0)), dtype=np.float64, count=n)[order]
         return out
 
     def _write_back_all(self) -> None:

@@ -158,3 +158,24 @@ def test_invalid_calls_raise(override: dict[str, Any]) -> None:
 def test_unknown_mode_raises() -> None:
     with pytest.raises(ValueError, match="unknown dispatch mode"):
         ShareDispatcher("round-robin")  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.permutations([42, 7, 19, 3]), st.integers(0, 2), st.integers(1, 30)), min_size=1, max_size=6),
+       st.lists(st.tuples(st.sampled_from([5, 42, 99]), st.integers(0, 3), st.integers(1, 4)), max_size=4),
+       st.lists(st.sampled_from([42, 7, 19, 3]), max_size=2))
+def test_counter_array_is_the_state_s_counters(calls: list[tuple[list[int], int, int]], records: list[tuple[int, int, int]],
+                                              forgotten: list[int]) -> None:
+    """``counter_array`` (the stored engine's column) holds exactly ``to_state()["counters"]``, rows sorted by
+    (job, resource): credits of live ledgers and of closed ones, units recorded without a credit, forgotten jobs gone."""
+    dispatcher = ShareDispatcher("stride")
+    for order, resource, units in calls:
+        ids = np.array(order, dtype=np.int64)
+        for _ in range(units):
+            dispatcher.choose(ids, SHARES, ALL, resource)
+    for job, resource, units in records:
+        dispatcher.record(job, resource, units)
+    for job in forgotten:
+        dispatcher.forget(job)
+    expected = np.array(dispatcher.to_state()["counters"], dtype=np.float64).reshape(-1, 4)
+    np.testing.assert_array_equal(dispatcher.counter_array(), expected)
