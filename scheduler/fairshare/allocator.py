@@ -296,7 +296,7 @@ class FairShareAllocator:
         """
         if task_key in self._tasks.slot:
             raise ValueError(f"task {task_key} is already running")
-        if not 0 <= leaf < self._frac.size:
+        if not 0 <= leaf < self._n_leaves:
             raise ValueError(f"leaf position out of range: {leaf}")
         if units < 1:
             raise ValueError("units must be >= 1")
@@ -305,10 +305,12 @@ class FairShareAllocator:
             raise ValueError("expected_duration must be finite and >= 0")
         if app is not None and app < 0:
             raise ValueError("application keys must be >= 0")
-        self._advance(now)
-        key = AppQuanta.key(app, int(leaf))
-        self._apps.start(key, int(leaf))
-        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units), key)
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
+        leaf = int(leaf)
+        key = AppQuanta.key(app, leaf)
+        self._apps.start(key, leaf)
+        self._tasks.add(int(task_key), leaf, float(now), exp, int(units), key)
         self._last_alloc[leaf] = now
 
     def record_more(self, task_key: int, units: int = 1) -> None:
@@ -323,7 +325,8 @@ class FairShareAllocator:
         """
         if task_key not in self._tasks.slot:
             raise KeyError(task_key)
-        self._advance(now)
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
         leaf, start, units, app = self._tasks.pop(task_key)
         if self.history == "decay":
             self._finished[leaf] += units * float(decayed_integral(now - start, self.history_length))
