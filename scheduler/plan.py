@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -41,6 +41,8 @@ from scheduler.types import MarketSnapshot
 
 PaymentKind = Literal["at_completion", "if_slo_met", "fixed"]
 PAYMENT_KINDS: tuple[str, ...] = ("at_completion", "if_slo_met", "fixed")
+_FIXED = PAYMENT_KINDS.index("fixed")
+_PLAIN_ROWS = 64  # PaymentTable.visit_rows compares tables of up to this many rows in plain Python
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ class PaymentTable(Mapping[int, PaymentRule]):
         ValueError: as :class:`PaymentRule` for any row, or arrays of different lengths.
     """
 
-    __slots__ = ("_index", "_rows", "amount", "extra", "ids", "kind", "min_utility")
+    __slots__ = ("_columns", "_index", "_rows", "amount", "extra", "ids", "kind", "min_utility")
 
     def __init__(self, ids: NDArray[np.int64], kind: NDArray[np.int8], amount: NDArray[np.float64],
                  min_utility: NDArray[np.float64], extra: Mapping[int, PaymentRule] | None = None) -> None:
@@ -197,6 +199,13 @@ class PaymentTable(Mapping[int, PaymentRule]):
             raise ValueError("min_utility is required by, and only by, an if_slo_met rule")
         self._rows: list[tuple[int, str, float, float | None]] | None = None
         self._index: dict[int, int] | None = None
+        self._columns: tuple[list[int], list[int], list[float], list[float]] | None = None
+
+    def columns(self) -> tuple[list[int], list[int], list[float], list[float]]:
+        """(ids, kind, amount, min_utility) as lists (built once)."""
+        if self._columns is None:
+            self._columns = (self.ids.tolist(), self.kind.tolist(), self.amount.tolist(), self.min_utility.tolist())
+        return self._columns
 
     def raw_items(self) -> list[tuple[int, str, float, float | None]]:
         """(job id, kind, amount, min_utility) of every rule, in iteration order, without
@@ -238,6 +247,38 @@ class PaymentTable(Mapping[int, PaymentRule]):
         same = ((known[at] == self.ids) & (previous.kind[before] == self.kind) & (previous.amount[before] == self.amount)
                 & ((mu == old_mu) | (np.isnan(mu) & np.isnan(old_mu))))
         return np.flatnonzero(ruled & ~same)
+
+    def visit_rows(self, previous: PaymentTable, touched: Set[int]) -> list[tuple[int, str, float, float | None]]:
+        """:meth:`raw_items`' entries, in row order, of the rows a holder of ``previous``'s rules must
+        read again: the rows :meth:`changed_rows` gives, the ``fixed`` rows with an amount > 0 (the
+        price may still be due) and the rows of the jobs in ``touched`` (whose rule was set outside a
+        table). :meth:`rows_at` of those positions; compared in plain Python when both tables have at
+        most ``_PLAIN_ROWS`` rows (numpy's calls cost more than the comparisons there).
+
+        Raises:
+            ValueError: either table has ``extra`` rules.
+        """
+        if self.extra or previous.extra:
+            raise ValueError("visit_rows compares the tables' arrays only (no extra rules)")
+        if self.ids.shape[0] > _PLAIN_ROWS or previous.ids.shape[0] > _PLAIN_ROWS:
+            return self.visit_rows_arrays(previous, touched)
+        before = {job: (k, a, u) for job, k, a, u in zip(*previous.columns(), strict=True)}
+        out = []
+        for job, k, a, u in zip(*self.columns(), strict=True):
+            if k < 0:
+                continue
+            old = before.get(job)
+            if (old is None or old[0] != k or old[1] != a or not (old[2] == u or (old[2] != old[2] and u != u))
+                    or (k == _FIXED and a > 0) or job in touched):  # u != u: NaN, no SLO
+                out.append((job, PAYMENT_KINDS[k], a, None if u != u else u))
+        return out
+
+    def visit_rows_arrays(self, previous: PaymentTable, touched: Set[int]) -> list[tuple[int, str, float, float | None]]:
+        """:meth:`visit_rows` through numpy, whatever the tables' sizes."""
+        visit = [self.changed_rows(previous), np.flatnonzero((self.kind == _FIXED) & (self.amount > 0))]
+        if touched:  # np.isin's positions, by set lookups
+            visit.append(np.array([k for k, job in enumerate(self.ids.tolist()) if job in touched], dtype=np.intp))
+        return self.rows_at(np.unique(np.concatenate(visit)))
 
     def __getitem__(self, job: int) -> PaymentRule:
         if self._index is None:

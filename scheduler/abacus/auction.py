@@ -85,7 +85,7 @@ from numpy.typing import ArrayLike
 
 from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.newton import MAX_UNKNOWNS, joint_newton
-from scheduler.abacus.plain import small_auction, small_kkt_max
+from scheduler.abacus.plain import iterate_market, small_auction, small_kkt_max
 from scheduler.abacus.prices import price_equilibrium
 from scheduler.abacus.state import AuctionResult, BoolArray, FloatArray, _Market
 from scheduler.abacus.steps import (
@@ -372,8 +372,8 @@ def _newcomers_market(mk: _Market, rows: BoolArray, start: FloatArray) -> _Marke
     )
 
 
-def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
-                         max_rounds: int) -> FloatArray:
+def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float, max_rounds: int,
+                         plain_newcomers: bool = True) -> FloatArray:
     """Algorithm 1 line 1 (equal split), or the previous clearing's sub-budgets.
 
     Warm rows are masked to the job's support and rescaled to its budget (rows
@@ -381,7 +381,8 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
     contested entry at 0 (uncontested before) is re-seeded with the equal split,
     as a linear bidder at b = 0 has x = 0 and would never return. New rows (NaN
     or bidding nothing) start from their best response to the warm rows: rounds
-    over the newcomers alone, O(newcomers * m), not counted in ``rounds``.
+    over the newcomers alone, O(newcomers * m), not counted in ``rounds``; on float lists
+    (``plain.iterate_market``, bit-identical) when they are few, unless ``plain_newcomers`` is False.
     """
     start = mk.fallback.copy()
     if warm_start is None:
@@ -402,7 +403,8 @@ def _initial_sub_budgets(mk: _Market, warm_start: ArrayLike | None, tol: float,
     start[usable] = warm[usable] / total[usable][:, None] * mk.budgets[usable][:, None]
     if usable.any() and not usable.all():
         newcomers = _newcomers_market(mk, ~usable, start)
-        start[~usable], _, _ = _iterate(newcomers, start[~usable], tol, max_rounds)
+        solved = iterate_market(newcomers, start[~usable], tol, max_rounds, _handover) if plain_newcomers else None
+        start[~usable] = _iterate(newcomers, start[~usable], tol, max_rounds)[0] if solved is None else solved
     return start
 
 
@@ -444,11 +446,11 @@ def auction(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequence[s
 
 def _array_auction(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequence[str], alpha: float, tol: float,
                    max_rounds: int, groups: ArrayLike | None, demand: ArrayLike | None,
-                   warm_start: ArrayLike | None) -> AuctionResult:
-    """:func:`auction` on numpy arrays, whatever the market's size."""
+                   warm_start: ArrayLike | None, plain_newcomers: bool = True) -> AuctionResult:
+    """:func:`auction` on numpy arrays, whatever the market's size (``plain_newcomers``: as :func:`_initial_sub_budgets`)."""
     mk = _prepare(budgets, weights, utility, alpha, groups, demand)
     check_iteration(tol, max_rounds)
-    start = _initial_sub_budgets(mk, warm_start, float(tol), int(max_rounds))
+    start = _initial_sub_budgets(mk, warm_start, float(tol), int(max_rounds), plain_newcomers)
     if start.size == 0:
         return AuctionResult(_shares_and_rest(start, mk)[0], start, rounds=0, converged=True)
     b, rounds, converged = _iterate(mk, start, float(tol), int(max_rounds))

@@ -34,12 +34,12 @@ from operator import add
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scheduler.abacus.state import AuctionResult
+from scheduler.abacus.state import AuctionResult, FloatArray, _Market
 from scheduler.abacus.steps import _DAMPING_REGROWTH, _MAX_DOWN, _MAX_UP, _MIN_DAMPING, _MIN_SLOPE, _TINY, NEGLIGIBLE
 from scheduler.abacus.utility import check_alpha, check_iteration
 from scheduler.types import UTILITY_KINDS
 
-__all__ = ["KKT_MAX_JOBS", "MAX_JOBS", "TYPES", "small_auction", "small_kkt_max"]
+__all__ = ["KKT_MAX_JOBS", "MAX_JOBS", "TYPES", "iterate_market", "small_auction", "small_kkt_max"]
 
 MAX_JOBS = 32  # from about this size the numpy rounds are as fast (measured on the replay's markets)
 KKT_MAX_JOBS = 64  # the KKT read-out (one pass, no rounds): as fast as numpy's up to about 100 jobs
@@ -405,6 +405,30 @@ def small_auction(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequ
         return None
     shares = np.array(_shares_and_rest(b, mk)[0]).reshape(mk.n, TYPES)
     return AuctionResult(shares, np.array(b).reshape(mk.n, TYPES), rounds=rounds, converged=converged)
+
+
+def iterate_market(mk: _Market, start: FloatArray, tol: float, max_rounds: int,
+                   handover: Handover) -> FloatArray | None:
+    """``auction._iterate(mk, start, tol, max_rounds)``'s sub-budgets, bit for bit, for a market of at
+    most MAX_JOBS jobs and TYPES types given as arrays (the newcomers' warm-up of a larger market,
+    with its rivals' frozen power); None where the numpy path must run it (another size, or rounds
+    past ``handover``)."""
+    n, m = mk.weights.shape
+    if m != TYPES or not 0 < n <= MAX_JOBS:
+        return None
+    active, demand = mk.active.ravel().tolist(), mk.demand.ravel().tolist()
+    equal = [(1.0 if a else 0.0) / max(na, 1.0) if na > 0 else (1.0 if d else 0.0) / max(nd, 1.0)
+             for a, d, na, nd in zip(active, demand, mk.n_active.ravel().tolist(), mk.n_demand.ravel().tolist(), strict=True)]
+    lists = _Lists(
+        mk.budgets.tolist(), mk.weights.ravel().tolist(), mk.is_log.tolist(), active, mk.contested.ravel().tolist(),
+        [s for g in mk.group_index.tolist() for s in (2 * g, 2 * g + 1)], mk.n_groups, mk.alpha, mk.fallback.ravel().tolist(),
+        equal, None if mk.rival_power is None else mk.rival_power.ravel().tolist(),
+    )
+    try:
+        b, _, _ = _iterate(lists, start.ravel().tolist(), tol, max_rounds, handover)
+    except (_Leave, OverflowError):
+        return None
+    return np.array(b, dtype=np.float64).reshape(n, TYPES)
 
 
 def small_kkt_max(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str],

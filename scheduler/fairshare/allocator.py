@@ -99,12 +99,14 @@ class FairShareAllocator:
         self._frac = tree.leaf_fraction()
         self._frac_list: list[float] = [float(x) for x in self._frac]
         self._n_leaves = n_leaves
-        self._finished = np.zeros(n_leaves)  # finished usage inside the current round
+        # per leaf, plain floats (the per-unit path reads and writes single entries): finished usage
+        # inside the current round, the last allocation's time, the time it became demanding (NaN: not)
+        self._finished: list[float] = [0.0] * n_leaves
         self._apps = AppQuanta(n_leaves)  # application and leaf quanta from finished tasks, all rounds
         self._q = TreeQuanta(tree, self.initial_q)  # Q per node (Fig. 4), brought up to date when read
         self._tasks = RunningTasks()
-        self._last_alloc = np.full(n_leaves, -np.inf)
-        self._since = np.full(n_leaves, np.nan)  # became demanding at; NaN = not demanding
+        self._last_alloc: list[float] = [-math.inf] * n_leaves
+        self._since: list[float] = [math.nan] * n_leaves
         self._since_mask: tuple[bool, ...] | None = None  # the demand _since last reflected
         self._round_start = -math.inf
         self._clock = -math.inf
@@ -139,10 +141,11 @@ class FairShareAllocator:
         if self.history == "rounds":  # windows [kL, (k+1)L): a new one forgets the last
             start = math.floor(now / self.history_length) * self.history_length
             if start > self._round_start:
-                self._finished[:] = 0.0
+                self._finished = [0.0] * self._n_leaves
                 self._round_start = start
         elif self.history == "decay" and now > self._clock > -math.inf:
-            self._finished *= 2.0 ** (-(now - self._clock) / self.history_length)
+            factor = 2.0 ** (-(now - self._clock) / self.history_length)
+            self._finished = [f * factor for f in self._finished]
         self._clock = float(now)
 
     @property
@@ -207,8 +210,9 @@ class FairShareAllocator:
     def waiting(self, now: float) -> NDArray[np.float64]:
         """(L,) how long each demanding leaf has waited at ``now``: now minus the later
         of its last allocation and the time it became demanding; 0 if not demanding."""
-        ref = np.fmax(self._last_alloc, self._since)
-        return np.where(np.isnan(self._since), 0.0, now - ref)
+        since = np.array(self._since)
+        ref = np.fmax(np.array(self._last_alloc), since)
+        return np.where(np.isnan(since), 0.0, now - ref)
 
     uses_arrival_order = False  # pick_leaf ignores ``head`` (FifoAllocator uses it)
     tracks_demand = True  # update_demand starts and stops the starvation clocks
@@ -256,7 +260,7 @@ class FairShareAllocator:
             return self.pick_leaf(np.array(demanding, dtype=np.bool_), now)
         if self._policy == "ltrf":
             return lowest
-        waited = now - max(float(self._last_alloc[lowest]), float(self._since[lowest]))
+        waited = now - max(self._last_alloc[lowest], self._since[lowest])
         if waited >= self._t_wait:
             return lowest
         return descend_small(self._small_tree, usage, demanding)
@@ -292,7 +296,7 @@ class FairShareAllocator:
         """
         if task_key in self._tasks.slot:
             raise ValueError(f"task {task_key} is already running")
-        if not 0 <= leaf < self._frac.size:
+        if not 0 <= leaf < self._n_leaves:
             raise ValueError(f"leaf position out of range: {leaf}")
         if units < 1:
             raise ValueError("units must be >= 1")
@@ -301,10 +305,12 @@ class FairShareAllocator:
             raise ValueError("expected_duration must be finite and >= 0")
         if app is not None and app < 0:
             raise ValueError("application keys must be >= 0")
-        self._advance(now)
-        key = AppQuanta.key(app, int(leaf))
-        self._apps.start(key, int(leaf))
-        self._tasks.add(int(task_key), int(leaf), float(now), exp, int(units), key)
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
+        leaf = int(leaf)
+        key = AppQuanta.key(app, leaf)
+        self._apps.start(key, leaf)
+        self._tasks.add(int(task_key), leaf, float(now), exp, int(units), key)
         self._last_alloc[leaf] = now
 
     def record_more(self, task_key: int, units: int = 1) -> None:
@@ -319,7 +325,8 @@ class FairShareAllocator:
         """
         if task_key not in self._tasks.slot:
             raise KeyError(task_key)
-        self._advance(now)
+        if now != self._clock or now == -math.inf:  # _advance's own early return, without the call
+            self._advance(now)
         leaf, start, units, app = self._tasks.pop(task_key)
         if self.history == "decay":
             self._finished[leaf] += units * float(decayed_integral(now - start, self.history_length))
@@ -349,14 +356,14 @@ class FairShareAllocator:
         """
         t = self._tasks
         if not len(t):
-            return self._finished.copy()
+            return np.array(self._finished)
         leaf, start, exp, units, apps = t.arrays()
         if not t.unknown and self.history != "decay" and self._round_start == -math.inf:
             # every duration known, no round begun: max(est, elapsed) is what counts, bit for bit the
             # general case below (there, nothing lies before the round and no estimate is negative)
             held = np.maximum(exp, now - start)
-            return self._finished + np.bincount(leaf, weights=held * units, minlength=self._finished.size)
-        out = self._finished.copy()
+            return np.array(self._finished) + np.bincount(leaf, weights=held * units, minlength=self._n_leaves)
+        out = np.array(self._finished)
         unknown = np.isnan(exp)
         est = exp
         if unknown.any():  # an application's own Q, else its leaf's (Sec. 6.2.1, Fig. 4)
@@ -379,10 +386,9 @@ class FairShareAllocator:
         if t.unknown or self.history == "decay" or self._round_start != -math.inf or len(t) > _PLAIN_TASKS:
             out: list[float] = self.usage(now).tolist()
             return out
-        finished: list[float] = self._finished.tolist()
         if not len(t):
-            return finished
-        return t.held(now, self._frac.size, finished)
+            return self._finished[:]
+        return t.held(now, self._n_leaves, self._finished)
 
     @cached_property
     def _leaf_nodes(self) -> NDArray[np.int64]:
@@ -404,7 +410,7 @@ class FairShareAllocator:
         (paper 002, Sec. 6.2.2). Running tasks count only their part after ``now``;
         starvation clocks and Q are kept. Raises ValueError if time goes backwards."""
         self._advance(now)
-        self._finished[:] = 0.0
+        self._finished = [0.0] * self._n_leaves
         self._round_start = float(now)
 
     def to_state(self) -> dict[str, Any]:
@@ -424,8 +430,8 @@ class FairShareAllocator:
             "round_start": json_float(self._round_start),
             "finished": [float(x) for x in self._finished],
             "quanta": self._apps.to_state(),
-            "last_alloc": [json_float(float(x)) for x in self._last_alloc],
-            "since": [json_float(float(x)) for x in self._since],
+            "last_alloc": [json_float(x) for x in self._last_alloc],
+            "since": [json_float(x) for x in self._since],
             "running": [
                 [int(t.keys[i]), int(t.leaf[i]), float(t.start[i]), json_float(float(t.expected[i])), int(t.units[i]), int(t.app[i])]
                 for i in range(n)
@@ -456,12 +462,13 @@ class FairShareAllocator:
             raise ValueError("state arrays do not match the number of leaves")
         alloc._clock = from_json_float(state["clock"], -math.inf)
         alloc._round_start = from_json_float(state["round_start"], -math.inf)
-        alloc._finished = np.asarray(state["finished"], dtype=np.float64)
+        alloc._finished = [float(x) for x in state["finished"]]
         alloc._apps = AppQuanta.from_state(n_leaves, state)
-        for leaf in np.flatnonzero(alloc._apps.leaf_n):
-            alloc._q.refresh(int(leaf), alloc._apps)
-        alloc._last_alloc = np.array([from_json_float(x, -math.inf) for x in state["last_alloc"]])
-        alloc._since = np.array([from_json_float(x, math.nan) for x in state["since"]])
+        for leaf, count in enumerate(alloc._apps.leaf_n):
+            if count:
+                alloc._q.refresh(leaf, alloc._apps)
+        alloc._last_alloc = [from_json_float(x, -math.inf) for x in state["last_alloc"]]
+        alloc._since = [from_json_float(x, math.nan) for x in state["since"]]
         for key, leaf, start, exp, *rest in state["running"]:
             units = int(rest[0]) if rest else 1
             app = int(rest[1]) if len(rest) > 1 else AppQuanta.key(None, int(leaf))

@@ -38,8 +38,10 @@ class AppQuanta:
 
     def __init__(self, n_leaves: int) -> None:
         self.apps: dict[int, list[float]] = {}  # app -> [leaf, duration sum, task count, running batches]
-        self.leaf_sum = np.zeros(n_leaves)  # sum over the leaf's applications of their Q
-        self.leaf_n = np.zeros(n_leaves, dtype=np.int64)  # applications with a finished task
+        # per leaf, plain numbers (every finished batch updates one entry): the sum over the leaf's
+        # applications of their Q, and how many of them have a finished task
+        self.leaf_sum: list[float] = [0.0] * n_leaves
+        self.leaf_n: list[int] = [0] * n_leaves
         self._named = 0  # entries with key >= 0
 
     @staticmethod
@@ -88,7 +90,7 @@ class AppQuanta:
 
     def leaf_q(self, leaf: int) -> float:
         """Mean of the leaf's applications' quanta, NaN if none has a finished task."""
-        return float(self.leaf_sum[leaf] / self.leaf_n[leaf]) if self.leaf_n[leaf] else math.nan
+        return self.leaf_sum[leaf] / self.leaf_n[leaf] if self.leaf_n[leaf] else math.nan
 
     def estimates(self, apps: NDArray[np.int64], fallback: NDArray[np.float64]) -> NDArray[np.float64]:
         """(n,) Q of each running batch's application, ``fallback`` (its leaf's Q) where unknown."""
@@ -99,8 +101,8 @@ class AppQuanta:
     def to_state(self) -> dict[str, Any]:
         return {
             "apps": [[k, int(v[0]), v[1], int(v[2]), int(v[3])] for k, v in self.apps.items()],
-            "leaf_sum": self.leaf_sum.tolist(),
-            "leaf_n": self.leaf_n.tolist(),
+            "leaf_sum": list(self.leaf_sum),
+            "leaf_n": list(self.leaf_n),
         }
 
     @classmethod
@@ -112,14 +114,14 @@ class AppQuanta:
             q = state["quanta"]
             out.apps = {int(k): [float(leaf), float(s), float(c), float(r)] for k, leaf, s, c, r in q["apps"]}
             out._named = sum(1 for k in out.apps if k >= 0)
-            out.leaf_sum = np.asarray(q["leaf_sum"], dtype=np.float64)
-            out.leaf_n = np.asarray(q["leaf_n"], dtype=np.int64)
+            out.leaf_sum = [float(x) for x in q["leaf_sum"]]
+            out.leaf_n = [int(x) for x in q["leaf_n"]]
         else:
             for leaf, (s, c) in enumerate(zip(state["q_sum"], state["q_count"], strict=True)):
                 if c:
                     out.apps[-(leaf + 1)] = [float(leaf), float(s), float(c), 0.0]
                     out.leaf_sum[leaf], out.leaf_n[leaf] = s / c, 1
-        if out.leaf_sum.shape != (n_leaves,) or out.leaf_n.shape != (n_leaves,):
+        if len(out.leaf_sum) != n_leaves or len(out.leaf_n) != n_leaves:
             raise ValueError("quantum state does not match the number of leaves")
         return out
 

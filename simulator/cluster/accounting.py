@@ -79,6 +79,15 @@ class LeafLedger:
         if self._rate_share is not None:
             self._set_rates(leaf, j, self._running[leaf][j])
 
+    def start_units(self, leaf: int, j: int, units: int) -> None:
+        """``units`` eligible pending tasks at (leaf, j) started: :meth:`add_eligible` of ``-units``
+        and :meth:`add_running` of ``units`` in one step (the rates are those of the final counts)."""
+        row = self._running[leaf]
+        row[j] += units
+        self._eligible[leaf][j] -= units
+        if self._rate_share is not None:
+            self._set_rates(leaf, j, row[j])
+
     def _set_rates(self, leaf: int, j: int, running: int) -> None:
         demand = float(running + self._eligible[leaf][j])
         share = self._share_rows[leaf][j]

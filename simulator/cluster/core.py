@@ -242,6 +242,18 @@ class ClusterCore:
             counts[job.leaf] += delta
             self._shared_flag[j][job.leaf] = counts[job.leaf] > 0
 
+    def _count_start(self, job: JobState, j: int, units: int) -> None:
+        """``units`` eligible pending tasks of (job's leaf, j) started: :meth:`_count_eligible` of
+        ``-units`` and the ledger's running count up by ``units``, in one ledger step."""
+        leaf = job.leaf
+        self._ledger.start_units(leaf, j, units)
+        if job.reserved:
+            self._reserved_eligible[leaf, j] -= units
+        else:
+            counts = self._shared_eligible[j]
+            counts[leaf] -= units
+            self._shared_flag[j][leaf] = counts[leaf] > 0
+
     def _recount_shared(self) -> None:
         """Rebuild the shared stage's counts from the ledger (after reservations changed hands)."""
         shared = self._ledger.eligible - self._reserved_eligible

@@ -353,8 +353,7 @@ class Cluster(ReservationBook):
             job.start_time = self.now
             assert self._report is not None
             self._report.first_starts[job.job_id] = self.now
-        self._count_eligible(job, j, -units)
-        self._ledger.add_running(job.leaf, j, units)
+        self._count_start(job, j, units)
         self._busy[j] += units
         if job.pending[j] == 0:
             self.placement.invalidate(job.leaf, j)

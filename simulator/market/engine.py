@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PAYMENT_KINDS, PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
+from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.model import Cluster
@@ -43,8 +43,6 @@ from simulator.market.snapshot import BidColumns, Columns, build_snapshot
 from simulator.records import JobFinished, JobSpec, TaskLaunch
 
 __all__ = ["Bid", "Charge", "MarketConfig", "MarketEngine", "StepReport"]  # the records live in simulator.market.records
-
-_FIXED = PAYMENT_KINDS.index("fixed")  # the kind due at acceptance (``PaymentRule.due_at_acceptance``)
 
 
 
@@ -274,23 +272,15 @@ class MarketEngine:
         """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.
         A job whose rule is the one it holds keeps that object (rules are values): a
         :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed,
-        and after a table, visits only the rows that differ from it (``PaymentTable.changed_rows``),
-        the jobs whose rule changed since outside a Plan (arrivals, bookings) and the fixed prices
-        (one may still be due)."""
+        and after a table, visits only the rows that differ from it, the jobs whose rule changed
+        since outside a Plan (arrivals, bookings) and the fixed prices (one may still be due):
+        ``PaymentTable.visit_rows``."""
         charges = []
         payments = plan.payments
         last, self._ruled = self._ruled, None  # unknown until every row is taken
         ruled: PaymentTable | None = None
         if isinstance(payments, PaymentTable) and not payments.extra:
-            if last is None:
-                raw = payments.raw_items()
-            else:
-                visit = [payments.changed_rows(last),
-                         np.flatnonzero((payments.kind == _FIXED) & (payments.amount > 0))]
-                if self._touched:  # np.isin's positions, by set lookups (faster on a market's few dozen rows)
-                    touched = self._touched
-                    visit.append(np.array([k for k, job in enumerate(payments.ids.tolist()) if job in touched], dtype=np.intp))
-                raw = payments.rows_at(np.unique(np.concatenate(visit)))
+            raw = payments.raw_items() if last is None else payments.visit_rows(last, self._touched)
             ruled = payments
         elif isinstance(payments, PaymentTable):
             raw = payments.raw_items()

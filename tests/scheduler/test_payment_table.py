@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.plan import Diagnostics, PaymentRule, PaymentTable, Plan, budget_payment, budget_payments
 from scheduler.types import MarketSnapshot
@@ -78,3 +80,29 @@ def test_a_table_refuses_what_a_rule_refuses() -> None:
         PaymentTable(ids, np.array([0, 7], dtype=np.int8), np.ones(2), np.full(2, np.nan))
     no_rule = PaymentTable(ids, np.array([-1, 0], dtype=np.int8), np.array([np.nan, 3.0]), np.full(2, np.nan))
     assert dict(no_rule.items()) == {2: PaymentRule.at_completion(3.0)}
+
+
+def _table(rows: list[tuple[int, int, float, float]]) -> PaymentTable:
+    """A table of (job, kind index or -1, amount, SLO) rows; the SLO kept only on if_slo_met rows."""
+    kind = np.array([k for _, k, _, _ in rows], dtype=np.int8)
+    mu = np.array([u if k == 1 else math.nan for _, k, _, u in rows], dtype=np.float64)
+    return PaymentTable(np.array([j for j, _, _, _ in rows], dtype=np.int64), kind,
+                        np.array([a for _, _, a, _ in rows], dtype=np.float64), mu)
+
+
+_ROWS = st.lists(st.tuples(st.integers(0, 12), st.integers(-1, 2), st.sampled_from([0.0, 1.0, 2.5, 100.0]),
+                           st.sampled_from([0.5, 1.0, 2.0])), max_size=14, unique_by=lambda row: row[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(previous=_ROWS, current=_ROWS, touched=st.sets(st.integers(0, 14), max_size=5))
+def test_visit_rows_in_plain_python_are_numpys(previous: list[tuple[int, int, float, float]],
+                                               current: list[tuple[int, int, float, float]], touched: set[int]) -> None:
+    """The rows a rule holder reads again (changed since the previous table, fixed prices, touched
+    jobs): the plain comparison of small tables gives numpy's positions' entries, in order."""
+    old, new = _table(previous), _table(current)
+    want = new.visit_rows_arrays(old, touched)
+    assert new.visit_rows(old, touched) == want
+    changed = set(new.changed_rows(old).tolist())
+    assert [row[0] for row in want] == [j for k, (j, kind, amount, _) in enumerate(current) if kind >= 0 and (
+        k in changed or (kind == 2 and amount > 0) or j in touched)]

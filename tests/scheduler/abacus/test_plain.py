@@ -39,10 +39,10 @@ weight = st.one_of(st.just(0.0), st.floats(0.05, 5.0))
 
 
 @st.composite
-def small_markets(draw: st.DrawFn, max_n: int = MAX_JOBS + 2) -> dict[str, Any]:
+def small_markets(draw: st.DrawFn, max_n: int = MAX_JOBS + 2, min_n: int = 1) -> dict[str, Any]:
     """Markets the plain path takes: zero budgets and weights, partial demand, groups,
     mixed utilities, warm starts with new (NaN) rows, zeros and off-support entries."""
-    n = draw(st.integers(1, max_n))
+    n = draw(st.integers(min_n, max_n))
     m = draw(st.sampled_from([TYPES, TYPES, TYPES, 1, 3]))  # other m: left to numpy
     utility = draw(st.one_of(st.sampled_from(["linear", "log"]),
                              st.lists(st.sampled_from(["linear", "log"]), min_size=n, max_size=n)))
@@ -128,3 +128,51 @@ def test_plain_kkt_equals_numpy_kkt(market: dict[str, Any], noise: float, seed: 
         event("plain path" if got is not None else "left to the numpy path")
         if got is not None:
             assert got.hex() == want.hex()
+
+
+@st.composite
+def large_markets_with_newcomers(draw: st.DrawFn) -> dict[str, Any]:
+    """Markets past MAX_JOBS (the numpy path's) whose warm start has a few new (NaN) rows."""
+    market = draw(small_markets(MAX_JOBS + 30, MAX_JOBS + 1))
+    n = market["weights"].shape[0]
+    with np.errstate(all="ignore"):
+        warm = arrays(dict(market, warm_start=None)).sub_budgets
+    warm[draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4, unique=True))] = np.nan
+    market["warm_start"] = warm
+    return market
+
+
+@settings(max_examples=150, deadline=None)
+@given(large_markets_with_newcomers())
+def test_newcomers_warm_up_on_lists_equals_numpys(market: dict[str, Any]) -> None:
+    """A large market's newcomers answer the others' warm bids on float lists (plain.iterate_market)
+    with numpy's sub-budgets, so the whole clearing is the one the numpy warm-up gave, bit for bit."""
+    with np.errstate(all="ignore"):
+        want = numpy_path._array_auction(**market, plain_newcomers=False)
+        got = numpy_path._array_auction(**market)
+    assert_bitwise(got, want)
+
+
+def test_newcomers_of_a_replay_market_warm_up_on_lists(monkeypatch: Any) -> None:
+    """The markets it exists for (the replay's: log utilities, alpha = 1/2, one newcomer among
+    dozens of jobs) take the list path, with the numpy warm-up's result."""
+    from scheduler.abacus import plain as plain_module
+    taken: list[bool] = []
+    real = plain_module.iterate_market
+
+    def counted(*args: Any) -> Any:
+        out = real(*args)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(numpy_path, "iterate_market", counted)
+    rng = np.random.default_rng(4)
+    for n in (MAX_JOBS + 1, 48, 90):
+        market: dict[str, Any] = {"budgets": rng.uniform(50, 200, n), "weights": rng.uniform(0.5, 2, (n, 2)), "utility": "log",
+                  "alpha": 0.5, "tol": 1e-6, "max_rounds": 1000, "groups": rng.integers(0, 8, n), "demand": None,
+                  "warm_start": None}
+        warm = arrays(market).sub_budgets
+        warm[-1] = np.nan
+        market["warm_start"] = warm
+        assert_bitwise(arrays(market), numpy_path._array_auction(**market, plain_newcomers=False))
+    assert taken == [True, True, True]

@@ -18,6 +18,7 @@ shares = st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, 2.5, 1e-300, 7.0 / 3.0, 
 program = st.lists(st.one_of(
     st.tuples(st.just("run"), st.integers(0, L - 1), st.integers(0, M - 1), st.integers(-2, 3)),
     st.tuples(st.just("elig"), st.integers(0, L - 1), st.integers(0, M - 1), st.integers(-2, 3)),
+    st.tuples(st.just("start"), st.integers(0, L - 1), st.integers(0, M - 1), st.integers(-2, 3)),
     st.tuples(st.just("cut"), st.sampled_from([0.0, 0.1, 1.0, 1e-9, 3.7, -1.0])),
     st.tuples(st.just("share"), shares),
     st.tuples(st.just("read"), st.sampled_from([0.0, 0.5, 2.0])),
@@ -42,6 +43,10 @@ def test_ledger_integrals_equal_the_array_formula(steps: list[tuple], first: lis
         elif step[0] == "elig":
             ledger.add_eligible(step[1], step[2], step[3])
             eligible[step[1], step[2]] += step[3]
+        elif step[0] == "start":  # eligible tasks start: add_eligible(-units) then add_running(units), in one step
+            ledger.start_units(step[1], step[2], step[3])
+            eligible[step[1], step[2]] -= step[3]
+            running[step[1], step[2]] += step[3]
         elif step[0] == "share":
             share = np.array(step[1]).reshape(L, M)  # a new matrix, as the cluster makes one
         elif step[0] == "cut":
