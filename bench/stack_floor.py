@@ -9,8 +9,9 @@ which only swaps the URLconf), each through the whole middleware stack:
 
   plain    a Django view answering a small JsonResponse, no database
   row      the same plus one primary-key SELECT of the market row
-  drf      a DRF APIView under the project's REST_FRAMEWORK settings (``Authorization: Token``,
-           IsAuthenticated, the three throttles on Redis, the orjson renderer): the row serialized
+  drfconst a DRF APIView under the project's REST_FRAMEWORK settings (``Authorization: Token``,
+           IsAuthenticated, the three throttles on Redis, the orjson renderer) answering plain's body
+  drf      the same view class reading the row and answering it through a ModelSerializer
   market   for comparison, the cheapest GET of the API mix: ``/api/market/`` (the market's state)
 
 No market clock or Celery worker runs (nothing changes the market), so every answer is known in
@@ -33,7 +34,7 @@ migrated and seeded (``manage.py seed_demo``), and dropped again at the end unle
 Gunicorn is started in its own process group and stopped at the end, on Ctrl-C or SIGTERM too.
 
 Usage: .venv/bin/python bench/stack_floor.py --pg-url postgres://postgres@127.0.0.1:5432/NAME
-       [--redis-url redis://127.0.0.1:6379/N] [--endpoints plain row drf market] [--rounds 2]
+       [--redis-url redis://127.0.0.1:6379/N] [--endpoints plain row drfconst drf market] [--rounds 2]
        [--duration 25] [--users 50] [--think-min 0] [--think-max 0.05] [--workers 3] [--keep-db]
 """
 
@@ -66,7 +67,7 @@ from bench.scratch_db import database_url  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
-ENDPOINTS = ("plain", "row", "drf", "market")
+ENDPOINTS = ("plain", "row", "drfconst", "drf", "market")
 
 
 def stack_environment(args: argparse.Namespace, port: int) -> dict[str, str]:
@@ -125,7 +126,8 @@ def wait_ready(base: str, server: Server) -> None:
 
 
 def paths(pk: int) -> dict[str, str]:
-    return {"plain": "/floor/plain/", "row": f"/floor/row/{pk}/", "drf": f"/floor/drf/{pk}/", "market": "/api/market/"}
+    return {"plain": "/floor/plain/", "row": f"/floor/row/{pk}/", "drfconst": "/floor/drf/", "drf": f"/floor/drf/{pk}/",
+            "market": "/api/market/"}
 
 
 def check_body(name: str, data: bytes, want: dict[str, Any]) -> bool:
@@ -214,13 +216,14 @@ def one_run(args: argparse.Namespace, base: str, name: str, path: str, want: dic
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
+    """Every run, then per endpoint its best run and the 2-core bound of its cheapest run's server-side CPU."""
     print(f"\n{'endpoint':<8} {'load1':>5} {'add s':>5} {'requests':>8} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} "
-          f"{'web':>5} {'pg':>5} {'redis':>5} {'gen':>5} {'total':>6}  (CPU ms per request)")
+          f"{'web':>5} {'pg':>5} {'redis':>5} {'gen':>5} {'total':>6} {'cores':>5}  (CPU ms per request; cores = req/s x total)")
     for r in rows:
         total = r["ms_web"] + r["ms_postgres"] + r["ms_redis"] + r["ms_generator"]
         print(f"{r['endpoint']:<8} {r['load1']:>5.2f} {r['additions']:>5.2f} {r['n']:>8} {r['rps']:>7.0f} {r['p50']:>7.1f} "
               f"{r['p95']:>7.1f} {r['ms_web']:>5.2f} {r['ms_postgres']:>5.2f} {r['ms_redis']:>5.2f} {r['ms_generator']:>5.2f} "
-              f"{total:>6.2f}")
+              f"{total:>6.2f} {r['rps'] * total / 1000.0:>5.2f}")
     print("\nbest per endpoint (req/s), and 2,000 ms of CPU a second / the run's CPU ms per request (the 2-core bound):")
     for name in dict.fromkeys(r["endpoint"] for r in rows):
         mine = [r for r in rows if r["endpoint"] == name]

@@ -5,6 +5,8 @@ Each goes through the project's whole middleware stack (``settings.MIDDLEWARE``)
   /floor/plain/           a Django view: a small JsonResponse, no database
   /floor/row/<pk>/        the same plus one primary-key SELECT of a market row: the ORM's
                           ``Market.objects.only(...).get(pk=...)`` of the four fields it answers
+  /floor/drf/             a DRF APIView under the same settings as the next, answering the small fixed body:
+                          DRF's own cost (dispatch, authentication, permissions, throttles, renderer), no database
   /floor/drf/<pk>/        a DRF APIView with the project's REST_FRAMEWORK settings (token authentication,
                           IsAuthenticated, the three throttles, the orjson renderer and its negotiation):
                           the same row through a ModelSerializer
@@ -32,9 +34,9 @@ FIELDS = ("id", "name", "mechanism", "clock_speed")
 
 
 def expected(market: Market) -> dict[str, dict[str, Any]]:
-    """The body each floor endpoint answers for ``market``, by endpoint name ("plain", "row", "drf")."""
+    """The body each floor endpoint answers for ``market``, by endpoint name ("plain", "row", "drfconst", "drf")."""
     row = {f: getattr(market, f) for f in FIELDS}
-    return {"plain": PLAIN, "row": row, "drf": row}
+    return {"plain": PLAIN, "row": row, "drfconst": PLAIN, "drf": row}
 
 
 def plain(request: HttpRequest) -> JsonResponse:
@@ -52,6 +54,13 @@ class MarketRowSerializer(serializers.ModelSerializer):
         fields = FIELDS
 
 
+class ConstView(APIView):
+    """The fixed body, under the API's default authentication, permissions and throttles."""
+
+    def get(self, request: Request) -> Response:
+        return Response(PLAIN)
+
+
 class RowView(APIView):
     """One market row, serialized, under the API's default authentication, permissions and throttles."""
 
@@ -62,6 +71,7 @@ class RowView(APIView):
 urlpatterns = [
     path("floor/plain/", plain),
     path("floor/row/<int:pk>/", row),
+    path("floor/drf/", ConstView.as_view()),
     path("floor/drf/<int:pk>/", RowView.as_view()),
     *site_urlpatterns,
 ]
