@@ -29,7 +29,7 @@ from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent, in_id
 from marketplace.api.parsers import SafeJSONParser
 from marketplace.auction.models import WorkItem
 from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
-from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer
+from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer, plain_bid
 from marketplace.auction.services import bid_submit, bid_terms, bid_work_errors, job_cancel, utility_fit_adopt
 from marketplace.infra import instances
 from marketplace.infra.rows import any_of, column, table
@@ -99,10 +99,12 @@ class UtilityFitsView(APIView):
 
 def _valid_bid(request: Request, tenant: Tenant) -> tuple[dict[str, Any], list[WorkItem]]:
     """The request's bid, checked (every field error at once, as a 400), and its work per resource type."""
-    bid = BidSerializer(data=request.data)
-    if not bid.is_valid():
-        raise ValidationError(_bid_errors(request, tenant, bid))
-    d = bid.validated_data
+    d = plain_bid(request.data)
+    if d is None:
+        bid = BidSerializer(data=request.data)
+        if not bid.is_valid():
+            raise ValidationError(_bid_errors(request, tenant, bid))
+        d = bid.validated_data
     return d, [WorkItem(w["resource_type"], w["tasks"], w["task_duration"], w["weight"]) for w in d["work"]]
 
 
