@@ -11,10 +11,10 @@ from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
-from marketplace.infra import instances, rows
+from marketplace.infra import instances, rows, windows
 from marketplace.infra.windows import Buckets, history_sums
 from marketplace.ledger.money import SLOT_SECOND, price_unit
-from marketplace.market import adapters, structure
+from marketplace.market import adapters, prices, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
@@ -96,6 +96,8 @@ def forget_caches() -> None:
         _SHARES.clear()
         _PRICES.clear()
     structure.forget()
+    windows.forget()
+    prices.forget()
 
 
 @dataclass(frozen=True)
@@ -149,10 +151,20 @@ def job_counts(*, market: Market) -> dict[str, int]:
     counts = dict.fromkeys(Job.Status.values, 0)
     created = market.created_at.timestamp() if market.created_at else 0.0
     by_status = history_sums(rows=Job.objects.filter(market=market), time_field="sim_finish_time", group=("status",),
-                             sums={"n": Count("id")}, now=market.sim_time, buckets=Buckets(key=f"jobs:{market.pk}:{created:.6f}"))
+                             sums={"n": Count("id")}, now=market.sim_time, buckets=Buckets(key=f"jobs:{market.pk}:{created:.6f}"),
+                             recent=lambda cut: _recent_counts(market.pk, cut))
     for (status,), (n,) in by_status.items():
         counts[status] = counts.get(status, 0) + int(n)
     return counts
+
+
+def _recent_counts(market_id: int, cut: float) -> dict[tuple[Any, ...], list[float]]:
+    """``history_sums``' recent part of :func:`job_counts` (jobs that left at or after ``cut`` or have not left), plain SQL."""
+    finish = rows.column(Job, "sim_finish_time")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {rows.column(Job, 'status')}, COUNT(*) FROM {rows.table(Job)} WHERE {rows.column(Job, 'market')} = %s "
+                       f"AND ({finish} >= %s OR {finish} IS NULL) GROUP BY 1", [market_id, cut])
+        return {(status,): [float(n)] for status, n in cursor.fetchall()}
 
 
 def queue_totals(*, market: Market) -> list[dict[str, Any]]:
