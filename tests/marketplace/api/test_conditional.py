@@ -275,3 +275,23 @@ def test_the_pages_pollers_revalidate_with_their_etag(alice, bob, market):  # ty
     cluster_advance(market_id=market.pk, seconds=10.0)  # the clock in the headline moves, the shares change
     moved = client.get("/dashboard/data.json", HTTP_IF_NONE_MATCH=tag)
     assert moved.status_code == 200 and moved["ETag"] != tag and moved.json()["headline"] != first.json()["headline"]
+
+
+@pytest.mark.parametrize("deposit", ["0", "12.5", "1000000000.0001"])
+def test_the_account_is_the_serializers_output(db, deposit):  # type: ignore[no-untyped-def]
+    """Oracle: the balance equals AccountSerializer's rendering of the account, byte for byte."""
+    from django.conf import settings
+    from rest_framework.renderers import JSONRenderer
+
+    from marketplace.dashboard.serializers import AccountSerializer
+    from marketplace.ledger.models import Account
+    from tests.factories import MarketFactory
+
+    tenant = TenantFactory(market=MarketFactory(name="acct"), username="payer", deposit=Decimal(deposit))
+    client = APIClient()
+    client.force_authenticate(tenant.user)
+    if Decimal(deposit) > 0:
+        bid_submit(tenant=tenant, budget="0.0001", work=WORK[:1])  # something held
+    account = Account.objects.get(tenant=tenant)
+    body = {"tenant": tenant.name, "currency": settings.MARKET_CURRENCY, "available": account.available, "held": account.held}
+    assert client.get("/api/account/").content == JSONRenderer().render(AccountSerializer(body).data)
