@@ -8,7 +8,7 @@ instances are the ORM's (``Model.from_db``). Writes of plain rows are ``infra.ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -212,3 +212,15 @@ def newest_page(model: type[models.Model], names: Sequence[str], *, limit: int, 
             values[name] = value
         out.append(values)
     return out, int(found[0][-1]) if found else 0
+
+
+def selected(model: type[models.Model]) -> tuple[str, Callable[[Sequence[Any]], Any]]:
+    """For a statement that selects a whole ``model`` row beside others (a join built once): its
+    columns, qualified by its table, for the select list, and a function from those values (one per
+    concrete field, in the list's order) to the instance, through the ORM's converters (``from_db``)."""
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = list(meta.concrete_fields)
+    names, converters = tuple(f.attname for f in fields), _converters(model, fields)
+    columns = ", ".join(f"{q(meta.db_table)}.{q(f.column)}" for f in fields)
+    return columns, lambda values: _instance(model, names, converters, values)
