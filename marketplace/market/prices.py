@@ -104,11 +104,25 @@ def _votes(rows: Sequence[tuple[int | None, float, float]]) -> tuple[list[float]
     return [c for _, c, _ in rows], [w for _, _, w in rows], [t if t is not None else -1 for t, _, _ in rows]
 
 
+_RATES: dict[tuple[Any, ...], float] = {}  # (rows, prior) -> robust_rate: the same votes on every poll between two ticks
+_RATES_MAX = 256
+
+
 def reference_of(rows: Sequence[tuple[int | None, float, float]], *, floor: float) -> float:
     """The reference rule on settlements in contention, (tenant_id, charged, slot_seconds) rows:
     ``max(floor, median(votes))`` with one vote per tenant and one for :func:`reference_rate`
-    (``scheduler.era.spot.robust_rate``), money per slot-second."""
-    return max(float(floor), robust_rate(*_votes(rows), prior=reference_rate()))
+    (``scheduler.era.spot.robust_rate``, a pure function of the votes: this process keeps its last
+    answers, which the market state asks again with the same votes until a settlement is added),
+    money per slot-second."""
+    prior = reference_rate()
+    key = (tuple(rows), prior)
+    rate = _RATES.get(key)
+    if rate is None:
+        rate = robust_rate(*_votes(rows), prior=prior)
+        if len(_RATES) >= _RATES_MAX:
+            _RATES.clear()
+        _RATES[key] = rate
+    return max(float(floor), rate)
 
 
 @dataclass(frozen=True)
@@ -169,8 +183,9 @@ def settlement_sums(*, market: Market) -> list[SettledSum]:
 
 
 def forget() -> None:
-    """Drop this process's last window sums (tests that rewrite settlements by hand)."""
+    """Drop this process's last window sums and reference rates (tests that rewrite settlements by hand)."""
     _KEPT.clear()
+    _RATES.clear()
 
 
 def _settled_since(market: Market) -> int:
