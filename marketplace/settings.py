@@ -162,6 +162,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend; its health check needs no SELECT 1 on a quiet connection (marketplace.infra.postgresql.base)
+        DATABASES["default"]["ENGINE"] = "marketplace.infra.postgresql"
 
 # --- Cache (Redis when present) ---------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")

@@ -21,11 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Exists, OuterRef
+from django.db import connection
 from django.db.models.base import ModelState
 from django.db.models.signals import post_delete
 from django.utils import timezone
@@ -34,7 +36,9 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
+from marketplace.infra import instances
 from marketplace.market import roles
+from marketplace.market.models.tenants import Tenant
 from marketplace.web.throttling import FailureLimiter, client_address
 
 _REMEMBERED: dict[str, tuple[float, Token]] = {}  # key -> (monotonic time read, token with user and tenant)
@@ -81,10 +85,52 @@ def _copy(token: Token) -> Token:
     return out
 
 
-# A token with its user, the user's tenant and whether the user is in the cluster managers'
-# group: one query (the group's was a second one on every miss).
-_TOKENS = Token.objects.select_related("user", "user__tenant").annotate(
-    cluster_manager=Exists(Group.objects.filter(name=roles.CLUSTER_MANAGER, user=OuterRef("user_id"))))
+@lru_cache(maxsize=1)
+def _token_statement() -> tuple[str, tuple[int, int], tuple[Any, Any, Any]]:
+    """``Token.objects.select_related("user", "user__tenant").annotate(cluster_manager=Exists(<the user in
+    the cluster managers' group>)).get(key=...)`` as one statement built once (compiling it cost more than
+    it ran, on every token this process has not remembered): the SQL (parameters: the group's name, the
+    key), where the user's and the tenant's columns start, and the three row readers."""
+    User = get_user_model()
+    q = connection.ops.quote_name
+    (token_cols, token), (user_cols, user), (tenant_cols, tenant) = (instances.selected(m) for m in (Token, User, Tenant))
+    members = User.groups.through._meta  # type: ignore[attr-defined]
+    t, u, n, g, ug = (q(m._meta.db_table) for m in (Token, User, Tenant, Group, members.model))
+
+    def col(table: str, model: Any, name: str) -> str:
+        return f"{table}.{q(model._meta.get_field(name).column)}"
+
+    member = (f"EXISTS(SELECT 1 FROM {g} INNER JOIN {ug} ON {col(g, Group, 'id')} = {col(ug, members.model, 'group')} "
+              f"WHERE {col(g, Group, 'name')} = %s AND {col(ug, members.model, 'user')} = {col(t, Token, 'user')})")
+    sql = (f"SELECT {token_cols}, {user_cols}, {tenant_cols}, {member} FROM {t} INNER JOIN {u} ON {col(t, Token, 'user')} = "
+           f"{col(u, User, User._meta.pk.name)} LEFT OUTER JOIN {n} ON {col(u, User, User._meta.pk.name)} = {col(n, Tenant, 'user')} "
+           f"WHERE {col(t, Token, 'key')} = %s")
+    first_user = len(Token._meta.concrete_fields)
+    return sql, (first_user, first_user + len(User._meta.concrete_fields)), (token, user, tenant)
+
+
+def _read_token(key: str) -> Token:
+    """The token ``key`` with its user, the user's tenant (cached as select_related caches them, both ways)
+    and ``cluster_manager``: one statement (:func:`_token_statement`).
+
+    Raises:
+        Token.DoesNotExist: no such key.
+    """
+    sql, (first_user, first_tenant), (read_token, read_user, read_tenant) = _token_statement()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [roles.CLUSTER_MANAGER, key])
+        row = cursor.fetchone()
+    if row is None:
+        raise Token.DoesNotExist("Token matching query does not exist.")
+    token, user = read_token(row[:first_user]), read_user(row[first_user:first_tenant])
+    tenant = read_tenant(row[first_tenant:-1]) if row[first_tenant] is not None else None
+    token._state.fields_cache["user"] = user
+    user._state.fields_cache["auth_token"] = token
+    user._state.fields_cache["tenant"] = tenant
+    if tenant is not None:
+        tenant._state.fields_cache["user"] = user
+    token.cluster_manager = bool(row[-1])  # type: ignore[attr-defined]
+    return token
 
 
 def token_expiry(token: Token) -> datetime:
@@ -102,7 +148,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
             token = _copy(hit[1])
             return token.user, token
         try:
-            token = _TOKENS.get(key=key)
+            token = _read_token(key)
         except Token.DoesNotExist:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
         if not token.user.is_active:

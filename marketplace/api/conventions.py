@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.paginator import Page
 from django.db.models import Max, QuerySet
 from django_filters import rest_framework as filters
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
@@ -59,6 +61,34 @@ class Pagination(PageNumberPagination):
         if raw is not None and not raw.strip():
             raise NotFound("Invalid page: an empty page number.")  # DRF would read it as page 1
         return super().get_page_number(request, paginator)
+
+    def counted_page(self, request: Request, fetch: Callable[[int, int], tuple[list[Any], int]]) -> list[Any] | None:
+        """``paginate_queryset`` for a list that reads a page and the list's length in one statement:
+        ``fetch(limit, offset)`` gives the page's rows and the count (0 with no row). None, with nothing
+        read, unless ``page`` is absent or a plain page number (DRF's other answers, ``page=last`` and
+        the 404s, stay with ``paginate_queryset``), and None for a page past the end (its 404 there too).
+
+        Raises:
+            ValidationError: a bad ``page_size``, as ``paginate_queryset``.
+        """
+        page_size = self.get_page_size(request)
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            number = 1
+        elif raw.isascii() and raw.isdigit() and raw[0] != "0" and len(raw) <= 9:
+            number = int(raw)
+        else:
+            return None
+        rows, count = fetch(page_size, (number - 1) * page_size)
+        if not rows and number > 1:
+            return None
+        paginator = self.django_paginator_class((), page_size)
+        paginator.count = count  # the cached property, read with the rows
+        self.request = request
+        self.page = Page(rows, number, paginator)
+        if paginator.num_pages > 1 and self.template is not None:
+            self.display_page_controls = True
+        return list(self.page)
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         params = super().get_schema_operation_parameters(view)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+import math
+import re
+from decimal import Context, Decimal
+from functools import lru_cache
+from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from marketplace.api.fields import MoneyField, StrictDecimalField, StrictJSON, money_format, money_help, money_text
+from marketplace.api.fields import MoneyField, StrictDecimalField, StrictJSON, money_format, money_help, money_pattern, money_text
 from marketplace.auction.services import MAX_BUDGET, MAX_TASK_DURATION_S, MAX_TASKS
 from marketplace.market.models.jobs import Job, JobWork
 
@@ -50,6 +54,99 @@ class BidSerializer(StrictJSON, serializers.Serializer):
 
     def validate_work(self, items: list[dict]) -> list[dict]:
         return each_type_once(items)
+
+
+_BID_KEYS = frozenset({"name", "budget", "utility", "work", "job_class", "use_adopted_utility", "min_utility"})
+_WORK_KEYS = frozenset({"resource_type", "tasks", "task_duration", "weight"})
+_BUDGET = re.compile(money_pattern(MAX_BUDGET))
+_PLACES = Decimal(1).scaleb(-4)
+_PRECISION = Context(prec=18)
+_UTILITIES = frozenset(Job.Utility.values)
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    fields = BidSerializer().fields
+    return {name: fields[name].get_default() for name in ("name", "utility", "job_class", "use_adopted_utility", "min_utility")}
+
+
+def _plain_text(value: object, max_length: int) -> str | None:
+    """A CharField's value for plain ASCII text without NUL (stripped, at most ``max_length``), else None."""
+    if type(value) is not str or not value.isascii() or "\x00" in value:
+        return None
+    text = value.strip()
+    return text if len(text) <= max_length else None
+
+
+def _plain_number(value: object, low: float, high: float) -> float | None:
+    """A FloatField's value for a JSON number from ``low`` to ``high``, else None."""
+    if type(value) is not float and type(value) is not int:
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and low <= number <= high else None
+
+
+def plain_bid(data: object) -> dict[str, Any] | None:
+    """``BidSerializer(data=data).validated_data`` for a bid in the shape nearly every client sends
+    (known keys, ASCII text, the budget as a money string, work items with an int task count), without
+    the serializer's walk over its fields; None for anything else, valid or not: the serializer judges
+    it (and names its errors). Same values and types as the serializer's, defaults included."""
+    if type(data) is not dict or not data.keys() <= _BID_KEYS:
+        return None
+    budget = data.get("budget")
+    if type(budget) is not str or not _BUDGET.fullmatch(budget):
+        return None
+    amount = Decimal(budget).quantize(_PLACES, context=_PRECISION)
+    if not _BUDGET.fullmatch(str(amount)):
+        return None
+    out = dict(_defaults())
+    for name in ("name", "job_class"):
+        if name in data:
+            text = _plain_text(data[name], 120)
+            if text is None:
+                return None
+            out[name] = text
+    if "utility" in data:
+        if type(data["utility"]) is not str or data["utility"] not in _UTILITIES:
+            return None
+        out["utility"] = data["utility"]
+    if "use_adopted_utility" in data:
+        if type(data["use_adopted_utility"]) is not bool:
+            return None
+        out["use_adopted_utility"] = data["use_adopted_utility"]
+    if data.get("min_utility") is not None:
+        floor = _plain_number(data["min_utility"], -math.inf, math.inf)
+        if floor is None:
+            return None
+        out["min_utility"] = floor
+    work = _plain_work(data.get("work"))
+    if work is None:
+        return None
+    out["budget"] = amount
+    out["work"] = work
+    return out
+
+
+def _plain_work(items: object) -> list[dict[str, Any]] | None:
+    if type(items) is not list or not items:
+        return None
+    out = []
+    for item in items:
+        if type(item) is not dict or not item.keys() <= _WORK_KEYS:
+            return None
+        name = _plain_text(item.get("resource_type"), 40)
+        tasks = item.get("tasks")
+        duration = _plain_number(item.get("task_duration"), 0.001, MAX_TASK_DURATION_S)
+        weight = _plain_number(item["weight"], 0.0, 1e6) if "weight" in item else 1.0
+        if not name or type(tasks) is not int or not 1 <= tasks <= MAX_TASKS or duration is None or weight is None:
+            return None
+        out.append({"resource_type": name, "tasks": tasks, "task_duration": duration, "weight": weight})
+    if len({w["resource_type"] for w in out}) < len(out):
+        return None  # a type named twice: the serializer's error
+    return out
 
 
 class JobWorkSerializer(serializers.ModelSerializer):

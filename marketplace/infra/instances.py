@@ -8,7 +8,7 @@ instances are the ORM's (``Model.from_db``). Writes of plain rows are ``infra.ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -176,3 +176,51 @@ def _one_instance(model: type[models.Model], pk: int, sql: str, names: tuple[str
     if row is None:
         raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
     return _instance(model, names, converters, row)
+
+
+@lru_cache(maxsize=8)
+def _page_statement(model: type[models.Model], names: tuple[str, ...], keys: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = [meta.get_field(n) for n in names]
+    where = " AND ".join(f"{q(meta.get_field(k).column)} = %s" for k in keys)  # type: ignore[union-attr]
+    table = q(meta.db_table)
+    sql = (f"SELECT {', '.join(q(f.column) for f in fields)}, (SELECT COUNT(*) FROM {table} WHERE {where}) "  # type: ignore[union-attr]
+           f"FROM {table} WHERE {where} ORDER BY {q(meta.pk.column)} DESC LIMIT %s OFFSET %s")  # type: ignore[union-attr]
+    return sql, _converters(model, fields)  # type: ignore[arg-type]
+
+
+def newest_page(model: type[models.Model], names: Sequence[str], *, limit: int, offset: int,
+                **keys: Any) -> tuple[list[dict[str, Any]], int]:
+    """One page of ``model.objects.filter(**keys).order_by("-pk").values(*names)`` (``names``: attnames,
+    a foreign key as ``<field>_id``; equality on ``keys``, a foreign key by its id under the field's
+    name), ``limit`` rows from ``offset``, and ``.count()`` of the whole filter, in one statement built
+    once per (model, names, keys); each value through the converters the ORM applies. The count is read
+    in the same statement as the rows (one snapshot); with no row on the page it is 0, whatever the
+    filter matches (an offset past the end reads nothing to count with)."""
+    sql, converters = _page_statement(model, tuple(names), tuple(keys))
+    params = list(keys.values())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *params, limit, offset])
+        found = cursor.fetchall()
+    out = []
+    for row in found:
+        values = {}
+        for name, value, (col, funcs) in zip(names, row, converters, strict=False):
+            for func in funcs:
+                value = func(value, col, connection)
+            values[name] = value
+        out.append(values)
+    return out, int(found[0][-1]) if found else 0
+
+
+def selected(model: type[models.Model]) -> tuple[str, Callable[[Sequence[Any]], Any]]:
+    """For a statement that selects a whole ``model`` row beside others (a join built once): its
+    columns, qualified by its table, for the select list, and a function from those values (one per
+    concrete field, in the list's order) to the instance, through the ORM's converters (``from_db``)."""
+    meta = model._meta
+    q = connection.ops.quote_name
+    fields = list(meta.concrete_fields)
+    names, converters = tuple(f.attname for f in fields), _converters(model, fields)
+    columns = ", ".join(f"{q(meta.db_table)}.{q(f.column)}" for f in fields)
+    return columns, lambda values: _instance(model, names, converters, values)

@@ -12,7 +12,7 @@ from decimal import Decimal
 from django.db import connection
 from django.db.models import Model, QuerySet
 
-from marketplace.infra import rows
+from marketplace.infra import instances, rows
 from marketplace.infra.resilience import cache_get, cache_set
 from marketplace.ledger.models import Account, LedgerEntry
 
@@ -82,8 +82,12 @@ def _job_entries(job_ids: list[int]) -> list[tuple[int, str, Decimal, Decimal]]:
 
 
 def account_of(*, tenant: Model) -> Account:
-    """The tenant's account (Account.DoesNotExist if it has none)."""
-    return Account.objects.get(tenant=tenant)
+    """The tenant's account (Account.DoesNotExist if it has none), from a statement built once
+    (``infra.instances.find_row``: the account is read on every balance poll)."""
+    account = instances.find_row(Account, tenant=tenant.pk)
+    if account is None:
+        raise Account.DoesNotExist("Account matching query does not exist.")
+    return account  # type: ignore[no-any-return]
 
 
 def job_ledger(*, job: Model) -> QuerySet[LedgerEntry]:

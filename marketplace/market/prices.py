@@ -40,6 +40,7 @@ from marketplace.market.models.queues import ResourceType
 from scheduler.era.spot import LEVEL_BINS, robust_rate
 
 STATE_MEMO_S = 30.0  # wall seconds the window's sums are kept for one state of the market
+_KEPT: dict[int, tuple[str, list[Any]]] = {}  # market id -> (memo key, the window's sums): settlement_sums' last answer here
 DEFAULT_WINDOW_S = 86400.0  # a day of simulated time: ERA's demand cycle (paper 001, Sec. 5.3)
 
 
@@ -103,11 +104,25 @@ def _votes(rows: Sequence[tuple[int | None, float, float]]) -> tuple[list[float]
     return [c for _, c, _ in rows], [w for _, _, w in rows], [t if t is not None else -1 for t, _, _ in rows]
 
 
+_RATES: dict[tuple[Any, ...], float] = {}  # (rows, prior) -> robust_rate: the same votes on every poll between two ticks
+_RATES_MAX = 256
+
+
 def reference_of(rows: Sequence[tuple[int | None, float, float]], *, floor: float) -> float:
     """The reference rule on settlements in contention, (tenant_id, charged, slot_seconds) rows:
     ``max(floor, median(votes))`` with one vote per tenant and one for :func:`reference_rate`
-    (``scheduler.era.spot.robust_rate``), money per slot-second."""
-    return max(float(floor), robust_rate(*_votes(rows), prior=reference_rate()))
+    (``scheduler.era.spot.robust_rate``, a pure function of the votes: this process keeps its last
+    answers, which the market state asks again with the same votes until a settlement is added),
+    money per slot-second."""
+    prior = reference_rate()
+    key = (tuple(rows), prior)
+    rate = _RATES.get(key)
+    if rate is None:
+        rate = robust_rate(*_votes(rows), prior=prior)
+        if len(_RATES) >= _RATES_MAX:
+            _RATES.clear()
+        _RATES[key] = rate
+    return max(float(floor), rate)
 
 
 @dataclass(frozen=True)
@@ -144,8 +159,12 @@ def settlement_sums(*, market: Market) -> list[SettledSum]:
     # is read before the sums: a row committed in between is in the sums kept under the older count,
     # never missing from the sums kept under a count that includes it.
     memo = f"settlement-sums:{market.pk}:{created:.6f}:{level:g}:{market.sim_time!r}:{_settled_since(market)}"
+    kept = _KEPT.get(market.pk)  # this process's last sums (the memo names their content): no cache round trip
+    if kept is not None and kept[0] == memo:
+        return list(kept[1])
     kept = cache_get(memo)
     if kept is not None:
+        _KEPT[market.pk] = (memo, list(kept))
         return list(kept)
     level_bin = Cast(Least(Floor(Greatest(Least(F("utilisation"), Value(1.0)), Value(0.0)) * LEVEL_BINS), Value(LEVEL_BINS - 1)),
                      IntegerField())
@@ -159,7 +178,14 @@ def settlement_sums(*, market: Market) -> list[SettledSum]:
                        buckets=Buckets(key=f"settlements:{market.pk}:{created:.6f}:{level:g}:{LEVEL_BINS}"))
     out = [SettledSum(int(t), tenant, int(b), bool(c), bool(sold), v[0], v[1], int(v[2])) for (t, tenant, b, c, sold), v in sums.items()]
     cache_set(memo, out, STATE_MEMO_S)
+    _KEPT[market.pk] = (memo, list(out))
     return out
+
+
+def forget() -> None:
+    """Drop this process's last window sums and reference rates (tests that rewrite settlements by hand)."""
+    _KEPT.clear()
+    _RATES.clear()
 
 
 def _settled_since(market: Market) -> int:

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
-from marketplace.infra import instances, rows
+from marketplace.infra import instances, rows, windows
 from marketplace.infra.windows import Buckets, history_sums
 from marketplace.ledger.money import SLOT_SECOND, price_unit
-from marketplace.market import adapters, structure
+from marketplace.market import adapters, prices, statements, structure
 from marketplace.market.models.allocation import AllocationSnapshot, FairnessSample, MarketSample, PriceSample, ShareSample
 from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
@@ -96,6 +96,8 @@ def forget_caches() -> None:
         _SHARES.clear()
         _PRICES.clear()
     structure.forget()
+    windows.forget()
+    prices.forget()
 
 
 @dataclass(frozen=True)
@@ -117,17 +119,17 @@ def current_allocation(*, market: Market, tenant: Tenant | None = None) -> list[
     cluster manager may start them early. Plain value rows (two queries, no model
     instance): the list has one entry per active job, hundreds under load.
     """
-    active = Job.objects.filter(market=market, status__in=Job.ACTIVE)
-    work_rows = JobWork.objects.filter(job__market=market, job__status__in=Job.ACTIVE)
-    if tenant is not None:
-        active, work_rows = active.filter(tenant=tenant), work_rows.filter(job__tenant=tenant)
-    jobs = list(active.order_by("id").values_list("id", "tenant__name", "queue_id", "status"))
-    shares = current_shares(market=market, job_ids=[j[0] for j in jobs])
+    jobs_sql, works_sql = statements.allocation(tenant is not None)
+    params = [market.pk, *Job.ACTIVE, *([tenant.pk] if tenant is not None else [])]
+    with connection.cursor() as cursor:
+        cursor.execute(jobs_sql, params)
+        jobs = cursor.fetchall()
+        shares = current_shares(market=market, job_ids=[j[0] for j in jobs])
+        cursor.execute(works_sql, params)
+        works = cursor.fetchall()
     paths = queue_paths(market=market)
     running: dict[int, dict[str, int]] = defaultdict(dict)
     pending: dict[int, dict[str, int]] = defaultdict(dict)
-    works = (work_rows.order_by("job_id", "resource_type__stage", "resource_type_id")
-             .values_list("job_id", "resource_type__name", "running", "pending"))
     for job_id, name, run, wait in works:
         running[job_id][name] = run
         pending[job_id][name] = wait
@@ -149,7 +151,8 @@ def job_counts(*, market: Market) -> dict[str, int]:
     counts = dict.fromkeys(Job.Status.values, 0)
     created = market.created_at.timestamp() if market.created_at else 0.0
     by_status = history_sums(rows=Job.objects.filter(market=market), time_field="sim_finish_time", group=("status",),
-                             sums={"n": Count("id")}, now=market.sim_time, buckets=Buckets(key=f"jobs:{market.pk}:{created:.6f}"))
+                             sums={"n": Count("id")}, now=market.sim_time, buckets=Buckets(key=f"jobs:{market.pk}:{created:.6f}"),
+                             recent=lambda cut: statements.recent_counts(market.pk, cut))
     for (status,), (n,) in by_status.items():
         counts[status] = counts.get(status, 0) + int(n)
     return counts
@@ -161,19 +164,17 @@ def queue_totals(*, market: Market) -> list[dict[str, Any]]:
     the database in one query: the public part of the current allocation, without a row per job."""
     paths = queue_paths(market=market)
     types = resource_types_of(market=market)
-    sums: dict[str, Any] = {"n": Count("id", distinct=True)}
-    for k, t in enumerate(types):
-        of_type = Q(work__resource_type_id=t.pk)
-        sums |= {f"w{k}": Count("work__id", filter=of_type), f"r{k}": Sum("work__running", filter=of_type),
-                 f"p{k}": Sum("work__pending", filter=of_type)}
     totals: dict[str, dict[str, Any]] = {}
-    for row in Job.objects.filter(market=market, status__in=Job.ACTIVE).order_by().values("queue_id").annotate(**sums):
-        q = totals.setdefault(paths.get(row["queue_id"], ""), {"jobs": 0, "running": {}, "pending": {}})
-        q["jobs"] += row["n"]
+    with connection.cursor() as cursor:
+        cursor.execute(statements.queue_totals(len(types)), [*(t.pk for t in types for _ in range(3)), market.pk, *Job.ACTIVE])
+        found = cursor.fetchall()
+    for queue_id, n, *by_type in found:
+        q = totals.setdefault(paths.get(queue_id, ""), {"jobs": 0, "running": {}, "pending": {}})
+        q["jobs"] += n
         for k, t in enumerate(types):
-            if row[f"w{k}"]:
-                q["running"][t.name] = q["running"].get(t.name, 0) + int(row[f"r{k}"] or 0)
-                q["pending"][t.name] = q["pending"].get(t.name, 0) + int(row[f"p{k}"] or 0)
+            if by_type[3 * k]:
+                q["running"][t.name] = q["running"].get(t.name, 0) + int(by_type[3 * k + 1] or 0)
+                q["pending"][t.name] = q["pending"].get(t.name, 0) + int(by_type[3 * k + 2] or 0)
     return [{"queue": path, **q} for path, q in sorted(totals.items())]
 
 

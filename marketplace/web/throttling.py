@@ -39,6 +39,7 @@ from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
+from redis.exceptions import NoScriptError
 from rest_framework import throttling
 from rest_framework.request import Request
 
@@ -52,18 +53,26 @@ def client_address(request: HttpRequest | Request) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
+# ``SET NX EX`` then ``INCRBY``, as one script: one command sent and one answer read (a pipeline of the
+# two cost about 0.09 ms of this process's CPU per count, the script 0.05).
+_HIT = b"redis.call('SET', KEYS[1], 0, 'EX', ARGV[2], 'NX') return redis.call('INCRBY', KEYS[1], ARGV[1])"
+_HIT_SHA = hashlib.sha1(_HIT).hexdigest()  # Redis names scripts by their SHA-1
+
+
 def count_hit(key: str, window_s: int, delta: int = 1) -> int:
     """Add ``delta`` to the counter ``key`` (created at 0 with a lifetime of ``window_s``) and return it.
 
-    On Redis one round trip (``SET NX EX`` and ``INCRBY`` in a pipeline); on other caches
-    ``add`` then ``incr``. Raises whatever the cache raises."""
+    On Redis one round trip (``SET NX EX`` and ``INCRBY`` in one script, run by its hash, sent whole
+    when the server does not know it yet); on other caches ``add`` then ``incr``. Raises whatever the
+    cache raises."""
     cache = caches["default"]
     if isinstance(cache, RedisCache):
         full = cache.make_and_validate_key(key)
-        pipe = cache._cache.get_client(full, write=True).pipeline(transaction=False)
-        pipe.set(full, 0, ex=window_s, nx=True)
-        pipe.incrby(full, delta)
-        return int(pipe.execute()[1])
+        client = cache._cache.get_client(full, write=True)
+        try:
+            return int(client.execute_command("EVALSHA", _HIT_SHA, 1, full, delta, window_s))
+        except NoScriptError:
+            return int(client.execute_command("EVAL", _HIT, 1, full, delta, window_s))
     cache.add(key, 0, window_s)
     return int(cache.incr(key, delta))
 

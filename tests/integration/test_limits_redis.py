@@ -67,3 +67,12 @@ def test_with_redis_unreachable_the_limits_count_per_process(real_services, sett
         resilience.CACHE.reset()
         throttling.LOCAL_FALLBACK.clear()
     assert codes == [401] * 5 + [429, 429]
+
+
+def test_a_count_on_redis_is_set_nx_ex_then_incrby_even_after_the_scripts_are_flushed(redis_cache):  # type: ignore[no-untyped-def]
+    client = redis_cache._cache.get_client(redis_cache.make_and_validate_key("x"), write=True)
+    client.script_flush()  # the server does not know the script: it is sent whole
+    assert [throttling.count_hit("hits", 60) for _ in range(3)] == [1, 2, 3]
+    assert throttling.count_hit("hits", 60, -1) == 2
+    assert 0 < client.ttl(redis_cache.make_and_validate_key("hits")) <= 60  # the lifetime set when it was created
+    assert throttling.count_hit("fresh", 7, -1) == -1 and 0 < client.ttl(redis_cache.make_and_validate_key("fresh")) <= 7

@@ -275,3 +275,61 @@ def test_the_pages_pollers_revalidate_with_their_etag(alice, bob, market):  # ty
     cluster_advance(market_id=market.pk, seconds=10.0)  # the clock in the headline moves, the shares change
     moved = client.get("/dashboard/data.json", HTTP_IF_NONE_MATCH=tag)
     assert moved.status_code == 200 and moved["ETag"] != tag and moved.json()["headline"] != first.json()["headline"]
+
+
+@pytest.mark.parametrize("deposit", ["0", "12.5", "1000000000.0001"])
+def test_the_account_is_the_serializers_output(db, deposit):  # type: ignore[no-untyped-def]
+    """Oracle: the balance equals AccountSerializer's rendering of the account, byte for byte."""
+    from django.conf import settings
+    from rest_framework.renderers import JSONRenderer
+
+    from marketplace.dashboard.serializers import AccountSerializer
+    from marketplace.ledger.models import Account
+    from tests.factories import MarketFactory
+
+    tenant = TenantFactory(market=MarketFactory(name="acct"), username="payer", deposit=Decimal(deposit))
+    client = APIClient()
+    client.force_authenticate(tenant.user)
+    if Decimal(deposit) > 0:
+        bid_submit(tenant=tenant, budget="0.0001", work=WORK[:1])  # something held
+    account = Account.objects.get(tenant=tenant)
+    body = {"tenant": tenant.name, "currency": settings.MARKET_CURRENCY, "available": account.available, "held": account.held}
+    assert client.get("/api/account/").content == JSONRenderer().render(AccountSerializer(body).data)
+
+
+def test_a_token_read_in_one_statement_equals_the_orms_select_related(alice, market):  # type: ignore[no-untyped-def]
+    """Oracle: ``_read_token`` against the ORM's select_related query it replaces, for a tenant, a cluster
+    manager without a tenant, a superuser and a user in another group: the same rows, caches and role."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.db.models import Exists, OuterRef
+
+    from marketplace.api.authentication import _read_token
+    from marketplace.market import roles
+
+    User = get_user_model()
+    manager = User.objects.create_user(username="cm", password="pw-x-1234")
+    manager.groups.add(Group.objects.get_or_create(name=roles.CLUSTER_MANAGER)[0])
+    root = User.objects.create_superuser(username="root", password="pw-x-1234", email="r@example.org")
+    other = User.objects.create_user(username="other", password="pw-x-1234", first_name="Ö", is_active=False)
+    other.groups.add(Group.objects.get_or_create(name="somebody-else")[0])
+    orm = Token.objects.select_related("user", "user__tenant").annotate(
+        cluster_manager=Exists(Group.objects.filter(name=roles.CLUSTER_MANAGER, user=OuterRef("user_id"))))
+
+    def fields(obj):  # type: ignore[no-untyped-def]
+        return None if obj is None else {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+    for user in (alice.user, manager, root, other):
+        key = Token.objects.create(user=user).key
+        got, want = _read_token(key), orm.get(key=key)
+        assert fields(got) == fields(want) and fields(got.user) == fields(want.user)
+        assert got.cluster_manager == want.cluster_manager == (user == manager)
+        got_tenant, want_tenant = getattr(got.user, "tenant", None), getattr(want.user, "tenant", None)
+        assert fields(got_tenant) == fields(want_tenant)
+        assert (got_tenant is None) == (user != alice.user)
+        assert set(got._state.fields_cache) == set(want._state.fields_cache) == {"user"}
+        assert set(got.user._state.fields_cache) == set(want.user._state.fields_cache)
+        assert got.user.auth_token is got and (got_tenant is None or got_tenant.user is got.user)
+        assert not got._state.adding and got._state.db == want._state.db
+    with pytest.raises(Token.DoesNotExist):
+        _read_token("no-such-key")

@@ -41,7 +41,7 @@ def jobs(alice, market):  # type: ignore[no-untyped-def]
 # path -> at most this many queries: the token with its user, tenant and role (1), the market's
 # versions (1), then the view's own reads; a changed answer must not cost more.
 CEILINGS = {
-    "/api/jobs/": 7,
+    "/api/jobs/": 6,
     "/api/jobs/?status=queued": 9,
     "/api/account/": 2,
     "/api/account/ledger/": 4,
