@@ -39,8 +39,8 @@ def test_the_dashboard_data_carries_no_other_tenants_job_names(chromium_path, li
             page.set_default_timeout(TIMEOUT_MS)
             login(page, live_server.url, "alice")
             # when alice's dashboard fetches its data (the scope selector offers only her jobs)
-            # (each body is read as soon as its answer arrives: the browser keeps a body only until later
-            # traffic, such as the dashboard's own polling, pushes it out of its buffer)
+            # (each body is read as soon as its answer arrives: the browser does not keep a body for later, and
+            # under CI's load the first one had gone by the time it was read after the second request)
             with page.expect_response(lambda r: "/dashboard/data.json" in r.url) as first:
                 page.goto(f"{live_server.url}/")
             bodies = [first.value.text()]
