@@ -11,13 +11,14 @@ import pytest
 from django.db import connection, transaction
 from django.db.backends.postgresql import base as django_postgresql
 
+from tests.integration.conftest import _require
+
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def counted(transactional_db, monkeypatch):  # type: ignore[no-untyped-def]
-    if connection.vendor != "postgresql":
-        pytest.skip("DATABASE_URL does not point at PostgreSQL")
+    _require(connection.vendor == "postgresql", "DATABASE_URL does not point at PostgreSQL")  # a failure under CI
     calls: list[bool] = []
     original = django_postgresql.DatabaseWrapper.is_usable
 
