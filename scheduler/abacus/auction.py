@@ -85,7 +85,7 @@ from numpy.typing import ArrayLike
 
 from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.newton import MAX_UNKNOWNS, joint_newton
-from scheduler.abacus.plain import iterate_market, small_auction, small_kkt_max
+from scheduler.abacus.plain import iterate_market, small_auction
 from scheduler.abacus.prices import price_equilibrium
 from scheduler.abacus.state import AuctionResult, BoolArray, FloatArray, _Market
 from scheduler.abacus.steps import (
@@ -102,10 +102,8 @@ from scheduler.abacus.steps import (
     _row_sum,
 )
 from scheduler.abacus.utility import check_alpha, check_iteration, check_nonnegative, demand_mask, log_mask, marginal, utility_of
-from scheduler.plan import Diagnostics, Plan, budget_payments
-from scheduler.types import MarketSnapshot
 
-__all__ = ["AbacusPolicy", "AuctionResult", "auction", "implied_prices", "kkt_residual", "utility_of"]
+__all__ = ["AuctionResult", "auction", "implied_prices", "kkt_residual", "utility_of"]
 
 
 _SEQUENTIAL_MAX_JOBS = 64  # markets this small fall back to sequential rounds half-way to the cap
@@ -456,46 +454,3 @@ def _array_auction(budgets: ArrayLike, weights: ArrayLike, utility: str | Sequen
     b, rounds, converged = _iterate(mk, start, float(tol), int(max_rounds))
     return AuctionResult(_shares_and_rest(b, mk)[0], b, rounds=rounds, converged=converged)
 
-
-class AbacusPolicy:
-    """Allocation policy running :func:`auction` per leaf queue (paper 000, Sec. 4).
-
-    ``alpha``, ``tol`` and ``max_rounds`` override the snapshot's values when
-    given. ``Plan.diagnostics.max_kkt_residual`` reports the largest
-    :func:`kkt_residual` of the clearing; every job pays its budget at
-    completion (paper 000, Sec. 3), or only if its SLO was met when the
-    snapshot carries one (Sec. 6).
-    """
-
-    name = "abacus"
-
-    def __init__(self, *, alpha: float | None = None, tol: float | None = None,
-                 max_rounds: int | None = None) -> None:
-        if alpha is not None:
-            check_alpha(alpha)
-        self.alpha, self.tol, self.max_rounds = alpha, tol, max_rounds
-
-    def clear(self, snapshot: MarketSnapshot) -> Plan:
-        """Clear the snapshot into a Plan; raises ValueError on invalid snapshot data."""
-        result = auction(
-            snapshot.budgets, snapshot.weights, utility=snapshot.utility,
-            alpha=snapshot.alpha if self.alpha is None else self.alpha,
-            tol=snapshot.tol if self.tol is None else self.tol,
-            max_rounds=snapshot.max_rounds if self.max_rounds is None else self.max_rounds,
-            groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
-        )
-        worst = small_kkt_max(result, snapshot.weights, snapshot.utility, snapshot.demand, snapshot.group)
-        if worst is None:
-            worst = float(np.max(kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand,
-                                              snapshot.group), initial=0.0))
-        return Plan(
-            job_ids=np.array(snapshot.job_ids, dtype=np.int64, copy=True),
-            shares=result.shares,
-            sub_budgets=result.sub_budgets,
-            payments=budget_payments(snapshot),
-            diagnostics=Diagnostics(
-                mechanism=self.name, rounds=result.rounds, converged=result.converged,
-                prices=implied_prices(result.sub_budgets, snapshot.capacity),
-                max_kkt_residual=worst,
-            ),
-        )

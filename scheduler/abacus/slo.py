@@ -34,8 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from scheduler.abacus.auction import AbacusPolicy, auction
+from scheduler.abacus.auction import auction
 from scheduler.abacus.kkt import implied_prices, kkt_residual
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_nonnegative, demand_mask, utility_of
 from scheduler.plan import Diagnostics, Plan, budget_payments
@@ -185,7 +186,7 @@ def prolific_pool(budgets: ArrayLike, weights: ArrayLike, *, utility: str | Sequ
 
 
 class AbacusSloPolicy(AbacusPolicy):
-    """The ``abacus`` mechanism: :class:`~scheduler.abacus.auction.AbacusPolicy`, with the
+    """The ``abacus`` mechanism: :class:`~scheduler.abacus.policy.AbacusPolicy`, with the
     prolific pool (:func:`prolific_pool`) whenever some job of the snapshot has an
     SLO (paper 000, Sec. 6). Jobs outside the pool are listed in
     ``Plan.diagnostics.outside_pool``; every SLO job pays only if its SLO was met

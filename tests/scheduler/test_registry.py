@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scheduler.abacus.auction import AbacusPolicy
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.dispatch import ShareDispatcher
 from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.fairshare.fairness import QueueTree

@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from scheduler.abacus.auction import AbacusPolicy
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS

@@ -13,8 +13,9 @@ from hypothesis.extra import numpy as hnp
 from numpy.typing import NDArray
 from scipy.optimize import minimize  # type: ignore[import-untyped]
 
-from scheduler.abacus.auction import AbacusPolicy, auction
+from scheduler.abacus.auction import auction
 from scheduler.abacus.kkt import implied_prices, kkt_residual
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import utility_of
 from scheduler.types import MarketSnapshot

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.abacus.auction import AbacusPolicy, auction
+from scheduler.abacus.auction import auction
 from scheduler.abacus.kkt import kkt_residual
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.utility import utility_of
 from scheduler.types import MarketSnapshot
 from tests.scheduler.abacus.test_auction import oracle_best_utility, paper_setup

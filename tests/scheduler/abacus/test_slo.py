@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.abacus.auction import AbacusPolicy, auction
+from scheduler.abacus.auction import auction
+from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.slo import AbacusNoPoolPolicy, AbacusSloPolicy, prolific_pool
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
