@@ -76,16 +76,23 @@ def test_plain_path_equals_numpy_path(market: dict[str, Any]) -> None:
         assert_bitwise(got, want)
 
 
+def _replay_market(rng: np.random.Generator, n: int) -> dict[str, Any]:
+    """A replay's market of ``n`` jobs (log utilities, alpha = 1/2, eight groups), warm from its own
+    clearing but for one newcomer (its row NaN)."""
+    market: dict[str, Any] = {"budgets": rng.uniform(50, 200, n), "weights": rng.uniform(0.5, 2, (n, 2)), "utility": "log",
+                              "alpha": 0.5, "tol": 1e-6, "max_rounds": 1000, "groups": rng.integers(0, 8, n), "demand": None,
+                              "warm_start": None}
+    warm = arrays(market).sub_budgets
+    warm[-1] = np.nan
+    market["warm_start"] = warm
+    return market
+
+
 def test_plain_path_runs_the_replay_markets() -> None:
     """The markets it exists for (log utilities, alpha = 1/2, one newcomer) are not left to numpy."""
     rng = np.random.default_rng(3)
     for n in (1, 2, 7, 20, MAX_JOBS):
-        market: dict[str, Any] = {"budgets": rng.uniform(50, 200, n), "weights": rng.uniform(0.5, 2, (n, 2)), "utility": "log",
-                  "alpha": 0.5, "tol": 1e-6, "max_rounds": 1000, "groups": rng.integers(0, 8, n), "demand": None,
-                  "warm_start": None}
-        warm = arrays(market).sub_budgets
-        warm[-1] = np.nan
-        market["warm_start"] = warm
+        market = _replay_market(rng, n)
         got = plain(market)
         assert got is not None
         assert_bitwise(got, arrays(market))
@@ -168,11 +175,6 @@ def test_newcomers_of_a_replay_market_warm_up_on_lists(monkeypatch: Any) -> None
     monkeypatch.setattr(numpy_path, "iterate_market", counted)
     rng = np.random.default_rng(4)
     for n in (MAX_JOBS + 1, 48, 90):
-        market: dict[str, Any] = {"budgets": rng.uniform(50, 200, n), "weights": rng.uniform(0.5, 2, (n, 2)), "utility": "log",
-                  "alpha": 0.5, "tol": 1e-6, "max_rounds": 1000, "groups": rng.integers(0, 8, n), "demand": None,
-                  "warm_start": None}
-        warm = arrays(market).sub_budgets
-        warm[-1] = np.nan
-        market["warm_start"] = warm
+        market = _replay_market(rng, n)
         assert_bitwise(arrays(market), numpy_path._array_auction(**market, plain_newcomers=False))
     assert taken == [True, True, True]
