@@ -78,6 +78,7 @@ class ShareDispatcher:
         self._served: dict[tuple[int, int], int] = {}
         self._ledgers: dict[bytes, dict[int, _Ledger]] = {}  # job_ids.tobytes() -> resource -> ledger
         self._holder: dict[tuple[int, int], _Ledger] = {}  # (job, resource) -> the live ledger holding its credit
+        self._resources: set[int] = set()  # every resource of a key above: forget() looks up only these
 
     def choose(
         self,
@@ -123,6 +124,7 @@ class ShareDispatcher:
             position = ledger.grant(_renormalise(weights, mask), mask)
         key = (int(ids[position]), int(resource))
         self._served[key] = self._served.get(key, 0) + 1
+        self._resources.add(key[1])
         return position
 
     def _choose_plain(self, ids: NDArray[np.int64], weights: NDArray[np.float64], mask: NDArray[np.bool_],
@@ -163,13 +165,14 @@ class ShareDispatcher:
         else:
             position = ledger.grant(np.array(earned, dtype=np.float64), mask)
         key = (ledger.ids[position] if isinstance(ledger, _ListLedger) else int(ids[position]), int(resource))
-        self._served[key] = self._served.get(key, 0) + 1
+        self._served[key] = self._served.get(key, 0) + 1  # a ledger is open for the resource: _open noted it
         return position
 
     def record(self, job_id: int, resource: int, units: int) -> None:
         """Count ``units`` given to ``job_id`` without a choice (it was the only candidate)."""
         key = (int(job_id), int(resource))
         self._served[key] = self._served.get(key, 0) + int(units)
+        self._resources.add(key[1])
 
     def served(self, job_id: int, resource: int) -> int:
         """Units of ``resource`` this dispatcher has given to ``job_id``."""
@@ -178,13 +181,13 @@ class ShareDispatcher:
     def forget(self, job_id: int) -> None:
         """Drop every counter of a finished job (no error if unknown)."""
         job = int(job_id)
-        for resource in {r for by_resource in self._ledgers.values() for r in by_resource}:
+        for resource in self._resources:  # a few resource types, not every job's keys
             ledger = self._holder.get((job, resource))
             if ledger is not None:
                 self._close(ledger)
-        for table in (self._credit, self._served):
-            for key in [k for k in table if k[0] == job]:
-                del table[key]
+        for resource in self._resources:
+            self._credit.pop((job, resource), None)
+            self._served.pop((job, resource), None)
 
     def to_state(self, *, counters: bool = True) -> dict[str, Any]:
         """JSON-serialisable state; 128-bit generator words are stored as strings. Without
@@ -250,6 +253,7 @@ class ShareDispatcher:
             key = (int(job), int(res))
             dispatcher._credit[key] = float(credit)
             dispatcher._served[key] = int(served)
+            dispatcher._resources.add(key[1])
             if not math.isfinite(dispatcher._credit[key]):
                 raise ValueError(f"credit of job {job}, resource {res} is not finite: {credit!r}")
         return dispatcher
@@ -283,6 +287,7 @@ class ShareDispatcher:
         kind = _ListLedger if len(id_list) <= _SMALL_LEDGER else _ArrayLedger
         ledger = kind(raw, resource, id_list, credit, known)
         self._ledgers.setdefault(raw, {})[resource] = ledger
+        self._resources.add(resource)
         for key in keys:
             self._holder[key] = ledger
         return ledger

@@ -179,3 +179,32 @@ def test_counter_array_is_the_state_s_counters(calls: list[tuple[list[int], int,
         dispatcher.forget(job)
     expected = np.array(dispatcher.to_state()["counters"], dtype=np.float64).reshape(-1, 4)
     np.testing.assert_array_equal(dispatcher.counter_array(), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["stride", "lottery", "fifo"]),
+       st.lists(st.tuples(st.permutations([42, 7, 19, 3]), st.integers(0, 2), st.integers(1, 12)), min_size=1, max_size=5),
+       st.lists(st.tuples(st.sampled_from([5, 42, 99]), st.integers(0, 3), st.integers(1, 4)), max_size=4),
+       st.booleans(), st.sampled_from([5, 42, 7, 19, 3, 1000]))
+def test_forget_drops_exactly_the_job_s_counters(mode: DispatchMode, calls: list[tuple[list[int], int, int]],
+                                                 records: list[tuple[int, int, int]], restored: bool, job: int) -> None:
+    """After ``forget(job)`` the counters are the ones before without that job's rows (live ledgers' credits,
+    closed ones', units recorded on a resource no ledger opened, a dispatcher rebuilt from its state), and the
+    next choices are those of a dispatcher rebuilt from the state before with the job's rows left out."""
+    dispatcher = ShareDispatcher(mode, seed=3)
+    for order, resource, units in calls:
+        for _ in range(units):
+            dispatcher.choose(np.array(order, dtype=np.int64), SHARES, ALL, resource)
+    for who, resource, units in records:
+        dispatcher.record(who, resource, units)
+    if restored:
+        dispatcher = ShareDispatcher.from_state(json.loads(json.dumps(dispatcher.to_state())))
+    before = dispatcher.to_state()
+    dispatcher.forget(job)
+    after = dispatcher.to_state()
+    assert after["counters"] == [row for row in before["counters"] if row[0] != job]
+    reference = ShareDispatcher.from_state({**before, "counters": after["counters"]})
+    order = np.array([3, 19, 7, 42], dtype=np.int64)
+    for resource in (0, 1, 2, 3):
+        assert [dispatcher.choose(order, SHARES, ALL, resource) for _ in range(9)] == \
+            [reference.choose(order, SHARES, ALL, resource) for _ in range(9)]
