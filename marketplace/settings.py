@@ -7,6 +7,7 @@ and cache) switch to real services with real workers.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -158,6 +159,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # The test database is a file as well: Django's default for SQLite, a shared-cache in-memory
+    # database, fails at once with "database table is locked" when a test's background thread (the
+    # lab's run, the live server) writes while another connection reads, where WAL and the timeout
+    # above make them wait. pytest-xdist gives each worker its own file (``_gw0``, ``_gw1``). In
+    # memory (tmpfs) where the machine has one, named after the checkout: a file on disk makes the
+    # suite's many small commits and flushes wait on the disk.
+    _TEST_DIR = Path("/dev/shm") if Path("/dev/shm").is_dir() else VAR_DIR
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(_TEST_DIR / f"marketplace-test-{hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:12]}.sqlite3")
     }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
