@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -54,10 +53,7 @@ BIG_TABLES = ("marketplace_job", "marketplace_jobwork", "marketplace_ledgerentry
               "marketplace_fairnesssample", "marketplace_pricesample", "marketplace_allocationsnapshot",
               "marketplace_spotsettlement")
 
-for _name, _value in {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "bench-history-" + "x" * 50, "DJANGO_SECURE_SSL_REDIRECT": "0",
-                      "DJANGO_SECURE_COOKIES": "0", "DJANGO_SECURE_HSTS_SECONDS": "0", "DJANGO_ALLOWED_HOSTS": "testserver",
-                      "LOG_LEVEL": "ERROR", "MARKET_LOG_LEVEL": "ERROR"}.items():
-    os.environ.setdefault(_name, _value)
+scratch_db.as_deployed()
 
 
 def main() -> int:
