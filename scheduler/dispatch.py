@@ -102,6 +102,10 @@ class ShareDispatcher:
         Raises:
             ValueError: mismatched shapes, duplicate ids, negative or
                 non-finite shares, negative resource index.
+
+        Under stride, ``shares`` and ``eligible`` given as read-only numpy arrays
+        (``flags.writeable`` False: the caller's cache, e.g. the cluster's
+        placement) are checked and renormalised once for consecutive calls.
         """
         ids, weights, mask = _check_shapes(job_ids, shares, eligible)
         if self.mode == "stride" and ids.shape[0] < _PLAIN_SUM:
@@ -110,6 +114,16 @@ class ShareDispatcher:
         ledgers = self._ledgers.get(raw)  # only stride opens ledgers
         if ledgers is None:  # ids with a ledger were checked when it opened
             _check_distinct(ids)
+        else:
+            ledger = ledgers.get(int(resource))
+            frozen = None if ledger is None else ledger.frozen
+            if ledger is not None and frozen is not None and frozen[0] is weights and frozen[1] is mask \
+                    and int(resource) == resource:
+                # the read-only arrays this ledger last checked and renormalised: the same values
+                position = ledger.grant(frozen[2], mask)
+                key = (int(ids[position]), int(resource))
+                self._served[key] = self._served.get(key, 0) + 1
+                return position
         _check_values(weights, resource)
         if not np.count_nonzero(mask):
             return -1
@@ -121,7 +135,11 @@ class ShareDispatcher:
             ledger = None if ledgers is None else ledgers.get(int(resource))
             if ledger is None:
                 ledger = self._open(ids, raw, int(resource))
-            position = ledger.grant(_renormalise(weights, mask), mask)
+            renormalised = _renormalise(weights, mask)
+            if not (weights.flags.writeable or mask.flags.writeable):  # nobody can change them: kept for the next call
+                renormalised.flags.writeable = False
+                ledger.frozen = (weights, mask, renormalised)
+            position = ledger.grant(renormalised, mask)
         key = (int(ids[position]), int(resource))
         self._served[key] = self._served.get(key, 0) + 1
         self._resources.add(key[1])
@@ -318,12 +336,17 @@ class _Ledger(ABC):
         resource: the resource-type index j.
         ids: the job ids, in the ledger's own order.
         dirty: a credit changed since the last write-back to the dict.
+        frozen: the shares and eligibility of the last call, with its renormalised shares, when both
+            were read-only arrays (nobody can change them): a call with the same two objects skips
+            their checks and the renormalisation.
     """
 
-    __slots__ = ("dirty", "ids", "raw", "resource")
+    __slots__ = ("dirty", "frozen", "ids", "raw", "resource")
 
     def __init__(self, raw: bytes, resource: int, ids: list[int]) -> None:
         self.raw, self.resource, self.ids, self.dirty = raw, resource, ids, False
+        # (shares, eligible, renormalised shares) of the last call whose shares and eligible were read-only arrays
+        self.frozen: tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]] | None = None
 
     @abstractmethod
     def grant(self, renormalised: NDArray[np.float64], mask: NDArray[np.bool_]) -> int:

@@ -212,7 +212,8 @@ class LeafPlacement:
             ids = list(self.leaves[leaf])
             flags = [self._eligible(i, j) > 0 for i in ids]
             head = ids[flags.index(True)] if True in flags else None
-            cached = Members(np.array(ids, dtype=np.int64), np.array(flags, dtype=np.bool_), flags.count(True), head)
+            cached = Members(_read_only(np.array(ids, dtype=np.int64)), _read_only(np.array(flags, dtype=np.bool_)),
+                             flags.count(True), head)
             self._cache[(leaf, j)] = cached
         return cached
 
@@ -220,7 +221,7 @@ class LeafPlacement:
         """(k,) shares of type j of the leaf's jobs ``ids`` (cached until new shares)."""
         cached = self._share_cache.get((leaf, j))
         if cached is None:
-            cached = self.shares.column(ids.tolist(), j)
+            cached = _read_only(self.shares.column(ids.tolist(), j).copy())  # its own, never written
             self._share_cache[(leaf, j)] = cached
         return cached
 
@@ -242,3 +243,10 @@ class LeafPlacement:
         self.shares = ShareRows.of({int(jid): np.array(v, dtype=np.float64) for jid, v in state["shares"]}, self.m)
         self.dispatcher = ShareDispatcher.from_state(state["dispatcher"])
         self.invalidate_all()
+
+
+def _read_only(array: NDArray[Any]) -> NDArray[Any]:
+    """``array``, made read-only: the cached arrays are shared with the dispatcher, which checks and
+    renormalises read-only ones once (``scheduler.dispatch.ShareDispatcher.choose``)."""
+    array.flags.writeable = False
+    return array

@@ -208,3 +208,31 @@ def test_forget_drops_exactly_the_job_s_counters(mode: DispatchMode, calls: list
     for resource in (0, 1, 2, 3):
         assert [dispatcher.choose(order, SHARES, ALL, resource) for _ in range(9)] == \
             [reference.choose(order, SHARES, ALL, resource) for _ in range(9)]
+
+
+def _frozen(array: NDArray[Any]) -> NDArray[Any]:
+    out = np.array(array)
+    out.flags.writeable = False
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(8, 40), st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2 ** 32 - 1), st.booleans()), min_size=1, max_size=12))
+def test_read_only_inputs_choose_as_fresh_ones(k: int, steps: list[tuple[int, int, bool]]) -> None:
+    """Under stride, a caller that passes the same read-only shares and eligibility objects again (the
+    placement's cache) gets the choices of a caller that passes fresh writable copies every time, while
+    the objects change between runs of calls; a caller that writes into its own writable arrays between
+    calls is never answered from what an earlier call saw."""
+    ids = np.arange(100, 100 + k, dtype=np.int64)
+    cached, fresh, written = ShareDispatcher("stride"), ShareDispatcher("stride"), ShareDispatcher("stride")
+    weights, mask = np.zeros(k), np.zeros(k, dtype=np.bool_)  # the writing caller's arrays, changed in place
+    for resource, seed, reuse in steps:
+        rng = np.random.default_rng(seed)
+        shares, eligible = rng.random(k) * (rng.random(k) < 0.8), rng.random(k) < 0.7
+        frozen_shares, frozen_eligible = _frozen(shares), _frozen(eligible)
+        weights[:], mask[:] = shares, eligible
+        for _ in range(1 + 5 * reuse):
+            got = cached.choose(ids, frozen_shares, frozen_eligible, resource)
+            assert got == fresh.choose(ids, shares.copy(), eligible.copy(), resource)
+            assert got == written.choose(ids, weights, mask, resource)
+    assert cached.to_state() == fresh.to_state() == written.to_state()
