@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.registry import MECHANISMS
+from scheduler.plan import Reservation
+from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 from simulator.market.engine import MarketEngine
 from simulator.market.preview import PreviewPoint, _same_snapshot, preview_budgets, price_preview
 from simulator.market.records import Bid, MarketConfig
@@ -68,8 +69,9 @@ def markets(draw: st.DrawFn) -> tuple[MarketEngine, JobSpec, Bid, list[float], f
     m = draw(st.integers(1, 2))
     tree = draw(st.sampled_from(TREES))
     leaves = len(tree.leaf_names)
-    config = MarketConfig(mechanism=draw(st.sampled_from(["abacus", "abacus_no_pool", "proportional", "equal"])),
-                          alpha=draw(st.sampled_from([0.0, 0.5, 1.0])))
+    config = MarketConfig(mechanism=draw(st.sampled_from(MECHANISMS.names())), fairshare=draw(st.sampled_from(FAIRSHARE.names())),
+                          dispatch=draw(st.sampled_from(DISPATCH.names())), alpha=draw(st.sampled_from([0.0, 0.5, 1.0])),
+                          t_wait=draw(st.sampled_from([0.0, 20.0])))
     capacity = draw(st.lists(st.integers(1, 6), min_size=m, max_size=m))
     engine = MarketEngine.create(capacity, tree, config, seed=draw(st.integers(0, 3)),
                                  sample_interval=draw(st.sampled_from([math.inf, 15.0])),
@@ -86,6 +88,8 @@ def markets(draw: st.DrawFn) -> tuple[MarketEngine, JobSpec, Bid, list[float], f
     for job_id in range(draw(st.integers(0, 7))):
         leaf, tasks, durations, bid = job()
         engine.submit(JobSpec(job_id, leaf, tasks, durations, 0.0), bid)
+    if engine.known_jobs() and draw(st.booleans()):  # a booked job: its units are held apart, at a fixed price
+        engine.book(Reservation(0, 0, 1, draw(st.sampled_from([0.0, 20.0])), 80.0), 5.0)
     if engine.known_jobs():
         engine.clear()
         engine.step(draw(st.sampled_from([0.0, 10.0, 35.0])))
@@ -95,7 +99,7 @@ def markets(draw: st.DrawFn) -> tuple[MarketEngine, JobSpec, Bid, list[float], f
     return (engine, spec, bid, budgets, draw(st.sampled_from([7 * 86400.0, 40.0])), draw(st.sampled_from([200, 2])))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(markets())
 def test_the_preview_is_the_reference_computation_bit_for_bit(case: tuple[MarketEngine, JobSpec, Bid, list[float], float, int]) -> None:
     engine, spec, bid, budgets, horizon, cap = case
