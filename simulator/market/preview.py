@@ -144,18 +144,16 @@ def price_preview(engine: MarketEngine, spec: JobSpec, bid: Bid, budgets: Sequen
         trial = replace(bid, budget=float(budget))  # validates the budget
         placed = replace(spec, submit_time=engine.now)
         snap = engine.snapshot(extra=[(placed, trial)])
-        sim: MarketEngine | None = None
-        if finish_times:
-            if frozen is None:  # taken where the runs copied the engine before: after a snapshot
-                frozen = pickle.dumps(engine, protocol=pickle.HIGHEST_PROTOCOL)
-            sim = pickle.loads(frozen)  # this call's own bytes
-            sim.submit(placed, trial)
         plan = mechanism.clear(snap)
         row = int(np.flatnonzero(plan.job_ids == spec.job_id)[0])
         shares, sub_budgets = plan.shares[row].copy(), plan.sub_budgets[row].copy()
         converged, in_pool = plan.diagnostics.converged, spec.job_id not in plan.diagnostics.outside_pool
         finish = None
-        if sim is not None:
+        if finish_times:
+            if frozen is None:  # taken where the runs copied the engine before: after a snapshot and a clearing
+                frozen = pickle.dumps(engine, protocol=pickle.HIGHEST_PROTOCOL)
+            sim = pickle.loads(frozen)  # this call's own bytes
+            sim.submit(placed, trial)
             first = plan if _same_snapshot(snap, sim.snapshot()) else None
             finish = _finish(sim, spec.job_id, placed.submit_time, first, horizon, max_clearings)
         points.append(PreviewPoint(float(budget), shares, sub_budgets, finish, converged, in_pool))
