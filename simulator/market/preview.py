@@ -15,31 +15,19 @@ It is an estimate: it assumes nobody else arrives or cancels, and task times
 are the declared ones; later bids change both. The step is capped at
 ``max_clearings`` clearings and ``horizon`` simulated seconds; past either the
 finish time is None ("later than the horizon").
-
-What the budgets' runs share, without changing any result: the engine is
-serialised once (``pickle``) and each run starts from its own copy of those
-bytes (an object graph equal to ``copy.deepcopy``'s, a fraction of its cost);
-and a run's first clearing is the one the shares were read from, when the
-copy's snapshot with the bid submitted is, byte for byte, the snapshot with
-the bid as an extra row (it is whenever the engine's rows are in order; else
-the run clears again). Every later clearing of a run depends on its budget
-(paper 000, Sec. 4: the auction clears on every arrival and departure, and the
-bid's budget moves every price of its queue), so nothing else is shared.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.plan import Plan
 from scheduler.registry import MECHANISMS
-from scheduler.types import MarketSnapshot
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid
 from simulator.records import JobSpec
@@ -76,49 +64,25 @@ def preview_budgets(entered: float, factors: Sequence[float] = (0.125, 0.25, 0.5
     return [entered * f for f in factors]
 
 
-def _finish(sim: MarketEngine, job_id: int, start: float, first: Plan | None, horizon: float,
-            max_clearings: int) -> float | None:
-    """Simulated seconds from ``start`` until job ``job_id`` (submitted to ``sim``, a private copy,
-    at ``start``) departs, or None past ``horizon`` seconds or ``max_clearings`` clearings. The market
-    step of the live market: clear, step to the next departure, clear again (paper 000, Sec. 4);
-    ``first`` is the Plan of the first clearing when the caller has it (the mechanism's Plan for
-    ``sim.snapshot()``, bookings not yet added), else ``sim`` clears it. Mutates ``sim``."""
-    for k in range(max_clearings):
-        if k == 0 and first is not None:
-            sim.apply_plan(sim.with_bookings(first))  # what ``sim.clear()`` does with that Plan
-        else:
-            sim.clear()
+def _finish(engine: MarketEngine, spec: JobSpec, bid: Bid, horizon: float, max_clearings: int) -> float | None:
+    """Simulated seconds until ``spec`` departs from a copy of ``engine`` (None past the caps)."""
+    sim = copy.deepcopy(engine)
+    start = sim.now
+    sim.submit(replace(spec, submit_time=start), bid)
+    for _ in range(max_clearings):
+        sim.clear()
         report = sim.step(start + horizon, stop_on_departure=True)
-        for done in report.departures:
-            if done.job_id == job_id:
-                return done.finish_time - start
+        if any(d.job_id == spec.job_id for d in report.departures):
+            return next(d.finish_time for d in report.departures if d.job_id == spec.job_id) - start
         if report.now >= start + horizon:
             return None
     return None
-
-
-def _same_snapshot(a: MarketSnapshot, b: MarketSnapshot) -> bool:
-    """Whether two snapshots are equal field by field, arrays by dtype, shape and bytes (a clearing of
-    one is then the clearing of the other)."""
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype == y.dtype
-                    and x.shape == y.shape and x.tobytes() == y.tobytes()):
-                return False
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
 
 
 def price_preview(engine: MarketEngine, spec: JobSpec, bid: Bid, budgets: Sequence[float], *,
                   horizon: float = 7 * 86400.0, max_clearings: int = 200,
                   finish_times: bool = True) -> list[PreviewPoint]:
     """Estimates for ``bid`` (its budget replaced by each of ``budgets``) in ``engine``'s market.
-
-    For each budget: the shares and sub-budgets of the market's mechanism cleared on the snapshot
-    with the bid added (paper 000, Alg. 1-2), and the finish time of a copy of the market with the
-    bid submitted, stepped as the live market steps (module docstring).
 
     Args:
         engine: the market now (never mutated; copies are stepped).
@@ -138,23 +102,15 @@ def price_preview(engine: MarketEngine, spec: JobSpec, bid: Bid, budgets: Sequen
     if engine.knows(spec.job_id):
         raise ValueError(f"job {spec.job_id} is already in the market")
     mechanism = MECHANISMS.build(engine.config.mechanism)
-    frozen: bytes | None = None  # the engine as the runs' copies start from it
     points = []
     for budget in budgets:
         trial = replace(bid, budget=float(budget))  # validates the budget
-        placed = replace(spec, submit_time=engine.now)
-        snap = engine.snapshot(extra=[(placed, trial)])
+        snap = engine.snapshot(extra=[(replace(spec, submit_time=engine.now), trial)])
         plan = mechanism.clear(snap)
         row = int(np.flatnonzero(plan.job_ids == spec.job_id)[0])
-        shares, sub_budgets = plan.shares[row].copy(), plan.sub_budgets[row].copy()
-        converged, in_pool = plan.diagnostics.converged, spec.job_id not in plan.diagnostics.outside_pool
-        finish = None
-        if finish_times:
-            if frozen is None:  # taken where the runs copied the engine before: after a snapshot and a clearing
-                frozen = pickle.dumps(engine, protocol=pickle.HIGHEST_PROTOCOL)
-            sim = pickle.loads(frozen)  # this call's own bytes
-            sim.submit(placed, trial)
-            first = plan if _same_snapshot(snap, sim.snapshot()) else None
-            finish = _finish(sim, spec.job_id, placed.submit_time, first, horizon, max_clearings)
-        points.append(PreviewPoint(float(budget), shares, sub_budgets, finish, converged, in_pool))
+        finish = _finish(engine, spec, trial, horizon, max_clearings) if finish_times else None
+        points.append(PreviewPoint(
+            float(budget), plan.shares[row].copy(), plan.sub_budgets[row].copy(), finish,
+            plan.diagnostics.converged, spec.job_id not in plan.diagnostics.outside_pool,
+        ))
     return points
