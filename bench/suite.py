@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, tuple[list[str], str]] = {
     "tick-pg": (["bench/bench_tick.py", "--postgres"], ""),
     "tick-pg-5k": (["bench/bench_tick.py", "--postgres", "--active", "5000", "--repeat", "21"], ""),
     "history": (["bench/bench_history.py"], ""),
+    "preview": (["bench/bench_preview.py"], ""),
     "api-load": (["bench/load.sh"], "pg-scratch"),
     "auction": (["bench/bench_auction.py"], ""),
     "abacus-convergence": (["bench/bench_abacus_convergence.py"], ""),
