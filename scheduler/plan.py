@@ -30,13 +30,14 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.deferred import DeferredFloat
 from scheduler.types import MarketSnapshot
 
 PaymentKind = Literal["at_completion", "if_slo_met", "fixed"]
@@ -297,49 +298,6 @@ class PaymentTable(Mapping[int, PaymentRule]):
         return not self.extra and np.array_equal(self.ids, job_ids)
 
 
-class Deferred:
-    """A float computed by ``compute()`` when it is first read (:class:`Diagnostics`'
-    ``max_kkt_residual``): a clearing whose residual nobody reads never computes it.
-
-    ``compute`` must be a function of values that do not change afterwards (the
-    clearing's result and snapshot: plain data nobody mutates); it is called at most
-    once per :class:`Diagnostics`, which keeps the value and drops the function.
-    """
-
-    __slots__ = ("compute",)
-
-    def __init__(self, compute: Callable[[], float]) -> None:
-        self.compute = compute
-
-    def __repr__(self) -> str:
-        return "Deferred(...)"
-
-
-class _DeferredFloat:
-    """The data descriptor of a :class:`Diagnostics` field that holds a float or a
-    :class:`Deferred` one: given a Deferred, the first read computes it and stores the
-    float in the instance's ``__dict__`` under ``_<name>``. Frozen-ness is the
-    dataclass's (its ``__setattr__`` refuses before this ``__set__`` is reached)."""
-
-    def __init__(self, default: float) -> None:
-        self.default = default
-        self.slot = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = "_" + name
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> float:
-        if obj is None:  # the class's attribute: the dataclass reads the field's default here
-            return self.default
-        value = obj.__dict__[self.slot]
-        if isinstance(value, Deferred):
-            value = obj.__dict__[self.slot] = value.compute()
-        return value  # type: ignore[no-any-return]
-
-    def __set__(self, obj: object, value: float | Deferred) -> None:
-        obj.__dict__[self.slot] = value
-
-
 @dataclass(frozen=True)
 class Diagnostics:
     """How a clearing went, with named fields (replaces the old ``Outcome.extra``).
@@ -352,7 +310,7 @@ class Diagnostics:
             bid on j divided by capacity C_j (money per unit-slot).
         max_kkt_residual: largest KKT residual of the auction's fixed point
             (paper 000, Lemma 2); 0 for one-shot mechanisms. Given as a float,
-            or as a :class:`Deferred` computed on the first read (then kept):
+            or as a ``scheduler.deferred.Deferred`` computed on the first read (then kept):
             a float either way when read, also by equality and the Plan's
             serialisations.
         outside_pool: ids of jobs left out of the SLO prolific pool (paper
@@ -363,7 +321,7 @@ class Diagnostics:
     rounds: int
     converged: bool
     prices: NDArray[np.float64]
-    max_kkt_residual: _DeferredFloat = _DeferredFloat(0.0)
+    max_kkt_residual: DeferredFloat = DeferredFloat(0.0)  # noqa: RUF009 -- a descriptor-typed field: one per class by design
     outside_pool: tuple[int, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.plain import small_kkt_max
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_alpha
-from scheduler.plan import Deferred, Diagnostics, Plan, budget_payments
+from scheduler.deferred import Deferred
+from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 
 __all__ = ["AbacusPolicy", "kkt_max"]

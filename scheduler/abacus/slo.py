@@ -40,7 +40,8 @@ from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_nonnegative, demand_mask, utility_of
-from scheduler.plan import Deferred, Diagnostics, Plan, budget_payments
+from scheduler.deferred import Deferred
+from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 
 __all__ = ["AbacusNoPoolPolicy", "AbacusSloPolicy", "PoolResult", "UtilityEstimator", "prolific_pool", "share_utility_estimate"]

@@ -22,8 +22,9 @@ from scheduler.abacus.kkt import kkt_residual
 from scheduler.abacus.plain import KKT_MAX_JOBS, TYPES, small_kkt_max
 from scheduler.abacus.slo import AbacusNoPoolPolicy, AbacusSloPolicy
 from scheduler.abacus.state import AuctionResult
+from scheduler.deferred import Deferred
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import Deferred, Diagnostics, Plan
+from scheduler.plan import Diagnostics, Plan
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.runner import MarketParams, run
