@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.deferred import DeferredFloat
 from scheduler.types import MarketSnapshot
 
 PaymentKind = Literal["at_completion", "if_slo_met", "fixed"]
@@ -308,7 +309,10 @@ class Diagnostics:
         prices: (m,) implied unit price per resource type: total sub-budget
             bid on j divided by capacity C_j (money per unit-slot).
         max_kkt_residual: largest KKT residual of the auction's fixed point
-            (paper 000, Lemma 2); 0 for one-shot mechanisms.
+            (paper 000, Lemma 2); 0 for one-shot mechanisms. Given as a float,
+            or as a ``scheduler.deferred.Deferred`` computed on the first read (then kept):
+            a float either way when read, also by equality and the Plan's
+            serialisations.
         outside_pool: ids of jobs left out of the SLO prolific pool (paper
             000, Sec. 6): they bid nothing and get only idle units.
     """
@@ -317,8 +321,13 @@ class Diagnostics:
     rounds: int
     converged: bool
     prices: NDArray[np.float64]
-    max_kkt_residual: float = 0.0
+    max_kkt_residual: DeferredFloat = DeferredFloat(0.0)  # noqa: RUF009 -- a descriptor-typed field: one per class by design
     outside_pool: tuple[int, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or pickle carries the residual's value, never its computation."""
+        _ = self.max_kkt_residual
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -39,6 +40,7 @@ from scheduler.abacus.kkt import implied_prices, kkt_residual
 from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_nonnegative, demand_mask, utility_of
+from scheduler.deferred import Deferred
 from scheduler.plan import Diagnostics, Plan, budget_payments
 from scheduler.types import MarketSnapshot
 
@@ -208,18 +210,25 @@ class AbacusSloPolicy(AbacusPolicy):
             min_utility=slo, groups=snapshot.group, demand=snapshot.demand, warm_start=snapshot.warm_start,
         )
         result = AuctionResult(pool.shares, pool.sub_budgets, pool.rounds, pool.converged)
-        kkt = kkt_residual(result, snapshot.weights, snapshot.utility, snapshot.demand & pool.in_pool[:, None],
-                           snapshot.group)
+        kkt = Deferred(partial(_pool_kkt_max, result, snapshot.weights, snapshot.utility, snapshot.demand, pool.in_pool,
+                               snapshot.group))
         ids = np.array(snapshot.job_ids, dtype=np.int64, copy=True)
         return Plan(
             job_ids=ids, shares=pool.shares, sub_budgets=pool.sub_budgets, payments=budget_payments(snapshot),
             diagnostics=Diagnostics(
                 mechanism=self.name, rounds=pool.rounds, converged=pool.converged,
                 prices=implied_prices(pool.sub_budgets, snapshot.capacity),
-                max_kkt_residual=float(np.max(kkt, initial=0.0)),
+                max_kkt_residual=kkt,
                 outside_pool=tuple(int(j) for j in ids[~pool.in_pool].tolist()),
             ),
         )
+
+
+def _pool_kkt_max(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str], demand: BoolArray,
+                  in_pool: BoolArray, groups: ArrayLike | None) -> float:
+    """The largest :func:`kkt_residual` of the pool's auction ``result`` (0.0 for no jobs), the
+    jobs outside the pool (``in_pool`` False) counted as demanding nothing."""
+    return float(np.max(kkt_residual(result, weights, utility, demand & in_pool[:, None], groups), initial=0.0))
 
 
 class AbacusNoPoolPolicy(AbacusPolicy):
