@@ -220,6 +220,14 @@ class Preview:
         """Whether a bid of this budget would be refused: below the reserve prices' minimum for the work."""
         return budget < self.minimum
 
+    @property
+    def flat(self) -> bool:
+        """Whether every budget tried (two or more) buys the same shares and finish time: within the bid's
+        queue it gets what it can use at any of them (no rival bids for its resource types there), and
+        across queues the fair-share policy, not the budget, divides the cluster (paper 002)."""
+        outcomes = {(p.shares.tobytes(), p.finish_s) for p in self.points}
+        return len(self.points) > 1 and len(outcomes) == 1
+
     def rows(self) -> list[dict[str, Any]]:
         return [{"budget": p.budget, "shares": dict(zip(self.types, p.shares.tolist(), strict=True)),
                  "sub_budgets": dict(zip(self.types, p.sub_budgets.tolist(), strict=True)),
@@ -232,8 +240,8 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     """Share per resource type and estimated finish time the bid would get now, at its
     budget, at 1/8 .. 8 times it and at the suggested budget (:func:`suggested_budget`: the
     market's price level times the bid's work, at least the reserve prices' minimum) (``simulator.market.preview.price_preview``);
-    multiples below that minimum are left out (a bid there is refused), the entered budget never is (``Preview.refused``);
-    writes nothing.
+    multiples below that minimum are left out (a bid there is refused), the entered budget never is (``Preview.refused``),
+    and an entered budget below it comes with the minimum itself; writes nothing.
 
     Raises:
         ValidationError: field errors of the work (as ``bid_submit``) or the budget.
@@ -262,8 +270,11 @@ def bid_preview(*, tenant: Tenant, budget: float, work: list[WorkItem], utility:
     minimum = reserve_minimum((t, items[t.name]) for t in context.types if t.name in items)
     suggested = max(suggested_budget(level=level, work=work_s), float(minimum))
     try:
-        # budgets the reserve prices refuse are not tried, but for the entered one (its row says it would be refused)
+        # budgets the reserve prices refuse are not tried, but for the entered one (its row says it would be refused);
+        # a refused one is shown beside the least budget they allow, what the cheapest bid placed would buy
         tried = {b for b in preview_budgets(entered) if b >= float(minimum)} | {entered, suggested}
+        if entered < float(minimum):
+            tried.add(float(minimum))
         points = price_preview(engine, spec, bid, sorted(tried))
     except ValueError as exc:
         raise ValidationError({"budget": str(exc)}) from None

@@ -85,6 +85,7 @@ def test_form_preview_shows_the_estimate_and_places_nothing(busy: Market, alice:
     assert "Price preview — an estimate" in body and 'id="preview-table"' in body and "preview-figure" in body
     assert resp.context["preview"]["at"]["budget"] == 40.0
     assert "Suggested budget: about" in body and "660.00" in body  # price level x work: "about N finishes in about T s"
+    assert 'id="preview-flat"' not in body  # a rival in the queue: the budget buys a different share
     # the same form without "action" places the bid
     resp = client.post(reverse("bid-new"), {k: v for k, v in form.items() if k != "action"})
     assert resp.status_code == 302 and Job.objects.filter(name="etl").exists()
@@ -102,6 +103,8 @@ def test_a_preview_below_the_reserve_says_the_bid_would_be_refused(market: Marke
     below = [r for r in body["curve"] if Decimal(r["budget"]) < 33]
     assert [r["budget"] for r in below] == ["20.0000"] and below[0]["refused"] is True
     assert all(r["refused"] is False for r in body["curve"] if Decimal(r["budget"]) >= 33)
+    # beside it, what the least budget allowed would buy: the cheapest bid that would be placed
+    assert [r["budget"] for r in body["curve"]] == ["20.0000", "33.0000", "40.0000", "80.0000", "160.0000", "660.0000"]
     # and a bid at that budget is refused indeed, while one at the minimum is placed
     assert alice_api.post("/api/jobs/", {**BID, "budget": "20"}, format="json").status_code == 400
     assert alice_api.post("/api/jobs/", {**BID, "budget": "33"}, format="json").status_code == 201
@@ -112,3 +115,26 @@ def test_a_preview_below_the_reserve_says_the_bid_would_be_refused(market: Marke
             "reduce_tasks": "2", "reduce_duration": "30", "reduce_weight": "1", "action": "preview"}
     page = client.post(reverse("bid-new"), form).content.decode()
     assert 'id="preview-refused"' in page and "would be\n    refused" in page and "33.00" in page
+
+
+def test_a_bid_alone_in_its_queue_is_told_that_a_larger_budget_buys_nothing_more(market: Market, bob: Tenant,
+                                                                                  alice: Tenant) -> None:
+    """With no rival bid in its queue, every budget gets the whole queue's share and the same finish: the page
+    says so (the queues share the cluster by fair share, not by budget); a rival in the queue ends it."""
+    assert bob.default_queue_id != alice.default_queue_id
+    bid_submit(tenant=bob, budget="100", name="other-queue", work=[WorkItem("map", 40, 60.0, 1.0)])
+    market_clear(market_id=market.pk)
+    client = Client()
+    client.force_login(alice.user)
+    form = {"name": "etl", "budget": "40", "utility": "linear", "map_tasks": "10", "map_duration": "60", "map_weight": "2",
+            "reduce_tasks": "2", "reduce_duration": "30", "reduce_weight": "1", "action": "preview"}
+    resp = client.post(reverse("bid-new"), form)
+    preview = resp.context["preview"]["preview"]
+    assert len(preview.points) > 1 and preview.flat
+    assert all(p.shares.tolist() == [1.0, 1.0] for p in preview.points)
+    assert len({p.finish_s for p in preview.points}) == 1
+    assert 'id="preview-flat"' in resp.content.decode()
+    bid_submit(tenant=alice, budget="100", name="rival", work=[WorkItem("map", 40, 60.0, 1.0)])
+    market_clear(market_id=market.pk)
+    resp = client.post(reverse("bid-new"), form)
+    assert not resp.context["preview"]["preview"].flat and 'id="preview-flat"' not in resp.content.decode()
