@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,31 @@ def real_services(transactional_db):  # type: ignore[no-untyped-def]
         _require(False, f"Redis does not answer: {exc}")
     client.flushdb()  # no stale messages from an earlier run on this database
     return client
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_left_alone(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+    """At the session's end, wait (up to 10 s) until no other session uses the test database. A worker or
+    clock the tests stopped has exited, but its PostgreSQL backend may still be closing when pytest-django
+    drops the database right after this: the drop then fails ("is being accessed by other users") and
+    leaves the database behind, with only a warning. Sessions still there after 10 s are named in a warning."""
+    yield
+    if connection.vendor != "postgresql":
+        return
+    query = ("SELECT pid, backend_start, left(query, 120) FROM pg_stat_activity"
+             " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    with django_db_blocker.unblock():
+        deadline = time.monotonic() + 10
+        with connection.cursor() as cursor:
+            cursor.execute(query)
+            others = cursor.fetchall()
+            while others and time.monotonic() < deadline:
+                time.sleep(0.05)
+                cursor.execute(query)
+                others = cursor.fetchall()
+        connection.close()
+    if others:
+        warnings.warn(f"sessions still on the test database after 10 s: {others}", stacklevel=1)
 
 
 @pytest.fixture
