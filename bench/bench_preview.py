@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import scratch_db  # noqa: E402
+from bench.bench_tick import demo_market, place_bids  # noqa: E402
 from bench.figures import python_additions_s, record, require, run_guarded  # noqa: E402
 
 
@@ -63,32 +64,19 @@ def digest(preview: object) -> str:
 
 def run(args: argparse.Namespace, db: str) -> None:
     import cProfile
-    from decimal import Decimal
 
     import numpy as np
-    from django.db import transaction
 
     from marketplace.auction.selectors import bid_preview
-    from marketplace.auction.services import WorkItem, bid_submit
-    from marketplace.management.commands.seed_demo import DEMO_HIERARCHY, DEMO_TENANTS
+    from marketplace.auction.services import WorkItem
     from marketplace.market.models.jobs import Job
     from marketplace.market.models.market import Market
-    from marketplace.market.models.queues import Queue
     from marketplace.market.services.clearing import market_clear
     from marketplace.market.services.clock import cluster_advance
-    from marketplace.market.services.market import clearings_deferred
-    from marketplace.market.services.setup import market_create, tenant_create
 
     rng = np.random.default_rng(0)
-    market = market_create(name=f"bench-preview-{args.active}", resources={"map": 40, "reduce": 20}, hierarchy=DEMO_HIERARCHY)
-    leaves = {q.name: q for q in Queue.objects.filter(market=market)}
-    tenants = [tenant_create(market=market, username=name, password=None, queue=leaves[path.rsplit(".", 1)[1]], deposit=Decimal("1e9"))
-               for name, path in DEMO_TENANTS.items()]
-    with clearings_deferred(), transaction.atomic():
-        for k in range(args.active):
-            work = [WorkItem("map", int(rng.integers(1, 50)), 10.0, float(rng.uniform(0.5, 2))),
-                    WorkItem("reduce", int(rng.integers(1, 10)), 20.0, float(rng.uniform(0.5, 2)))]
-            bid_submit(tenant=tenants[k % len(tenants)], budget=str(round(float(rng.uniform(50, 200)), 2)), work=work)
+    market, tenants = demo_market(f"bench-preview-{args.active}")
+    place_bids(tenants, rng, args.active)
     market_clear(market_id=market.pk)
     for _ in range(args.warmup):
         cluster_advance(market_id=market.pk, seconds=30.0)

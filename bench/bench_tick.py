@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,38 +53,55 @@ def main() -> int:
     return 0
 
 
-def run(args: argparse.Namespace, db: str) -> None:
-    import cProfile
+def demo_market(name: str) -> tuple[Any, list[Any]]:
+    """``make load``'s market (module docstring) and its tenants, one per demo leaf queue, with deposits no
+    bid exhausts: ``(Market, [Tenant])``. Django must be set up."""
     from decimal import Decimal
 
-    import numpy as np
+    from marketplace.management.commands.seed_demo import DEMO_HIERARCHY, DEMO_TENANTS
+    from marketplace.market.models.queues import Queue
+    from marketplace.market.services.setup import market_create, tenant_create
+
+    market = market_create(name=name, resources={"map": 40, "reduce": 20}, hierarchy=DEMO_HIERARCHY)
+    leaves = {q.name: q for q in Queue.objects.filter(market=market)}
+    return market, [tenant_create(market=market, username=user, password=None, queue=leaves[path.rsplit(".", 1)[1]],
+                                  deposit=Decimal("1e9")) for user, path in DEMO_TENANTS.items()]
+
+
+def place_bids(tenants: list[Any], rng: Any, count: int, first: int = 0) -> None:
+    """``count`` bids of the module docstring's random work and budgets, drawn from ``rng`` (a numpy
+    Generator), by the tenants in turn from ``tenants[first % len]``, in one transaction with the
+    clearings deferred (the caller clears)."""
     from django.db import transaction
 
     from marketplace.auction.services import WorkItem, bid_submit
-    from marketplace.management.commands.seed_demo import DEMO_HIERARCHY, DEMO_TENANTS
+    from marketplace.market.services.market import clearings_deferred
+
+    with clearings_deferred(), transaction.atomic():
+        for k in range(first, first + count):
+            work = [WorkItem("map", int(rng.integers(1, 50)), 10.0, float(rng.uniform(0.5, 2))),
+                    WorkItem("reduce", int(rng.integers(1, 10)), 20.0, float(rng.uniform(0.5, 2)))]
+            bid_submit(tenant=tenants[k % len(tenants)], budget=str(round(float(rng.uniform(50, 200)), 2)), work=work)
+
+
+def run(args: argparse.Namespace, db: str) -> None:
+    import cProfile
+
+    import numpy as np
+
     from marketplace.market.models.jobs import Job
     from marketplace.market.models.market import Market
-    from marketplace.market.models.queues import Queue
     from marketplace.market.services.clearing import market_clear
     from marketplace.market.services.clock import cluster_advance
-    from marketplace.market.services.market import clearings_deferred
-    from marketplace.market.services.setup import market_create, tenant_create
 
     rng = np.random.default_rng(0)
-    market = market_create(name=f"bench-tick-{args.active}", resources={"map": 40, "reduce": 20}, hierarchy=DEMO_HIERARCHY)
-    leaves = {q.name: q for q in Queue.objects.filter(market=market)}
-    tenants = [tenant_create(market=market, username=name, password=None, queue=leaves[path.rsplit(".", 1)[1]], deposit=Decimal("1e9"))
-               for name, path in DEMO_TENANTS.items()]
+    market, tenants = demo_market(f"bench-tick-{args.active}")
     placed = 0
 
-    def bids(count: int) -> None:
+    def bids(count: int) -> None:  # the worker's clearing below covers them
         nonlocal placed
-        with clearings_deferred(), transaction.atomic():  # the worker's clearing below covers them
-            for _ in range(count):
-                work = [WorkItem("map", int(rng.integers(1, 50)), 10.0, float(rng.uniform(0.5, 2))),
-                        WorkItem("reduce", int(rng.integers(1, 10)), 20.0, float(rng.uniform(0.5, 2)))]
-                bid_submit(tenant=tenants[placed % len(tenants)], budget=str(round(float(rng.uniform(50, 200)), 2)), work=work)
-                placed += 1
+        place_bids(tenants, rng, count, first=placed)
+        placed += count
 
     bids(args.active)
     market_clear(market_id=market.pk)

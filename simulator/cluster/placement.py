@@ -76,7 +76,7 @@ class ShareRows:
         return None if k is None else self.matrix[k]
 
     def column(self, ids: list[int], j: int) -> NDArray[np.float64]:
-        """(len(ids),) the shares of type j of ``ids`` (0 for a job without)."""
+        """(len(ids),) the shares of type j of ``ids`` (0 for a job without), a new array."""
         row = self._rows()
         rows = [row.get(i, -1) for i in ids]
         if -1 not in rows:
@@ -221,7 +221,7 @@ class LeafPlacement:
         """(k,) shares of type j of the leaf's jobs ``ids`` (cached until new shares)."""
         cached = self._share_cache.get((leaf, j))
         if cached is None:
-            cached = _read_only(self.shares.column(ids.tolist(), j).copy())  # its own, never written
+            cached = _read_only(self.shares.column(ids.tolist(), j))
             self._share_cache[(leaf, j)] = cached
         return cached
 
