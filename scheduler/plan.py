@@ -298,7 +298,7 @@ class PaymentTable(Mapping[int, PaymentRule]):
         return not self.extra and np.array_equal(self.ids, job_ids)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Diagnostics:
     """How a clearing went, with named fields (replaces the old ``Outcome.extra``).
 
@@ -329,8 +329,19 @@ class Diagnostics:
         _ = self.max_kkt_residual
         return dict(self.__dict__)
 
+    def __eq__(self, other: object) -> bool:
+        """Field by field, ``prices`` by value (``np.array_equal``: same shape, equal floats), so two
+        clearings' diagnostics compare as a bool whatever their arrays' identity. Unhashable."""
+        if not isinstance(other, Diagnostics):
+            return NotImplemented
+        return ((self.mechanism, self.rounds, self.converged, self.max_kkt_residual, self.outside_pool)
+                == (other.mechanism, other.rounds, other.converged, other.max_kkt_residual, other.outside_pool)
+                and bool(np.array_equal(self.prices, other.prices)))  # fmt: skip
 
-@dataclass(frozen=True)
+    __hash__ = None  # type: ignore[assignment]  # mutable-valued arrays: as the generated eq made it
+
+
+@dataclass(frozen=True, eq=False)
 class Plan:
     """What a clearing decided (module docstring).
 
@@ -351,6 +362,18 @@ class Plan:
     payments: Mapping[int, PaymentRule]
     diagnostics: Diagnostics
     reservations: tuple[Reservation, ...] = field(default=())
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, the arrays by value (``np.array_equal``), so two Plans compare as a bool
+        whatever their arrays' identity: the same decisions compare equal. Unhashable."""
+        if not isinstance(other, Plan):
+            return NotImplemented
+        return (all(np.array_equal(a, b) for a, b in ((self.job_ids, other.job_ids), (self.shares, other.shares),
+                                                      (self.sub_budgets, other.sub_budgets)))
+                and self.payments == other.payments and self.diagnostics == other.diagnostics
+                and self.reservations == other.reservations)  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def n(self) -> int:
