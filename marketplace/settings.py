@@ -255,6 +255,11 @@ API_TOKEN_CACHE_S = env.float("API_TOKEN_CACHE_S", default=5.0)
 # (higher: people behind one address), both for the login page and the token endpoint;
 # "token": wrong API tokens per address.
 FAILURE_LIMITS = {"login": (10, 300), "login_ip": (50, 300), "token": (20, 300)}
+# Price previews (seconds of CPU each in a busy market) run one per user at a time and at most
+# PREVIEW_CONCURRENCY at once on the site (marketplace.auction.admission): over it, 429 / 503 with
+# Retry-After. A crashed process's slots expire after PREVIEW_SLOT_TTL_S.
+PREVIEW_CONCURRENCY = env.int("PREVIEW_CONCURRENCY", default=2)
+PREVIEW_SLOT_TTL_S = env.int("PREVIEW_SLOT_TTL_S", default=300)
 
 REST_FRAMEWORK = {
     # The token class first: its scheme is the WWW-Authenticate challenge, so missing or bad

@@ -45,6 +45,10 @@ NO_CONFLICT = {("/api/auth/token/", "post"), ("/api/auth/token/", "delete")}
 ANONYMOUS = {("/api/auth/token/", "post")}  # no credentials are read and no object named: never a 403 or 404 (a 401: wrong ones)
 
 
+BUSY = {("/api/bids/preview/", "post"): (
+    "Every slot for previews on the site is taken (PREVIEW_CONCURRENCY): wait for the Retry-After header's seconds. "
+    "A second preview of the same user while the first runs is a 429.")}
+
 CONFLICT = ("The object's current state refuses the request (cancelling an ended job, accepting or declining a quote "
             "that is no longer open); the body names the field.")
 
@@ -65,6 +69,9 @@ def _complete_statuses(path: str, method: str, operation: dict[str, Any]) -> Non
     for code, text in codes.items():
         responses.setdefault(code, {"description": text, "content": error_body})
     responses["429"].setdefault("headers", {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}})
+    if (path, method) in BUSY:
+        responses.setdefault("503", {"description": BUSY[(path, method)], "content": error_body,
+                                     "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}}})
     if "401" in responses:
         responses["401"].setdefault("headers", {"WWW-Authenticate": {
             "schema": {"type": "string"}, "description": "The scheme to authenticate with: `Token` (Authorization: Token <key>)."}})

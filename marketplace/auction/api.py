@@ -16,7 +16,7 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, Throttled, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,6 +27,7 @@ from marketplace.api.conventions import Pagination, created, request_tenant, ser
 from marketplace.api.fields import StrictJSON, money_text, representations
 from marketplace.api.idempotency import IDEMPOTENCY_PARAMETER, idempotent, in_idempotent_call
 from marketplace.api.parsers import SafeJSONParser
+from marketplace.auction.admission import PreviewBusy, preview_slot
 from marketplace.auction.models import WorkItem
 from marketplace.auction.selectors import ClassFit, Preview, bid_preview, slo_status, utility_fits
 from marketplace.auction.serializers import BidSerializer, JobSerializer, JobWorkSerializer, WorkItemSerializer, plain_bid
@@ -170,11 +171,25 @@ class BidPreviewView(APIView):
         try:
             _, work, utility = bid_terms(tenant=tenant, name=d.get("name", ""), job_class=d.get("job_class") or "", work=work,
                                          utility=d["utility"], use_adopted_utility=d.get("use_adopted_utility", False))
-            preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
-                                  min_utility=d.get("min_utility"))
+            with preview_slot(request.user.pk):
+                preview = bid_preview(tenant=tenant, budget=float(d["budget"]), work=work, utility=utility,
+                                      min_utility=d.get("min_utility"))
         except DjangoValidationError as exc:
             raise service_errors(exc) from None
+        except PreviewBusy as busy:
+            raise (Throttled(busy.wait, str(busy)) if busy.mine else PreviewsBusy(busy)) from None
         return Response(_preview_json(preview))
+
+
+class PreviewsBusy(APIException):
+    """503 with ``Retry-After``: every site slot for previews is taken (``auction.admission``)."""
+
+    status_code = 503
+    default_code = "previews_busy"
+
+    def __init__(self, busy: PreviewBusy) -> None:
+        super().__init__(str(busy))
+        self.wait = busy.wait  # DRF's handler turns it into Retry-After
 
 
 class JobFilter(filters.FilterSet):

@@ -19,6 +19,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from marketplace.auction import preview as bid_preview
+from marketplace.auction.admission import PreviewBusy
 from marketplace.auction.charts import utility_fit_figure
 from marketplace.auction.forms import BidForm, JobFilterForm
 from marketplace.auction.selectors import job_rows, slo_status, utility_fits
@@ -87,9 +88,13 @@ def utility_fit_adopt_view(request: HttpRequest) -> HttpResponse:
 def bid_new(request: HttpRequest) -> HttpResponse:
     tenant: Tenant = request.tenant  # type: ignore[attr-defined]
     form = BidForm(request.POST or None, resource_types=selectors.resource_types_of(market=tenant.market))
-    preview = None
+    preview, busy = None, None
     if request.method == "POST" and request.POST.get("action") == "preview":
-        preview = bid_preview.preview_for_form(form, tenant)  # a dry run: nothing placed or held
+        try:
+            preview = bid_preview.preview_for_form(form, tenant, request.user.pk)  # a dry run: nothing placed or held
+        except PreviewBusy as exc:  # the form keeps its values; the page says why and when to try again
+            busy = exc
+            messages.warning(request, str(exc))
     elif request.method == "POST" and form.is_valid():
         try:
             job_id = _submit_bid_once(request, form, tenant)
@@ -98,10 +103,13 @@ def bid_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Bid placed: job #{job_id} holds its budget until it completes.")
             return redirect("job-detail", pk=job_id)
-    return render_page(request, "auction/bid_form.html", {
+    response = render_page(request, "auction/bid_form.html", {
         "nav": "bid", "form": form, "account": account_of(tenant=tenant), "tenant": tenant,
         "queue": selectors.queue_paths(market=tenant.market).get(tenant.default_queue_id, ""), "preview": preview,
-    }, market=tenant.market)
+    }, market=tenant.market, status=200 if busy is None else 429 if busy.mine else 503)
+    if busy is not None:
+        response["Retry-After"] = str(busy.wait)
+    return response
 
 
 def _submit_bid_once(request: HttpRequest, form: BidForm, tenant: Tenant) -> int:
