@@ -12,6 +12,30 @@
   });
 })();
 
+/* <form data-submit-once>: the first submission goes; any other while its answer is on the way is dropped (a double
+   click on "Preview price" would otherwise send a second preview, refused with a 429 while the first is computed).
+   The pressed button's data-busy-text, if any, is shown in the form's [data-busy-status] (aria-live). A page shown
+   again from the back-forward cache takes submissions again. */
+(function () {
+  "use strict";
+  document.querySelectorAll("form[data-submit-once]").forEach(function (form) {
+    var status = form.querySelector("[data-busy-status]");
+    form.addEventListener("submit", function (event) {
+      if (event.defaultPrevented) { return; }
+      if (form.dataset.submitting) { event.preventDefault(); return; }
+      form.dataset.submitting = "1";
+      form.setAttribute("aria-busy", "true");
+      var text = event.submitter && event.submitter.dataset.busyText;
+      if (status && text) { status.textContent = text; }
+    });
+    window.addEventListener("pageshow", function () {
+      delete form.dataset.submitting;
+      form.removeAttribute("aria-busy");
+      if (status) { status.textContent = ""; }
+    });
+  });
+})();
+
 /* Times on the market clock (marketplace.web.forms.MarketTimeField): an input marked data-market-time
    takes "in 2 h", "+900 s", "now", "1:30:00" or 5400; beside it, the time it names on the market clock and how far
    that is from now, following the header clock (static/js/clock.js). The server reads the same text when the form
