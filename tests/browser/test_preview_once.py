@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from marketplace.auction import preview as form_preview
+from marketplace.auction import selectors
 from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -19,13 +19,13 @@ def test_a_second_click_while_a_preview_is_computed_sends_nothing_and_the_first_
         chromium_path, live_server, tenant, monkeypatch):
     from playwright.sync_api import expect, sync_playwright
 
-    computed = form_preview.bid_preview
+    computed = selectors.bid_preview
 
     def slow(**kwargs):  # type: ignore[no-untyped-def]  # a busy market's preview: the live server runs in this process
         time.sleep(2.0)
         return computed(**kwargs)
 
-    monkeypatch.setattr(form_preview, "bid_preview", slow)
+    monkeypatch.setattr("marketplace.auction.preview.bid_preview", slow)
 
     expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as pw:
