@@ -106,14 +106,17 @@ def test_implied_prices_of_a_small_matrix_are_numpys(matrix: tuple[int, list[lis
     _same_array(implied_prices(b, cap), want)
 
 
-@pytest.mark.parametrize("m", [2, 3, 8])
-def test_implied_prices_add_rows_in_numpys_order(m: int) -> None:
-    """Sums whose rounding depends on the order (numpy's: from 0.0, row after row), negative zeros included."""
+@pytest.mark.parametrize("m", [1, 2, 3, 8])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_implied_prices_add_rows_in_numpys_order(m: int, order: str) -> None:
+    """Sums whose rounding depends on the order (numpy's: from 0.0, row after row; pairwise along a
+    contiguous column), negative zeros included."""
     rng = np.random.default_rng(m)
     for n in range(128 // m + 1):
         for _ in range(40):
             b = np.exp(rng.uniform(-30.0, 30.0, (n, m))) * (rng.random((n, m)) < 0.8)
             b[rng.random((n, m)) < 0.1] = -0.0
+            b = np.asarray(b, order=order)
             cap = rng.uniform(0.5, 100.0, m)
             _same_array(implied_prices(b, cap), _numpy_prices(b, cap))
 
