@@ -50,7 +50,8 @@ def _small_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray | N
     """:func:`implied_prices` of a C-ordered (n, m) float64 matrix of at most ``_SMALL_ENTRIES`` entries,
     ``_SMALL_TYPES[0] <= m <= _SMALL_TYPES[1]``, and an (m,) float64 capacity, as floats: numpy's sum
     over axis 0 of such a matrix adds row after row from 0.0, the order of this loop. None for other
-    inputs, invalid ones and prices that overflow (the numpy path then computes the prices or raises)."""
+    inputs, invalid ones and prices that overflow (the numpy path then computes the prices or raises).
+    Paper 000, Sec. 4.2: the implied unit prices."""
     if not (isinstance(sub_budgets, np.ndarray) and isinstance(capacity, np.ndarray)
             and sub_budgets.dtype == np.float64 and capacity.dtype == np.float64 and sub_budgets.ndim == 2
             and sub_budgets.flags.c_contiguous and sub_budgets.size <= _SMALL_ENTRIES):

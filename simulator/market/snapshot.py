@@ -163,7 +163,8 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
 
 
 def _all_nan(values: NDArray[np.float64]) -> bool:
-    """``bool(np.isnan(values).all())`` (no job has an SLO), on floats for a short (n,) array."""
+    """``bool(np.isnan(values).all())`` for the (n,) SLOs: no job has one (paper 000, Sec. 6), read as floats
+    for a short array (numpy's calls cost more there)."""
     if values.shape[0] <= 64:
         return all(v != v for v in values.tolist())  # v != v: NaN
     return bool(np.isnan(values).all())
