@@ -88,6 +88,7 @@ _MATRIX = st.integers(1, 9).flatmap(lambda m: st.tuples(
     st.just(m), st.lists(st.lists(st.one_of(_FLOATS, st.floats(0.0, 200.0)), min_size=m, max_size=m), max_size=70)))
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy's own sums of huge entries
 @settings(max_examples=300, deadline=None)
 @given(matrix=_MATRIX, capacity=st.lists(st.one_of(st.sampled_from(_SPECIAL), st.floats(0.5, 500.0)), min_size=1, max_size=10),
        order=st.sampled_from(["C", "F"]), match=st.booleans())
@@ -129,6 +130,7 @@ def _numpy_valid(shares: object, n: int, m: int) -> bool:
     return bool(shares.min() >= 0) and math.isfinite(float(shares.sum()))
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy's own sums of huge entries
 @settings(max_examples=300, deadline=None)
 @given(matrix=_MATRIX, order=st.sampled_from(["C", "F"]), m_off=st.integers(-1, 1))
 def test_the_share_check_in_floats_is_numpys(matrix: tuple[int, list[list[float]]], order: str, m_off: int) -> None:
