@@ -43,6 +43,7 @@ from scheduler.types import MarketSnapshot
 PaymentKind = Literal["at_completion", "if_slo_met", "fixed"]
 PAYMENT_KINDS: tuple[str, ...] = ("at_completion", "if_slo_met", "fixed")
 _FIXED = PAYMENT_KINDS.index("fixed")
+_AT_COMPLETION = PAYMENT_KINDS.index("at_completion")  # 0: PaymentTable.at_completion_rows' zeros
 _PLAIN_ROWS = 64  # PaymentTable.visit_rows compares tables of up to this many rows in plain Python
 
 
@@ -201,6 +202,28 @@ class PaymentTable(Mapping[int, PaymentRule]):
         self._rows: list[tuple[int, str, float, float | None]] | None = None
         self._index: dict[int, int] | None = None
         self._columns: tuple[list[int], list[int], list[float], list[float]] | None = None
+
+    @classmethod
+    def at_completion_rows(cls, job_ids: NDArray[np.int64], budgets: NDArray[np.float64]) -> PaymentTable | None:
+        """The table of (n,) ``job_ids`` each paying its budget (n,) at completion, without an SLO (paper 000,
+        Sec. 3): the arrays the constructor takes for those rules (kind 0, NaN SLOs; copies of ``job_ids``
+        and ``budgets``), checked on the budgets as floats only (kinds and SLOs agree by construction), its
+        :meth:`columns` filled on the way. None where a budget is not a finite float >= 0 (the constructor
+        raises there) or the arrays are not (n,)."""
+        ids = np.array(job_ids, dtype=np.int64)
+        amount = np.array(budgets, dtype=np.float64)
+        if ids.ndim != 1 or amount.shape != ids.shape:
+            return None
+        amounts: list[float] = amount.tolist()
+        if not all(0.0 <= a < math.inf for a in amounts):  # NaN fails both comparisons
+            return None
+        n = len(amounts)
+        table = cls.__new__(cls)
+        table.ids, table.kind, table.amount = ids, np.zeros(n, dtype=np.int8), amount  # _AT_COMPLETION == 0
+        table.min_utility, table.extra = np.full(n, np.nan), {}
+        table._rows, table._index = None, None
+        table._columns = (ids.tolist(), [_AT_COMPLETION] * n, amounts, [math.nan] * n)
+        return table
 
     def columns(self) -> tuple[list[int], list[int], list[float], list[float]]:
         """(ids, kind, amount, min_utility) as lists (built once)."""
@@ -498,8 +521,18 @@ def budget_payment(budget: float, min_utility: float | None = None) -> PaymentRu
 def budget_payments(snapshot: MarketSnapshot) -> PaymentTable:
     """:func:`budget_payment` for every job of the snapshot, as a :class:`PaymentTable`
     (one row per job, in the snapshot's order): the budget at completion, or only if the
-    job's SLO is met where it has a finite one."""
+    job's SLO is met where it has a finite one (paper 000, Secs. 3 and 6).
+
+    A snapshot without SLOs (the common clearing) builds its table from the budgets alone:
+    every row ``at_completion`` with no SLO, so the only check left is the amounts' (finite,
+    >= 0), made on the budgets as floats (:meth:`PaymentTable.at_completion_rows`). The arrays are those the
+    general path builds, bit for bit. Raises ValueError as :class:`PaymentTable`.
+    """
     n = snapshot.job_ids.shape[0]
+    if snapshot.min_utility is None and n <= _PLAIN_ROWS:
+        table = PaymentTable.at_completion_rows(snapshot.job_ids, snapshot.budgets)
+        if table is not None:
+            return table
     slo = np.full(n, np.nan) if snapshot.min_utility is None else np.asarray(snapshot.min_utility, dtype=np.float64)
     has_slo = np.isfinite(slo)
     kind = np.where(has_slo, PAYMENT_KINDS.index("if_slo_met"), PAYMENT_KINDS.index("at_completion")).astype(np.int8)

@@ -3,6 +3,7 @@ Lemma 2). Re-exported by ``scheduler.abacus.auction``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,13 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
     Money per slot (paper 000, Sec. 4.2 / plan.Diagnostics.prices). ``sub_budgets`` is (n, m),
     ``capacity`` (m,) finite and > 0. Raises ValueError on shape mismatch,
     negative or non-finite sub-budgets, or non-positive capacity.
+
+    A small C-ordered float64 matrix (:func:`_small_prices`) is summed and checked on floats,
+    bit for bit as numpy: a column sum over the rows runs from 0.0 row after row.
     """
+    small = _small_prices(sub_budgets, capacity)
+    if small is not None:
+        return small
     b = check_nonnegative("sub_budgets", sub_budgets, 2)
     cap = np.asarray(capacity, dtype=np.float64)
     if cap.shape != (b.shape[1],):
@@ -33,6 +40,38 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
         raise ValueError("capacity must be finite and > 0")
     prices: FloatArray = b.sum(axis=0) / cap
     return prices
+
+
+_SMALL_ENTRIES = 128  # implied_prices sums matrices of up to this many entries on floats
+_SMALL_TYPES = (2, 8)  # ... with this many columns (one column is a contiguous, pairwise sum in numpy)
+
+
+def _small_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray | None:
+    """:func:`implied_prices` of a C-ordered (n, m) float64 matrix of at most ``_SMALL_ENTRIES`` entries,
+    ``_SMALL_TYPES[0] <= m <= _SMALL_TYPES[1]``, and an (m,) float64 capacity, as floats: numpy's sum
+    over axis 0 of such a matrix adds row after row from 0.0, the order of this loop. None for other
+    inputs, invalid ones and prices that overflow (the numpy path then computes the prices or raises).
+    Paper 000, Sec. 4.2: the implied unit prices."""
+    if not (isinstance(sub_budgets, np.ndarray) and isinstance(capacity, np.ndarray)
+            and sub_budgets.dtype == np.float64 and capacity.dtype == np.float64 and sub_budgets.ndim == 2
+            and sub_budgets.flags.c_contiguous and sub_budgets.size <= _SMALL_ENTRIES):
+        return None
+    m = sub_budgets.shape[1]
+    if capacity.shape != (m,) or not _SMALL_TYPES[0] <= m <= _SMALL_TYPES[1]:
+        return None
+    cap: list[float] = capacity.tolist()
+    if not all(0.0 < c < math.inf for c in cap):
+        return None
+    totals = [0.0] * m
+    for row in sub_budgets.tolist():
+        for j, v in enumerate(row):
+            if not 0.0 <= v < math.inf:  # NaN, inf or negative: the numpy path raises
+                return None
+            totals[j] += v
+    prices = [t / c for t, c in zip(totals, cap, strict=True)]
+    if not all(p < math.inf for p in prices):  # an overflow: numpy's path computes it (and warns)
+        return None
+    return np.array(prices, dtype=np.float64)
 
 
 def kkt_residual(result: AuctionResult, weights: ArrayLike, utility: str | Sequence[str],

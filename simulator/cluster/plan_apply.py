@@ -116,4 +116,10 @@ def _valid_shares(shares: NDArray[np.float64], n: int, m: int) -> bool:
         return False
     if n == 0:
         return True
+    if shares.size <= _PLAIN_ENTRIES and all(0.0 <= v <= _PLAIN_BOUND for v in shares.ravel().tolist()):
+        return True  # numpy's answer too: the minimum is >= 0 and the sum cannot overflow
     return bool(shares.min() >= 0) and math.isfinite(float(shares.sum()))
+
+
+_PLAIN_ENTRIES = 64  # _valid_shares reads a matrix of up to this many entries as floats (numpy calls cost more)
+_PLAIN_BOUND = 1e300  # ... each at most this: _PLAIN_ENTRIES of them sum to a finite float

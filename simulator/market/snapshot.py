@@ -124,7 +124,9 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
     of each type (paper 000, Sec. 3)."""
     m, n = int(capacity.shape[0]), len(cols.ids)
     ids = np.array(cols.ids, dtype=np.int64)
-    if warm is None:
+    if warm is None and not cols.subs and cols.head is not None and cols.head.shape == (n, m):
+        start = cols.head  # every row's own warm start: a gathered copy (``Columns.of_jobs``)
+    elif warm is None:
         start = np.full((n, m), np.nan)
         first = 0 if cols.head is None else cols.head.shape[0]
         if first:
@@ -142,16 +144,10 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         have = np.flatnonzero(np.array(rows, dtype=np.int64) >= 0)
         if have.size:
             start[have] = np.asarray(warm.sub_budgets)[np.array(rows, dtype=np.int64)[have]]
-    budgets = np.array(cols.budgets, dtype=np.float64)
-    weights = np.array(cols.weights, dtype=np.float64).reshape(-1, m)
-    slo = np.array(cols.slo, dtype=np.float64)
-    utility = cols.utility
-    if cols.bids is not None:  # the first rows' bids, gathered as arrays
-        first_budgets, first_weights, first_slo, first_utility = cols.bids
-        budgets = np.concatenate([first_budgets, budgets]) if budgets.size else first_budgets
-        weights = np.concatenate([first_weights, weights]) if weights.size else first_weights
-        slo = np.concatenate([first_slo, slo]) if slo.size else first_slo
-        utility = first_utility + utility
+    if cols.bids is not None and not cols.budgets:  # every row's bid gathered as arrays (no rows added)
+        budgets, weights, slo, utility = cols.bids
+    else:
+        budgets, weights, slo, utility = _bid_arrays(cols, m)
     return MarketSnapshot(
         job_ids=ids,
         group=np.array(cols.leaves, dtype=np.int64),
@@ -162,8 +158,32 @@ def build_snapshot(cols: Columns, warm: Plan | None, c: MarketConfig, capacity: 
         capacity=capacity,
         alpha=c.alpha, tol=c.tol, max_rounds=c.max_rounds,
         warm_start=start,
-        min_utility=None if np.isnan(slo).all() else slo,
+        min_utility=None if _all_nan(slo) else slo,
     )
+
+
+def _all_nan(values: NDArray[np.float64]) -> bool:
+    """``bool(np.isnan(values).all())`` for the (n,) SLOs: no job has one (paper 000, Sec. 6), read as floats
+    for a short array (numpy's calls cost more there)."""
+    if values.shape[0] <= 64:
+        return all(v != v for v in values.tolist())  # v != v: NaN
+    return bool(np.isnan(values).all())
+
+
+def _bid_arrays(cols: Columns, m: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], list[str]]:
+    """(budgets (n,), weights (n, m), SLOs (n,) NaN for none, utility kinds) of every row of ``cols``:
+    the gathered first rows' (``cols.bids``), then the rows :meth:`Columns.add` appended."""
+    budgets = np.array(cols.budgets, dtype=np.float64)
+    weights = np.array(cols.weights, dtype=np.float64).reshape(-1, m)
+    slo = np.array(cols.slo, dtype=np.float64)
+    utility = cols.utility
+    if cols.bids is not None:  # the first rows' bids, gathered as arrays
+        first_budgets, first_weights, first_slo, first_utility = cols.bids
+        budgets = np.concatenate([first_budgets, budgets]) if budgets.size else first_budgets
+        weights = np.concatenate([first_weights, weights]) if weights.size else first_weights
+        slo = np.concatenate([first_slo, slo]) if slo.size else first_slo
+        utility = first_utility + utility
+    return budgets, weights, slo, utility
 
 
 def _leads(plan_ids: NDArray[np.int64], ids: NDArray[np.int64], listed: list[int]) -> bool:
