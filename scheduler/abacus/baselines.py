@@ -8,7 +8,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scheduler.abacus.kkt import implied_prices
-from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.payments import budget_payments
+from scheduler.plan import Diagnostics, Plan
 from scheduler.types import MarketSnapshot
 
 __all__ = ["EqualSharePolicy", "ProportionalPolicy"]

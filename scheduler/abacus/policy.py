@@ -17,7 +17,8 @@ from scheduler.abacus.plain import small_kkt_max
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_alpha
 from scheduler.deferred import Deferred
-from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.payments import budget_payments
+from scheduler.plan import Diagnostics, Plan
 from scheduler.types import MarketSnapshot
 
 __all__ = ["AbacusPolicy", "kkt_max"]

@@ -2,7 +2,7 @@
 
 A job may add a minimum utility ``m_i`` (its SLO) to its bid ``(b_i, u_i)``; it
 pays its budget only if its SLO was met (``PaymentRule.if_slo_met``, settled by
-``scheduler.plan.settle`` on the utility of the job's time-averaged shares).
+``scheduler.payments.settle`` on the utility of the job's time-averaged shares).
 
 1. A *job-utility estimator* predicts the utility each job reaches under a
    candidate allocation (:data:`UtilityEstimator`).
@@ -41,7 +41,8 @@ from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.state import AuctionResult
 from scheduler.abacus.utility import check_nonnegative, demand_mask, utility_of
 from scheduler.deferred import Deferred
-from scheduler.plan import Diagnostics, Plan, budget_payments
+from scheduler.payments import budget_payments
+from scheduler.plan import Diagnostics, Plan
 from scheduler.types import MarketSnapshot
 
 __all__ = ["AbacusNoPoolPolicy", "AbacusSloPolicy", "PoolResult", "UtilityEstimator", "prolific_pool", "share_utility_estimate"]

@@ -49,7 +49,8 @@ from numpy.typing import NDArray
 from scheduler.cura.costs import EPS, ConfigTable, after_costs, deferral_priority, outranks, penalised, penalty
 from scheduler.cura.profiles import VMType, prices_of
 from scheduler.cura.timeline import Interval, PoolTimeline
-from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation
+from scheduler.payments import PaymentRule
+from scheduler.plan import Diagnostics, Plan, Reservation
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ of its jobs and the Plan in force. Its four verbs are the whole market loop:
   cluster's dispatch (reservations, shares) and the jobs' payment rules;
   ``fixed`` rules are charged here, at acceptance;
 * :meth:`~MarketEngine.step` -- advance simulated time; departures are
-  settled by their payment rule (:func:`scheduler.plan.settle`) and reported
+  settled by their payment rule (:func:`scheduler.payments.settle`) and reported
   as charges, with the fairness samples.
 
 The offline runner calls these in a loop; the live market (Django) loads an
@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentKind, PaymentRule, PaymentTable, Plan, Reservation, budget_payment, settle
+from scheduler.payments import PaymentKind, PaymentRule, PaymentTable, budget_payment, settle
+from scheduler.plan import Plan, Reservation
 from scheduler.registry import MECHANISMS
 from scheduler.types import MarketSnapshot
 from simulator.cluster.model import Cluster
@@ -271,7 +272,7 @@ class MarketEngine:
     def _take_rules(self, plan: Plan) -> list[Charge]:
         """The Plan's payment rules become the known jobs'; the ``fixed`` prices due now.
         A job whose rule is the one it holds keeps that object (rules are values): a
-        :class:`~scheduler.plan.PaymentTable` builds a rule only for a job whose rule changed,
+        :class:`~scheduler.payments.PaymentTable` builds a rule only for a job whose rule changed,
         and after a table, visits only the rows that differ from it, the jobs whose rule changed
         since outside a Plan (arrivals, bookings) and the fixed prices (one may still be due):
         ``PaymentTable.visit_rows``."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.plan import PaymentKind, PaymentRule
+from scheduler.payments import PaymentKind, PaymentRule
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS
 from scheduler.types import UTILITY_KINDS
 from simulator.records import Counts, FairnessSample, JobFinished
@@ -84,7 +84,7 @@ class Charge:
     Attributes:
         job_id: the job.
         amount: what to charge from its hold.
-        kind: the rule's kind (``scheduler.plan.PaymentRule.kind``).
+        kind: the rule's kind (``scheduler.payments.PaymentRule.kind``).
         time: simulated seconds at which it became due.
     """
 
@@ -116,7 +116,7 @@ class StepReport:
         average_shares: job id -> (m,) its average job resource at departure
             (paper 000, Sec. 5, Def. 1), for every departed job.
         settled_rules: job id -> the kind of the payment rule it was settled by
-            (``scheduler.plan.PaymentRule.kind``), for every departed job: whether
+            (``scheduler.payments.PaymentRule.kind``), for every departed job: whether
             it paid the auction's way or a price fixed at acceptance.
     """
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentRule, Reservation
+from scheduler.payments import PaymentRule
+from scheduler.plan import Reservation
 from simulator.cluster.jobs import inf_to_none, none_to_inf
 from simulator.cluster.model import Cluster
 from simulator.integrals import ShareIntegrals

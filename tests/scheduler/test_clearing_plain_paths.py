@@ -1,5 +1,5 @@
 """The plain-Python paths around a clearing give the numpy computations they stand in for, bit for bit:
-the payment table of a snapshot without SLOs (``scheduler.plan.budget_payments``), the implied prices of
+the payment table of a snapshot without SLOs (``scheduler.payments.budget_payments``), the implied prices of
 a small sub-budget matrix (``scheduler.abacus.kkt.implied_prices``) and the share check of a Plan
 (``simulator.cluster.plan_apply._valid_shares``); invalid inputs raise as before."""
 
@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from scheduler.abacus.kkt import implied_prices
 from scheduler.abacus.utility import check_nonnegative
-from scheduler.plan import PAYMENT_KINDS, PaymentTable, budget_payments
+from scheduler.payments import PAYMENT_KINDS, PaymentTable, budget_payments
 from scheduler.types import MarketSnapshot
 from simulator.cluster.plan_apply import _valid_shares
 

@@ -1,4 +1,4 @@
-"""scheduler.plan.PaymentTable (the rules of a clearing as arrays) stands for the dict of rules it
+"""scheduler.payments.PaymentTable (the rules of a clearing as arrays) stands for the dict of rules it
 replaced: the same rules in the same order, the same stored bytes, the same errors."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.plan import Diagnostics, PaymentRule, PaymentTable, Plan, budget_payment, budget_payments
+from scheduler.payments import PaymentRule, PaymentTable, budget_payment, budget_payments
+from scheduler.plan import Diagnostics, Plan
 from scheduler.types import MarketSnapshot
 
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from scheduler.abacus.policy import AbacusPolicy
-from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation
+from scheduler.payments import PaymentRule
+from scheduler.plan import Diagnostics, Plan, Reservation
 from scheduler.types import MarketSnapshot
 
 FLOATS = st.floats(0.0, 1e6, allow_nan=False)

@@ -13,7 +13,8 @@ from scheduler.dispatch import ShareDispatcher
 from scheduler.fairshare.allocator import FairShareAllocator
 from scheduler.fairshare.fairness import QueueTree
 from scheduler.fairshare.fifo import FifoAllocator
-from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation, settle
+from scheduler.payments import PaymentRule, settle
+from scheduler.plan import Diagnostics, Plan, Reservation
 from scheduler.registry import DISPATCH, FAIRSHARE, MECHANISMS, Registry, UnknownName
 from scheduler.types import MarketSnapshot
 

@@ -14,7 +14,8 @@ from scheduler.abacus.policy import AbacusPolicy
 from scheduler.abacus.slo import AbacusNoPoolPolicy, AbacusSloPolicy, prolific_pool
 from scheduler.abacus.utility import utility_of
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentRule, Plan
+from scheduler.payments import PaymentRule
+from scheduler.plan import Plan
 from scheduler.types import MarketSnapshot
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid, MarketConfig

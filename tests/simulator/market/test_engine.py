@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import Diagnostics, PaymentRule, Plan, Reservation, empty_plan
+from scheduler.payments import PaymentRule
+from scheduler.plan import Diagnostics, Plan, Reservation, empty_plan
 from scheduler.registry import UnknownName
 from simulator.cluster.lookahead import EarlyStartStage
 from simulator.cluster.stages import ReservationStage, SharedStage

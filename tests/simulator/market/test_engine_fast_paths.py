@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.fairshare.fairness import QueueTree
-from scheduler.plan import PaymentRule, PaymentTable
+from scheduler.payments import PaymentRule, PaymentTable
 from scheduler.registry import MECHANISMS
 from simulator.market.engine import MarketEngine
 from simulator.market.records import Bid, MarketConfig
