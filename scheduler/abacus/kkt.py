@@ -30,8 +30,11 @@ def implied_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
     bit for bit as numpy: a column sum over the rows runs from 0.0 row after row.
     """
     small = _small_prices(sub_budgets, capacity)
-    if small is not None:
-        return small
+    return small if small is not None else _numpy_prices(sub_budgets, capacity)
+
+
+def _numpy_prices(sub_budgets: ArrayLike, capacity: ArrayLike) -> FloatArray:
+    """:func:`implied_prices` through numpy, for any shape and order (its general path)."""
     b = check_nonnegative("sub_budgets", sub_budgets, 2)
     cap = np.asarray(capacity, dtype=np.float64)
     if cap.shape != (b.shape[1],):

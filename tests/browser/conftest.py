@@ -7,8 +7,11 @@ then a missing browser is a failure (``.ci/run`` installs it).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +44,23 @@ def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
                            hierarchy={"root": 1.0, "root.orga": 1.0, "root.orgb": 1.0})
     queue = Queue.objects.get(market=market, name="orga")
     return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("1000"))
+
+
+@contextmanager
+def chromium_page(chromium_path: str, width: int = 1400, height: int = 1000) -> Iterator[Any]:
+    """A page of Debian's Chromium with the suite's launch flags, viewport and timeouts (actions and ``expect``
+    wait ``TIMEOUT_MS``); the browser is closed when the block ends."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
 
 
 def login(page, base_url: str, username: str, password: str = PASSWORD) -> None:  # type: ignore[no-untyped-def]

@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from scheduler.abacus.kkt import implied_prices
-from scheduler.abacus.utility import check_nonnegative
+from scheduler.abacus.kkt import _numpy_prices, implied_prices
 from scheduler.payments import PAYMENT_KINDS, PaymentTable, budget_payments
 from scheduler.types import MarketSnapshot
 from simulator.cluster.plan_apply import _valid_shares
@@ -70,18 +69,6 @@ def test_a_table_of_budgets_is_the_constructors(budgets: list[float], offset: in
     assert [type(v) for col in got_cols for v in col] == [type(v) for col in want_cols for v in col]
     assert _nan_safe(got_cols[2]) == _nan_safe(want_cols[2]) and _nan_safe(got_cols[3]) == _nan_safe(want_cols[3])
     assert got.raw_items() == want.raw_items() and list(got.items()) == list(want.items())
-
-
-def _numpy_prices(sub_budgets: NDArray[np.float64], capacity: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``implied_prices`` through numpy (its general path)."""
-    b = check_nonnegative("sub_budgets", sub_budgets, 2)
-    cap = np.asarray(capacity, dtype=np.float64)
-    if cap.shape != (b.shape[1],):
-        raise ValueError(f"capacity has shape {cap.shape}, expected ({b.shape[1]},)")
-    if not (np.all(np.isfinite(cap)) and np.all(cap > 0)):
-        raise ValueError("capacity must be finite and > 0")
-    prices: NDArray[np.float64] = b.sum(axis=0) / cap
-    return prices
 
 
 _MATRIX = st.integers(1, 9).flatmap(lambda m: st.tuples(
