@@ -16,7 +16,8 @@ preview first takes two slots:
   503 and ``Retry-After`` (``mine=False``): the web workers stay free for everything else.
 
 Both are released when the preview ends, also on an error, each only by the holder that took it
-(its random token is compared first). A crashed process's keys expire after ``PREVIEW_SLOT_TTL_S``
+(its random token is compared first, on Redis in the same atomic step as the delete:
+``infra.cache.SharedClientRedisCache.delete_if``). A crashed process's keys expire after ``PREVIEW_SLOT_TTL_S``
 (300 s, far above a preview's time). While the cache is down the slots are taken in this process's
 memory (:data:`LOCAL_SLOTS`, as ``web.throttling`` counts request rates then): a limit of N then
 allows N per web process, never none.
@@ -68,12 +69,17 @@ def _take(key: str, token: str) -> bool:
 
 def _give_back(key: str, token: str) -> None:
     """Delete ``key`` where it was taken if it still holds ``token`` (an expired slot taken by
-    another preview since is left to it)."""
+    another preview since is left to it): one atomic compare-and-delete where the store has one
+    (Redis), else a read then a delete (this process's memory: only another thread of this process
+    could retake an expired slot between the two)."""
     for store in (LOCAL_SLOTS, cache):
         if store is cache and not CACHE.allows():
             continue
         try:
-            if store.get(key) == token:
+            delete_if = getattr(store, "delete_if", None)
+            if delete_if is not None:
+                delete_if(key, token)
+            elif store.get(key) == token:
                 store.delete(key)
         except Exception as exc:
             CACHE.trip(exc)

@@ -68,3 +68,22 @@ def test_a_preview_in_another_process_holds_its_users_slot_and_the_sites(redis_s
         holder.kill() if holder.poll() is None else None
         holder.wait(10)
     assert _refusal(9001) is None and _refusal(9002) is None
+
+
+def test_delete_if_deletes_only_the_holders_value_in_one_step(redis_slots) -> None:  # type: ignore[no-untyped-def]
+    store = caches["default"]
+    store.set("lock", "token-a", 60)
+    assert store.delete_if("lock", "token-b") is False and store.get("lock") == "token-a"
+    assert store.delete_if("lock", "token-a") is True and store.get("lock") is None
+    assert store.delete_if("lock", "token-a") is False  # nothing left to delete
+    store.set("count", 5, 60)  # stored raw by the serializer, not pickled: compared as stored
+    assert store.delete_if("count", 6) is False and store.delete_if("count", 5) is True
+
+
+def test_a_slot_retaken_after_expiry_is_left_to_its_new_holder_on_redis(redis_slots) -> None:  # type: ignore[no-untyped-def]
+    store = caches["default"]
+    with preview_slot(9003):
+        store.set("preview-slot:user:9003", "someone-else", 60)  # as if it had expired and been retaken
+    assert store.get("preview-slot:user:9003") == "someone-else"
+    assert _refusal(9003) is not None  # still held by the new holder
+    assert store.get("preview-slot:site:0") is None  # the site slot, still this holder's, was given back

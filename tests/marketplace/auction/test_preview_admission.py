@@ -107,6 +107,19 @@ def test_a_slot_taken_by_another_holder_after_expiry_is_not_given_back_by_the_fi
     cache.delete("preview-slot:user:5")
 
 
+def test_a_store_with_compare_and_delete_gives_slots_back_with_it_in_one_step() -> None:
+    store = mock.Mock(spec=["add", "get", "delete", "delete_if"])
+    store.add.return_value = True
+    with mock.patch.object(admission, "cache", store), preview_slot(6):
+        pass
+    released = {call.args[0] for call in store.delete_if.call_args_list}
+    assert released == {"preview-slot:user:6", "preview-slot:site:0"}
+    token = store.add.call_args_list[0].args[1]
+    assert all(call.args[1] == token for call in store.delete_if.call_args_list)
+    store.get.assert_not_called()  # no read then delete, whose gap lets another holder's slot go
+    store.delete.assert_not_called()
+
+
 def test_while_the_cache_is_down_slots_are_taken_in_this_process() -> None:
     with mock.patch.object(admission.cache, "add", side_effect=ConnectionError("redis down")):
         with preview_slot(4):
