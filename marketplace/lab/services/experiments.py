@@ -61,6 +61,8 @@ from simulator import experiments
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 0.5
+GONE = "gone"
+"""What :func:`experiment_execute` returns for a run deleted before or while it ran."""
 Status = ExperimentRun.Status
 
 
@@ -157,13 +159,18 @@ def experiment_execute(*, run_id: int, worker: str = "") -> str:
     one when the run was not queued: a duplicate delivery changes nothing).
     ``worker``: the Celery host name running it (kept on the run). A part of a split
     run also moves its parent (``services.parts``): running at its claim, progress with
-    its own, and the parent's settle at its end (combined after the last part)."""
+    its own, and the parent's settle at its end (combined after the last part). A run deleted
+    before or while it runs (by an administrator, or with its study) stops at its next progress
+    update and returns :data:`GONE`: nothing is left to record, and that is not an error."""
     now = timezone.now()
     claimed = ExperimentRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
         status=Status.RUNNING, started_at=now, heartbeat_at=now, message="started", attempts=F("attempts") + 1, retry_at=None,
         worker=worker[:120],
     )
-    run = ExperimentRun.objects.get(pk=run_id)
+    run = ExperimentRun.objects.filter(pk=run_id).first()
+    if run is None:
+        log.info("experiment run %s is gone: nothing to run", run_id)
+        return GONE
     if not claimed:
         return str(run.status)
     running = ExperimentRun.objects.filter(pk=run_id, status=Status.RUNNING)
@@ -204,7 +211,10 @@ def _execute(run: ExperimentRun, parent: int | None) -> str:
         _retry_or_fail(run_id, f"failed: {type(exc).__name__}", traceback.format_exc()[-4000:])
     else:
         running.update(status=Status.DONE, progress=1.0, message="done", result=result, finished_at=timezone.now())
-    return str(ExperimentRun.objects.values_list("status", flat=True).get(pk=run_id))
+    status = ExperimentRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if status is None:
+        log.info("experiment run %s was deleted while it ran: its result is dropped", run_id)
+    return GONE if status is None else str(status)
 
 
 def experiment_cancel(*, run_id: int, user: Any) -> ExperimentRun:

@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from marketplace.lab.adapters import live_workload
 from marketplace.lab.models import ExperimentRun, SimulationStudy
-from marketplace.lab.services.experiments import experiment_cancel, experiment_execute, experiment_publish
+from marketplace.lab.services.experiments import GONE, experiment_cancel, experiment_execute, experiment_publish
 from marketplace.lab.services.quotas import dispatch_next, owner_lock, quota_check
 from marketplace.lab.services.runs import task_publish
 from marketplace.lab.services.uploads import upload_discard, upload_limits
@@ -251,6 +251,8 @@ def simulation_execute(*, run_id: int) -> str:
     """Run one configuration (``experiment_execute``), then gather its study if it was the last,
     and publish the owner's next runs waiting for their dispatch window (``services.quotas``)."""
     status = experiment_execute(run_id=run_id)
+    if status == GONE:  # deleted (with its study): nothing to gather or publish
+        return status
     study_id, owner = ExperimentRun.objects.values_list("study_id", "created_by_id").get(pk=run_id)
     if study_id is not None:
         simulation_gather(study_id=study_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services import experiments as svc
+from marketplace.lab.services.simulations import simulation_execute
 from marketplace.market.models.tenants import Tenant
 from simulator import experiments
 from simulator.experiments import Experiment, figure, table
@@ -101,6 +103,39 @@ def test_cancel_stops_a_running_run_at_its_next_progress_update(staff, monkeypat
     assert svc.experiment_execute(run_id=run.pk) == "cancelled"
     run.refresh_from_db()
     assert run.progress == pytest.approx(0.1) and run.result is None
+
+
+def test_a_run_deleted_while_it_runs_stops_quietly_at_its_next_progress_update(staff, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(svc, "PROGRESS_EVERY_S", 0.0)
+    run = ExperimentRun.objects.create(name="lab_steps", params={"steps": 5, "fail_at": -1}, created_by=staff)
+    steps: list[str] = []
+
+    def deleted_midway(params: experiments.Params, progress: experiments.Progress) -> experiments.Result:
+        progress(0.1, "first")
+        steps.append("first")
+        ExperimentRun.objects.filter(pk=run.pk).delete()  # an administrator deletes it
+        progress(0.2, "second")  # raises Cancelled: its row is gone
+        steps.append("second")
+        raise AssertionError("not reached")
+
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS,
+        "lab_steps",
+        Experiment(name="lab_steps", title="", source="", run=deleted_midway, defaults={"steps": 3, "fail_at": -1}),
+    )
+    with caplog.at_level("INFO"):
+        assert svc.experiment_execute(run_id=run.pk) == svc.GONE
+    assert steps == ["first"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # not an error: nothing to record
+    assert not ExperimentRun.objects.filter(pk=run.pk).exists()  # nothing was written back
+
+
+def test_a_run_deleted_before_it_starts_is_gone_for_a_run_and_a_studys_run(staff) -> None:  # type: ignore[no-untyped-def]
+    run = ExperimentRun.objects.create(name="lab_steps", params={"steps": 1, "fail_at": -1}, created_by=staff)
+    ExperimentRun.objects.filter(pk=run.pk).delete()
+    assert svc.experiment_execute(run_id=run.pk) == svc.GONE
+    assert simulation_execute(run_id=run.pk) == svc.GONE
+    assert not ExperimentRun.objects.exists()
 
 
 def test_cancel_before_start_and_who_may_cancel(staff, alice: Tenant) -> None:  # type: ignore[no-untyped-def]
