@@ -1,7 +1,7 @@
 """Benchmark: a split lab run (the published-schedulers study, one part per (trace, window) cell) on
 one and on two real Celery workers.
 
-Needs PostgreSQL and Redis (``DATABASE_URL``, ``REDIS_URL``; the database is migrated here and a
+Needs PostgreSQL and Redis (``DATABASE_URL``, ``REDIS_URL``; the database is created if missing and migrated here and a
 staff user ``bench-lab`` created). For each worker count W it flushes the Redis db, starts W
 ``celery worker -Q simulation --concurrency=1`` processes (prefork, one child each: W processes
 working in parallel, as ``docker compose up --scale sim-worker=W``), starts one lab run of
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marketplace.settings")
 
-from bench import sim_workers  # noqa: E402
+from bench import scratch_db, sim_workers  # noqa: E402
 from bench.figures import record, require, run_guarded  # noqa: E402
 
 EXPERIMENT = "published_schedulers"
@@ -138,6 +138,7 @@ def main() -> int:
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get("REDIS_URL"):
         raise SystemExit("set DATABASE_URL=postgres://... and REDIS_URL=redis://...")
+    scratch_db.ensure_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()

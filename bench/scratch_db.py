@@ -47,6 +47,21 @@ def database_url(postgres: bool, url: str) -> str:
     return url
 
 
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database ``url`` names when it does not exist (kept when it does: unlike
+    :func:`database_url`, nothing is dropped), so a benchmark that migrates the database it is given
+    also runs on a name nobody created yet."""
+    import psycopg
+
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/")
+    require(name.replace("_", "").isalnum(), f"a plain database name in DATABASE_URL, got {name!r}")
+    admin = parsed._replace(scheme="postgresql", path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
+            conn.execute(f"CREATE DATABASE {name}")
+
+
 def django_on_scratch(args: argparse.Namespace) -> str:
     """Point Django at a fresh database (eager Celery: no ``REDIS_URL``) under the deployed settings
     (:func:`as_deployed`), set it up and migrate; returns "PostgreSQL" or "SQLite"."""
