@@ -47,20 +47,38 @@ def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
 
 
 @contextmanager
-def chromium_page(chromium_path: str, width: int = 1400, height: int = 1000) -> Iterator[Any]:
-    """A page of Debian's Chromium with the suite's launch flags, viewport and timeouts (actions and ``expect``
-    wait ``TIMEOUT_MS``); the browser is closed when the block ends."""
+def chromium(chromium_path: str, *, expect_timeout_ms: int = TIMEOUT_MS) -> Iterator[Any]:
+    """Debian's Chromium launched with the suite's flags (``CHROMIUM_ARGS``), as a playwright ``Browser``; ``expect``
+    waits ``expect_timeout_ms`` (ms). The browser is closed when the block ends. Open its pages with ``new_page``."""
     from playwright.sync_api import expect, sync_playwright
 
-    expect.set_options(timeout=TIMEOUT_MS)
+    expect.set_options(timeout=expect_timeout_ms)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+def new_page(browser: Any, width: int = 1400, height: int = 1000, *, timeout_ms: int | None = TIMEOUT_MS,
+             **context_options: Any) -> Any:
+    """A page of ``browser`` in a context of its own (closing the page closes it), with a ``width`` x ``height`` CSS px
+    viewport; its actions wait ``timeout_ms`` (ms; None: playwright's default, 30 s). ``context_options`` are
+    playwright's other context options (``device_scale_factor``, ``is_mobile``, ``has_touch``, ``java_script_enabled``)."""
+    page = browser.new_page(viewport={"width": width, "height": height}, **context_options)
+    if timeout_ms is not None:
+        page.set_default_timeout(timeout_ms)
+    return page
+
+
+@contextmanager
+def chromium_page(chromium_path: str, width: int = 1400, height: int = 1000, *, timeout_ms: int | None = TIMEOUT_MS,
+                  expect_timeout_ms: int = TIMEOUT_MS, **context_options: Any) -> Iterator[Any]:
+    """One page (``new_page``) of a browser (``chromium``), the common case; the browser is closed when the block ends.
+    A test that needs several pages opens them with ``new_page`` in a ``chromium`` block."""
+    with chromium(chromium_path, expect_timeout_ms=expect_timeout_ms) as browser:
+        yield new_page(browser, width, height, timeout_ms=timeout_ms, **context_options)
 
 
 def login(page, base_url: str, username: str, password: str = PASSWORD) -> None:  # type: ignore[no-untyped-def]
