@@ -7,13 +7,15 @@ then a missing browser is a failure (``.ci/run`` installs it).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
 from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
@@ -87,6 +89,30 @@ def login(page, base_url: str, username: str, password: str = PASSWORD) -> None:
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
+
+
+def in_thread(fn: Callable[[], object]) -> None:
+    """Run ``fn`` in a worker thread that closes its database connections when done.
+
+    Playwright's sync API runs an event loop in the test's thread, where Django refuses ORM
+    calls; a plain thread has no loop, and closing its connections leaves no session open
+    on the test database when pytest-django drops it.
+    """
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture(autouse=True)

@@ -8,41 +8,14 @@ environment variable CI is set: then a missing browser is a failure.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable
 
 import pytest
-from django.db import connections
 
 from marketplace.market.models.market import Market
 from marketplace.market.services.clock import cluster_advance
-from tests.browser.conftest import chromium_page, login
+from tests.browser.conftest import chromium_page, in_thread, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _in_thread(fn: Callable[[], object]) -> None:
-    """Run ``fn`` in a worker thread that closes its database connections when done.
-
-    Playwright's sync API runs an event loop in the test's thread, where Django refuses ORM
-    calls; a plain thread has no loop, and closing its connections leaves no session open
-    on the test database when pytest-django drops it.
-    """
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # re-raised in the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join()
-    if errors:
-        raise errors[0]
 
 
 def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_path):  # type: ignore[no-untyped-def]
@@ -79,7 +52,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
         expect(page.locator("table.jobs")).to_contain_text("root.orga")
 
         # Let the simulated cluster run ten minutes, then open the dashboard.
-        _in_thread(lambda: cluster_advance(market_id=tenant.market_id, seconds=600))
+        in_thread(lambda: cluster_advance(market_id=tenant.market_id, seconds=600))
         nav.get_by_role("link", name="Dashboard").click()
         for chart in ["#chart-alloc-0", "#chart-util", "#chart-jobs", "#chart-prices", "#chart-sharing"]:
             expect(page.locator(f"{chart}.js-plotly-plot .main-svg").first).to_be_visible()
@@ -91,7 +64,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
         last_x = "() => { const d = document.getElementById('chart-util').data; return Math.max(...d[0].x); }"
         before = page.evaluate(last_x)
         page.evaluate("() => window.MarketDashboard.pause()")  # no request while this thread's worker writes
-        _in_thread(lambda: cluster_advance(market_id=tenant.market_id, seconds=600))
+        in_thread(lambda: cluster_advance(market_id=tenant.market_id, seconds=600))
         page.evaluate("() => window.MarketDashboard.resume()")
         expect(page.locator("#sim-clock")).to_have_text("0:20:00")
         page.wait_for_function(f"() => ({last_x})() > {before}")

@@ -10,8 +10,7 @@ import pytest
 from django.utils import timezone
 
 from marketplace.market.models.market import Market
-from tests.browser.conftest import chromium_page, login
-from tests.browser.test_bid_flow import _in_thread
+from tests.browser.conftest import chromium_page, in_thread, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,7 +25,7 @@ def test_clock_ticks_off_the_dashboard_and_times_show_their_clock_time(chromium_
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         login(page, live_server.url, "alice")
-        _in_thread(ticked)
+        in_thread(ticked)
         page.goto(f"{live_server.url}/deadline/")
         clock = page.locator("#sim-clock")
         first = float(clock.get_attribute("data-sim-now") or "0")

@@ -5,13 +5,10 @@ violation."""
 
 from __future__ import annotations
 
-import threading
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 
 from marketplace.auction.services import WorkItem, bid_submit
 from marketplace.lab.forms import StudyForm
@@ -19,7 +16,7 @@ from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services.simulations import simulation_start
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from tests.browser.conftest import PASSWORD, chromium, login, new_page
+from tests.browser.conftest import PASSWORD, chromium, in_thread, login, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,19 +29,6 @@ def _page(browser, width: int):  # type: ignore[no-untyped-def]
     page = new_page(browser, width, 900)
     page.add_init_script(CSP_WATCH)
     return page
-
-
-def _in_thread(work: Any) -> None:
-    """ORM work while playwright's loop runs in this thread (Django refuses it here)."""
-    def run() -> None:
-        try:
-            work()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
 
 
 def test_chart_labels_are_text_not_markup(chromium_path, live_server, tenant):  # type: ignore[no-untyped-def]
@@ -85,7 +69,7 @@ def test_the_job_page_and_the_job_list_follow_the_job(chromium_path, live_server
         expect(listing.locator("table.jobs tbody .badge").first).to_have_text("Queued")
         page.evaluate("window.__marker = 1")  # a full reload would lose it... unless the status changed
         # when the clock runs the job to its end (another process would; here another thread)
-        _in_thread(lambda: cluster_advance(market_id=tenant.market_id, until=200.0))
+        in_thread(lambda: cluster_advance(market_id=tenant.market_id, until=200.0))
         # then both pages show it finished within a few polls, without the user reloading
         expect(page.locator("h1 .badge")).to_have_text("Finished", timeout=15_000)
         expect(page.locator("#job-finish")).not_to_have_text("—")
