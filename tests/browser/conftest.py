@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connections
 
 from marketplace.market.models.queues import Queue
@@ -46,6 +47,18 @@ def tenant(live_server) -> Tenant:  # type: ignore[no-untyped-def]
                            hierarchy={"root": 1.0, "root.orga": 1.0, "root.orgb": 1.0})
     queue = Queue.objects.get(market=market, name="orga")
     return tenant_create(market=market, username="alice", password=PASSWORD, queue=queue, deposit=Decimal("1000"))
+
+
+@pytest.fixture
+def staff(live_server):  # type: ignore[no-untyped-def]
+    """ops, a staff user, made before the browser starts (as ``tenant``)."""
+    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
+
+
+@pytest.fixture
+def experiments_in_thread(settings) -> None:  # type: ignore[no-untyped-def]
+    """The lab's runs go in a background thread of the live server (the test's browser watches them progress)."""
+    settings.EXPERIMENTS_IN_THREAD = True
 
 
 @contextmanager

@@ -7,16 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from tests.browser.conftest import PASSWORD, chromium_page, login
+from tests.browser.conftest import chromium_page, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def staff(live_server):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
 
 
 def _windows(basis: str) -> int:

@@ -12,14 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from marketplace.web.plotly_bundle import FULL_BUNDLE
-from tests.browser.conftest import PASSWORD, TIMEOUT_MS, chromium_page, login
+from tests.browser.conftest import TIMEOUT_MS, chromium_page, login
 
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("experiments_in_thread")]
 
 # The cheapest parameters that still give each figure: Fig. 11 with two seeds (a box needs
 # several points), one reported ratio and two k; ERA-Rayon with one seed of 100 jobs on a
@@ -29,12 +28,6 @@ RUNS = {
     "abacus_fig11": {"seeds": "0, 1", "ratios": "6", "ks": "3, 5", "draws": "2", "k_scatter": "3"},
     "era_rayon": {"seeds": "0", "jobs": "100", "capacity_gb": "6", "window_s": "3600"},
 }
-
-
-@pytest.fixture
-def staff(live_server, settings):  # type: ignore[no-untyped-def]
-    settings.EXPERIMENTS_IN_THREAD = True  # the runs go in a background thread of the live server
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
 
 
 def _run(page, base_url: str, name: str, params: dict[str, str]) -> None:  # type: ignore[no-untyped-def]

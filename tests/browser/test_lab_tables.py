@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from tests.browser.conftest import PASSWORD, chromium_page, login
+from tests.browser.conftest import chromium_page, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = os.environ.get("LAB_SHOTS", "")  # a folder to keep screenshots in, for a person to look at
@@ -38,11 +37,6 @@ def _published_result() -> dict[str, Any]:
                              "cell": {"jobs": 1265 + 10 * t, "capacity": [63, 32] if trace == "fb2009" else [329], "start_h": 14.014 + seed,
                                       "time_scale": 0.9405}})
     return build(rows, list(LABELS))
-
-
-@pytest.fixture
-def staff(live_server):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
 
 
 def _check_tables(page: Any, where: str) -> int:

@@ -10,20 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from marketplace.lab.services import runs
-from tests.browser.conftest import PASSWORD, TIMEOUT_MS, chromium_page, login
+from tests.browser.conftest import TIMEOUT_MS, chromium_page, login
 
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def staff(live_server, settings):  # type: ignore[no-untyped-def]
-    settings.EXPERIMENTS_IN_THREAD = True  # the runs go in a background thread of the live server
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("experiments_in_thread")]
 
 
 def test_create_watch_and_compare_three_configurations(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
