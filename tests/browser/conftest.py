@@ -26,6 +26,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 PASSWORD = "browser-pw-123"
 TIMEOUT_MS = 20_000
+SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"  # screenshots kept for a person to look at
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from marketplace.web.plotly_bundle import FULL_BUNDLE
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, login
-
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
+from tests.browser.conftest import SHOTS, TIMEOUT_MS, chromium_page, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("experiments_in_thread")]
 
