@@ -105,6 +105,14 @@ def login(page, base_url: str, username: str, password: str = PASSWORD) -> None:
     page.get_by_role("button", name="Log in").click()
 
 
+def expect_chart_drawn(page, selector: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait (``expect``'s timeout) until plotly.js has drawn the chart at CSS ``selector`` of ``page``: the element
+    carries plotly's class and its SVG is visible; AssertionError if it does not in time."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(f"{selector}.js-plotly-plot .main-svg").first).to_be_visible()
+
+
 def in_thread(fn: Callable[[], object]) -> None:
     """Run ``fn`` in a worker thread that closes its database connections when done.
 

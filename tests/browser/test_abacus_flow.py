@@ -11,7 +11,7 @@ import re
 import pytest
 
 from marketplace.market.models.jobs import Job
-from tests.browser.conftest import chromium_page, login
+from tests.browser.conftest import chromium_page, expect_chart_drawn, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,7 +34,7 @@ def test_preview_then_bid_with_an_slo(chromium_path, live_server, tenant, tmp_pa
         page.get_by_label("SLO: minimum utility").fill("0.5")
         page.get_by_role("button", name="Preview price (estimate)").click()
         expect(page.locator("#price-preview")).to_contain_text("an estimate")
-        expect(page.locator("#chart-preview.js-plotly-plot .main-svg").first).to_be_visible()
+        expect_chart_drawn(page, "#chart-preview")
         expect(page.locator("#preview-table tbody tr")).to_have_count(8)  # 1/8 .. 8 times the budget, and the suggested one
         expect(page.locator("#preview-finish")).to_contain_text("s on the market clock")
         page.screenshot(path=str(tmp_path / "preview.png"), full_page=True)

@@ -13,7 +13,7 @@ import pytest
 
 from marketplace.market.models.market import Market
 from marketplace.market.services.clock import cluster_advance
-from tests.browser.conftest import chromium_page, in_thread, login
+from tests.browser.conftest import chromium_page, expect_chart_drawn, in_thread, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,7 +55,7 @@ def test_bid_flow_and_live_dashboard(chromium_path, live_server, tenant, tmp_pat
         in_thread(lambda: cluster_advance(market_id=tenant.market_id, seconds=600))
         nav.get_by_role("link", name="Dashboard").click()
         for chart in ["#chart-alloc-0", "#chart-util", "#chart-jobs", "#chart-prices", "#chart-sharing"]:
-            expect(page.locator(f"{chart}.js-plotly-plot .main-svg").first).to_be_visible()
+            expect_chart_drawn(page, chart)
         expect(page.locator("#live-status")).to_contain_text("updated")
         expect(page.locator("#sim-clock")).to_have_text("0:10:00")
         expect(page.locator("#chart-alloc-0 .legendtext", has_text="root.orga")).to_be_visible()

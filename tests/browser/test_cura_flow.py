@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
-from tests.browser.conftest import PASSWORD, chromium, login, new_page
+from tests.browser.conftest import PASSWORD, chromium, expect_chart_drawn, login, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -72,7 +72,7 @@ def test_cura_flow(chromium_path, live_server, people, tmp_path):  # type: ignor
         staff.reload()
         expect(staff.locator("#pools-table")).to_contain_text("10")  # VM-1 busy now
         for fig in ("fig-sizes", "fig-util"):
-            expect(staff.locator(f"[data-figure={fig}].js-plotly-plot .main-svg").first).to_be_visible()
+            expect_chart_drawn(staff, f"[data-figure={fig}]")
         shot = tmp_path / "pools.png"
         staff.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import chromium_page, login
+from tests.browser.conftest import chromium_page, expect_chart_drawn, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -35,7 +35,7 @@ def test_quote_chart_and_booking(chromium_path, live_server, tenant, tmp_path): 
         page.get_by_label("Highest estimate").fill("1.25")
         page.get_by_role("button", name="Get quote").click()
         expect(page.locator("#quote-guarantee")).to_contain_text("s,")
-        expect(page.locator("#chart-deadline.js-plotly-plot .main-svg").first).to_be_visible()
+        expect_chart_drawn(page, "#chart-deadline")
         expect(page.locator("#chart-deadline .legendtext", has_text="Your quote")).to_be_visible()
         price = page.locator("#quote-price").inner_text()
         page.screenshot(path=str(tmp_path / "quote.png"), full_page=True)

@@ -12,7 +12,7 @@ from marketplace.market.models.queues import Queue
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.setup import market_create, tenant_create
 from marketplace.reservations.models import Reservation
-from tests.browser.conftest import PASSWORD, chromium_page, login
+from tests.browser.conftest import PASSWORD, chromium_page, expect_chart_drawn, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -76,7 +76,7 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
         page.get_by_label("Window end D (market clock)").fill("3600")
         page.get_by_role("button", name="Get a quote").click()
         expect(page).to_have_url(re.compile(r"/reservations/quotes/\d+/$"))
-        expect(page.locator("[data-figure=fig-quote].js-plotly-plot .main-svg").first).to_be_visible()
+        expect_chart_drawn(page, "[data-figure=fig-quote]")
         expect(page.locator(".legendtext", has_text="Cheapest (quoted)")).to_be_visible()
         page.screenshot(path=str(tmp_path / "quote.png"), full_page=True)
         # "Decline" reads as a button, not a disabled one: its text contrasts with its own background by >= 4.5:1
@@ -107,7 +107,7 @@ def test_quote_chart_accept_and_my_reservations(chromium_path, live_server, tena
         # The public market page draws its three charts.
         nav.get_by_role("link", name="Reservation market").click()
         for fig in ("fig-prices", "fig-capacity", "fig-revenue"):
-            expect(page.locator(f"[data-figure={fig}].js-plotly-plot .main-svg").first).to_be_visible()
+            expect_chart_drawn(page, f"[data-figure={fig}]")
             # as drawn: no axis below 0 (prices, units and amounts are never negative)
             assert page.locator(f"[data-figure={fig}]").evaluate("el => el._fullLayout.yaxis.range[0]") >= 0, fig
         assert errors == [], errors
