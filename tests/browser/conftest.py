@@ -26,6 +26,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 PASSWORD = "browser-pw-123"
 TIMEOUT_MS = 20_000
+# how many CSS px the page is wider than its window (> 0: it scrolls sideways), for page.evaluate
+PAGE_OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"  # screenshots kept for a person to look at
 
 

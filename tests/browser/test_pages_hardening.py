@@ -16,13 +16,12 @@ from marketplace.lab.models import ExperimentRun
 from marketplace.lab.services.simulations import simulation_start
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
-from tests.browser.conftest import PASSWORD, chromium, in_thread, login, new_page
+from tests.browser.conftest import PAGE_OVERFLOW, PASSWORD, chromium, in_thread, login, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 EVIL = '<a href="//e.vil/p">PAY</a><b>bold</b>'
 CSP_WATCH = "window.__csp=[];document.addEventListener('securitypolicyviolation',e=>window.__csp.push(e.violatedDirective))"
-OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
 def _page(browser, width: int):  # type: ignore[no-untyped-def]
@@ -100,7 +99,7 @@ def test_tables_fit_1400_px_and_show_every_column_on_a_phone(chromium_path, live
             cell = phone.locator(f'td[data-label^="{label}"]').first
             box = cell.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (url, box)
-            assert phone.evaluate(OVERFLOW) <= 0, url
+            assert phone.evaluate(PAGE_OVERFLOW) <= 0, url
             assert cell.evaluate("c => getComputedStyle(c, '::before').content").strip('"').startswith(label)
         assert wide.evaluate("window.__csp") == [] and phone.evaluate("window.__csp") == []
 

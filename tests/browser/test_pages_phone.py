@@ -11,12 +11,11 @@ import pytest
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit
 from marketplace.market.models.jobs import Job
-from tests.browser.conftest import chromium_page, login
+from tests.browser.conftest import PAGE_OVERFLOW, chromium_page, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PHONE = {"width": 390, "height": 844}
-OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 LONG_NAME = "a-very-long-job-name-without-any-spaces-nightly-etl-pipeline-for-the-analytics-warehouse"
 
 
@@ -42,7 +41,7 @@ def test_phone_pages_do_not_scroll_sideways(chromium_path, live_server, tenant, 
         for url in ["/bid/", "/jobs/", f"/jobs/{long.pk}/", "/account/", "/"]:
             page.goto(live_server.url + url)
             page.wait_for_load_state("load")
-            assert page.evaluate(OVERFLOW) <= 0, url
+            assert page.evaluate(PAGE_OVERFLOW) <= 0, url
         # the bid form is usable: every work input is on screen, and a bid goes through
         page.goto(live_server.url + "/bid/")
         for label in ["map tasks", "map seconds per task (market clock)", "reduce utility weight"]:
@@ -53,7 +52,7 @@ def test_phone_pages_do_not_scroll_sideways(chromium_path, live_server, tenant, 
         page.get_by_role("button", name="Place bid").click()
         expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
         expect(page.locator("#job-budget")).to_have_text("12.50 credits")
-        assert page.evaluate(OVERFLOW) <= 0
+        assert page.evaluate(PAGE_OVERFLOW) <= 0
         # the job table scrolls inside its own box, and the long name wraps
         page.goto(live_server.url + "/jobs/")
         name = page.get_by_role("link", name=LONG_NAME)
