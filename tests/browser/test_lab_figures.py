@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from marketplace.web.plotly_bundle import FULL_BUNDLE
-from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
+from tests.browser.conftest import SHOTS, TIMEOUT_MS, chromium_page, login
 
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("experiments_in_thread")]
 
 # The cheapest parameters that still give each figure: Fig. 11 with two seeds (a box needs
 # several points), one reported ratio and two k; ERA-Rayon with one seed of 100 jobs on a
@@ -29,12 +25,6 @@ RUNS = {
     "abacus_fig11": {"seeds": "0, 1", "ratios": "6", "ks": "3, 5", "draws": "2", "k_scatter": "3"},
     "era_rayon": {"seeds": "0", "jobs": "100", "capacity_gb": "6", "window_s": "3600"},
 }
-
-
-@pytest.fixture
-def staff(live_server, settings):  # type: ignore[no-untyped-def]
-    settings.EXPERIMENTS_IN_THREAD = True  # the runs go in a background thread of the live server
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
 
 
 def _run(page, base_url: str, name: str, params: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
@@ -54,49 +44,42 @@ def _run(page, base_url: str, name: str, params: dict[str, str]) -> None:  # typ
 
 
 def test_box_plot_and_histogram_draw(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import sync_playwright
+    # actions wait three times the suite's timeout, ``expect`` (in _run: a run finishing) the suite's
+    with chromium_page(chromium_path, 1280, 900, timeout_ms=TIMEOUT_MS * 3, expect_timeout_ms=TIMEOUT_MS) as page:
+        errors: list[str] = []
+        unregistered: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("console", lambda msg: unregistered.append(msg.text) if "not registered" in msg.text else None)
+        login(page, live_server.url, "ops")
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS * 3)
-            errors: list[str] = []
-            unregistered: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-            page.on("console", lambda msg: unregistered.append(msg.text) if "not registered" in msg.text else None)
-            login(page, live_server.url, "ops")
+        _run(page, live_server.url, "abacus_fig11", RUNS["abacus_fig11"])
+        chart = page.locator('[data-figure="figure-0"]')
+        expected = page.evaluate("() => JSON.parse(document.getElementById('figure-0').textContent).data.length")
+        traces = chart.evaluate("el => el._fullData.map(t => [t.type, t.visible])")
+        assert expected >= 2 and traces == [["box", True]] * expected, traces  # one per set-up and regressors
+        assert chart.locator("svg.main-svg .boxlayer g.trace.boxes").count() == expected
+        assert chart.locator("svg.main-svg .boxlayer g.trace.boxes path.box").count() == expected  # each drew its box
+        chart.screenshot(path=str(tmp_path / "lab-abacus-fig11.png"))
+        assert page.locator(f'script[src="/static/{FULL_BUNDLE}"]').count() == 1  # only this page loads the 4.8 MB bundle
 
-            _run(page, live_server.url, "abacus_fig11", RUNS["abacus_fig11"])
-            chart = page.locator('[data-figure="figure-0"]')
-            expected = page.evaluate("() => JSON.parse(document.getElementById('figure-0').textContent).data.length")
-            traces = chart.evaluate("el => el._fullData.map(t => [t.type, t.visible])")
-            assert expected >= 2 and traces == [["box", True]] * expected, traces  # one per set-up and regressors
-            assert chart.locator("svg.main-svg .boxlayer g.trace.boxes").count() == expected
-            assert chart.locator("svg.main-svg .boxlayer g.trace.boxes path.box").count() == expected  # each drew its box
-            chart.screenshot(path=str(tmp_path / "lab-abacus-fig11.png"))
-            assert page.locator(f'script[src="/static/{FULL_BUNDLE}"]').count() == 1  # only this page loads the 4.8 MB bundle
+        _run(page, live_server.url, "era_rayon", RUNS["era_rayon"])
+        chart = page.locator('[data-figure="figure-0"]')
+        traces = chart.evaluate("el => el._fullData.map(t => [t.type, t.visible])")
+        assert traces == [["histogram", True]]
+        assert chart.locator("svg.main-svg .barlayer g.trace.bars").count() == 1
+        bins = chart.evaluate("el => el.calcdata[0].map(b => b.s)")  # jobs per bin, as plotly.js binned them
+        assert sum(bins) == 100 and sum(1 for n in bins if n > 0) >= 3, bins
+        assert chart.locator("svg.main-svg .barlayer g.trace.bars g.point path").count() == len(bins)
+        chart.screenshot(path=str(tmp_path / "lab-era-rayon.png"))
+        assert page.locator(f'script[src="/static/{FULL_BUNDLE}"]').count() == 1
 
-            _run(page, live_server.url, "era_rayon", RUNS["era_rayon"])
-            chart = page.locator('[data-figure="figure-0"]')
-            traces = chart.evaluate("el => el._fullData.map(t => [t.type, t.visible])")
-            assert traces == [["histogram", True]]
-            assert chart.locator("svg.main-svg .barlayer g.trace.bars").count() == 1
-            bins = chart.evaluate("el => el.calcdata[0].map(b => b.s)")  # jobs per bin, as plotly.js binned them
-            assert sum(bins) == 100 and sum(1 for n in bins if n > 0) >= 3, bins
-            assert chart.locator("svg.main-svg .barlayer g.trace.bars g.point path").count() == len(bins)
-            chart.screenshot(path=str(tmp_path / "lab-era-rayon.png"))
-            assert page.locator(f'script[src="/static/{FULL_BUNDLE}"]').count() == 1
-
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            for png in tmp_path.glob("*.png"):
-                assert png.stat().st_size > 5_000
-                shutil.copy(png, SHOTS / png.name)
-            assert unregistered == [], unregistered
-            assert errors == [], errors
-        finally:
-            browser.close()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        for png in tmp_path.glob("*.png"):
+            assert png.stat().st_size > 5_000
+            shutil.copy(png, SHOTS / png.name)
+        assert unregistered == [], unregistered
+        assert errors == [], errors
 
 
 def test_a_runs_wide_tables_show_every_column_at_desktop_width(chromium_path, live_server, staff):  # type: ignore[no-untyped-def]
@@ -115,22 +98,14 @@ def test_a_runs_wide_tables_show_every_column_at_desktop_width(chromium_path, li
                           for s in range(3) for n in names]}
     run = ExperimentRun.objects.create(name="published_schedulers", params={}, status=ExperimentRun.Status.DONE, progress=1.0,
                                        result={"figures": [], "tables": [thirteen, seventeen], "summary": "done"})
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            login(page, live_server.url, "ops")
-            page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
-            tables = page.locator("table.many-columns")
-            assert tables.count() == 2
-            for k in range(2):  # then no column hides in a scroll box
-                width, room = tables.nth(k).evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
-                assert width <= room + 1, (k, width, room)
-            # and big numbers read as numbers, not in scientific notation
-            cells = tables.nth(1).locator("td").all_inner_texts()
-            assert "151,372" in cells and not [c for c in cells if "e+" in c]
-        finally:
-            browser.close()
+    with chromium_page(chromium_path, 1280, 900) as page:
+        login(page, live_server.url, "ops")
+        page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
+        tables = page.locator("table.many-columns")
+        assert tables.count() == 2
+        for k in range(2):  # then no column hides in a scroll box
+            width, room = tables.nth(k).evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+            assert width <= room + 1, (k, width, room)
+        # and big numbers read as numbers, not in scientific notation
+        cells = tables.nth(1).locator("td").all_inner_texts()
+        assert "151,372" in cells and not [c for c in cells if "e+" in c]

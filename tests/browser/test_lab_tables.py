@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
+from tests.browser.conftest import chromium_page, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = os.environ.get("LAB_SHOTS", "")  # a folder to keep screenshots in, for a person to look at
@@ -40,11 +39,6 @@ def _published_result() -> dict[str, Any]:
     return build(rows, list(LABELS))
 
 
-@pytest.fixture
-def staff(live_server):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
-
-
 def _check_tables(page: Any, where: str) -> int:
     """Assert no table on the page overflows its box and every header is inside the window; the number of tables."""
     tables = page.locator("main table")
@@ -58,8 +52,6 @@ def _check_tables(page: Any, where: str) -> int:
 
 
 def test_every_lab_table_shows_every_column_at_1280_px(chromium_path, live_server, staff):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import sync_playwright
-
     from marketplace.lab.models import ExperimentRun
 
     result = _published_result()
@@ -67,19 +59,13 @@ def test_every_lab_table_shows_every_column_at_1280_px(chromium_path, live_serve
     assert widest >= 17  # the report's widest table is in the test
     run = ExperimentRun.objects.create(name="published_schedulers", params={}, status=ExperimentRun.Status.DONE, progress=1.0,
                                        result=result, created_by=staff)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            login(page, live_server.url, "ops")
-            page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
-            assert _check_tables(page, "run") == len(result["tables"])
-            if SHOTS:  # the 13-column metrics table and the 17-column "Every run" table
-                sections = page.locator("main section.card", has=page.locator("table"))
-                sections.nth(1).screenshot(path=str(Path(SHOTS) / "lab-run-metrics-table.png"))
-                sections.last.screenshot(path=str(Path(SHOTS) / "lab-run-every-run-table.png"))
-            page.goto(f"{live_server.url}/lab/")
-            assert _check_tables(page, "experiments") >= 1
-        finally:
-            browser.close()
+    with chromium_page(chromium_path, 1280, 900) as page:
+        login(page, live_server.url, "ops")
+        page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
+        assert _check_tables(page, "run") == len(result["tables"])
+        if SHOTS:  # the 13-column metrics table and the 17-column "Every run" table
+            sections = page.locator("main section.card", has=page.locator("table"))
+            sections.nth(1).screenshot(path=str(Path(SHOTS) / "lab-run-metrics-table.png"))
+            sections.last.screenshot(path=str(Path(SHOTS) / "lab-run-every-run-table.png"))
+        page.goto(f"{live_server.url}/lab/")
+        assert _check_tables(page, "experiments") >= 1

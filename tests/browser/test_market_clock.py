@@ -10,41 +10,33 @@ import pytest
 from django.utils import timezone
 
 from marketplace.market.models.market import Market
-from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, login
-from tests.browser.test_bid_flow import _in_thread
+from tests.browser.conftest import chromium_page, in_thread, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_clock_ticks_off_the_dashboard_and_times_show_their_clock_time(chromium_path, live_server, tenant):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     def ticked() -> None:  # a market clock ticked a moment ago, running 60 simulated s a wall s
         Market.objects.filter(pk=tenant.market_id).update(sim_time=600.0, clock_speed=60.0, clock_wall_at=timezone.now())
 
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            login(page, live_server.url, "alice")
-            _in_thread(ticked)
-            page.goto(f"{live_server.url}/deadline/")
-            clock = page.locator("#sim-clock")
-            first = float(clock.get_attribute("data-sim-now") or "0")
-            # then the header clock moves on a page that is not the dashboard
-            page.wait_for_function(f"() => parseFloat(document.getElementById('sim-clock').dataset.simNow) > {first} + 100")
-            # and the default deadline, "in 15 min", shows the market-clock time it names, 900 s after the clock
-            preview = page.locator("#id_deadline-preview")
-            expect(preview).to_contain_text("on the market clock")
-            expect(preview).to_contain_text("in 15 min 0 s")
-            page.get_by_label("Finish by").fill("+2h")
-            expect(preview).to_contain_text("in 2 h 0 min 0 s")
-            page.get_by_label("Finish by").fill("0:05:00")
-            expect(preview).to_contain_text("in the past")
-            assert errors == [], errors
-        finally:
-            browser.close()
+    with chromium_page(chromium_path, 1300, 1000) as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        login(page, live_server.url, "alice")
+        in_thread(ticked)
+        page.goto(f"{live_server.url}/deadline/")
+        clock = page.locator("#sim-clock")
+        first = float(clock.get_attribute("data-sim-now") or "0")
+        # then the header clock moves on a page that is not the dashboard
+        page.wait_for_function(f"() => parseFloat(document.getElementById('sim-clock').dataset.simNow) > {first} + 100")
+        # and the default deadline, "in 15 min", shows the market-clock time it names, 900 s after the clock
+        preview = page.locator("#id_deadline-preview")
+        expect(preview).to_contain_text("on the market clock")
+        expect(preview).to_contain_text("in 15 min 0 s")
+        page.get_by_label("Finish by").fill("+2h")
+        expect(preview).to_contain_text("in 2 h 0 min 0 s")
+        page.get_by_label("Finish by").fill("0:05:00")
+        expect(preview).to_contain_text("in the past")
+        assert errors == [], errors

@@ -27,11 +27,11 @@ from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.setup import market_create, tenant_create
 from marketplace.pools.services.pools import pools_setup_paper
 from marketplace.reservations.services import reservation_quote, reservation_request
-from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
+from tests.browser.conftest import PASSWORD, chromium, login, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3, "is_mobile": True, "has_touch": True}
+PHONE: dict[str, Any] = {"width": 390, "height": 844, "device_scale_factor": 3, "is_mobile": True, "has_touch": True}
 
 # Every run of digits (with its separators: 1,234.56, 21:45:57) outside the charts' SVG, and every td.num cell of text alone,
 # must sit on one line: a Range over it has client rects on one line (headings, th.num, may wrap). Hidden text has no rects.
@@ -120,7 +120,7 @@ def _check(page, url: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
     page.wait_for_function(ALL_DRAWN)
     numbers = page.evaluate(BROKEN_NUMBERS)
     assert numbers["found"] == [], (url, numbers["found"])
-    assert page.evaluate(OVERFLOW) <= PHONE["viewport"]["width"] + 1, url
+    assert page.evaluate(OVERFLOW) <= PHONE["width"] + 1, url
     charts = page.evaluate(CHART_BOXES)
     legends = 0
     for c in charts:
@@ -142,38 +142,30 @@ def _check(page, url: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 
 def test_phone_pages_keep_numbers_whole_and_charts_legible(chromium_path, live_server, busy_market, tmp_path):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import sync_playwright
-
     tenant_pages = ["/", "/jobs/", f"/jobs/{busy_market['job']}/", "/account/", "/reservations/",
                     f"/reservations/quotes/{busy_market['quote']}/", "/reservations/market/", "/fairshare/", "/utility/",
                     "/cura/jobs/", "/lab/"]
     staff_pages = ["/pools/", "/market/settings/", "/staff/jobs/", f"/lab/simulations/{busy_market['study']}/"]
     seen: dict[str, dict[str, int]] = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            for user, urls in (("alice", tenant_pages), ("ops", staff_pages)):
-                context = browser.new_context(**PHONE)
-                page = context.new_page()
-                page.set_default_timeout(TIMEOUT_MS)
-                errors: list[str] = []
-                page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-                login(page, live_server.url, user)
-                for url in urls:
-                    page.goto(live_server.url + url)
-                    seen[url] = _check(page, url)
-                    page.screenshot(path=str(tmp_path / (re.sub(r"\W+", "-", url).strip("-") or "dashboard")) + ".png", full_page=True)
-                if user == "alice":  # the deadline page draws its chart once quoted
-                    page.goto(live_server.url + "/deadline/")
-                    page.get_by_label("Finish by").fill("3000")
-                    page.get_by_label("map tasks").fill("12")
-                    page.get_by_role("button", name="Get quote").click()
-                    page.locator("#chart-deadline .main-svg").first.wait_for()
-                    seen["/deadline/"] = _check(page, "/deadline/")
-                assert errors == [], errors
-                context.close()
-        finally:
-            browser.close()
+    with chromium(chromium_path) as browser:
+        for user, urls in (("alice", tenant_pages), ("ops", staff_pages)):
+            page = new_page(browser, **PHONE)  # in a context of its own, closed with the page
+            errors: list[str] = []
+            page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+            login(page, live_server.url, user)
+            for url in urls:
+                page.goto(live_server.url + url)
+                seen[url] = _check(page, url)
+                page.screenshot(path=str(tmp_path / (re.sub(r"\W+", "-", url).strip("-") or "dashboard")) + ".png", full_page=True)
+            if user == "alice":  # the deadline page draws its chart once quoted
+                page.goto(live_server.url + "/deadline/")
+                page.get_by_label("Finish by").fill("3000")
+                page.get_by_label("map tasks").fill("12")
+                page.get_by_role("button", name="Get quote").click()
+                page.locator("#chart-deadline .main-svg").first.wait_for()
+                seen["/deadline/"] = _check(page, "/deadline/")
+            assert errors == [], errors
+            page.close()
     # the checks saw what they were meant to: numbers on every page, the charts of each page that has them, legends among them
     assert all(s["numbers"] > 0 for s in seen.values()), seen
     for url in ("/", f"/jobs/{busy_market['job']}/", f"/reservations/quotes/{busy_market['quote']}/", "/reservations/market/",

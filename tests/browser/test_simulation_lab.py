@@ -7,34 +7,20 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from marketplace.lab.services import runs
-from tests.browser.conftest import CHROMIUM_ARGS, PASSWORD, TIMEOUT_MS, login
+from tests.browser.conftest import SHOTS, TIMEOUT_MS, chromium_page, login
 
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screens"
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def staff(live_server, settings):  # type: ignore[no-untyped-def]
-    settings.EXPERIMENTS_IN_THREAD = True  # the runs go in a background thread of the live server
-    return get_user_model().objects.create_user("ops", password=PASSWORD, is_staff=True)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("experiments_in_thread")]
 
 
 def test_create_watch_and_compare_three_configurations(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS * 3)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS * 3)
+    try:
+        with chromium_page(chromium_path, 1280, 1000, timeout_ms=TIMEOUT_MS * 3, expect_timeout_ms=TIMEOUT_MS * 3) as page:
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             login(page, live_server.url, "ops")
@@ -81,21 +67,16 @@ def test_create_watch_and_compare_three_configurations(chromium_path, live_serve
             for png in pngs:
                 shutil.copy(png, SHOTS / png.name)
             assert errors == [], errors
-        finally:
-            browser.close()
-            for thread in runs._threads:
-                thread.join(timeout=60)
+    finally:
+        for thread in runs._threads:
+            thread.join(timeout=60)
 
 
 def test_a_synthetic_workload_on_vm_pools_shows_welfare_and_deadlines(chromium_path, live_server, staff, tmp_path):  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS * 3)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS * 3)
+    try:
+        with chromium_page(chromium_path, timeout_ms=TIMEOUT_MS * 3, expect_timeout_ms=TIMEOUT_MS * 3) as page:
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             login(page, live_server.url, "ops")
@@ -119,7 +100,6 @@ def test_a_synthetic_workload_on_vm_pools_shows_welfare_and_deadlines(chromium_p
             SHOTS.mkdir(parents=True, exist_ok=True)
             shutil.copy(tmp_path / "study-era-welfare.png", SHOTS / "study-era-welfare.png")
             assert errors == [], errors
-        finally:
-            browser.close()
-            for thread in runs._threads:
-                thread.join(timeout=60)
+    finally:
+        for thread in runs._threads:
+            thread.join(timeout=60)
