@@ -379,19 +379,30 @@ _ENTRY_JOB = rows.column(LedgerEntry, "job")
 def ledger_reconcile(*, account: Account) -> list[str]:
     """Check that the account equals the sum of its entries and that each entry chains.
 
-    Returns a list of discrepancies (empty when the ledger reconciles).
+    Returns a list of discrepancies (empty when the ledger reconciles). The entries are read as
+    rows of the five columns compared, in one statement (an audit of a long ledger builds no
+    model instance per entry); the account is refreshed from the database.
     """
     problems: list[str] = []
     avail = held = Decimal("0")
-    for entry in LedgerEntry.objects.filter(account=account).order_by("id"):
-        avail += entry.available_delta
-        held += entry.held_delta
-        if (avail, held) != (entry.available_after, entry.held_after):
-            problems.append(f"entry {entry.pk}: running sums {avail}/{held} != recorded {entry.available_after}/{entry.held_after}")
+    with connection.cursor() as cursor:
+        cursor.execute(_LEDGER_CHAIN, [account.pk])
+        chain = cursor.fetchall()
+    for pk, available_delta, held_delta, available_after, held_after in chain:
+        avail += rows.to_decimal(available_delta, _PLACES)
+        held += rows.to_decimal(held_delta, _PLACES)
+        recorded = (rows.to_decimal(available_after, _PLACES), rows.to_decimal(held_after, _PLACES))
+        if (avail, held) != recorded:
+            problems.append(f"entry {pk}: running sums {avail}/{held} != recorded {recorded[0]}/{recorded[1]}")
     account.refresh_from_db()
     if (avail, held) != (account.available, account.held):
         problems.append(f"account {account.pk}: {account.available}/{account.held} != ledger {avail}/{held}")
     return problems
+
+
+_LEDGER_CHAIN = (f"SELECT {rows.column(LedgerEntry, 'id')}, {rows.column(LedgerEntry, 'available_delta')}, {_HELD_DELTA}, "
+                 f"{rows.column(LedgerEntry, 'available_after')}, {rows.column(LedgerEntry, 'held_after')} FROM {_ENTRIES} "
+                 f"WHERE {rows.column(LedgerEntry, 'account')} = %s ORDER BY {rows.column(LedgerEntry, 'id')}")
 
 
 MAX_ADJUSTMENT = Decimal("1000000000")  # as a bid's budget (auction.services.MAX_BUDGET)

@@ -22,7 +22,9 @@ end), and a tenant reading another tenant's job through the API. After every ste
 
 The market and its tenants are created once; each example runs in a savepoint that is
 rolled back at its end (and this process's engine copy is dropped), so every example
-starts from the same fresh market.
+starts from the same fresh market. The invariants' reads are compiled to SQL once per market
+(:class:`Compiled`), one statement each, and the tenants' API clients are built once: both
+used to cost more than the steps they checked.
 ``STATE_MACHINE_EXAMPLES`` sets the number of random sequences (1,000 in CI, 200 locally).
 """
 
@@ -31,11 +33,13 @@ from __future__ import annotations
 import os
 from decimal import ROUND_DOWN, Decimal
 from itertools import count
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import Sum
+from django.db import connections, transaction
+from django.db.models import Q, QuerySet, Sum
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -44,23 +48,24 @@ from rest_framework.test import APIClient
 
 from marketplace.auction.models import WorkItem
 from marketplace.auction.services import bid_submit, job_cancel
-from marketplace.ledger.models import LedgerEntry
+from marketplace.ledger.models import Account, LedgerEntry
 from marketplace.ledger.services import ledger_reconcile, money
 from marketplace.market import adapters, selectors
-from marketplace.market.models.jobs import Job
+from marketplace.market.models.jobs import Job, JobWork
 from marketplace.market.models.market import Market
 from marketplace.market.models.tenants import Tenant
 from marketplace.market.services.clearing import market_clear
 from marketplace.market.services.clock import cluster_advance
 from marketplace.market.services.market import engine_forget
-from marketplace.pools.models import CuraJob
+from marketplace.pools.models import CuraJob, VMInstanceType
 from marketplace.pools.services.jobs import cancellation_cost, cura_job_cancel, cura_job_submit
 from marketplace.pools.services.pools import pool_resize, vm_type_save
 from marketplace.reservations.models import Reservation, ReservationQuote
 from marketplace.reservations.services import reservation_accept, reservation_decline, reservation_quote
 from tests.factories import MarketFactory, TenantFactory, leaf
 
-# 1,000 random sequences in CI (about 100 s of CPU); 200 in a local run unless asked for more.
+# 1,000 random sequences in CI (about 80 s of CPU where 10^7 Python additions take 0.4 s,
+# bench.figures.python_additions_s); 200 in a local run unless asked for more.
 EXAMPLES = int(os.environ.get("STATE_MACHINE_EXAMPLES") or (1000 if os.environ.get("CI") else 200))
 DEPOSIT = Decimal("300")
 LEAVES = ("root.orga.analytics", "root.orga.etl", "root.orgb.research")
@@ -78,6 +83,8 @@ class MoneyMachine(RuleBasedStateMachine):
     cura_jobs = Bundle("cura_jobs")
     market: Market
     tenants: list[Tenant]
+    queries: SimpleNamespace
+    apis: list[APIClient]
 
     @classmethod
     def create_market(cls) -> None:
@@ -91,17 +98,18 @@ class MoneyMachine(RuleBasedStateMachine):
         for name, vcpus in (("VM-1", 2), ("VM-2", 4), ("VM-3", 8)):
             vt = vm_type_save(market=cls.market, name=name, vcpus=vcpus, memory_gb=float(vcpus), price=Decimal("0.0002") * vcpus)
             pool_resize(pool=vt.pool, size=20)
+        cls.queries = _invariant_queries(cls.market, cls.tenants)
+        # one API client per tenant for all examples (a client's first request builds its handler's
+        # middleware chain, and with it the static files' index: tens of ms)
+        cls.apis = [APIClient() for _ in cls.tenants]
+        for api, tenant in zip(cls.apis, cls.tenants, strict=True):
+            api.force_authenticate(tenant.user)
 
     def __init__(self) -> None:
         super().__init__()
         self._atomic = transaction.atomic()
         self._atomic.__enter__()
         self._forget()
-        self.apis = []
-        for tenant in self.tenants:
-            api = APIClient()
-            api.force_authenticate(tenant.user)
-            self.apis.append(api)
 
     def teardown(self) -> None:
         transaction.set_rollback(True)
@@ -221,72 +229,116 @@ class MoneyMachine(RuleBasedStateMachine):
 
     @invariant()
     def each_jobs_money_is_in_exactly_one_state(self) -> None:
-        sums: dict[tuple[int, str], Decimal] = {
-            (r["job_id"], r["kind"]): r["s"]
-            for r in LedgerEntry.objects.filter(job__market=self.market).values("job_id", "kind").annotate(s=Sum("amount"))
-        }
-        reserved = {r.job_id: r.price for r in Reservation.objects.filter(job__market=self.market)}
-        for job in Job.objects.filter(market=self.market):
-            hold = sums.get((job.pk, "hold"), Decimal(0))
-            charged = sums.get((job.pk, "charge"), Decimal(0))
-            released = sums.get((job.pk, "release"), Decimal(0))
-            assert hold == job.budget, (job.pk, hold, job.budget)
-            assert charged == job.charged, (job.pk, charged, job.charged)
+        reserved: dict[int, Decimal] = dict(self.queries.reserved.rows())  # job id -> its reservation's price
+        cancelled_bids = []
+        for pk, status, budget, job_charged, hold, charged, released in self.queries.jobs.rows():
+            assert hold == budget, (pk, hold, budget)
+            assert charged == job_charged, (pk, charged, job_charged)
             # a reservation's price is charged at acceptance (a fixed price), a bid's at completion
-            assert charged == reserved[job.pk] if job.pk in reserved else True, (job.pk, charged, reserved.get(job.pk))
-            if job.status in Job.ACTIVE:
-                assert released == 0 and charged == (reserved.get(job.pk, Decimal(0))), (job.pk, job.status, charged, released)
+            assert charged == reserved[pk] if pk in reserved else True, (pk, charged, reserved.get(pk))
+            if status in Job.ACTIVE:
+                assert released == 0 and charged == (reserved.get(pk, Decimal(0))), (pk, status, charged, released)
             else:
-                assert charged + released == job.budget, (job.pk, job.status, charged, released, job.budget)
-                if job.status == Job.Status.CANCELLED and job.pk not in reserved:
-                    # it paid for the work done (docs/economy.md, "Cancellations"): the budget times the
-                    # fraction of its slot-seconds whose tasks completed, rounded down, never above the hold
-                    assert charged == _work_done_share(job), (job.pk, charged, _work_done_share(job))
-                    assert charged <= hold
+                assert charged + released == budget, (pk, status, charged, released, budget)
+                if status == Job.Status.CANCELLED and pk not in reserved:
+                    cancelled_bids.append((pk, budget, hold, charged))
+        if cancelled_bids:
+            # they paid for the work done (docs/economy.md, "Cancellations"): the budget times the
+            # fraction of its slot-seconds whose tasks completed, rounded down, never above the hold
+            works: dict[int, list[tuple[int, float, int]]] = {}
+            for job_id, tasks, duration, done in self.queries.cancelled_work.rows():
+                works.setdefault(job_id, []).append((tasks, duration, done))
+            for pk, budget, hold, charged in cancelled_bids:
+                assert charged == _work_done_share(budget, works.get(pk, [])), (pk, charged, _work_done_share(budget, works.get(pk, [])))
+                assert charged <= hold
 
     @invariant()
     def each_cura_jobs_money_is_in_exactly_one_state(self) -> None:
-        linked = LedgerEntry.objects.filter(cura_link__cura_job__market=self.market)
-        sums: dict[tuple[int, str], Decimal] = {
-            (r["cura_link__cura_job_id"], r["kind"]): r["s"]
-            for r in linked.values("cura_link__cura_job_id", "kind").annotate(s=Sum("amount"))
-        }
-        for job in CuraJob.objects.filter(market=self.market):
-            hold = sums.get((job.pk, "hold"), Decimal(0))
-            charged = sums.get((job.pk, "charge"), Decimal(0))
-            released = sums.get((job.pk, "release"), Decimal(0))
-            assert hold > 0 and charged == job.charged, (job.pk, hold, charged, job.charged)
-            if job.status in CuraJob.LIVE:
-                assert charged == released == 0 and job.held == hold, (job.pk, job.status, charged, released)
+        for pk, status, held, job_charged, cost, start_s, finished_s, vms, vm_type_id, price, hold, charged, released in (
+                self.queries.cura_jobs.rows()):
+            assert hold > 0 and charged == job_charged, (pk, hold, charged, job_charged)
+            if status in CuraJob.LIVE:
+                assert charged == released == 0 and held == hold, (pk, status, charged, released)
             else:
-                assert job.held == 0 and charged + released == hold, (job.pk, job.status, charged, released, hold)
-                want = money(float(job.cost or 0)) if job.status == CuraJob.Status.DONE else Decimal(0)
-                if job.status == CuraJob.Status.CANCELLED and job.finished_s is not None:  # cancelled while running
-                    want = cancellation_cost(job=job, now=job.finished_s)  # the VM-seconds it held (docs/economy.md)
-                    assert want <= money(float(job.cost or 0)) and want <= hold
-                assert charged == want, (job.pk, job.status, charged, want)
+                assert held == 0 and charged + released == hold, (pk, status, charged, released, hold)
+                want = money(float(cost or 0)) if status == CuraJob.Status.DONE else Decimal(0)
+                if status == CuraJob.Status.CANCELLED and finished_s is not None:  # cancelled while running
+                    # the VM-seconds it held (docs/economy.md), of the job as its row stands
+                    job = CuraJob(pk=pk, cost=cost, start_s=start_s, vms=vms,
+                                  vm_type=None if vm_type_id is None else VMInstanceType(pk=vm_type_id, price=price))
+                    want = cancellation_cost(job=job, now=finished_s)
+                    assert want <= money(float(cost or 0)) and want <= hold
+                assert charged == want, (pk, status, charged, want)
 
     @invariant()
     def money_is_conserved(self) -> None:
-        total = Decimal(0)
-        for tenant in self.tenants:
-            tenant.account.refresh_from_db()
-            total += tenant.account.available + tenant.account.held
-        charged = LedgerEntry.objects.filter(account__tenant__market=self.market, kind="charge").aggregate(s=Sum("amount"))["s"] or 0
+        total = sum((available + held for available, held in self.queries.balances.rows()), Decimal(0))
+        charged = sum((amount for (amount,) in self.queries.charges.rows()), Decimal(0))
         assert total + charged == DEPOSIT * len(self.tenants)
 
     @invariant()
     def tenants_see_only_their_own_jobs(self) -> None:
-        for tenant in self.tenants:
-            assert set(selectors.tenant_jobs(tenant=tenant).values_list("tenant_id", flat=True)) <= {tenant.pk}
+        for tenant, own_jobs in zip(self.tenants, self.queries.own_jobs, strict=True):
+            assert {tenant_id for (tenant_id,) in own_jobs.rows()} <= {tenant.pk}
 
 
-def _work_done_share(job: Job) -> Decimal:
-    """The cancellation rule recomputed from the job's work rows: budget x done / total slot-seconds."""
-    works = list(job.work.all())
-    total = sum(Decimal(repr(w.tasks * w.task_duration)) for w in works)
-    done = sum(Decimal(repr(w.done * w.task_duration)) for w in works)
-    return (job.budget * done / total).quantize(Decimal("0.0001"), rounding=ROUND_DOWN) if total else Decimal(0)
+class Compiled:
+    """A read-only query compiled to SQL once and run as often as asked, its rows converted as the
+    ORM converts them (decimals, floats): the invariants run after every step of every example,
+    and compiling a query costs the ORM far more than these few rows cost the database.
+
+    ``queryset`` is a ``values_list`` query; :meth:`rows` returns its rows as lists, columns in the
+    order of its model fields, then its annotations (the order the ORM selects them in).
+    """
+
+    def __init__(self, queryset: QuerySet[Any, Any]) -> None:
+        self.queryset = queryset
+        self.compiler = queryset.query.get_compiler(using=queryset.db)
+        self.sql, self.params = self.compiler.as_sql()
+        self.converters = self.compiler.get_converters([col for col, _, _ in self.compiler.select[: self.compiler.col_count]])
+
+    def rows(self) -> list[list[Any]]:
+        with connections[self.queryset.db].cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            rows = cursor.fetchall()
+        return [list(row) for row in self.compiler.apply_converters(rows, self.converters)] if self.converters else [
+            list(row) for row in rows]
+
+
+def _invariant_queries(market: Market, tenants: list[Tenant]) -> SimpleNamespace:
+    """The invariants' reads, one query each: the jobs with their hold, charge and release sums, the
+    reservations' prices, the cancelled jobs' work rows, the Cura jobs (with their VM type's price)
+    and their sums, the accounts' balances, the charges, and what each tenant's job list selects."""
+    def sums(path: str) -> dict[str, Sum]:
+        return {kind: Sum(f"{path}amount", filter=Q(**{f"{path}kind": kind}), default=Decimal(0)) for kind in ("hold", "charge", "release")}
+
+    return SimpleNamespace(
+        jobs=Compiled(Job.objects.filter(market=market).annotate(**sums("ledger_entries__")).values_list(
+            "pk", "status", "budget", "charged", "hold", "charge", "release")),
+        reserved=Compiled(Reservation.objects.filter(job__market=market).values_list("job_id", "price")),
+        cancelled_work=Compiled(JobWork.objects.filter(job__market=market, job__status=Job.Status.CANCELLED).values_list(
+            "job_id", "tasks", "task_duration", "done").order_by("id")),
+        cura_jobs=Compiled(CuraJob.objects.filter(market=market).annotate(**sums("ledger_links__entry__")).values_list(
+            "pk", "status", "held", "charged", "cost", "start_s", "finished_s", "vms", "vm_type_id", "vm_type__price",
+            "hold", "charge", "release")),
+        balances=Compiled(Account.objects.filter(tenant__in=tenants).values_list("available", "held")),
+        charges=Compiled(LedgerEntry.objects.filter(account__tenant__market=market, kind="charge").values_list("amount")),
+        own_jobs=[Compiled(selectors.tenant_jobs(tenant=tenant).values_list("tenant_id")) for tenant in tenants],
+    )
+
+
+def _compiled_queries_read_what_the_orm_reads(queries: SimpleNamespace) -> None:
+    """Each compiled invariant query's rows are the ORM's own, value for value (type and digits)."""
+    for query in [*(q for q in vars(queries).values() if isinstance(q, Compiled)), *queries.own_jobs]:
+        assert [[repr(v) for v in row] for row in query.rows()] == [[repr(v) for v in row] for row in query.queryset.all()], query.sql
+
+
+def _work_done_share(budget: Decimal, works: list[tuple[int, float, int]]) -> Decimal:
+    """The cancellation rule recomputed from a job's work rows ``(tasks, task_duration, done)``:
+    budget x done / total slot-seconds."""
+    total = sum(Decimal(repr(tasks * duration)) for tasks, duration, _ in works)
+    done = sum(Decimal(repr(finished * duration)) for _, duration, finished in works)
+    return (budget * done / total).quantize(Decimal("0.0001"), rounding=ROUND_DOWN) if total else Decimal(0)
 
 
 @pytest.mark.django_db
@@ -315,8 +367,12 @@ def test_the_reserve_rule_books_and_pays_at_acceptance(settings) -> None:  # typ
         machine.complete()
         machine.each_jobs_money_is_in_exactly_one_state()
         machine.money_is_conserved()
+        _compiled_queries_read_what_the_orm_reads(machine.queries)
         assert Job.objects.get(pk=job_id).status == Job.Status.FINISHED
         assert machine.reserve(who=1, units=2, duration=300.0, lead=60.0, accept=False) is None
+        machine.cancel(machine.bid(who=2, budget=Decimal("5"), items=[("map", 1, 10.0)]))  # a cancelled bid's work rows
+        machine.each_jobs_money_is_in_exactly_one_state()
+        _compiled_queries_read_what_the_orm_reads(machine.queries)
     finally:
         machine.teardown()
 
@@ -336,6 +392,7 @@ def test_the_cura_rules_hold_charge_and_release(settings) -> None:  # type: igno
         machine.each_cura_jobs_money_is_in_exactly_one_state()
         machine.money_is_conserved()
         machine.ledgers_reconcile_and_balances_are_non_negative()
+        _compiled_queries_read_what_the_orm_reads(machine.queries)
         done = CuraJob.objects.get(pk=ran)
         assert done.status == CuraJob.Status.DONE and done.charged > 0
         assert LedgerEntry.objects.get(cura_link__cura_job_id=ran, kind="charge").amount == money(float(done.cost or 0))
