@@ -70,6 +70,11 @@ def test_cancel_asks_for_confirmation(chromium_path, live_server, tenant, jobs, 
     with chromium_page(chromium_path, **PHONE, java_script_enabled=javascript) as page:
         login(page, live_server.url, "alice")
         page.goto(f"{live_server.url}/jobs/{long.pk}/")
+        # the page's scripts ran or not, as asked (the header's clock script marks its element when it runs)
+        if javascript:
+            expect(page.locator("#sim-clock")).to_have_attribute("data-sim-now", re.compile(r"^\d+\.\d$"))
+        else:
+            assert page.locator("#sim-clock").get_attribute("data-sim-now") is None
         # the first click only asks
         page.get_by_role("link", name="Cancel job…").click()
         expect(page.get_by_role("heading", level=1)).to_contain_text(f"Cancel job #{long.pk}")
