@@ -219,10 +219,10 @@ def _books_as_quoted(quote: ReservationQuote, market: Market, s: ReservationSett
     auction move between ticks: a unit free when quoted may be held now)."""
     if quote.expires_at <= timezone.now() or quote.book_version != s.book_version or quote.start < market.sim_time:
         return False
-    mech, origin = ra.era_mechanism(market, quote.resource_type, s)
+    taken, origin = ra.era_taken(market, quote.resource_type, s)
     lo = ra.slot_floor(quote.start, s.slot_seconds) - origin
     hi = ra.slot_ceil(quote.start + quote.duration, s.slot_seconds) - origin
-    return 0 <= lo < hi <= mech.horizon and not np.any(mech.promised[lo:hi] + quote.units > mech.capacity)
+    return ra.has_room(taken, int(quote.resource_type.capacity), lo, hi, quote.units)
 
 
 def reservation_accept(*, quote: ReservationQuote, user: object = None, rebook: bool = True) -> Reservation:
@@ -362,10 +362,10 @@ def reservation_book(
     )
     if not (math.isfinite(start) and math.isfinite(end) and market.sim_time <= start < end):
         raise ValidationError({"start": "A booking needs a window [start, end) that has not begun."})
-    mech, origin = ra.era_mechanism(market, resource_type, s)
+    taken, origin = ra.era_taken(market, resource_type, s)  # the room ERA promises from, without its prices
     slot = s.slot_seconds
     lo, hi = ra.slot_floor(start, slot) - origin, ra.slot_ceil(end, slot) - origin
-    if lo < 0 or hi > mech.horizon or np.any(mech.promised[lo:hi] + units > mech.capacity):
+    if not ra.has_room(taken, int(resource_type.capacity), lo, hi, units):
         raise ValidationError({"units": f"{units} {resource_type.name} units are no longer free in [{start:g}, {end:g})."})
     amount = Decimal(price).quantize(MIN_HOLD)
     if job is None:

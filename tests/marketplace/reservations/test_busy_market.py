@@ -49,6 +49,27 @@ def test_running_tasks_hold_their_units_until_they_end(market, alice, bob):
     assert quote.start == 120.0  # the first slot whose 4 units are free: no promise of a busy unit
 
 
+def test_the_room_a_booking_checks_is_what_era_promises_from(market, alice, bob):
+    """``era_taken`` (what accepting and booking check their room against) is ``era_state``'s promised
+    capacity, running tasks and bookings both, array for array."""
+    _fill_the_map_slots(market, bob)
+    reservation_accept(quote=reservation_quote(tenant=alice, resource_type="map", units=4, duration=300, arrival=60,
+                                               deadline=3600))
+    market.refresh_from_db()
+    for rt in market.resource_types.all():
+        state = ra.era_state(market, rt)
+        taken, origin = ra.era_taken(market, rt)
+        assert origin == state.origin and taken.dtype == state.mech.promised.dtype
+        np.testing.assert_array_equal(taken, state.mech.promised)
+        assert taken.shape == (state.mech.horizon,)
+    map_taken, _ = ra.era_taken(market, market.resource_types.get(name="map"))
+    assert map_taken[0] == 10 and map_taken[1] == 4  # bob's running wave, then alice's booking from 120 s
+    assert ra.has_room(map_taken, 10, 1, 3, 6) and not ra.has_room(map_taken, 10, 1, 3, 7)
+    assert not ra.has_room(map_taken, 10, 0, 1, 1)  # slot 0 is full
+    assert not ra.has_room(map_taken, 10, -1, 1, 0) and not ra.has_room(map_taken, 10, 2, map_taken.size + 1, 0)
+    assert not ra.has_room(map_taken, 10, 2, 2, 0)  # an empty window has no room
+
+
 def test_freed_slots_go_to_the_reservation_before_the_auction(market, alice, bob):
     auction_job = _fill_the_map_slots(market, bob)
     r = reservation_accept(quote=reservation_quote(tenant=alice, resource_type="map", units=4, duration=300, arrival=60,
