@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
+from marketplace.infra import rows
 from marketplace.market.models.queues import ResourceType
 from marketplace.slurm.client import SlurmJob, SlurmUnavailable
 from marketplace.slurm.models import SlurmStatus, SlurmTask
@@ -89,8 +90,13 @@ def _tasks_update(market_id: int, jobs: Sequence[SlurmJob], now: datetime, prefi
             continue
         if _take_state(task, job):
             changed.append(task)
-    SlurmTask.objects.bulk_update(changed, ["state", "slurm_job_id", "slurm_state", "reason", "exit_code", "started_at", "ended_at"])
+    # one prepared statement for all changed rows (``infra.rows.update_rows``): Django's ``bulk_update``
+    # builds a CASE of one WHEN per row per field, whose compilation was most of a busy poll's CPU
+    rows.update_rows(SlurmTask, _TAKEN, ("id",), ([getattr(t, f) for f in _TAKEN] + [t.pk] for t in changed))
     return {j.job_id for j in jobs if j.comment.startswith(prefix)}
+
+
+_TAKEN = ("state", "slurm_job_id", "slurm_state", "reason", "exit_code", "started_at", "ended_at")  # what _take_state sets
 
 
 def _take_state(task: SlurmTask, job: SlurmJob) -> bool:
