@@ -8,6 +8,7 @@ import argparse
 import logging
 import os
 import tempfile
+from typing import Any
 from urllib.parse import urlparse
 
 from bench.figures import require
@@ -35,29 +36,30 @@ def database_url(postgres: bool, url: str) -> str:
     """A fresh database's URL (module docstring)."""
     if not postgres:
         return f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
+    name, conn = _admin(url)
+    with conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return url
+
+
+def _admin(url: str) -> tuple[str, Any]:
+    """(the database name ``url`` gives, checked to be a plain name, an autocommit connection to the server's
+    ``postgres`` database), for creating and dropping it."""
     import psycopg
 
     parsed = urlparse(url)
     name = parsed.path.lstrip("/")
-    require(name.replace("_", "").isalnum(), f"a plain database name in --pg-url, got {name!r}")
-    admin = parsed._replace(scheme="postgresql", path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    return url
+    require(name.replace("_", "").isalnum(), f"a plain database name in the URL, got {name!r}")
+    return name, psycopg.connect(parsed._replace(scheme="postgresql", path="/postgres").geturl(), autocommit=True)
 
 
 def ensure_database(url: str) -> None:
     """Create the PostgreSQL database ``url`` names when it does not exist (kept when it does: unlike
     :func:`database_url`, nothing is dropped), so a benchmark that migrates the database it is given
     also runs on a name nobody created yet."""
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    require(name.replace("_", "").isalnum(), f"a plain database name in DATABASE_URL, got {name!r}")
-    admin = parsed._replace(scheme="postgresql", path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
+    name, conn = _admin(url)
+    with conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
             conn.execute(f"CREATE DATABASE {name}")
 

@@ -192,8 +192,7 @@ def era_state(market: Market, resource_type: ResourceType, s: ReservationSetting
     s = s or era_settings(market)
     slot, horizon, capacity = s.slot_seconds, int(s.horizon_slots), int(resource_type.capacity)
     outlook = outlook or market_outlook(market=market)
-    origin, promised, busy = _promised_and_busy(market, resource_type, s, outlook, promises)
-    j = [t.pk for t in resource_types(market)].index(resource_type.pk)
+    j, origin, promised, busy = _promised_and_busy(market, resource_type, s, outlook, promises)
     taken = promised + busy
     fill = backlog_fill(capacity - taken, float(outlook.backlog[j]), slot=slot)
     base = predictor_of(market, resource_type, s, origin)
@@ -205,15 +204,15 @@ def era_state(market: Market, resource_type: ResourceType, s: ReservationSetting
 
 
 def _promised_and_busy(market: Market, resource_type: ResourceType, s: ReservationSettings, outlook: Outlook,
-                       promises: Sequence[Promise] | None) -> tuple[int, np.ndarray, np.ndarray]:
-    """(origin slot, (horizon,) units promised to reservations and bookings, (horizon,) units the auction's
+                       promises: Sequence[Promise] | None) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """(the type's index in the market, origin slot, (horizon,) units promised to reservations and bookings, (horizon,) units the auction's
     running tasks hold) per slot of one resource type: what :func:`era_state` promises from."""
     slot, horizon = s.slot_seconds, int(s.horizon_slots)
     origin = origin_slot(market.sim_time, slot)
     j = [t.pk for t in resource_types(market)].index(resource_type.pk)
     promised = promised_slots(market, resource_type, s, origin, promises)
     busy = occupancy(*outlook.finishes[j], origin=origin * slot, slot=slot, horizon=horizon)
-    return origin, promised, busy
+    return j, origin, promised, busy
 
 
 def era_taken(market: Market, resource_type: ResourceType, s: ReservationSettings | None = None) -> tuple[np.ndarray, int]:
@@ -221,7 +220,7 @@ def era_taken(market: Market, resource_type: ResourceType, s: ReservationSetting
     resource type: ``era_state(...).mech.promised`` and ``.origin``, the same arrays, without the demand
     and the prices (what a booking checks its room against: about a third of :func:`era_state`'s work)."""
     s = s or era_settings(market)
-    origin, promised, busy = _promised_and_busy(market, resource_type, s, market_outlook(market=market), None)
+    _, origin, promised, busy = _promised_and_busy(market, resource_type, s, market_outlook(market=market), None)
     return np.asarray(promised + busy, dtype=np.int64).reshape(-1), origin
 
 
