@@ -213,13 +213,14 @@ def _no_room(market: Market, rt: ResourceType, s: ReservationSettings, win: Wind
             f"and {int(state.busy[k])} are held by running tasks. Ask for fewer units or a later window.")
 
 
-def _books_as_quoted(quote: ReservationQuote, market: Market, s: ReservationSettings) -> bool:
+def _books_as_quoted(quote: ReservationQuote, market: Market, s: ReservationSettings, room: tuple[np.ndarray, int]) -> bool:
     """True when the quote can be booked as it stands: open, not expired, no booking since it was
     priced, its start not begun, and its units still free in its slots (the running tasks of the
-    auction move between ticks: a unit free when quoted may be held now)."""
+    auction move between ticks: a unit free when quoted may be held now); ``room``: ``ra.era_taken`` of
+    its type, read under the market lock."""
     if quote.expires_at <= timezone.now() or quote.book_version != s.book_version or quote.start < market.sim_time:
         return False
-    taken, origin = ra.era_taken(market, quote.resource_type, s)
+    taken, origin = room
     lo = ra.slot_floor(quote.start, s.slot_seconds) - origin
     hi = ra.slot_ceil(quote.start + quote.duration, s.slot_seconds) - origin
     return ra.has_room(taken, int(quote.resource_type.capacity), lo, hi, quote.units)
@@ -250,7 +251,8 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None, rebook: 
         if quote.status != ReservationQuote.Status.OPEN:
             raise StateConflict({"quote": f"This quote is {quote.get_status_display().lower()}; ask for a new one."})
         price = quote.price
-        if not _books_as_quoted(quote, market, s):
+        room = ra.era_taken(market, quote.resource_type, s)  # a re-priced quote keeps the type: one read for both checks
+        if not _books_as_quoted(quote, market, s, room):
             try:
                 fresh = _requote(quote, market, s)
             except QuoteMoved as exc:
@@ -270,7 +272,7 @@ def reservation_accept(*, quote: ReservationQuote, user: object = None, rebook: 
             reservation = reservation_book(
                 tenant=quote.tenant, resource_type=quote.resource_type, units=quote.units, start=quote.start,
                 end=quote.start + quote.duration, price=price, arrival=quote.arrival, deadline=quote.deadline,
-                value=quote.value, quote=quote, user=user, _locked=(market, s),
+                value=quote.value, quote=quote, user=user, _locked=(market, s), _room=room,
             )
             quote.status = ReservationQuote.Status.ACCEPTED
             quote.save(update_fields=["status"])
@@ -335,7 +337,7 @@ def reservation_book(
     *, tenant: Tenant, resource_type: ResourceType, units: int, start: float, end: float, price: Decimal,
     arrival: float | None = None, deadline: float | None = None, value: Decimal | None = None,
     quote: ReservationQuote | None = None, name: str = "", source: str = "era", user: object = None, job: Job | None = None,
-    _locked: tuple[Market, ReservationSettings] | None = None,
+    _locked: tuple[Market, ReservationSettings] | None = None, _room: tuple[np.ndarray, int] | None = None,
 ) -> Reservation:
     """Book ``units`` of ``resource_type`` in [start, end) at ``price`` for a job.
 
@@ -362,7 +364,8 @@ def reservation_book(
     )
     if not (math.isfinite(start) and math.isfinite(end) and market.sim_time <= start < end):
         raise ValidationError({"start": "A booking needs a window [start, end) that has not begun."})
-    taken, origin = ra.era_taken(market, resource_type, s)  # the room ERA promises from, without its prices
+    # the room ERA promises from, without its prices (``_room``: read by the caller under the same locks)
+    taken, origin = _room or ra.era_taken(market, resource_type, s)
     slot = s.slot_seconds
     lo, hi = ra.slot_floor(start, slot) - origin, ra.slot_ceil(end, slot) - origin
     if not ra.has_room(taken, int(resource_type.capacity), lo, hi, units):
